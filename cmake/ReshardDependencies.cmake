@@ -1,0 +1,38 @@
+# Third-party dependencies, all from Debian packages (scripts/install_deps.sh installs them).
+find_package(Threads REQUIRED)
+find_package(nlohmann_json 3.10 REQUIRED)
+
+find_package(CLI11 CONFIG QUIET)
+if(NOT CLI11_FOUND)
+  # Machines without the Debian package (the GPU image) can carry the headers in RESHARD_DEPS_DIR/include.
+  find_path(RESHARD_CLI11_INCLUDE CLI/CLI.hpp HINTS "${RESHARD_DEPS_DIR}/include" REQUIRED)
+  add_library(CLI11::CLI11 INTERFACE IMPORTED)
+  target_include_directories(CLI11::CLI11 INTERFACE "${RESHARD_CLI11_INCLUDE}")
+endif()
+
+find_package(Eigen3 3.3 QUIET NO_MODULE)
+
+# CUDA and NCCL are optional: the planner and the host backend never need them.
+set(RESHARD_HAVE_CUDA OFF)
+if(NOT RESHARD_CUDA STREQUAL "OFF")
+  include(CheckLanguage)
+  if(NOT DEFINED CMAKE_CUDA_COMPILER AND EXISTS /usr/local/cuda/bin/nvcc)
+    set(CMAKE_CUDA_COMPILER /usr/local/cuda/bin/nvcc)
+  endif()
+  check_language(CUDA)
+  if(CMAKE_CUDA_COMPILER)
+    find_package(CUDAToolkit QUIET)
+    find_package(NCCL QUIET)
+  endif()
+  if(CMAKE_CUDA_COMPILER AND CUDAToolkit_FOUND AND NCCL_FOUND)
+    if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
+      set(CMAKE_CUDA_ARCHITECTURES 90)  # H100 / H200
+    endif()
+    set(CMAKE_CUDA_STANDARD 17)  # CMake 3.25 knows no CUDA20 flags for nvcc; kernels are C++17
+    set(CMAKE_CUDA_STANDARD_REQUIRED ON)
+    enable_language(CUDA)
+    set(RESHARD_HAVE_CUDA ON)
+  elseif(RESHARD_CUDA STREQUAL "ON")
+    message(FATAL_ERROR "RESHARD_CUDA=ON but nvcc (${CMAKE_CUDA_COMPILER}), the CUDA toolkit or NCCL was not found")
+  endif()
+endif()

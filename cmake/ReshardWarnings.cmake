@@ -1,0 +1,5 @@
+# Warning flags shared by every reshard target.
+add_library(reshard_warnings INTERFACE)
+target_compile_options(reshard_warnings INTERFACE
+  $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor -Wno-missing-field-initializers>)
+install(TARGETS reshard_warnings EXPORT reshardTargets)

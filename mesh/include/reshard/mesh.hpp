@@ -1,0 +1,62 @@
+// Mesh: an N-D grid of ranks, as torch.distributed.DeviceMesh.
+//
+// Ranks are the ranks of the communicator that spans the mesh (0 .. size-1). By default rank r sits at the
+// row-major coordinate of r; an explicit rank list (a permutation of 0 .. size-1, listed in row-major
+// coordinate order) places them otherwise. The group of a rank along a set of mesh dims is the ranks that
+// share all its other coordinates, ordered row-major over the chosen dims.
+#pragma once
+
+#include <span>
+#include <string>
+#include <vector>
+
+#include "reshard/dims.hpp"
+
+namespace reshard {
+
+class Mesh {
+ public:
+  Mesh() = default;
+  // Row-major mesh. Every dim must be >= 1; the total must stay below 2^31 ranks.
+  explicit Mesh(std::vector<int> shape);
+  // Mesh with an explicit rank at each row-major coordinate; `ranks` must be a permutation of 0..size-1.
+  Mesh(std::vector<int> shape, std::vector<int> ranks);
+
+  int ndim() const { return static_cast<int>(shape_.size()); }
+  int size() const { return size_; }
+  int dim_size(int mesh_dim) const;
+  const std::vector<int>& shape() const { return shape_; }
+  bool has_explicit_ranks() const { return !ranks_.empty(); }
+  const std::vector<int>& explicit_ranks() const { return ranks_; }
+
+  // Coordinate of a rank; kInvalidArgument if the rank is not in the mesh.
+  Dims coord_of(int rank) const;
+  // Rank at a coordinate (each entry within its dim).
+  int rank_at(const Dims& coord) const;
+
+  // Ranks that share all coordinates of `rank` except those on `mesh_dims`, row-major over `mesh_dims`
+  // (in the order given). The rank's own position in the result is its group index.
+  std::vector<int> group(int rank, std::span<const int> mesh_dims) const;
+  std::vector<int> group(int rank, int mesh_dim) const { return group(rank, std::span<const int>(&mesh_dim, 1)); }
+  // Position of `rank` inside group(rank, mesh_dims).
+  int group_index(int rank, std::span<const int> mesh_dims) const;
+  // Number of ranks in any group over `mesh_dims`.
+  int group_size(std::span<const int> mesh_dims) const;
+
+  // "2x3", plus the rank list when explicit: "2x2[3,2,1,0]".
+  std::string str() const;
+
+  friend bool operator==(const Mesh& a, const Mesh& b) { return a.shape_ == b.shape_ && a.ranks_ == b.ranks_; }
+
+ private:
+  int linear_index(const Dims& coord) const;
+  std::vector<int> shape_;
+  std::vector<int> ranks_;     // empty: row-major
+  std::vector<int> position_;  // inverse of ranks_, empty when row-major
+  int size_ = 1;
+};
+
+// Parses "AxBxC" into mesh dims (each in [1, 2^31)); kParse error naming the text otherwise.
+std::vector<int> parse_mesh_shape(std::string_view text);
+
+}  // namespace reshard

@@ -1,0 +1,151 @@
+#include "reshard/mesh.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <limits>
+
+namespace reshard {
+namespace {
+
+constexpr Index kMaxRanks = std::numeric_limits<int>::max();  // 2^31 - 1
+
+int checked_size(const std::vector<int>& shape) {
+  require(!shape.empty(), "a mesh needs at least one dim");
+  require(static_cast<int>(shape.size()) <= kMaxDims, cat("a mesh has at most ", kMaxDims, " dims, got ", shape.size()));
+  Index total = 1;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    require(shape[i] >= 1, cat("mesh dim ", i, " must be >= 1, got ", shape[i]));
+    total *= shape[i];  // each factor < 2^31 and we stop once past kMaxRanks, so this cannot overflow
+    require(total <= kMaxRanks, cat("mesh has more than 2^31 - 1 ranks"));
+  }
+  return static_cast<int>(total);
+}
+
+}  // namespace
+
+Mesh::Mesh(std::vector<int> shape) : shape_(std::move(shape)), size_(checked_size(shape_)) {}
+
+Mesh::Mesh(std::vector<int> shape, std::vector<int> ranks) : Mesh(std::move(shape)) {
+  require(static_cast<int>(ranks.size()) == size_,
+          cat("mesh ", str(), " has ", size_, " positions but the rank list has ", ranks.size(), " entries"));
+  position_.assign(size_, -1);
+  for (int i = 0; i < size_; ++i) {
+    int r = ranks[i];
+    require(r >= 0 && r < size_, cat("rank list entry ", r, " is outside 0..", size_ - 1));
+    require(position_[r] < 0, cat("rank ", r, " appears twice in the rank list"));
+    position_[r] = i;
+  }
+  bool identity = true;
+  for (int i = 0; i < size_; ++i) identity = identity && ranks[i] == i;
+  if (identity) {
+    position_.clear();
+  } else {
+    ranks_ = std::move(ranks);
+  }
+}
+
+int Mesh::dim_size(int mesh_dim) const {
+  require(mesh_dim >= 0 && mesh_dim < ndim(), cat("mesh dim ", mesh_dim, " out of range for a ", ndim(), "-D mesh"));
+  return shape_[mesh_dim];
+}
+
+Dims Mesh::coord_of(int rank) const {
+  require(rank >= 0 && rank < size_, cat("rank ", rank, " is not in mesh ", str(), " (", size_, " ranks)"));
+  int linear = ranks_.empty() ? rank : position_[rank];
+  Dims c(ndim());
+  for (int i = ndim() - 1; i >= 0; --i) {
+    c[i] = linear % shape_[i];
+    linear /= shape_[i];
+  }
+  return c;
+}
+
+int Mesh::linear_index(const Dims& coord) const {
+  require(coord.size() == ndim(), cat("coordinate has ", coord.size(), " entries for a ", ndim(), "-D mesh"));
+  Index linear = 0;
+  for (int i = 0; i < ndim(); ++i) {
+    require(coord[i] >= 0 && coord[i] < shape_[i], cat("coordinate ", coord[i], " out of range for mesh dim ", i));
+    linear = linear * shape_[i] + coord[i];
+  }
+  return static_cast<int>(linear);
+}
+
+int Mesh::rank_at(const Dims& coord) const {
+  int linear = linear_index(coord);
+  return ranks_.empty() ? linear : ranks_[linear];
+}
+
+int Mesh::group_size(std::span<const int> mesh_dims) const {
+  int n = 1;
+  for (int d : mesh_dims) n *= dim_size(d);
+  return n;
+}
+
+std::vector<int> Mesh::group(int rank, std::span<const int> mesh_dims) const {
+  Dims coord = coord_of(rank);
+  int n = group_size(mesh_dims);
+  std::vector<int> out(n);
+  for (int g = 0; g < n; ++g) {
+    int rest = g;
+    for (int j = static_cast<int>(mesh_dims.size()) - 1; j >= 0; --j) {
+      int d = mesh_dims[j];
+      coord[d] = rest % shape_[d];
+      rest /= shape_[d];
+    }
+    out[g] = rank_at(coord);
+  }
+  return out;
+}
+
+int Mesh::group_index(int rank, std::span<const int> mesh_dims) const {
+  Dims coord = coord_of(rank);
+  int idx = 0;
+  for (int d : mesh_dims) idx = idx * dim_size(d) + static_cast<int>(coord[d]);
+  return idx;
+}
+
+std::string Mesh::str() const {
+  std::string s;
+  for (size_t i = 0; i < shape_.size(); ++i) {
+    if (i) s += 'x';
+    s += std::to_string(shape_[i]);
+  }
+  if (!ranks_.empty()) {
+    s += '[';
+    for (size_t i = 0; i < ranks_.size(); ++i) {
+      if (i) s += ',';
+      s += std::to_string(ranks_[i]);
+    }
+    s += ']';
+  }
+  return s;
+}
+
+std::vector<int> parse_mesh_shape(std::string_view text) {
+  std::vector<int> shape;
+  if (text.empty()) fail(ErrorKind::kParse, "mesh is empty; expected dims like 2x4");
+  size_t pos = 0;
+  while (true) {
+    size_t end = text.find('x', pos);
+    std::string_view part = text.substr(pos, end == std::string_view::npos ? std::string_view::npos : end - pos);
+    long long v = 0;
+    auto [p, ec] = std::from_chars(part.data(), part.data() + part.size(), v);
+    if (part.empty() || ec != std::errc() || p != part.data() + part.size())
+      fail(ErrorKind::kParse, cat("mesh '", text, "': '", part, "' is not a whole number; expected dims like 2x4"));
+    if (v < 1) fail(ErrorKind::kParse, cat("mesh '", text, "': dim ", shape.size(), " is ", v, "; every dim must be >= 1"));
+    if (v > kMaxRanks) fail(ErrorKind::kParse, cat("mesh '", text, "' has more than 2^31 - 1 ranks"));
+    shape.push_back(static_cast<int>(v));
+    if (end == std::string_view::npos) break;
+    pos = end + 1;
+  }
+  if (static_cast<int>(shape.size()) > kMaxDims)
+    fail(ErrorKind::kParse, cat("mesh '", text, "' has ", shape.size(), " dims; at most ", kMaxDims, " are supported"));
+  Index total = 1;
+  for (int v : shape) {
+    total *= v;
+    if (total > kMaxRanks) fail(ErrorKind::kParse, cat("mesh '", text, "' has more than 2^31 - 1 ranks"));
+  }
+  return shape;
+}
+
+}  // namespace reshard

@@ -1,0 +1,75 @@
+// Layout: a tensor of a global shape placed on a mesh, and the local box each rank holds.
+//
+// Semantics are exactly PyTorch DTensor's (_compute_local_shape_and_global_offset): start from the global
+// shape; for mesh dims 0, 1, ... in order, a Shard(d) splits the current extent s of tensor dim d into n
+// chunks as torch.chunk does (full = ceil(s / n); chunk i starts at full * i and holds
+// max(0, min(s, full * (i + 1)) - full * i) elements). A rank whose extent in a sharded dim ends up 0
+// reports offset global_shape[d] there. Replicate and Partial leave the shape alone.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "reshard/box.hpp"
+#include "reshard/mesh.hpp"
+#include "reshard/placement.hpp"
+
+namespace reshard {
+
+// A half-open range [begin, begin + size) of one tensor dim.
+struct Interval {
+  Index begin = 0;
+  Index size = 0;
+  Index end() const { return begin + size; }
+};
+
+class Layout {
+ public:
+  Layout() = default;
+  // Validates and normalises: one placement per mesh dim, shard dims in [-ndim, ndim), non-negative
+  // extents whose product fits in int64. kInvalidArgument naming the problem otherwise.
+  Layout(Mesh mesh, std::vector<Placement> placements, Dims global_shape);
+
+  const Mesh& mesh() const { return mesh_; }
+  const std::vector<Placement>& placements() const { return placements_; }
+  const Placement& placement(int mesh_dim) const { return placements_[mesh_dim]; }
+  const Dims& global_shape() const { return global_shape_; }
+  int ndim() const { return global_shape_.size(); }
+  Index global_volume() const { return global_volume_; }
+
+  // The local box of a rank (offset = PyTorch's global_offset, shape = local_shape).
+  Box box(int rank) const { return box_at(mesh_.coord_of(rank)); }
+  Box box_at(const Dims& coord) const;
+  Index local_volume(int rank) const { return volume(box(rank)); }
+
+  // The same tensor with other placements on the same mesh.
+  Layout with_placements(std::vector<Placement> placements) const;
+
+  // Mesh dims that shard tensor dim d, in order (the nesting order).
+  const std::vector<int>& sharding_mesh_dims(int tensor_dim) const { return sharding_[tensor_dim]; }
+  // The range of tensor dim d held at a mesh coordinate (only the coordinates of sharding mesh dims matter).
+  // The range of an empty shard has begin == global_shape[d].
+  Interval interval(int tensor_dim, const Dims& coord) const;
+  // Mesh dims holding Partial placements.
+  std::vector<int> partial_mesh_dims() const;
+  bool has_partial() const;
+
+  // "2x2 [S0,S1] 8x8"
+  std::string str() const;
+
+  friend bool operator==(const Layout& a, const Layout& b) {
+    return a.mesh_ == b.mesh_ && a.placements_ == b.placements_ && a.global_shape_ == b.global_shape_;
+  }
+
+ private:
+  Mesh mesh_;
+  std::vector<Placement> placements_;
+  Dims global_shape_;
+  Index global_volume_ = 0;
+  std::vector<std::vector<int>> sharding_;  // per tensor dim
+};
+
+// Parses a tensor shape "7x5"; every extent a whole number >= 0; kParse error otherwise.
+Dims parse_shape(std::string_view text);
+
+}  // namespace reshard

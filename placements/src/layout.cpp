@@ -1,0 +1,99 @@
+#include "reshard/layout.hpp"
+
+#include <charconv>
+
+namespace reshard {
+namespace {
+constexpr Index kMaxExtent = Index(1) << 62;  // keeps chunk arithmetic (full * (i + 1)) inside int64
+}  // namespace
+
+Layout::Layout(Mesh mesh, std::vector<Placement> placements, Dims global_shape)
+    : mesh_(std::move(mesh)), placements_(std::move(placements)), global_shape_(global_shape) {
+  require(static_cast<int>(placements_.size()) == mesh_.ndim(),
+          cat(placements_.size(), " placements given for a ", mesh_.ndim(), "-D mesh ", mesh_.str(),
+              "; expected one per mesh dim"));
+  for (int d = 0; d < global_shape_.size(); ++d)
+    require(global_shape_[d] >= 0, cat("tensor dim ", d, " has negative extent ", global_shape_[d]));
+  for (int d = 0; d < global_shape_.size(); ++d)
+    require(global_shape_[d] <= kMaxExtent, cat("tensor dim ", d, " has extent ", global_shape_[d], " (at most 2^62)"));
+  global_volume_ = global_shape_.product("tensor shape " + to_string(global_shape_));
+  sharding_.assign(global_shape_.size(), {});
+  for (int k = 0; k < mesh_.ndim(); ++k) {
+    placements_[k] = normalize(placements_[k], global_shape_.size());
+    if (placements_[k].is_shard()) sharding_[placements_[k].dim()].push_back(k);
+  }
+}
+
+Layout Layout::with_placements(std::vector<Placement> placements) const {
+  return Layout(mesh_, std::move(placements), global_shape_);
+}
+
+Interval Layout::interval(int d, const Dims& coord) const {
+  Index begin = 0, size = global_shape_[d];
+  for (int k : sharding_[d]) {
+    Index n = mesh_.shape()[k];
+    Index full = ceil_div(size, n);
+    Index start = full * coord[k];
+    Index chunk = start >= size ? 0 : std::min(size, full * (coord[k] + 1)) - start;
+    if (chunk == 0) return Interval{global_shape_[d], 0};
+    begin += start;
+    size = chunk;
+  }
+  return Interval{begin, size};
+}
+
+Box Layout::box_at(const Dims& coord) const {
+  Box b{Dims(ndim()), Dims(ndim())};
+  for (int d = 0; d < ndim(); ++d) {
+    Interval iv = interval(d, coord);
+    b.offset[d] = iv.begin;
+    b.shape[d] = iv.size;
+  }
+  return b;
+}
+
+std::vector<int> Layout::partial_mesh_dims() const {
+  std::vector<int> dims;
+  for (int k = 0; k < mesh_.ndim(); ++k)
+    if (placements_[k].is_partial()) dims.push_back(k);
+  return dims;
+}
+
+bool Layout::has_partial() const {
+  for (const Placement& p : placements_)
+    if (p.is_partial()) return true;
+  return false;
+}
+
+std::string Layout::str() const {
+  return mesh_.str() + " [" + to_string(placements_) + "] " + (ndim() ? to_string(global_shape_) : "scalar");
+}
+
+Dims parse_shape(std::string_view text) {
+  if (text.empty()) fail(ErrorKind::kParse, "shape is empty; expected extents like 1024x512");
+  Dims shape;
+  size_t pos = 0;
+  while (true) {
+    size_t end = text.find('x', pos);
+    std::string_view part = text.substr(pos, end == std::string_view::npos ? std::string_view::npos : end - pos);
+    long long v = 0;
+    auto [p, ec] = std::from_chars(part.data(), part.data() + part.size(), v);
+    if (ec == std::errc::result_out_of_range)
+      fail(ErrorKind::kParse, cat("shape '", text, "': extent '", part, "' does not fit in 64 bits"));
+    if (part.empty() || ec != std::errc() || p != part.data() + part.size())
+      fail(ErrorKind::kParse, cat("shape '", text, "': '", part, "' is not a whole number; expected extents like 1024x512"));
+    if (v < 0) fail(ErrorKind::kParse, cat("shape '", text, "': extent ", v, " is negative"));
+    if (shape.size() == kMaxDims)
+      fail(ErrorKind::kParse, cat("shape '", text, "' has more than ", kMaxDims, " dims"));
+    shape.push_back(v);
+    if (end == std::string_view::npos) break;
+    pos = end + 1;
+  }
+  Index total = 1;
+  for (Index v : shape)
+    if (__builtin_mul_overflow(total, v, &total))
+      fail(ErrorKind::kParse, cat("shape '", text, "' has more elements than fit in 64 bits"));
+  return shape;
+}
+
+}  // namespace reshard

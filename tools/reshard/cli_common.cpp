@@ -1,0 +1,37 @@
+#include "cli_common.hpp"
+
+#include <charconv>
+
+namespace reshard::cli {
+
+void add_tensor_flags(CLI::App& cmd, TensorFlags& flags) {
+  cmd.add_option("--mesh", flags.mesh, "Mesh shape, e.g. 2x4")->required();
+  cmd.add_option("--shape", flags.shape, "Global tensor shape, e.g. 8192x8192")->required();
+  cmd.add_option("--ranks", flags.ranks, "Explicit rank at each row-major mesh coordinate, e.g. 3,2,1,0");
+}
+
+Mesh make_mesh(const TensorFlags& flags) {
+  std::vector<int> shape = parse_mesh_shape(flags.mesh);
+  if (flags.ranks.empty()) return Mesh(shape);
+  std::vector<int> ranks;
+  std::string_view text = flags.ranks;
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    size_t end = text.find(',', pos);
+    std::string_view part = text.substr(pos, end == std::string_view::npos ? std::string_view::npos : end - pos);
+    int v = 0;
+    auto [p, ec] = std::from_chars(part.data(), part.data() + part.size(), v);
+    if (part.empty() || ec != std::errc() || p != part.data() + part.size())
+      fail(ErrorKind::kParse, cat("--ranks '", flags.ranks, "': '", part, "' is not a rank number"));
+    ranks.push_back(v);
+    if (end == std::string_view::npos) break;
+    pos = end + 1;
+  }
+  return Mesh(shape, ranks);
+}
+
+Layout make_layout(const TensorFlags& flags, const std::string& placements) {
+  return Layout(make_mesh(flags), parse_placements(placements), parse_shape(flags.shape));
+}
+
+}  // namespace reshard::cli
