@@ -141,7 +141,7 @@ TEST(Cli, LayoutPrintsPyTorchShapesAsTableJsonAndPicture) {
 }
 
 TEST(Cli, HelpOnEverySubcommand) {
-  for (const char* sub : {"layout"}) {
+  for (const char* sub : {"layout", "plan"}) {
     testing::CliResult r = run_cli(std::string(sub) + " --help");
     EXPECT_EQ(r.exit_code, 0);
     EXPECT_NE(r.out.find("--mesh"), std::string::npos) << r.out;

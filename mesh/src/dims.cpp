@@ -20,6 +20,15 @@ std::string to_list_string(const Dims& d) {
   return s + "]";
 }
 
+std::string join(const std::vector<int>& values, char sep) {
+  std::string s;
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (i) s += sep;
+    s += std::to_string(values[i]);
+  }
+  return s;
+}
+
 Dims row_major_strides(const Dims& shape) {
   Dims strides(shape.size(), 1);
   for (int i = shape.size() - 2; i >= 0; --i) strides[i] = strides[i + 1] * shape[i + 1];

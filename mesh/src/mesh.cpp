@@ -10,13 +10,13 @@ namespace {
 constexpr Index kMaxRanks = std::numeric_limits<int>::max();  // 2^31 - 1
 
 int checked_size(const std::vector<int>& shape) {
-  require(!shape.empty(), "a mesh needs at least one dim");
-  require(static_cast<int>(shape.size()) <= kMaxDims, cat("a mesh has at most ", kMaxDims, " dims, got ", shape.size()));
+  RESHARD_REQUIRE(!shape.empty(), "a mesh needs at least one dim");
+  RESHARD_REQUIRE(static_cast<int>(shape.size()) <= kMaxDims, "a mesh has at most ", kMaxDims, " dims, got ", shape.size());
   Index total = 1;
   for (size_t i = 0; i < shape.size(); ++i) {
-    require(shape[i] >= 1, cat("mesh dim ", i, " must be >= 1, got ", shape[i]));
+    RESHARD_REQUIRE(shape[i] >= 1, "mesh dim ", i, " must be >= 1, got ", shape[i]);
     total *= shape[i];  // each factor < 2^31 and we stop once past kMaxRanks, so this cannot overflow
-    require(total <= kMaxRanks, cat("mesh has more than 2^31 - 1 ranks"));
+    RESHARD_REQUIRE(total <= kMaxRanks, "mesh has more than 2^31 - 1 ranks");
   }
   return static_cast<int>(total);
 }
@@ -26,13 +26,12 @@ int checked_size(const std::vector<int>& shape) {
 Mesh::Mesh(std::vector<int> shape) : shape_(std::move(shape)), size_(checked_size(shape_)) {}
 
 Mesh::Mesh(std::vector<int> shape, std::vector<int> ranks) : Mesh(std::move(shape)) {
-  require(static_cast<int>(ranks.size()) == size_,
-          cat("mesh ", str(), " has ", size_, " positions but the rank list has ", ranks.size(), " entries"));
+  RESHARD_REQUIRE(static_cast<int>(ranks.size()) == size_, "mesh ", str(), " has ", size_, " positions but the rank list has ", ranks.size(), " entries");
   position_.assign(size_, -1);
   for (int i = 0; i < size_; ++i) {
     int r = ranks[i];
-    require(r >= 0 && r < size_, cat("rank list entry ", r, " is outside 0..", size_ - 1));
-    require(position_[r] < 0, cat("rank ", r, " appears twice in the rank list"));
+    RESHARD_REQUIRE(r >= 0 && r < size_, "rank list entry ", r, " is outside 0..", size_ - 1);
+    RESHARD_REQUIRE(position_[r] < 0, "rank ", r, " appears twice in the rank list");
     position_[r] = i;
   }
   bool identity = true;
@@ -45,12 +44,12 @@ Mesh::Mesh(std::vector<int> shape, std::vector<int> ranks) : Mesh(std::move(shap
 }
 
 int Mesh::dim_size(int mesh_dim) const {
-  require(mesh_dim >= 0 && mesh_dim < ndim(), cat("mesh dim ", mesh_dim, " out of range for a ", ndim(), "-D mesh"));
+  RESHARD_REQUIRE(mesh_dim >= 0 && mesh_dim < ndim(), "mesh dim ", mesh_dim, " out of range for a ", ndim(), "-D mesh");
   return shape_[mesh_dim];
 }
 
 Dims Mesh::coord_of(int rank) const {
-  require(rank >= 0 && rank < size_, cat("rank ", rank, " is not in mesh ", str(), " (", size_, " ranks)"));
+  RESHARD_REQUIRE(rank >= 0 && rank < size_, "rank ", rank, " is not in mesh ", str(), " (", size_, " ranks)");
   int linear = ranks_.empty() ? rank : position_[rank];
   Dims c(ndim());
   for (int i = ndim() - 1; i >= 0; --i) {
@@ -61,10 +60,10 @@ Dims Mesh::coord_of(int rank) const {
 }
 
 int Mesh::linear_index(const Dims& coord) const {
-  require(coord.size() == ndim(), cat("coordinate has ", coord.size(), " entries for a ", ndim(), "-D mesh"));
+  RESHARD_REQUIRE(coord.size() == ndim(), "coordinate has ", coord.size(), " entries for a ", ndim(), "-D mesh");
   Index linear = 0;
   for (int i = 0; i < ndim(); ++i) {
-    require(coord[i] >= 0 && coord[i] < shape_[i], cat("coordinate ", coord[i], " out of range for mesh dim ", i));
+    RESHARD_REQUIRE(coord[i] >= 0 && coord[i] < shape_[i], "coordinate ", coord[i], " out of range for mesh dim ", i);
     linear = linear * shape_[i] + coord[i];
   }
   return static_cast<int>(linear);

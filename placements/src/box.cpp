@@ -19,7 +19,7 @@ bool is_empty(const Box& b) {
 }
 
 Box intersect(const Box& a, const Box& b) {
-  require(a.ndim() == b.ndim(), cat("cannot intersect a ", a.ndim(), "-D box with a ", b.ndim(), "-D box"));
+  RESHARD_REQUIRE(a.ndim() == b.ndim(), "cannot intersect a ", a.ndim(), "-D box with a ", b.ndim(), "-D box");
   Box r{Dims(a.ndim()), Dims(a.ndim())};
   for (int i = 0; i < a.ndim(); ++i) {
     Index lo = std::max(a.offset[i], b.offset[i]);

@@ -9,13 +9,12 @@ constexpr Index kMaxExtent = Index(1) << 62;  // keeps chunk arithmetic (full * 
 
 Layout::Layout(Mesh mesh, std::vector<Placement> placements, Dims global_shape)
     : mesh_(std::move(mesh)), placements_(std::move(placements)), global_shape_(global_shape) {
-  require(static_cast<int>(placements_.size()) == mesh_.ndim(),
-          cat(placements_.size(), " placements given for a ", mesh_.ndim(), "-D mesh ", mesh_.str(),
-              "; expected one per mesh dim"));
+  RESHARD_REQUIRE(static_cast<int>(placements_.size()) == mesh_.ndim(), placements_.size(), " placements given for a ", mesh_.ndim(), "-D mesh ", mesh_.str(),
+              "; expected one per mesh dim");
   for (int d = 0; d < global_shape_.size(); ++d)
-    require(global_shape_[d] >= 0, cat("tensor dim ", d, " has negative extent ", global_shape_[d]));
+    RESHARD_REQUIRE(global_shape_[d] >= 0, "tensor dim ", d, " has negative extent ", global_shape_[d]);
   for (int d = 0; d < global_shape_.size(); ++d)
-    require(global_shape_[d] <= kMaxExtent, cat("tensor dim ", d, " has extent ", global_shape_[d], " (at most 2^62)"));
+    RESHARD_REQUIRE(global_shape_[d] <= kMaxExtent, "tensor dim ", d, " has extent ", global_shape_[d], " (at most 2^62)");
   global_volume_ = global_shape_.product("tensor shape " + to_string(global_shape_));
   sharding_.assign(global_shape_.size(), {});
   for (int k = 0; k < mesh_.ndim(); ++k) {

@@ -34,4 +34,25 @@ Layout make_layout(const TensorFlags& flags, const std::string& placements) {
   return Layout(make_mesh(flags), parse_placements(placements), parse_shape(flags.shape));
 }
 
+Index parse_bytes(const std::string& flag, const std::string& text) {
+  static const std::pair<const char*, Index> kSuffixes[] = {{"GiB", Index(1) << 30}, {"MiB", Index(1) << 20},
+                                                             {"KiB", Index(1) << 10}, {"B", 1}};
+  std::string_view digits = text;
+  Index scale = 1;
+  for (auto [suffix, factor] : kSuffixes) {
+    std::string_view sv(suffix);
+    if (digits.size() > sv.size() && digits.substr(digits.size() - sv.size()) == sv) {
+      digits.remove_suffix(sv.size());
+      scale = factor;
+      break;
+    }
+  }
+  long long v = 0;
+  auto [p, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), v);
+  if (digits.empty() || ec != std::errc() || p != digits.data() + digits.size())
+    fail(ErrorKind::kParse, cat(flag, " '", text, "' is not a byte count (e.g. 1048576, 64MiB)"));
+  if (v < 0) fail(ErrorKind::kInvalidArgument, cat(flag, " must be >= 0 bytes, got ", text));
+  return checked_mul(v, scale, flag);
+}
+
 }  // namespace reshard::cli

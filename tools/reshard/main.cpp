@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
   app.fallthrough(false);
   std::map<std::string, cli::Command> commands;
   commands["layout"] = cli::add_layout_command(app);
+  commands["plan"] = cli::add_plan_command(app);
 
   try {
     app.parse(argc, argv);

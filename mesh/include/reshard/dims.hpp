@@ -82,6 +82,8 @@ class Dims {
 std::string to_string(const Dims& d, char sep = 'x');
 // "[7, 5]"
 std::string to_list_string(const Dims& d);
+// "0,2" for {0, 2}
+std::string join(const std::vector<int>& values, char sep = ',');
 
 // Row-major (C order) strides of a dense tensor of this shape, in elements.
 Dims row_major_strides(const Dims& shape);

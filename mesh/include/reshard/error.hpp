@@ -42,9 +42,15 @@ std::string cat(const Args&... args) {
 
 [[noreturn]] inline void fail(ErrorKind kind, const std::string& message) { throw Error(kind, message); }
 
-// Throws kInvalidArgument with the message when the condition does not hold.
-inline void require(bool condition, const std::string& message) {
-  if (!condition) fail(ErrorKind::kInvalidArgument, message);
-}
+}  // namespace reshard
+
+// Throws reshard::Error(kInvalidArgument, cat(message...)) when the condition does not hold. The message is only
+// built on failure, so checks cost nothing on hot paths.
+#define RESHARD_REQUIRE(condition, ...)                                                        \
+  do {                                                                                         \
+    if (!(condition)) ::reshard::fail(::reshard::ErrorKind::kInvalidArgument, ::reshard::cat(__VA_ARGS__)); \
+  } while (false)
+
+namespace reshard {
 
 }  // namespace reshard

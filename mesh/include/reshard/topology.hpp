@@ -13,7 +13,7 @@ struct Topology {
   int node_of(int rank) const { return rank / ranks_per_node; }
   bool same_node(int a, int b) const { return node_of(a) == node_of(b); }
   LinkClass link(int a, int b) const { return same_node(a, b) ? LinkClass::kIntraNode : LinkClass::kInterNode; }
-  void validate() const { require(ranks_per_node >= 1, cat("ranks per node must be >= 1, got ", ranks_per_node)); }
+  void validate() const { RESHARD_REQUIRE(ranks_per_node >= 1, "ranks per node must be >= 1, got ", ranks_per_node); }
 };
 
 }  // namespace reshard

@@ -1,0 +1,55 @@
+// Planning time (Google Benchmark): auto plans (all candidates priced) and per-rank plans on meshes from 2x2 to
+// 1024 ranks, for the seed experiment's pairs. Results: bench/results/planning-*.json.
+#include <benchmark/benchmark.h>
+
+#include "reshard/planner.hpp"
+
+namespace reshard {
+namespace {
+
+struct Case {
+  std::vector<int> mesh;
+  const char* from;
+  const char* to;
+};
+
+const Case kCases[] = {
+    {{2, 2}, "S0,S1", "S1,S0"},         {{2, 2}, "S0,S0", "S1,S1"},
+    {{4, 4}, "S0,S1", "S1,S0"},         {{4, 4}, "S0,S0", "S1,S1"},
+    {{8, 8}, "S0,S1", "S1,S0"},         {{8, 8}, "S0,S0", "S1,S1"},
+    {{8, 8, 16}, "S0,S1,R", "S1,S0,R"}, {{8, 8, 16}, "S0,S0,R", "S1,S1,R"},
+    {{16, 64}, "S0,S1", "S1,S0"},       {{16, 64}, "S0,S0", "S1,S1"},
+};
+
+void label(benchmark::State& state, const Case& c) {
+  state.SetLabel(Mesh(c.mesh).str() + " [" + c.from + "]->[" + c.to + "]");
+}
+
+void BM_AutoPlan(benchmark::State& state) {
+  const Case& c = kCases[state.range(0)];
+  Mesh mesh(c.mesh);
+  Layout src(mesh, parse_placements(c.from), Dims{16384, 16384});
+  Layout dst(mesh, parse_placements(c.to), Dims{16384, 16384});
+  PlanOptions options;  // auto, 8 ranks per node
+  for (auto _ : state) benchmark::DoNotOptimize(make_plan(src, dst, DType::kBF16, options));
+  label(state, c);
+}
+
+void BM_RankPlan(benchmark::State& state) {
+  const Case& c = kCases[state.range(0)];
+  Mesh mesh(c.mesh);
+  Layout src(mesh, parse_placements(c.from), Dims{16384, 16384});
+  Layout dst(mesh, parse_placements(c.to), Dims{16384, 16384});
+  PlanOptions options;
+  int rank = mesh.size() / 2 + 1;
+  for (auto _ : state) benchmark::DoNotOptimize(make_rank_plan(src, dst, DType::kBF16, rank % mesh.size(), options));
+  label(state, c);
+}
+
+BENCHMARK(BM_AutoPlan)->DenseRange(0, 9)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_RankPlan)->DenseRange(0, 9)->Unit(benchmark::kMicrosecond);
+
+}  // namespace
+}  // namespace reshard
+
+BENCHMARK_MAIN();

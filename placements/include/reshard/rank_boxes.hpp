@@ -1,0 +1,32 @@
+// RankBoxes: every rank's box of a layout, computed once (O(ranks x dims)) for code that visits many ranks.
+#pragma once
+
+#include <vector>
+
+#include "reshard/layout.hpp"
+
+namespace reshard {
+
+class RankBoxes {
+ public:
+  explicit RankBoxes(const Layout& layout);
+
+  const Layout& layout() const { return layout_; }
+  int size() const { return static_cast<int>(boxes_.size()); }
+  const Box& operator[](int rank) const { return boxes_[rank]; }
+  Index volume(int rank) const { return volumes_[rank]; }
+  Index max_volume() const { return max_volume_; }
+  int max_volume_rank() const { return max_rank_; }  // the lowest rank holding max_volume()
+  Index total_volume() const { return total_volume_; }
+  bool any_empty() const { return any_empty_; }
+
+ private:
+  Layout layout_;
+  std::vector<Box> boxes_;
+  std::vector<Index> volumes_;
+  Index max_volume_ = 0, total_volume_ = 0;
+  int max_rank_ = 0;
+  bool any_empty_ = false;
+};
+
+}  // namespace reshard

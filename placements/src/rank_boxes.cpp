@@ -1,0 +1,33 @@
+#include "reshard/rank_boxes.hpp"
+
+namespace reshard {
+
+RankBoxes::RankBoxes(const Layout& layout) : layout_(layout) {
+  const Mesh& mesh = layout.mesh();
+  const int n = mesh.size();
+  boxes_.resize(n);
+  volumes_.resize(n);
+  Dims coord(mesh.ndim(), 0);
+  max_volume_ = -1;
+  for (int pos = 0; pos < n; ++pos) {
+    int rank = mesh.has_explicit_ranks() ? mesh.explicit_ranks()[pos] : pos;
+    Box& b = boxes_[rank];
+    b = layout.box_at(coord);
+    Index v = reshard::volume(b);
+    volumes_[rank] = v;
+    total_volume_ += v;
+    any_empty_ = any_empty_ || v == 0;
+    for (int k = mesh.ndim() - 1; k >= 0; --k) {
+      if (++coord[k] < mesh.shape()[k]) break;
+      coord[k] = 0;
+    }
+  }
+  for (int r = 0; r < n; ++r) {
+    if (volumes_[r] > max_volume_) {
+      max_volume_ = volumes_[r];
+      max_rank_ = r;
+    }
+  }
+}
+
+}  // namespace reshard

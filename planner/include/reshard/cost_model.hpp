@@ -1,0 +1,54 @@
+// CostModel: alpha-beta prices of the operations a plan is made of (docs/planner.md has the formulas).
+//
+// Collectives (ring formulas, nccl-tests' bus-bandwidth factors), on a group of n ranks:
+//   all_gather      t = alpha + (n-1) * chunk / busbw        (chunk: bytes each member contributes)
+//   reduce_scatter  t = alpha + (n-1) * chunk / busbw        (chunk: bytes each member receives)
+//   all_reduce      t = alpha + 2 (n-1) / n * bytes / busbw
+// with the inter-node parameters when the group spans nodes.
+// A p2p step (and an all_to_all, priced the same way with its own parameters) costs its slowest rank:
+//   t_r = pack_r / copy_bw + max(alpha + per_peer * peers_r + max_c(max(out_r,c, in_r,c) / bw_c), local_r / copy_bw)
+//         + unpack_r / copy_bw
+// where c runs over the link classes (intra-node, inter-node) and the local copy overlaps the transfers.
+// Copies cost copy.alpha (a kernel launch) plus bytes / copy bandwidth; nothing to copy costs nothing.
+#pragma once
+
+#include "reshard/profile.hpp"
+#include "reshard/checked_math.hpp"
+#include "reshard/topology.hpp"
+
+namespace reshard {
+
+// One rank's traffic in a p2p or all_to_all step.
+struct RankTraffic {
+  Index out_bytes[2] = {0, 0};  // by LinkClass
+  Index in_bytes[2] = {0, 0};
+  int peers_out = 0;
+  int peers_in = 0;
+  Index pack_bytes = 0;    // outgoing bytes that must be packed into a contiguous buffer
+  Index unpack_bytes = 0;  // incoming bytes that must be scattered from a contiguous buffer
+  Index local_bytes = 0;   // bytes copied locally (src == dst)
+};
+
+class CostModel {
+ public:
+  CostModel(Profile profile, Topology topology) : profile_(std::move(profile)), topology_(topology) {}
+
+  const Profile& profile() const { return profile_; }
+  const Topology& topology() const { return topology_; }
+
+  double all_gather_us(int n, Index chunk_bytes, LinkClass link) const;
+  double reduce_scatter_us(int n, Index chunk_bytes, LinkClass link) const;
+  double all_reduce_us(int n, Index bytes, LinkClass link) const;
+  double copy_us(Index bytes) const;
+  // Time of one rank's side of a p2p (all_to_all = false) or all_to_all step.
+  double exchange_rank_us(const RankTraffic& t, bool all_to_all) const;
+
+ private:
+  const LinkProfile& link(LinkClass c) const {
+    return c == LinkClass::kIntraNode ? profile_.intra_node : profile_.inter_node;
+  }
+  Profile profile_;
+  Topology topology_;
+};
+
+}  // namespace reshard

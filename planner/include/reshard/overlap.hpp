@@ -1,0 +1,77 @@
+// P2P overlap regions: which rank sends which region to which rank so that every rank ends up with its target
+// box, moving the minimum number of bytes.
+//
+// The source layout's distinct non-empty boxes ("blocks") are disjoint. For every destination rank r and every
+// block overlapping r's target box there is exactly one transfer, of region = block ∩ target(r), from one
+// holder of the block, chosen by this rule:
+//   1. r itself when it holds the block: a local copy, nothing crosses a link;
+//   2. otherwise the aligned holder — the holder with r's own coordinates on the mesh dims where the source is
+//      Replicate — when it is on r's node;
+//   3. otherwise a holder on r's node, if there is one: of the block's holders on that node, listed in
+//      row-major order of their replicated coordinates, the one at position (r's row-major index over the
+//      replicated mesh dims) mod (their number), which spreads destinations over them;
+//   4. otherwise the aligned holder.
+// Aligned holders split the destinations of a block evenly between its replicas (each replica serves the
+// destinations that share its replicated coordinates), which keeps the busiest sender's volume at its share:
+// the balance rule. Every byte a rank needs and does not hold crosses a link exactly once, so the p2p step moves
+// the minimum possible number of bytes: sum over r of |target(r)| - |target(r) ∩ source(r)| elements.
+//
+// Both directions can be enumerated for one rank in time proportional to its transfers (O(N) at most), so a rank
+// of a large job never materialises all N^2 pairs.
+#pragma once
+
+#include <vector>
+
+#include "reshard/plan.hpp"
+#include "reshard/rank_boxes.hpp"
+
+namespace reshard {
+
+class OverlapIndex {
+ public:
+  // Layouts on the same mesh and shape; the source must not be Partial (kInvalidArgument otherwise).
+  OverlapIndex(const Layout& src, const Layout& dst, const Topology& topology, int element_size);
+
+  // Transfers into `dst_rank` (its local copy included), appended to `out` in row-major block order.
+  void transfers_into(int dst_rank, std::vector<Transfer>& out) const;
+  // Transfers out of `src_rank` (its local copy included), appended to `out`.
+  void transfers_from(int src_rank, std::vector<Transfer>& out) const;
+  // Every transfer, sorted by (src, dst).
+  std::vector<Transfer> all_transfers() const;
+
+  const Layout& src() const { return src_.layout(); }
+  const Layout& dst() const { return dst_.layout(); }
+  const RankBoxes& src_boxes() const { return src_; }
+  const RankBoxes& dst_boxes() const { return dst_; }
+  const Topology& topology() const { return topology_; }
+
+ private:
+  struct Chunk {
+    Index begin = 0, size = 0;
+    Index combo = 0;  // row-major index over the layout's sharding mesh dims of this tensor dim
+  };
+  using ChunkList = std::vector<Chunk>;  // non-empty chunks sorted by begin
+
+  static std::vector<ChunkList> chunk_lists(const Layout& layout);
+  static std::pair<const Chunk*, const Chunk*> overlapping(const ChunkList& list, Index begin, Index end);
+  // Writes the coordinates a chunk combo stands for into `coord` (only the sharding mesh dims of dim d).
+  void set_combo(const Layout& layout, int d, Index combo, Dims& coord) const;
+  // The holder that sends the block whose aligned holder coordinate is `aligned` to rank `dst_rank`.
+  int choose_holder(int dst_rank, const Dims& dst_coord, const Dims& aligned) const;
+  int rank_at(const Dims& coord) const;
+  // Row-major index of a coordinate over the source's sharding mesh dims: identifies a block.
+  Index block_of(const Dims& coord) const;
+
+  RankBoxes src_, dst_;
+  Topology topology_;
+  int element_size_;
+  std::vector<ChunkList> src_chunks_, dst_chunks_;
+  std::vector<int> src_free_dims_;  // mesh dims where the source is Replicate (size > 1)
+  std::vector<int> dst_free_dims_;
+  std::vector<int> src_sharding_dims_;
+  Dims mesh_strides_;                          // row-major strides of the mesh
+  std::vector<std::pair<int, int>> holders_;   // (node, rank) of every holder, grouped by block, node-sorted
+  std::vector<Index> holders_begin_;           // per block: first entry in holders_ (size blocks + 1)
+};
+
+}  // namespace reshard

@@ -1,0 +1,126 @@
+// Plan: an immutable, serialisable description of how to turn every rank's source local tensor into its
+// target local tensor.
+//
+// A plan is a chain of steps L0 -> L1 -> ... -> Lk over layouts of the same tensor on the same mesh, with
+// L0 = src and Lk = dst (up to mesh dims of size 1, whose placement never changes any box). Step kinds:
+//  - p2p:            a set of transfers run concurrently (one NCCL group). A transfer moves a region (global
+//                    coordinates) from rank `src`'s local tensor in L_i to rank `dst`'s local tensor in L_i+1;
+//                    src == dst is a local copy. The transfers into each rank tile its L_i+1 box exactly.
+//  - all_gather:     on the group of each rank over `mesh_dims`: every member contributes its L_i tensor and
+//                    keeps its L_i+1 box out of the union.
+//  - all_to_all:     on the same groups: every member sends member g the part of its L_i box inside g's L_i+1
+//                    box (grouped send/recv).
+//  - reduce_scatter: Partial -> Shard over `mesh_dims`: member g receives the reduction of its L_i+1 box.
+//  - all_reduce:     Partial -> Replicate over `mesh_dims`.
+//  - local:          no communication: each rank copies its L_i+1 box out of its L_i tensor.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "reshard/dtype.hpp"
+#include "reshard/layout.hpp"
+#include "reshard/topology.hpp"
+
+namespace reshard {
+
+enum class Strategy { kAuto, kCollective, kP2P, kHybrid };
+enum class StepKind { kP2P, kAllGather, kAllToAll, kReduceScatter, kAllReduce, kLocal };
+
+std::string_view to_string(Strategy s);
+std::string_view to_string(StepKind k);
+Strategy parse_strategy(std::string_view text);  // auto | collective | p2p | hybrid
+StepKind parse_step_kind(std::string_view text);
+// Whether a step of this kind communicates (everything but local).
+bool is_communication(StepKind k);
+
+struct Transfer {
+  int src = 0;
+  int dst = 0;
+  Box region;  // global coordinates
+  Index bytes = 0;
+
+  bool is_local() const { return src == dst; }
+  friend bool operator==(const Transfer&, const Transfer&) = default;
+};
+
+struct Step {
+  StepKind kind = StepKind::kLocal;
+  std::vector<int> mesh_dims;       // collectives: the mesh dims of the groups (flattened in this order)
+  std::vector<Placement> from, to;  // placements of L_i and L_i+1
+  std::vector<Transfer> transfers;  // p2p only
+  double estimated_us = 0;
+  Index bytes_moved = 0;  // bytes crossing between ranks in this step, summed over ranks
+};
+
+// One priced strategy, as listed in a plan.
+struct Candidate {
+  Strategy strategy = Strategy::kCollective;
+  bool available = false;
+  std::string reason;  // why it is not available, when it is not
+  double estimated_us = 0;
+  int steps = 0;
+  Index bytes_moved = 0;
+  Index peak_workspace_bytes = 0;
+  bool fits_budget = true;
+  std::string route;  // "S0,S1 -all_gather[1]-> S0,R -> ..."
+};
+
+// Everything a plan holds; the planner and the JSON loader fill it in, Plan validates and freezes it.
+struct PlanSpec {
+  Layout src, dst;
+  DType dtype = DType::kF32;
+  Topology topology;
+  std::string profile_name;
+  std::optional<Index> memory_budget_bytes;
+  std::optional<int> scope_rank;  // set: p2p steps hold only the transfers this rank sends or receives
+  Strategy strategy = Strategy::kCollective;
+  double estimated_us = 0;
+  Index bytes_moved = 0;
+  Index peak_workspace_bytes = 0;
+  std::vector<Candidate> candidates;
+  std::vector<Step> steps;
+};
+
+class Plan {
+ public:
+  // Validates the spec (see validate_plan) and freezes it.
+  explicit Plan(PlanSpec spec);
+
+  const Layout& src() const { return s_.src; }
+  const Layout& dst() const { return s_.dst; }
+  DType dtype() const { return s_.dtype; }
+  int element_size() const { return reshard::element_size(s_.dtype); }
+  const Topology& topology() const { return s_.topology; }
+  const std::string& profile_name() const { return s_.profile_name; }
+  const std::optional<Index>& memory_budget_bytes() const { return s_.memory_budget_bytes; }
+  const std::optional<int>& scope_rank() const { return s_.scope_rank; }
+  Strategy strategy() const { return s_.strategy; }
+  double estimated_us() const { return s_.estimated_us; }
+  Index bytes_moved() const { return s_.bytes_moved; }
+  Index peak_workspace_bytes() const { return s_.peak_workspace_bytes; }
+  const std::vector<Candidate>& candidates() const { return s_.candidates; }
+  const std::vector<Step>& steps() const { return s_.steps; }
+  const PlanSpec& spec() const { return s_; }
+
+  // Layout before step i (i == steps().size() gives the layout after the last step).
+  Layout layout_before(size_t i) const;
+  // Number of steps that communicate.
+  int communication_steps() const;
+
+ private:
+  PlanSpec s_;
+};
+
+// Checks a spec: same mesh and shape for src and dst; a continuous chain of steps from src to dst; collective
+// steps that change only their mesh dims with the placement changes their kind allows; p2p transfers whose
+// ranks exist, whose regions lie in the sender's L_i box and the receiver's L_i+1 box, and which tile every
+// receiver's box exactly (for a rank-scoped plan: that rank's box). kInvalidArgument naming the step otherwise.
+void validate_plan(const PlanSpec& spec);
+
+// Placements with every size-1 mesh dim set to Replicate: two layouts with the same canonical placements have
+// the same box on every rank (and Partial over one rank is the full value).
+std::vector<Placement> canonical_placements(const Mesh& mesh, const std::vector<Placement>& placements);
+
+}  // namespace reshard

@@ -1,0 +1,37 @@
+// The planner: candidate plans for a redistribution, priced by the cost model; the cheapest wins.
+//
+//   reshard::PlanOptions options;                 // strategy auto, default profile, 8 ranks per node
+//   reshard::Plan plan = reshard::make_plan(src, dst, reshard::DType::kBF16, options);
+//   std::cout << reshard::plan_table(plan);
+//
+// Candidates: collective (shortest path over single collectives), p2p (one step of concurrent transfers moving
+// the minimum bytes), hybrid (collectives where one serves a mesh dim, one p2p step for the rest). Auto takes
+// the cheapest candidate whose peak workspace fits the memory budget. The planner never touches a GPU.
+#pragma once
+
+#include <optional>
+
+#include "reshard/plan.hpp"
+#include "reshard/profile.hpp"
+
+namespace reshard {
+
+struct PlanOptions {
+  Strategy strategy = Strategy::kAuto;
+  Topology topology{};
+  Profile profile = default_profile();
+  std::optional<Index> memory_budget_bytes;  // per rank; unset: no limit
+  std::optional<int> max_collectives;        // cap on the collective strategy's communication steps; unset: none
+};
+
+// The global plan: p2p steps list every rank's transfers (for inspection, JSON and SVG).
+// kInvalidArgument when the layouts differ in mesh or shape, the strategy has no candidate for this
+// redistribution, or no candidate fits the memory budget.
+Plan make_plan(const Layout& src, const Layout& dst, DType dtype, const PlanOptions& options = {});
+
+// The same plan as one rank needs it: same strategy, steps and prices, but p2p steps hold only the transfers
+// this rank sends or receives. Pricing visits every transfer once (each source rank's, enumerated directly);
+// nothing quadratic is stored.
+Plan make_rank_plan(const Layout& src, const Layout& dst, DType dtype, int rank, const PlanOptions& options = {});
+
+}  // namespace reshard

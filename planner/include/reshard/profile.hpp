@@ -1,0 +1,51 @@
+// Profile: the machine parameters the cost model prices plans with, per link class and operation.
+//
+// JSON schema (docs/plan-json.md has the full reference):
+// {
+//   "schema": "reshard.profile/1", "name": "...", "source": "...",
+//   "intra_node": {"p2p": {"alpha_us": a, "bandwidth_GBps": b}, "all_gather": {..}, "reduce_scatter": {..},
+//                  "all_reduce": {..}, "all_to_all": {..}},
+//   "inter_node": { same five },
+//   "p2p_per_peer_us": x,
+//   "copy": {"alpha_us": a, "bandwidth_GBps": b}
+// }
+// Bandwidths are decimal GB/s (1e9 bytes/s): for collectives the bus bandwidth of nccl-tests, for p2p the
+// per-direction bandwidth of one rank, for copy the bytes copied per second by a device-to-device kernel.
+// Other top-level keys (e.g. "fits" written by calibration) are kept as text and ignored by the planner.
+#pragma once
+
+#include <string>
+
+namespace reshard {
+
+struct AlphaBeta {
+  double alpha_us = 0;        // fixed cost per operation
+  double bandwidth_GBps = 1;  // decimal GB/s
+  // alpha + bytes / bandwidth, in microseconds.
+  double time_us(double bytes) const { return alpha_us + bytes / (bandwidth_GBps * 1e3); }
+};
+
+struct LinkProfile {
+  AlphaBeta p2p, all_gather, reduce_scatter, all_reduce, all_to_all;
+};
+
+struct Profile {
+  std::string name;
+  std::string source;  // where the numbers come from
+  LinkProfile intra_node, inter_node;
+  double p2p_per_peer_us = 0;  // added latency per peer of a p2p step (NCCL per-peer setup and progress)
+  AlphaBeta copy;              // pack, unpack and local-copy kernels
+  std::string extra_json;      // other top-level keys, verbatim (calibration fits)
+};
+
+// Defaults for H100/H200 NVLink within a node and 400 Gb/s InfiniBand (one NIC per GPU) between nodes.
+// Each number's origin is in `source` and in docs/planner.md.
+Profile default_profile();
+
+// Parses and validates a profile; kInvalidArgument / kParse naming the field, the value and what was expected
+// for a missing field, a wrong type, a negative latency or a non-positive bandwidth.
+Profile profile_from_json(const std::string& text);
+Profile load_profile(const std::string& path);
+std::string profile_to_json(const Profile& profile);
+
+}  // namespace reshard

@@ -1,0 +1,205 @@
+#include "collective_search.hpp"
+
+#include <algorithm>
+#include <queue>
+#include <unordered_map>
+
+#include "transitions.hpp"
+
+namespace reshard::detail {
+namespace {
+
+using Key = std::uint64_t;
+constexpr int kCollectiveWeight = 1000;
+constexpr int kCountShift = 5 * kMaxDims;  // bits above the placements hold the number of collectives so far
+
+int code(const Placement& p) {
+  switch (p.kind()) {
+    case Placement::Kind::kReplicate:
+      return 0;
+    case Placement::Kind::kShard:
+      return 1 + p.dim();
+    case Placement::Kind::kPartial:
+      return 1 + kMaxDims + static_cast<int>(p.op());
+  }
+  return 0;
+}
+
+Key key_of(const std::vector<Placement>& ps) {
+  Key k = 0;
+  for (size_t i = 0; i < ps.size(); ++i) k |= static_cast<Key>(code(ps[i])) << (5 * i);
+  return k;
+}
+
+struct Edge {
+  Key prev = 0;
+  Step step;
+};
+
+struct Visit {
+  double cost = 0;
+  int steps = 0;
+  bool done = false;
+  bool has_edge = false;
+  Edge edge;
+};
+
+struct QueueEntry {
+  double cost;
+  int steps;
+  Key key;
+  bool operator>(const QueueEntry& o) const { return cost != o.cost ? cost > o.cost : steps > o.steps; }
+};
+
+class Search {
+ public:
+  Search(const Layout& src, const Layout& dst, const StepPricer& pricer, std::optional<int> max_collectives)
+      : src_(src), dst_(dst), pricer_(pricer), max_collectives_(max_collectives) {
+    const Mesh& mesh = src.mesh();
+    for (int k = 0; k < mesh.ndim(); ++k)
+      if (mesh.dim_size(k) > 1) movable_.push_back(k);
+  }
+
+  std::optional<Route> run() {
+    const Key start = key_of(src_.placements()), goal = key_of(dst_.placements());
+    placements_[start] = src_.placements();
+    const Key placement_mask = (Key(1) << kCountShift) - 1;
+    visits_[start] = Visit{};
+    queue_.push({0.0, 0, start});
+    while (!queue_.empty()) {
+      QueueEntry e = queue_.top();
+      queue_.pop();
+      Visit& v = visits_[e.key];
+      if (v.done) continue;
+      v.done = true;
+      if ((e.key & placement_mask) == goal) return route_to(e.key);
+      expand(e.key, v.cost, v.steps);
+    }
+    return std::nullopt;
+  }
+
+ private:
+  // Search keys carry the number of collectives (when capped); placements and boxes are per placements only.
+  static Key placements_key(Key k) { return k & ((Key(1) << kCountShift) - 1); }
+  static int collectives(Key k) { return static_cast<int>(k >> kCountShift); }
+
+  const RankBoxes& boxes(Key k) {
+    k = placements_key(k);
+    auto it = boxes_.find(k);
+    if (it == boxes_.end()) it = boxes_.emplace(k, RankBoxes(src_.with_placements(placements_.at(k)))).first;
+    return it->second;
+  }
+
+  // Placements a mesh dim may take: R and every S(d); P(op) only where the source has it (it can be reduced
+  // away, never created or moved).
+  std::vector<Placement> options(int k) const {
+    std::vector<Placement> out{Placement::replicate()};
+    for (int d = 0; d < src_.ndim(); ++d) out.push_back(Placement::shard(d));
+    if (src_.placement(k).is_partial()) out.push_back(src_.placement(k));
+    return out;
+  }
+
+  void expand(Key from_key, double cost, int steps) {
+    const std::vector<Placement> from = placements_.at(placements_key(from_key));
+    const std::vector<Placement>& target = dst_.placements();
+    // Single mesh dims: every other placement.
+    for (int k : movable_) {
+      for (const Placement& p : options(k)) {
+        if (p == from[k]) continue;
+        std::vector<Placement> to = from;
+        to[k] = p;
+        try_edge(from_key, from, to, {k}, cost, steps);
+      }
+    }
+    // Flattened sets of mesh dims (2 or more), moving each dim to R or to its target placement: one NCCL
+    // collective on the flattened communicator instead of one per mesh dim.
+    const int m = static_cast<int>(movable_.size());
+    for (unsigned mask = 1; mask < (1u << m); ++mask) {
+      if (__builtin_popcount(mask) < 2) continue;
+      std::vector<int> dims;
+      for (int j = 0; j < m; ++j)
+        if (mask & (1u << j)) dims.push_back(movable_[j]);
+      for (int variant = 0; variant < 2; ++variant) {
+        std::vector<Placement> to = from;
+        bool changed_all = true;
+        for (int k : dims) {
+          to[k] = variant == 0 ? Placement::replicate() : target[k];
+          changed_all = changed_all && !(to[k] == from[k]);
+        }
+        // A flattened all_to_all is a p2p step under another name: all_to_all stays on single mesh dims.
+        std::optional<StepKind> kind = transition_kind(from, to, dims);
+        if (changed_all && kind && *kind != StepKind::kAllToAll) try_edge(from_key, from, to, dims, cost, steps);
+      }
+    }
+  }
+
+  void try_edge(Key from_key, const std::vector<Placement>& from, const std::vector<Placement>& to,
+                const std::vector<int>& dims, double cost, int steps) {
+    std::optional<StepKind> kind = transition_kind(from, to, dims);
+    if (!kind) return;
+    Key to_key = key_of(to);
+    if (max_collectives_) {
+      int count = collectives(from_key) + (is_communication(*kind) ? 1 : 0);
+      if (count > *max_collectives_) return;
+      to_key |= static_cast<Key>(count) << kCountShift;
+    }
+    auto it = visits_.find(to_key);
+    if (it != visits_.end() && it->second.done) return;
+    if (!placements_.count(placements_key(to_key))) placements_[placements_key(to_key)] = to;
+    const RankBoxes& a = boxes(from_key);
+    const RankBoxes& b = boxes(to_key);
+    if (!transition_valid(a, b, *kind, dims)) return;
+    StepPrice price = pricer_.collective(a, b, *kind, dims);
+    double c = cost + price.us;
+    int s = steps + (is_communication(*kind) ? kCollectiveWeight : 1);  // ties: fewer collectives, then fewer steps
+    Visit& v = visits_[to_key];
+    bool better = !v.has_edge || c < v.cost || (c == v.cost && s < v.steps);
+    if (!better) return;
+    v.cost = c;
+    v.steps = s;
+    v.has_edge = true;
+    v.edge = Edge{from_key, Step{*kind, dims, from, to, {}, price.us, price.bytes_moved}};
+    queue_.push({c, s, to_key});
+  }
+
+  Route route_to(Key goal) {
+    Route r;
+    Key k = goal;
+    while (visits_[k].has_edge) {
+      r.steps.push_back(PricedStep{visits_[k].edge.step, {}});
+      k = visits_[k].edge.prev;
+    }
+    std::reverse(r.steps.begin(), r.steps.end());
+    for (const PricedStep& s : r.steps) r.us += s.step.estimated_us;
+    return r;
+  }
+
+  const Layout& src_;
+  const Layout& dst_;
+  const StepPricer& pricer_;
+  std::optional<int> max_collectives_;
+  std::vector<int> movable_;
+  std::unordered_map<Key, std::vector<Placement>> placements_;
+  std::unordered_map<Key, RankBoxes> boxes_;
+  std::unordered_map<Key, Visit> visits_;
+  std::priority_queue<QueueEntry, std::vector<QueueEntry>, std::greater<QueueEntry>> queue_;
+};
+
+}  // namespace
+
+std::optional<Route> search_collective_route(const Layout& src, const Layout& dst, const StepPricer& pricer,
+                                             std::optional<int> max_collectives, std::string* reason) {
+  for (int k = 0; k < src.mesh().ndim(); ++k) {
+    if (dst.placement(k).is_partial() && !(src.placement(k) == dst.placement(k))) {
+      if (reason) *reason = cat("collectives cannot create Partial placement ", to_string(dst.placement(k)), " on mesh dim ", k);
+      return std::nullopt;
+    }
+  }
+  std::optional<Route> r = Search(src, dst, pricer, max_collectives).run();
+  if (!r && reason)
+    *reason = max_collectives ? cat("no chain of at most ", *max_collectives, " collectives reaches the target")
+                              : std::string("no chain of collectives reaches the target");
+  return r;
+}
+
+}  // namespace reshard::detail

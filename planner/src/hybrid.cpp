@@ -1,0 +1,166 @@
+#include "hybrid.hpp"
+
+#include <algorithm>
+#include <map>
+
+#include "transitions.hpp"
+
+namespace reshard::detail {
+namespace {
+
+enum class Role { kPre, kPost, kP2P };
+
+constexpr int kMaxEnumeratedDims = 5;  // 3^5 role assignments, each with its orders: ample for real meshes
+
+class HybridSearch {
+ public:
+  HybridSearch(const Layout& src, const Layout& dst, const StepPricer& pricer)
+      : src_(src), dst_(dst), pricer_(pricer) {
+    for (int k = 0; k < src.mesh().ndim(); ++k)
+      if (!(src.placement(k) == dst.placement(k))) changing_.push_back(k);
+  }
+
+  std::optional<Route> run(std::string* reason) {
+    const int n = static_cast<int>(changing_.size());
+    if (n < 2) {
+      if (reason) *reason = "needs at least two mesh dims whose placement changes";
+      return std::nullopt;
+    }
+    if (n > kMaxEnumeratedDims) {
+      if (reason) *reason = cat("more than ", kMaxEnumeratedDims, " mesh dims change; hybrid enumeration skipped");
+      return std::nullopt;
+    }
+    std::vector<Role> roles(n, Role::kPre);
+    int total = 1;
+    for (int i = 0; i < n; ++i) total *= 3;
+    for (int code = 0; code < total; ++code) {
+      int c = code;
+      bool has_p2p = false, has_coll = false, ok = true;
+      for (int i = 0; i < n; ++i, c /= 3) {
+        roles[i] = static_cast<Role>(c % 3);
+        int k = changing_[i];
+        has_p2p = has_p2p || roles[i] == Role::kP2P;
+        has_coll = has_coll || roles[i] != Role::kP2P;
+        if (roles[i] == Role::kPost && !(dst_.placement(k).is_replicate() && !src_.placement(k).is_replicate())) ok = false;
+        if (roles[i] == Role::kP2P && src_.placement(k).is_partial()) ok = false;
+        if (roles[i] == Role::kP2P && dst_.placement(k).is_partial()) ok = false;
+      }
+      if (ok && has_p2p && has_coll) try_roles(roles);
+    }
+    if (!best_ && reason) *reason = "no valid combination of collectives and one p2p step";
+    return best_;
+  }
+
+ private:
+  void try_roles(const std::vector<Role>& roles) {
+    std::vector<int> pre, post;
+    for (size_t i = 0; i < roles.size(); ++i) {
+      if (roles[i] == Role::kPre) pre.push_back(changing_[i]);
+      if (roles[i] == Role::kPost) post.push_back(changing_[i]);
+    }
+    // Post dims leave the p2p step as Shard(d) for some d; try each d per post dim.
+    int nd = src_.ndim();
+    if (!post.empty() && nd == 0) return;
+    int shard_choices = 1;
+    for (size_t i = 0; i < post.size(); ++i) shard_choices *= nd;
+    std::sort(pre.begin(), pre.end());
+    do {
+      std::vector<PricedStep> pre_steps;
+      double pre_us = 0;
+      std::vector<Placement> x = src_.placements();
+      bool valid = true;
+      for (int k : pre) {
+        std::vector<Placement> y = x;
+        y[k] = dst_.placement(k);
+        if (!append(x, y, {k}, pre_steps, pre_us)) {
+          valid = false;
+          break;
+        }
+        x = y;
+      }
+      if (!valid || (best_ && pre_us >= best_->us)) continue;
+      for (int choice = 0; choice < shard_choices; ++choice) {
+        std::vector<Placement> y = dst_.placements();
+        int c = choice;
+        for (int k : post) {
+          y[k] = Placement::shard(c % nd);
+          c /= nd;
+        }
+        try_middle(x, y, post, pre_steps, pre_us);
+      }
+    } while (std::next_permutation(pre.begin(), pre.end()));
+  }
+
+  void try_middle(const std::vector<Placement>& x, const std::vector<Placement>& y, std::vector<int> post,
+                  const std::vector<PricedStep>& pre_steps, double pre_us) {
+    if (x == y) return;
+    const PricedStep* p2p = p2p_step(x, y);
+    std::sort(post.begin(), post.end());
+    do {
+      std::vector<PricedStep> steps = pre_steps;
+      double us = pre_us;
+      steps.push_back(*p2p);
+      us += p2p->step.estimated_us;
+      if (best_ && us >= best_->us) break;  // post steps only add to it
+      std::vector<Placement> cur = y;
+      bool valid = true;
+      for (int k : post) {
+        std::vector<Placement> next = cur;
+        next[k] = Placement::replicate();
+        if (!append(cur, next, {k}, steps, us)) {
+          valid = false;
+          break;
+        }
+        cur = next;
+      }
+      if (valid && (!best_ || us < best_->us)) best_ = Route{steps, us};
+    } while (std::next_permutation(post.begin(), post.end()));
+  }
+
+  // Appends the single-collective step from -> to on dims when it is valid; false otherwise.
+  bool append(const std::vector<Placement>& from, const std::vector<Placement>& to, const std::vector<int>& dims,
+              std::vector<PricedStep>& steps, double& us) {
+    std::optional<StepKind> kind = transition_kind(from, to, dims);
+    if (!kind) return false;
+    const RankBoxes &a = boxes(from), &b = boxes(to);
+    if (!transition_valid(a, b, *kind, dims)) return false;
+    StepPrice p = pricer_.collective(a, b, *kind, dims);
+    steps.push_back(PricedStep{Step{*kind, dims, from, to, {}, p.us, p.bytes_moved}, {}});
+    us += p.us;
+    return true;
+  }
+
+  const RankBoxes& boxes(const std::vector<Placement>& ps) {
+    std::string key = to_string(ps);
+    auto it = boxes_.find(key);
+    if (it == boxes_.end()) it = boxes_.emplace(key, RankBoxes(src_.with_placements(ps))).first;
+    return it->second;
+  }
+
+  // The p2p step between two placements, computed once per pair.
+  const PricedStep* p2p_step(const std::vector<Placement>& x, const std::vector<Placement>& y) {
+    auto key = std::make_pair(to_string(x), to_string(y));
+    auto it = p2p_cache_.find(key);
+    if (it != p2p_cache_.end()) return &it->second;
+    OverlapIndex index(src_.with_placements(x), src_.with_placements(y), pricer_.model().topology(),
+                       pricer_.element_size());
+    return &p2p_cache_.emplace(key, pricer_.p2p(index, TransferFilter::none())).first->second;
+  }
+
+  const Layout& src_;
+  const Layout& dst_;
+  const StepPricer& pricer_;
+  std::vector<int> changing_;
+  std::map<std::string, RankBoxes> boxes_;
+  std::map<std::pair<std::string, std::string>, PricedStep> p2p_cache_;
+  std::optional<Route> best_;
+};
+
+}  // namespace
+
+std::optional<Route> best_hybrid_route(const Layout& src, const Layout& dst, const StepPricer& pricer,
+                                       std::string* reason) {
+  return HybridSearch(src, dst, pricer).run(reason);
+}
+
+}  // namespace reshard::detail

@@ -1,0 +1,21 @@
+// The hybrid strategy: collectives where a single collective serves a mesh dim, one p2p step for the rest.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "collective_search.hpp"
+
+namespace reshard::detail {
+
+// Enumerates, for the mesh dims whose placement changes, a role each:
+//   pre  — a single collective (or local chunk) takes the dim straight to its target before the p2p step;
+//   post — the target is Replicate: the p2p step leaves the dim Shard(d) and an all_gather finishes it;
+//   p2p  — the p2p step handles it.
+// with at least one p2p dim and one pre/post dim, every order of the pre and post collectives that is valid,
+// and every d for the post dims; prices each and returns the cheapest. nullopt with `reason` when none exists.
+// P2P steps are priced without keeping their transfers (materialise them for the route that is used).
+std::optional<Route> best_hybrid_route(const Layout& src, const Layout& dst, const StepPricer& pricer,
+                                       std::string* reason);
+
+}  // namespace reshard::detail

@@ -1,0 +1,203 @@
+#include "reshard/overlap.hpp"
+
+#include <algorithm>
+
+namespace reshard {
+namespace {
+
+std::vector<int> free_mesh_dims(const Layout& l) {
+  std::vector<int> dims;
+  for (int k = 0; k < l.mesh().ndim(); ++k)
+    if (!l.placement(k).is_shard() && l.mesh().dim_size(k) > 1) dims.push_back(k);
+  return dims;
+}
+
+Index combos(const Mesh& mesh, const std::vector<int>& dims) {
+  Index n = 1;
+  for (int k : dims) n *= mesh.dim_size(k);
+  return n;
+}
+
+// Row-major decode of `index` into the coordinates of `dims`.
+void decode(const Mesh& mesh, const std::vector<int>& dims, Index index, Dims& coord) {
+  for (int j = static_cast<int>(dims.size()) - 1; j >= 0; --j) {
+    Index n = mesh.dim_size(dims[j]);
+    coord[dims[j]] = index % n;
+    index /= n;
+  }
+}
+
+Index encode(const Mesh& mesh, const std::vector<int>& dims, const Dims& coord) {
+  Index index = 0;
+  for (int k : dims) index = index * mesh.dim_size(k) + coord[k];
+  return index;
+}
+
+}  // namespace
+
+OverlapIndex::OverlapIndex(const Layout& src, const Layout& dst, const Topology& topology, int element_size)
+    : src_(src), dst_(dst), topology_(topology), element_size_(element_size) {
+  RESHARD_REQUIRE(src.mesh() == dst.mesh(), "source mesh ", src.mesh().str(), " and target mesh ", dst.mesh().str(), " differ");
+  RESHARD_REQUIRE(src.global_shape() == dst.global_shape(), "source shape ", to_string(src.global_shape()), " and target shape ", to_string(dst.global_shape()), " differ");
+  RESHARD_REQUIRE(!src.has_partial(), "p2p overlap regions need a source without Partial placements");
+  src_chunks_ = chunk_lists(src);
+  dst_chunks_ = chunk_lists(dst);
+  src_free_dims_ = free_mesh_dims(src);
+  dst_free_dims_ = free_mesh_dims(dst);
+  const Mesh& mesh = src.mesh();
+  for (int k = 0; k < mesh.ndim(); ++k)
+    if (src.placement(k).is_shard()) src_sharding_dims_.push_back(k);
+  mesh_strides_ = Dims(mesh.ndim(), 1);
+  for (int k = mesh.ndim() - 2; k >= 0; --k) mesh_strides_[k] = mesh_strides_[k + 1] * mesh.dim_size(k + 1);
+  // Holders of every block, by node, in row-major order of their replicated coordinates.
+  const Index blocks = combos(mesh, src_sharding_dims_), replicas = combos(mesh, src_free_dims_);
+  holders_begin_.resize(blocks + 1);
+  holders_.reserve(static_cast<size_t>(blocks * replicas));
+  Dims coord(mesh.ndim(), 0);
+  for (Index b = 0; b < blocks; ++b) {
+    holders_begin_[b] = static_cast<Index>(holders_.size());
+    decode(mesh, src_sharding_dims_, b, coord);
+    for (Index f = 0; f < replicas; ++f) {
+      decode(mesh, src_free_dims_, f, coord);
+      int rank = rank_at(coord);
+      holders_.emplace_back(topology.node_of(rank), rank);
+    }
+    std::stable_sort(holders_.begin() + holders_begin_[b], holders_.end(),
+                     [](const auto& x, const auto& y) { return x.first < y.first; });
+  }
+  holders_begin_[blocks] = static_cast<Index>(holders_.size());
+}
+
+int OverlapIndex::rank_at(const Dims& coord) const {
+  Index linear = 0;
+  for (int k = 0; k < coord.size(); ++k) linear += coord[k] * mesh_strides_[k];
+  const Mesh& mesh = src().mesh();
+  return mesh.has_explicit_ranks() ? mesh.explicit_ranks()[linear] : static_cast<int>(linear);
+}
+
+Index OverlapIndex::block_of(const Dims& coord) const { return encode(src().mesh(), src_sharding_dims_, coord); }
+
+std::vector<OverlapIndex::ChunkList> OverlapIndex::chunk_lists(const Layout& layout) {
+  std::vector<ChunkList> lists(layout.ndim());
+  const Mesh& mesh = layout.mesh();
+  for (int d = 0; d < layout.ndim(); ++d) {
+    const std::vector<int>& dims = layout.sharding_mesh_dims(d);
+    Index n = combos(mesh, dims);
+    Dims coord(mesh.ndim(), 0);
+    for (Index c = 0; c < n; ++c) {
+      decode(mesh, dims, c, coord);
+      Interval iv = layout.interval(d, coord);
+      if (iv.size > 0) lists[d].push_back(Chunk{iv.begin, iv.size, c});
+    }
+    std::sort(lists[d].begin(), lists[d].end(), [](const Chunk& x, const Chunk& y) { return x.begin < y.begin; });
+  }
+  return lists;
+}
+
+std::pair<const OverlapIndex::Chunk*, const OverlapIndex::Chunk*> OverlapIndex::overlapping(const ChunkList& list,
+                                                                                            Index begin, Index end) {
+  // Chunks are disjoint and sorted, so their ends are sorted too.
+  auto first = std::partition_point(list.begin(), list.end(), [&](const Chunk& c) { return c.begin + c.size <= begin; });
+  auto last = std::partition_point(first, list.end(), [&](const Chunk& c) { return c.begin < end; });
+  return {list.data() + (first - list.begin()), list.data() + (last - list.begin())};
+}
+
+void OverlapIndex::set_combo(const Layout& layout, int d, Index combo, Dims& coord) const {
+  decode(layout.mesh(), layout.sharding_mesh_dims(d), combo, coord);
+}
+
+int OverlapIndex::choose_holder(int dst_rank, const Dims& dst_coord, const Dims& aligned) const {
+  int holder = rank_at(aligned);
+  if (holder == dst_rank || topology_.same_node(holder, dst_rank)) return holder;
+  Index b = block_of(aligned);
+  auto first = holders_.begin() + holders_begin_[b], last = holders_.begin() + holders_begin_[b + 1];
+  int node = topology_.node_of(dst_rank);
+  auto lo = std::lower_bound(first, last, node, [](const auto& h, int n) { return h.first < n; });
+  auto hi = std::upper_bound(lo, last, node, [](int n, const auto& h) { return n < h.first; });
+  if (lo == hi) return holder;
+  Index pick = encode(src().mesh(), src_free_dims_, dst_coord) % (hi - lo);
+  return (lo + pick)->second;
+}
+
+void OverlapIndex::transfers_into(int dst_rank, std::vector<Transfer>& out) const {
+  const Mesh& mesh = src().mesh();
+  Dims dst_coord = mesh.coord_of(dst_rank);
+  const Box& target = dst_[dst_rank];
+  if (dst_.volume(dst_rank) == 0) return;
+  int nd = src().ndim();
+  std::vector<std::pair<const Chunk*, const Chunk*>> ranges(nd);
+  for (int d = 0; d < nd; ++d) {
+    ranges[d] = overlapping(src_chunks_[d], target.offset[d], target.offset[d] + target.shape[d]);
+    if (ranges[d].first == ranges[d].second) return;
+  }
+  std::vector<const Chunk*> at(nd);
+  for (int d = 0; d < nd; ++d) at[d] = ranges[d].first;
+  Dims aligned = dst_coord;
+  while (true) {
+    Box region{Dims(nd), Dims(nd)};
+    for (int d = 0; d < nd; ++d) {
+      set_combo(src(), d, at[d]->combo, aligned);
+      Index lo = std::max(at[d]->begin, target.offset[d]);
+      Index hi = std::min(at[d]->begin + at[d]->size, target.offset[d] + target.shape[d]);
+      region.offset[d] = lo;
+      region.shape[d] = hi - lo;
+    }
+    int holder = choose_holder(dst_rank, dst_coord, aligned);
+    out.push_back(Transfer{holder, dst_rank, region, volume(region) * element_size_});
+    int d = nd - 1;
+    while (d >= 0 && ++at[d] == ranges[d].second) {
+      at[d] = ranges[d].first;
+      --d;
+    }
+    if (d < 0) break;
+  }
+}
+
+void OverlapIndex::transfers_from(int src_rank, std::vector<Transfer>& out) const {
+  const Mesh& mesh = src().mesh();
+  Dims src_coord = mesh.coord_of(src_rank);
+  const Box& block = src_[src_rank];
+  if (src_.volume(src_rank) == 0) return;
+  int nd = src().ndim();
+  std::vector<std::pair<const Chunk*, const Chunk*>> ranges(nd);
+  for (int d = 0; d < nd; ++d) {
+    ranges[d] = overlapping(dst_chunks_[d], block.offset[d], block.offset[d] + block.shape[d]);
+    if (ranges[d].first == ranges[d].second) return;
+  }
+  std::vector<const Chunk*> at(nd);
+  for (int d = 0; d < nd; ++d) at[d] = ranges[d].first;
+  Index free_count = combos(mesh, dst_free_dims_);
+  Dims dst_coord = src_coord;
+  while (true) {
+    for (int d = 0; d < nd; ++d) set_combo(dst(), d, at[d]->combo, dst_coord);
+    for (Index f = 0; f < free_count; ++f) {
+      decode(mesh, dst_free_dims_, f, dst_coord);
+      int dst_rank = rank_at(dst_coord);
+      // The block's aligned holder for this destination: the block's coordinates on the source's sharding
+      // dims, the destination's on the source's replicated dims.
+      Dims aligned = src_coord;
+      for (int k : src_free_dims_) aligned[k] = dst_coord[k];
+      if (choose_holder(dst_rank, dst_coord, aligned) != src_rank) continue;
+      Box region = intersect(block, dst_[dst_rank]);
+      out.push_back(Transfer{src_rank, dst_rank, region, volume(region) * element_size_});
+    }
+    int d = nd - 1;
+    while (d >= 0 && ++at[d] == ranges[d].second) {
+      at[d] = ranges[d].first;
+      --d;
+    }
+    if (d < 0) break;
+  }
+}
+
+std::vector<Transfer> OverlapIndex::all_transfers() const {
+  // The destination side visits each transfer once; the source side would also visit destinations another
+  // replica serves.
+  std::vector<Transfer> all;
+  for (int r = 0; r < src().mesh().size(); ++r) transfers_into(r, all);
+  std::sort(all.begin(), all.end(),
+            [](const Transfer& x, const Transfer& y) { return x.src != y.src ? x.src < y.src : x.dst < y.dst; });
+  return all;
+}
+
+}  // namespace reshard

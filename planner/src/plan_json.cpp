@@ -1,0 +1,255 @@
+#include "reshard/plan_json.hpp"
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "reshard/detail/json_text.hpp"
+
+namespace reshard {
+namespace {
+
+using json = nlohmann::ordered_json;
+constexpr const char* kSchema = "reshard.plan/1";
+
+std::vector<std::string> placement_strings(const std::vector<Placement>& ps) {
+  std::vector<std::string> out;
+  for (const Placement& p : ps) out.push_back(to_string(p));
+  return out;
+}
+
+json layout_json(const Layout& l) {
+  json j;
+  j["mesh"] = l.mesh().shape();
+  j["placements"] = placement_strings(l.placements());
+  if (l.mesh().has_explicit_ranks()) j["mesh_ranks"] = l.mesh().explicit_ranks();
+  return j;
+}
+
+// Typed access with errors that name the field.
+struct Reader {
+  static const json& at(const json& obj, const std::string& key, const std::string& path) {
+    if (!obj.is_object()) fail(ErrorKind::kInvalidArgument, cat("plan field '", path, "' must be an object"));
+    auto it = obj.find(key);
+    if (it == obj.end()) fail(ErrorKind::kInvalidArgument, cat("plan is missing field '", join(path, key), "'"));
+    return *it;
+  }
+  static std::string join(const std::string& path, const std::string& key) { return path.empty() ? key : path + "." + key; }
+
+  static Index integer(const json& obj, const std::string& key, const std::string& path) {
+    const json& v = at(obj, key, path);
+    if (!v.is_number_integer())
+      fail(ErrorKind::kInvalidArgument, cat("plan field '", join(path, key), "' must be an integer, got ", v.dump()));
+    return v.get<Index>();
+  }
+  static double number(const json& obj, const std::string& key, const std::string& path) {
+    const json& v = at(obj, key, path);
+    if (!v.is_number()) fail(ErrorKind::kInvalidArgument, cat("plan field '", join(path, key), "' must be a number, got ", v.dump()));
+    return v.get<double>();
+  }
+  static bool boolean(const json& obj, const std::string& key, const std::string& path) {
+    const json& v = at(obj, key, path);
+    if (!v.is_boolean()) fail(ErrorKind::kInvalidArgument, cat("plan field '", join(path, key), "' must be true or false, got ", v.dump()));
+    return v.get<bool>();
+  }
+  static std::string string(const json& obj, const std::string& key, const std::string& path) {
+    const json& v = at(obj, key, path);
+    if (!v.is_string()) fail(ErrorKind::kInvalidArgument, cat("plan field '", join(path, key), "' must be a string, got ", v.dump()));
+    return v.get<std::string>();
+  }
+  static const json& array(const json& obj, const std::string& key, const std::string& path) {
+    const json& v = at(obj, key, path);
+    if (!v.is_array()) fail(ErrorKind::kInvalidArgument, cat("plan field '", join(path, key), "' must be an array, got ", v.dump()));
+    return v;
+  }
+  static std::vector<Index> integers(const json& obj, const std::string& key, const std::string& path) {
+    std::vector<Index> out;
+    for (const json& v : array(obj, key, path)) {
+      if (!v.is_number_integer())
+        fail(ErrorKind::kInvalidArgument, cat("plan field '", join(path, key), "' must hold integers, got ", v.dump()));
+      out.push_back(v.get<Index>());
+    }
+    return out;
+  }
+  static std::vector<int> ints(const json& obj, const std::string& key, const std::string& path) {
+    std::vector<int> out;
+    for (Index v : integers(obj, key, path)) {
+      if (v < std::numeric_limits<int>::min() || v > std::numeric_limits<int>::max())
+        fail(ErrorKind::kInvalidArgument, cat("plan field '", join(path, key), "' value ", v, " is out of range"));
+      out.push_back(static_cast<int>(v));
+    }
+    return out;
+  }
+  static std::vector<Placement> placements(const json& obj, const std::string& key, const std::string& path) {
+    std::vector<Placement> out;
+    for (const json& v : array(obj, key, path)) {
+      if (!v.is_string())
+        fail(ErrorKind::kInvalidArgument, cat("plan field '", join(path, key), "' must hold placement strings, got ", v.dump()));
+      out.push_back(parse_placement(v.get<std::string>()));
+    }
+    return out;
+  }
+  static Dims dims(const json& obj, const std::string& key, const std::string& path) {
+    std::vector<Index> v = integers(obj, key, path);
+    if (v.size() > static_cast<size_t>(kMaxDims))
+      fail(ErrorKind::kInvalidArgument, cat("plan field '", join(path, key), "' has more than ", kMaxDims, " entries"));
+    return Dims::from(v);
+  }
+
+};
+
+Layout read_layout(const json& root, const std::string& key, const Dims& shape) {
+  const json& l = Reader::at(root, key, "");
+  std::vector<int> mesh_shape = Reader::ints(l, "mesh", key);
+  Mesh mesh = l.contains("mesh_ranks") ? Mesh(mesh_shape, Reader::ints(l, "mesh_ranks", key)) : Mesh(mesh_shape);
+  return Layout(mesh, Reader::placements(l, "placements", key), shape);
+}
+
+}  // namespace
+
+std::string plan_to_json(const Plan& plan) {
+  json j;
+  j["schema"] = kSchema;
+  j["global_shape"] = plan.src().global_shape().vec();
+  j["dtype"] = std::string(to_string(plan.dtype()));
+  j["element_size"] = plan.element_size();
+  j["src"] = layout_json(plan.src());
+  j["dst"] = layout_json(plan.dst());
+  j["ranks_per_node"] = plan.topology().ranks_per_node;
+  j["profile"] = plan.profile_name();
+  if (plan.memory_budget_bytes()) j["memory_budget_bytes"] = *plan.memory_budget_bytes();
+  if (plan.scope_rank()) j["rank"] = *plan.scope_rank();
+  j["strategy"] = std::string(to_string(plan.strategy()));
+  j["estimated_us"] = plan.estimated_us();
+  j["bytes_moved"] = plan.bytes_moved();
+  j["peak_workspace_bytes"] = plan.peak_workspace_bytes();
+  json cands = json::array();
+  for (const Candidate& c : plan.candidates()) {
+    json x;
+    x["strategy"] = std::string(to_string(c.strategy));
+    x["available"] = c.available;
+    if (!c.available) x["reason"] = c.reason;
+    x["estimated_us"] = c.estimated_us;
+    x["steps"] = c.steps;
+    x["bytes_moved"] = c.bytes_moved;
+    x["peak_workspace_bytes"] = c.peak_workspace_bytes;
+    x["fits_budget"] = c.fits_budget;
+    x["route"] = c.route;
+    cands.push_back(std::move(x));
+  }
+  j["candidates"] = std::move(cands);
+  json steps = json::array();
+  for (const Step& s : plan.steps()) {
+    json x;
+    x["kind"] = std::string(to_string(s.kind));
+    x["mesh_dims"] = s.mesh_dims;
+    x["from"] = placement_strings(s.from);
+    x["to"] = placement_strings(s.to);
+    x["estimated_us"] = s.estimated_us;
+    x["bytes_moved"] = s.bytes_moved;
+    if (s.kind == StepKind::kP2P) {
+      json ts = json::array();
+      for (const Transfer& t : s.transfers) {
+        ts.push_back(json{{"src", t.src},
+                          {"dst", t.dst},
+                          {"global_offset", t.region.offset.vec()},
+                          {"shape", t.region.shape.vec()},
+                          {"bytes", t.bytes}});
+      }
+      x["transfers"] = std::move(ts);
+    }
+    steps.push_back(std::move(x));
+  }
+  j["steps"] = std::move(steps);
+  return detail::json_text(j) + "\n";
+}
+
+Plan plan_from_json(const std::string& text) {
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::parse_error& e) {
+    fail(ErrorKind::kParse, cat("plan is not valid JSON: ", e.what()));
+  }
+  if (!j.is_object()) fail(ErrorKind::kInvalidArgument, "plan must be a JSON object");
+  using R = Reader;
+  std::string schema = R::string(j, "schema", "");
+  RESHARD_REQUIRE(schema == kSchema, "plan field 'schema' must be \"", kSchema, "\", got \"", schema, "\"");
+  PlanSpec spec;
+  Dims shape = R::dims(j, "global_shape", "");
+  spec.src = read_layout(j, "src", shape);
+  spec.dst = read_layout(j, "dst", shape);
+  spec.dtype = parse_dtype(R::string(j, "dtype", ""));
+  RESHARD_REQUIRE(R::integer(j, "element_size", "") == element_size(spec.dtype), "plan field 'element_size' does not match dtype ", to_string(spec.dtype));
+  Index rpn = R::integer(j, "ranks_per_node", "");
+  RESHARD_REQUIRE(rpn >= 1 && rpn <= std::numeric_limits<int>::max(), "plan field 'ranks_per_node' must be >= 1, got ", rpn);
+  spec.topology.ranks_per_node = static_cast<int>(rpn);
+  spec.profile_name = R::string(j, "profile", "");
+  if (j.contains("memory_budget_bytes")) spec.memory_budget_bytes = R::integer(j, "memory_budget_bytes", "");
+  if (j.contains("rank")) spec.scope_rank = static_cast<int>(R::integer(j, "rank", ""));
+  spec.strategy = parse_strategy(R::string(j, "strategy", ""));
+  spec.estimated_us = R::number(j, "estimated_us", "");
+  spec.bytes_moved = R::integer(j, "bytes_moved", "");
+  spec.peak_workspace_bytes = R::integer(j, "peak_workspace_bytes", "");
+  const json& cands = R::array(j, "candidates", "");
+  for (size_t i = 0; i < cands.size(); ++i) {
+    std::string path = cat("candidates[", i, "]");
+    const json& c = cands[i];
+    Candidate x;
+    x.strategy = parse_strategy(R::string(c, "strategy", path));
+    x.available = R::boolean(c, "available", path);
+    if (!x.available) x.reason = R::string(c, "reason", path);
+    x.estimated_us = R::number(c, "estimated_us", path);
+    x.steps = static_cast<int>(R::integer(c, "steps", path));
+    x.bytes_moved = R::integer(c, "bytes_moved", path);
+    x.peak_workspace_bytes = R::integer(c, "peak_workspace_bytes", path);
+    x.fits_budget = R::boolean(c, "fits_budget", path);
+    x.route = R::string(c, "route", path);
+    spec.candidates.push_back(std::move(x));
+  }
+  const json& steps = R::array(j, "steps", "");
+  for (size_t i = 0; i < steps.size(); ++i) {
+    std::string path = cat("steps[", i, "]");
+    const json& s = steps[i];
+    Step x;
+    x.kind = parse_step_kind(R::string(s, "kind", path));
+    x.mesh_dims = R::ints(s, "mesh_dims", path);
+    x.from = R::placements(s, "from", path);
+    x.to = R::placements(s, "to", path);
+    x.estimated_us = R::number(s, "estimated_us", path);
+    x.bytes_moved = R::integer(s, "bytes_moved", path);
+    if (x.kind == StepKind::kP2P) {
+      const json& ts = R::array(s, "transfers", path);
+      for (size_t t = 0; t < ts.size(); ++t) {
+        std::string tp = cat(path, ".transfers[", t, "]");
+        Transfer tr;
+        Index src = R::integer(ts[t], "src", tp), dst = R::integer(ts[t], "dst", tp);
+        RESHARD_REQUIRE(src >= 0 && src < spec.src.mesh().size() && dst >= 0 && dst < spec.src.mesh().size(), "plan field '", tp, "': ranks ", src, " -> ", dst, " outside the mesh");
+        tr.src = static_cast<int>(src);
+        tr.dst = static_cast<int>(dst);
+        tr.region = Box{R::dims(ts[t], "global_offset", tp), R::dims(ts[t], "shape", tp)};
+        RESHARD_REQUIRE(tr.region.offset.size() == tr.region.shape.size(), "plan field '", tp, "': global_offset and shape differ in length");
+        tr.bytes = R::integer(ts[t], "bytes", tp);
+        x.transfers.push_back(tr);
+      }
+    } else if (s.contains("transfers")) {
+      fail(ErrorKind::kInvalidArgument, cat("plan field '", path, ".transfers' is only allowed on p2p steps"));
+    }
+    spec.steps.push_back(std::move(x));
+  }
+  return Plan(std::move(spec));
+}
+
+Plan load_plan(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) fail(ErrorKind::kInvalidArgument, cat("cannot read plan file '", path, "'"));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  try {
+    return plan_from_json(ss.str());
+  } catch (const Error& e) {
+    fail(e.kind(), cat(path, ": ", e.what()));
+  }
+}
+
+}  // namespace reshard

@@ -1,0 +1,243 @@
+#include "reshard/planner.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <map>
+
+#include "collective_search.hpp"
+#include "hybrid.hpp"
+#include "reshard/overlap.hpp"
+
+namespace reshard {
+namespace {
+
+using detail::Route;
+
+std::string route_text(const std::vector<detail::PricedStep>& steps) {
+  if (steps.empty()) return "";
+  std::string s = to_string(steps.front().step.from);
+  for (const detail::PricedStep& ps : steps) {
+    const Step& st = ps.step;
+    s += " -";
+    s += to_string(st.kind);
+    if (!st.mesh_dims.empty()) {
+      s += "[";
+      s += join(st.mesh_dims);
+      s += "]";
+    }
+    s += "-> " + to_string(st.to);
+  }
+  return s;
+}
+
+struct Built {
+  Candidate summary;
+  std::vector<detail::PricedStep> steps;
+};
+
+class Planner {
+ public:
+  Planner(const Layout& src, const Layout& dst, DType dtype, const PlanOptions& options, std::optional<int> rank)
+      : src_(src), dst_(dst), dtype_(dtype), options_(options), rank_(rank),
+        model_(options.profile, options.topology), pricer_(model_, element_size(dtype)) {
+    validate_inputs();
+    csrc_ = src.with_placements(canonical_placements(src.mesh(), src.placements()));
+    cdst_ = src.with_placements(canonical_placements(dst.mesh(), dst.placements()));
+  }
+
+  Plan build() {
+    std::vector<Built> all;
+    all.push_back(collective());
+    all.push_back(p2p());
+    all.push_back(hybrid());
+    for (Built& b : all) finish(b);
+
+    const Built* chosen = choose(all);
+    PlanSpec spec;
+    spec.src = src_;
+    spec.dst = dst_;
+    spec.dtype = dtype_;
+    spec.topology = options_.topology;
+    spec.profile_name = options_.profile.name;
+    spec.memory_budget_bytes = options_.memory_budget_bytes;
+    spec.scope_rank = rank_;
+    spec.strategy = chosen->summary.strategy;
+    spec.estimated_us = chosen->summary.estimated_us;
+    spec.bytes_moved = chosen->summary.bytes_moved;
+    spec.peak_workspace_bytes = chosen->summary.peak_workspace_bytes;
+    for (const Built& b : all) spec.candidates.push_back(b.summary);
+    for (const detail::PricedStep& ps : chosen->steps) spec.steps.push_back(ps.step);
+    materialize_transfers(spec.steps);
+    return Plan(std::move(spec));
+  }
+
+ private:
+  void validate_inputs() const {
+    RESHARD_REQUIRE(src_.mesh() == dst_.mesh(), "source mesh ", src_.mesh().str(), " and target mesh ", dst_.mesh().str(), " differ");
+    RESHARD_REQUIRE(src_.global_shape() == dst_.global_shape(), "source shape ", to_string(src_.global_shape()),
+                                                            " and target shape ", to_string(dst_.global_shape()),
+                                                            " differ");
+    checked_mul(src_.global_volume(), element_size(dtype_), "tensor size in bytes");
+    options_.topology.validate();
+    if (options_.memory_budget_bytes)
+      RESHARD_REQUIRE(*options_.memory_budget_bytes >= 0, "memory budget must be >= 0 bytes, got ", *options_.memory_budget_bytes);
+    if (options_.max_collectives)
+      RESHARD_REQUIRE(*options_.max_collectives >= 0, "max collectives must be >= 0, got ", *options_.max_collectives);
+    if (rank_)
+      RESHARD_REQUIRE(*rank_ >= 0 && *rank_ < src_.mesh().size(), "rank ", *rank_, " is not in mesh ", src_.mesh().str());
+  }
+
+  static Built unavailable(Strategy s, std::string reason) {
+    Built b;
+    b.summary.strategy = s;
+    b.summary.available = false;
+    b.summary.reason = std::move(reason);
+    return b;
+  }
+
+  static Built from_route(Strategy s, Route r) {
+    Built b;
+    b.summary.strategy = s;
+    b.summary.available = true;
+    b.summary.estimated_us = r.us;
+    b.steps = std::move(r.steps);
+    return b;
+  }
+
+  // A plan for identical layouts is one local copy.
+  Built identity(Strategy s) {
+    Step copy{StepKind::kLocal, {}, csrc_.placements(), cdst_.placements(), {}, 0, 0};
+    copy.estimated_us = model_.copy_us(boxes(csrc_.placements()).max_volume() * element_size(dtype_));
+    return from_route(s, Route{{detail::PricedStep{copy, {}}}, copy.estimated_us});
+  }
+
+  Built collective() {
+    if (csrc_.placements() == cdst_.placements()) return identity(Strategy::kCollective);
+    std::string reason;
+    std::optional<Route> r = detail::search_collective_route(csrc_, cdst_, pricer_, options_.max_collectives, &reason);
+    return r ? from_route(Strategy::kCollective, std::move(*r)) : unavailable(Strategy::kCollective, reason);
+  }
+
+  Built p2p() const {
+    if (csrc_.has_partial()) return unavailable(Strategy::kP2P, "the source has Partial placements");
+    if (cdst_.has_partial()) return unavailable(Strategy::kP2P, "the target has Partial placements");
+    OverlapIndex index(csrc_, cdst_, options_.topology, element_size(dtype_));
+    detail::PricedStep step = pricer_.p2p(index, detail::TransferFilter::none());
+    double us = step.step.estimated_us;
+    return from_route(Strategy::kP2P, Route{{std::move(step)}, us});
+  }
+
+  Built hybrid() const {
+    if (csrc_.placements() == cdst_.placements()) return unavailable(Strategy::kHybrid, "the layouts are identical");
+    std::string reason;
+    std::optional<Route> r = detail::best_hybrid_route(csrc_, cdst_, pricer_, &reason);
+    return r ? from_route(Strategy::kHybrid, std::move(*r)) : unavailable(Strategy::kHybrid, reason);
+  }
+
+  // Peak workspace over ranks, as lower_steps() lays it out: two intermediate tensors and the largest scratch.
+  Index peak_workspace(std::vector<detail::PricedStep>& steps) {
+    const int es = element_size(dtype_);
+    const int n = src_.mesh().size();
+    std::vector<Index> temp[2] = {std::vector<Index>(n, 0), std::vector<Index>(n, 0)};
+    std::vector<Index> scratch(n, 0);
+    for (size_t i = 0; i < steps.size(); ++i) {
+      detail::PricedStep& ps = steps[i];
+      const RankBoxes& to = boxes(ps.step.to);
+      if (ps.scratch.empty())
+        ps.scratch = pricer_.collective_scratch(boxes(ps.step.from), to, ps.step.kind, ps.step.mesh_dims);
+      for (int r = 0; r < n; ++r) {
+        scratch[r] = std::max(scratch[r], ps.scratch[r]);
+        if (i + 1 < steps.size()) temp[i % 2][r] = std::max(temp[i % 2][r], to.volume(r));
+      }
+    }
+    Index peak = 0;
+    for (int r = 0; r < n; ++r)
+      peak = std::max(peak, detail::aligned_elements(temp[0][r], es) + detail::aligned_elements(temp[1][r], es) + scratch[r]);
+    return peak * es;
+  }
+
+  const RankBoxes& boxes(const std::vector<Placement>& ps) {
+    std::string key = to_string(ps);
+    auto it = boxes_.find(key);
+    if (it == boxes_.end()) it = boxes_.emplace(key, RankBoxes(src_.with_placements(ps))).first;
+    return it->second;
+  }
+
+  void finish(Built& b) {
+    if (!b.summary.available) return;
+    b.summary.steps = static_cast<int>(b.steps.size());
+    for (const detail::PricedStep& s : b.steps) b.summary.bytes_moved += s.step.bytes_moved;
+    b.summary.peak_workspace_bytes = peak_workspace(b.steps);
+    b.summary.fits_budget =
+        !options_.memory_budget_bytes || b.summary.peak_workspace_bytes <= *options_.memory_budget_bytes;
+    b.summary.route = route_text(b.steps);
+  }
+
+  const Built* choose(const std::vector<Built>& all) const {
+    if (options_.strategy != Strategy::kAuto) {
+      for (const Built& b : all) {
+        if (b.summary.strategy != options_.strategy) continue;
+        RESHARD_REQUIRE(b.summary.available, "strategy ", to_string(options_.strategy), " has no plan for ", src_.str(), " -> [",
+                    to_string(dst_.placements()), "]: ", b.summary.reason);
+        RESHARD_REQUIRE(b.summary.fits_budget, "the ", to_string(b.summary.strategy), " plan needs ", b.summary.peak_workspace_bytes,
+                    " bytes of workspace per rank, over the memory budget of ", *options_.memory_budget_bytes);
+        return &b;
+      }
+    }
+    const Built* best = nullptr;
+    Index least_workspace = std::numeric_limits<Index>::max();
+    for (const Built& b : all) {
+      if (!b.summary.available) continue;
+      least_workspace = std::min(least_workspace, b.summary.peak_workspace_bytes);
+      if (!b.summary.fits_budget) continue;
+      if (!best || b.summary.estimated_us < best->summary.estimated_us) best = &b;
+    }
+    RESHARD_REQUIRE(best != nullptr, "no plan fits the memory budget of ", options_.memory_budget_bytes.value_or(0),
+                                 " bytes per rank; the smallest needs ", least_workspace);
+    return best;
+  }
+
+  // Candidates are priced without keeping transfers; the chosen plan's p2p steps get theirs here: every
+  // rank's for a global plan, this rank's own for a rank plan (enumerated directly, nothing quadratic).
+  void materialize_transfers(std::vector<Step>& steps) const {
+    for (Step& s : steps) {
+      if (s.kind != StepKind::kP2P) continue;
+      OverlapIndex index(src_.with_placements(s.from), src_.with_placements(s.to), options_.topology,
+                         element_size(dtype_));
+      s.transfers.clear();
+      if (!rank_) {
+        s.transfers = index.all_transfers();
+        continue;
+      }
+      index.transfers_from(*rank_, s.transfers);
+      std::vector<Transfer> in;
+      index.transfers_into(*rank_, in);
+      for (const Transfer& t : in)
+        if (t.src != *rank_) s.transfers.push_back(t);
+      std::sort(s.transfers.begin(), s.transfers.end(),
+                [](const Transfer& x, const Transfer& y) { return x.src != y.src ? x.src < y.src : x.dst < y.dst; });
+    }
+  }
+
+  const Layout& src_;
+  const Layout& dst_;
+  DType dtype_;
+  const PlanOptions& options_;
+  std::optional<int> rank_;
+  CostModel model_;
+  detail::StepPricer pricer_;
+  Layout csrc_, cdst_;
+  std::map<std::string, RankBoxes> boxes_;
+};
+
+}  // namespace
+
+Plan make_plan(const Layout& src, const Layout& dst, DType dtype, const PlanOptions& options) {
+  return Planner(src, dst, dtype, options, std::nullopt).build();
+}
+
+Plan make_rank_plan(const Layout& src, const Layout& dst, DType dtype, int rank, const PlanOptions& options) {
+  return Planner(src, dst, dtype, options, rank).build();
+}
+
+}  // namespace reshard

@@ -1,0 +1,143 @@
+#include "reshard/profile.hpp"
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "reshard/detail/json_text.hpp"
+#include "reshard/error.hpp"
+
+namespace reshard {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+constexpr const char* kSchema = "reshard.profile/1";
+constexpr const char* kOps[] = {"p2p", "all_gather", "reduce_scatter", "all_reduce", "all_to_all"};
+
+AlphaBeta* op_field(LinkProfile& l, int i) {
+  AlphaBeta* fields[] = {&l.p2p, &l.all_gather, &l.reduce_scatter, &l.all_reduce, &l.all_to_all};
+  return fields[i];
+}
+
+const json& member(const json& obj, const std::string& key, const std::string& path) {
+  if (!obj.is_object()) fail(ErrorKind::kInvalidArgument, cat("profile field '", path, "' must be an object"));
+  auto it = obj.find(key);
+  if (it == obj.end())
+    fail(ErrorKind::kInvalidArgument, cat("profile is missing field '", path.empty() ? key : path + "." + key, "'"));
+  return *it;
+}
+
+double number(const json& obj, const std::string& key, const std::string& path, bool positive) {
+  std::string full = path.empty() ? key : path + "." + key;
+  const json& v = member(obj, key, path);
+  if (!v.is_number())
+    fail(ErrorKind::kInvalidArgument, cat("profile field '", full, "' must be a number, got ", v.dump()));
+  double x = v.get<double>();
+  if (positive && !(x > 0))
+    fail(ErrorKind::kInvalidArgument, cat("profile field '", full, "' must be > 0, got ", v.dump()));
+  if (!positive && !(x >= 0))
+    fail(ErrorKind::kInvalidArgument, cat("profile field '", full, "' must be >= 0, got ", v.dump()));
+  return x;
+}
+
+AlphaBeta alpha_beta(const json& obj, const std::string& key, const std::string& path) {
+  std::string full = path.empty() ? key : path + "." + key;
+  const json& v = member(obj, key, path);
+  return AlphaBeta{number(v, "alpha_us", full, false), number(v, "bandwidth_GBps", full, true)};
+}
+
+json to_json(const AlphaBeta& ab) { return json{{"alpha_us", ab.alpha_us}, {"bandwidth_GBps", ab.bandwidth_GBps}}; }
+
+}  // namespace
+
+Profile default_profile() {
+  Profile p;
+  p.name = "h100-h200-nvlink-ib400";
+  p.source =
+      "intra_node: NCCL send/recv 360 GB/s per direction and cudaMemcpyPeer 396 GB/s measured on 2x H200 NV18 "
+      "(shared/DESIGN.md); collective bus bandwidths set to the same NVLink figure; latencies are typical "
+      "small-message NCCL times on NVLink (estimates until calibrated). inter_node: 400 Gb/s InfiniBand = 50 GB/s "
+      "per GPU NIC, 45 GB/s achievable (90%, estimate), latencies estimates. copy: 2.1 TB/s device copy measured on "
+      "H200 (shared/DESIGN.md), 3 us launch. Run `reshard calibrate` to replace these with fitted values.";
+  p.intra_node.p2p = {8.0, 360.0};
+  p.intra_node.all_gather = {10.0, 360.0};
+  p.intra_node.reduce_scatter = {10.0, 360.0};
+  p.intra_node.all_reduce = {12.0, 360.0};
+  p.intra_node.all_to_all = {10.0, 340.0};
+  p.inter_node.p2p = {20.0, 45.0};
+  p.inter_node.all_gather = {25.0, 45.0};
+  p.inter_node.reduce_scatter = {25.0, 45.0};
+  p.inter_node.all_reduce = {30.0, 45.0};
+  p.inter_node.all_to_all = {25.0, 42.0};
+  p.p2p_per_peer_us = 1.5;
+  p.copy = {3.0, 2100.0};
+  return p;
+}
+
+Profile profile_from_json(const std::string& text) {
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::parse_error& e) {
+    fail(ErrorKind::kParse, cat("profile is not valid JSON: ", e.what()));
+  }
+  if (!j.is_object()) fail(ErrorKind::kInvalidArgument, "profile must be a JSON object");
+  Profile p;
+  if (j.contains("schema") && j["schema"] != kSchema)
+    fail(ErrorKind::kInvalidArgument, cat("profile field 'schema' must be \"", kSchema, "\", got ", j["schema"].dump()));
+  const json& name = member(j, "name", "");
+  if (!name.is_string()) fail(ErrorKind::kInvalidArgument, cat("profile field 'name' must be a string, got ", name.dump()));
+  p.name = name.get<std::string>();
+  if (j.contains("source")) {
+    if (!j["source"].is_string()) fail(ErrorKind::kInvalidArgument, "profile field 'source' must be a string");
+    p.source = j["source"].get<std::string>();
+  }
+  for (auto [key, link] : {std::pair{"intra_node", &p.intra_node}, std::pair{"inter_node", &p.inter_node}}) {
+    const json& l = member(j, key, "");
+    for (int i = 0; i < 5; ++i) *op_field(*link, i) = alpha_beta(l, kOps[i], key);
+  }
+  p.p2p_per_peer_us = number(j, "p2p_per_peer_us", "", false);
+  p.copy = alpha_beta(j, "copy", "");
+  json extra = json::object();
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    static const std::string known[] = {"schema", "name", "source", "intra_node", "inter_node", "p2p_per_peer_us", "copy"};
+    if (std::find(std::begin(known), std::end(known), it.key()) == std::end(known)) extra[it.key()] = it.value();
+  }
+  if (!extra.empty()) p.extra_json = extra.dump();
+  return p;
+}
+
+Profile load_profile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) fail(ErrorKind::kInvalidArgument, cat("cannot read profile file '", path, "'"));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  try {
+    return profile_from_json(ss.str());
+  } catch (const Error& e) {
+    fail(e.kind(), cat(path, ": ", e.what()));
+  }
+}
+
+std::string profile_to_json(const Profile& p) {
+  json j;
+  j["schema"] = kSchema;
+  j["name"] = p.name;
+  j["source"] = p.source;
+  for (auto [key, link] : {std::pair{"intra_node", &p.intra_node}, std::pair{"inter_node", &p.inter_node}}) {
+    json l;
+    LinkProfile copy = *link;
+    for (int i = 0; i < 5; ++i) l[kOps[i]] = to_json(*op_field(copy, i));
+    j[key] = l;
+  }
+  j["p2p_per_peer_us"] = p.p2p_per_peer_us;
+  j["copy"] = to_json(p.copy);
+  if (!p.extra_json.empty()) {
+    json extra = json::parse(p.extra_json);
+    for (auto it = extra.begin(); it != extra.end(); ++it) j[it.key()] = it.value();
+  }
+  return detail::json_text(j) + "\n";
+}
+
+}  // namespace reshard

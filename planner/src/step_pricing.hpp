@@ -1,0 +1,65 @@
+// Prices and workspace of single steps under the cost model (internal to the planner).
+//
+// Scratch sizes are computed the way lower_steps() allocates them (tests/planner_test.cpp checks that the two
+// agree on every rank), so candidates are priced with their true peak workspace without lowering every rank.
+#pragma once
+
+#include <optional>
+#include <span>
+
+#include "reshard/cost_model.hpp"
+#include "reshard/overlap.hpp"
+#include "reshard/plan.hpp"
+#include "reshard/rank_boxes.hpp"
+
+namespace reshard::detail {
+
+struct StepPrice {
+  double us = 0;
+  Index bytes_moved = 0;
+};
+
+// A step together with every rank's scratch (elements) as the lowering allocates it.
+struct PricedStep {
+  Step step;
+  std::vector<Index> scratch;  // empty until computed (collective steps found by searches)
+};
+
+// Which transfers a priced p2p step keeps: none (pricing only), all, or those one rank sends or receives.
+struct TransferFilter {
+  enum class Mode { kNone, kAll, kRank } mode = Mode::kNone;
+  int rank = 0;
+  static TransferFilter none() { return {}; }
+  static TransferFilter all() { return {Mode::kAll, 0}; }
+  static TransferFilter of_rank(int r) { return {Mode::kRank, r}; }
+  bool keeps(const Transfer& t) const {
+    return mode == Mode::kAll || (mode == Mode::kRank && (t.src == rank || t.dst == rank));
+  }
+};
+
+// Elements rounded up to the lowering's 256-byte alignment of scratch areas.
+Index aligned_elements(Index elements, int element_size);
+
+class StepPricer {
+ public:
+  StepPricer(const CostModel& model, int element_size) : model_(model), es_(element_size) {}
+
+  const CostModel& model() const { return model_; }
+  int element_size() const { return es_; }
+
+  // A collective or local step from a to b on `dims`. Wire time from the largest member; packing and unpacking
+  // from representative ranks (the first, the last and the one with the largest tensor).
+  StepPrice collective(const RankBoxes& a, const RankBoxes& b, StepKind kind, std::span<const int> dims) const;
+  // Every rank's scratch for a collective or local step.
+  std::vector<Index> collective_scratch(const RankBoxes& a, const RankBoxes& b, StepKind kind,
+                                        std::span<const int> dims) const;
+
+  // A p2p step: streams every transfer once, pricing the slowest rank and sizing every rank's scratch.
+  PricedStep p2p(const OverlapIndex& index, const TransferFilter& keep) const;
+
+ private:
+  const CostModel& model_;
+  int es_;
+};
+
+}  // namespace reshard::detail

@@ -1,0 +1,187 @@
+#include "transitions.hpp"
+
+#include <algorithm>
+
+namespace reshard::detail {
+namespace {
+
+// Calls f(coord) for every assignment of the mesh dims in `dims` (others left as in `base`).
+template <class F>
+void for_each_assignment(const Mesh& mesh, const std::vector<int>& dims, Dims base, F f) {
+  for (int d : dims) base[d] = 0;
+  while (true) {
+    f(base);
+    int j = static_cast<int>(dims.size()) - 1;
+    while (j >= 0 && ++base[dims[j]] == mesh.shape()[dims[j]]) base[dims[j--]] = 0;
+    if (j < 0) return;
+  }
+}
+
+bool has_empty_interval(const Layout& l) {
+  for (int d = 0; d < l.ndim(); ++d) {
+    bool empty = false;
+    for_each_assignment(l.mesh(), l.sharding_mesh_dims(d), Dims(l.mesh().ndim(), 0),
+                        [&](const Dims& c) { empty = empty || l.interval(d, c).size == 0; });
+    if (empty || l.global_shape()[d] == 0) return true;
+  }
+  return false;
+}
+
+Index overlap(const Interval& x, const Interval& y) {
+  return std::max<Index>(0, std::min(x.end(), y.end()) - std::max(x.begin, y.begin));
+}
+
+// Intervals of tensor dim d for every assignment of the mesh dims sharding it, indexed row-major over them.
+std::vector<Interval> interval_table(const Layout& l, int d) {
+  const Mesh& mesh = l.mesh();
+  const std::vector<int>& dims = l.sharding_mesh_dims(d);
+  std::vector<Interval> table;
+  for_each_assignment(mesh, dims, Dims(mesh.ndim(), 0), [&](const Dims& c) { table.push_back(l.interval(d, c)); });
+  return table;
+}
+
+Index table_index(const Mesh& mesh, const std::vector<int>& dims, const Dims& coord) {
+  Index i = 0;
+  for (int k : dims) i = i * mesh.dim_size(k) + coord[k];
+  return i;
+}
+
+// Per tensor dim: every b interval is covered by the union of the a intervals reachable by varying the
+// coordinates on `group_dims` (empty: the rank's own a interval).
+bool covered_per_dim(const Layout& a, const Layout& b, const std::vector<int>& group_dims) {
+  const Mesh& mesh = a.mesh();
+  for (int d = 0; d < a.ndim(); ++d) {
+    const std::vector<int>&sa = a.sharding_mesh_dims(d), &sb = b.sharding_mesh_dims(d);
+    std::vector<int> vary, fixed = sb;  // group dims that move the a interval; dims fixed by the rank itself
+    for (int k : sa) {
+      if (std::find(group_dims.begin(), group_dims.end(), k) != group_dims.end()) vary.push_back(k);
+      else fixed.push_back(k);
+    }
+    std::sort(fixed.begin(), fixed.end());
+    fixed.erase(std::unique(fixed.begin(), fixed.end()), fixed.end());
+    const std::vector<Interval> ta = interval_table(a, d), tb = interval_table(b, d);
+    bool ok = true;
+    for_each_assignment(mesh, fixed, Dims(mesh.ndim(), 0), [&](const Dims& c) {
+      if (!ok) return;
+      const Interval& want = tb[table_index(mesh, sb, c)];
+      if (want.size == 0) return;
+      Index got = 0;
+      for_each_assignment(mesh, vary, c, [&](const Dims& g) { got += overlap(ta[table_index(mesh, sa, g)], want); });
+      ok = got == want.size;
+    });
+    if (!ok) return false;
+  }
+  return true;
+}
+
+// Exact check by visiting every rank and every group member.
+bool covered_brute_force(const RankBoxes& a, const RankBoxes& b, const std::vector<int>& group_dims) {
+  const Mesh& mesh = a.layout().mesh();
+  std::vector<int> group;
+  for (int r = 0; r < mesh.size(); ++r) {
+    const Box& want = b[r];
+    if (b.volume(r) == 0) continue;
+    Index got = 0;
+    if (group_dims.empty()) {
+      got = volume(intersect(a[r], want));
+    } else {
+      for (int g : mesh.group(r, group_dims)) got += volume(intersect(a[g], want));
+    }
+    if (got != b.volume(r)) return false;
+  }
+  return true;
+}
+
+std::vector<int> group_dims_of(StepKind kind, std::span<const int> dims) {
+  if (kind == StepKind::kAllGather || kind == StepKind::kAllToAll) return {dims.begin(), dims.end()};
+  return {};
+}
+
+}  // namespace
+
+std::optional<StepKind> transition_kind(const std::vector<Placement>& from, const std::vector<Placement>& to,
+                                        std::span<const int> dims) {
+  if (dims.empty()) return std::nullopt;
+  std::optional<StepKind> kind;
+  for (int k : dims) {
+    const Placement &x = from[k], &y = to[k];
+    std::optional<StepKind> here;
+    if (x.is_shard() && y.is_replicate()) here = StepKind::kAllGather;
+    if (x.is_shard() && y.is_shard() && x.dim() != y.dim()) here = StepKind::kAllToAll;
+    if (x.is_replicate() && y.is_shard()) here = StepKind::kLocal;
+    if (x.is_partial() && y.is_replicate()) here = StepKind::kAllReduce;
+    if (x.is_partial() && y.is_shard()) here = StepKind::kReduceScatter;
+    if (!here || (kind && *kind != *here)) return std::nullopt;
+    if (x.is_partial() && from[dims[0]].op() != x.op()) return std::nullopt;
+    kind = here;
+  }
+  for (int k = 0; k < static_cast<int>(from.size()); ++k)
+    if (std::find(dims.begin(), dims.end(), k) == dims.end() && !(from[k] == to[k])) return std::nullopt;
+  return kind;
+}
+
+bool transition_valid(const Layout& a, const Layout& b, StepKind kind, std::span<const int> dims) {
+  std::vector<int> group_dims = group_dims_of(kind, dims);
+  if (covered_per_dim(a, b, group_dims)) return true;
+  // A per-dim miss is a real miss unless some b boxes are empty (an empty box needs nothing).
+  if (!has_empty_interval(b)) return false;
+  return covered_brute_force(RankBoxes(a), RankBoxes(b), group_dims);
+}
+
+bool transition_valid(const RankBoxes& a, const RankBoxes& b, StepKind kind, std::span<const int> dims) {
+  std::vector<int> group_dims = group_dims_of(kind, dims);
+  if (covered_per_dim(a.layout(), b.layout(), group_dims)) return true;
+  if (!b.any_empty()) return false;
+  return covered_brute_force(a, b, group_dims);
+}
+
+namespace {
+
+// Whether the boxes, back to back in order, are exactly `whole` (each one chunk long and contiguous in it).
+bool back_to_back(const Box& whole, Index whole_volume, const RankBoxes& boxes, const std::vector<int>& group,
+                  Index chunk) {
+  if (whole_volume != chunk * static_cast<Index>(group.size())) return false;
+  for (size_t j = 0; j < group.size(); ++j) {
+    const Box& x = boxes[group[j]];
+    if (boxes.volume(group[j]) != chunk || !contains(whole, x) || !is_contiguous_in(whole, x)) return false;
+    if (chunk != 0 && local_offset(whole, x) != static_cast<Index>(j) * chunk) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+GatherGeometry gather_geometry(const RankBoxes& a, const RankBoxes& b, std::span<const int> dims, int rank) {
+  GatherGeometry g;
+  const Mesh& mesh = a.layout().mesh();
+  g.group = mesh.group(rank, dims);
+  g.index = mesh.group_index(rank, dims);
+  for (int m : g.group) g.chunk = std::max(g.chunk, a.volume(m));
+  g.send_in_place = a.volume(rank) == g.chunk;
+  g.recv_in_place = back_to_back(b[rank], b.volume(rank), a, g.group, g.chunk);
+  return g;
+}
+
+ScatterGeometry scatter_geometry(const RankBoxes& a, const RankBoxes& b, std::span<const int> dims, int rank) {
+  ScatterGeometry s;
+  const Mesh& mesh = a.layout().mesh();
+  s.group = mesh.group(rank, dims);
+  s.index = mesh.group_index(rank, dims);
+  for (int m : s.group) s.chunk = std::max(s.chunk, b.volume(m));
+  s.send_in_place = back_to_back(a[rank], a.volume(rank), b, s.group, s.chunk);
+  s.recv_in_place = b.volume(rank) == s.chunk;
+  return s;
+}
+
+int group_size(const Mesh& mesh, std::span<const int> dims) { return mesh.group_size(dims); }
+
+LinkClass group_link(const Mesh& mesh, std::span<const int> dims, const Topology& topology) {
+  for (int r : {0, mesh.size() - 1}) {
+    std::vector<int> g = mesh.group(r, dims);
+    for (int m : g)
+      if (!topology.same_node(m, g.front())) return LinkClass::kInterNode;
+  }
+  return LinkClass::kIntraNode;
+}
+
+}  // namespace reshard::detail

@@ -1,0 +1,53 @@
+// Single-collective transitions between layouts, and the per-rank geometry of gathers and scatters.
+// Internal to the planner; pricing and lowering both use these so they always agree.
+#pragma once
+
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "reshard/plan.hpp"
+#include "reshard/rank_boxes.hpp"
+
+namespace reshard::detail {
+
+// The kind of the single collective that turns placements `from` into `to`, which differ exactly on `dims`:
+//   every dim S->R: all_gather; every dim S(i)->S(j): all_to_all; every dim R->S: local;
+//   every dim P->R: all_reduce; every dim P->S: reduce_scatter (one reduce op for all dims).
+// nullopt when no single collective does it.
+std::optional<StepKind> transition_kind(const std::vector<Placement>& from, const std::vector<Placement>& to,
+                                        std::span<const int> dims);
+
+// Whether the step moves the data of layout `a` into layout `b`: for gathers and all_to_all every rank's b box
+// lies in the union of its group's a boxes; for local, reduce_scatter and all_reduce in its own a box.
+// Exact for uneven and nested sharding; uses the per-dim product structure of boxes (no per-pair scan except for
+// layouts with empty shards).
+bool transition_valid(const Layout& a, const Layout& b, StepKind kind, std::span<const int> dims);
+// The same check with the boxes at hand (faster when a layout has empty shards).
+bool transition_valid(const RankBoxes& a, const RankBoxes& b, StepKind kind, std::span<const int> dims);
+
+// One rank's side of an all_gather over `dims` (a -> b).
+struct GatherGeometry {
+  std::vector<int> group;  // ranks, in group order
+  int index = 0;           // this rank's position in group
+  Index chunk = 0;         // elements each member contributes (the group's largest a box; smaller ones are padded)
+  bool send_in_place = false;  // this rank's a tensor is exactly one chunk: send it without a copy
+  bool recv_in_place = false;  // the gathered chunks, back to back, are exactly this rank's b tensor
+};
+GatherGeometry gather_geometry(const RankBoxes& a, const RankBoxes& b, std::span<const int> dims, int rank);
+
+// One rank's side of a reduce_scatter over `dims` (a -> b).
+struct ScatterGeometry {
+  std::vector<int> group;
+  int index = 0;
+  Index chunk = 0;             // elements each member receives (the group's largest b box)
+  bool send_in_place = false;  // the members' b boxes, back to back in group order, are exactly this a tensor
+  bool recv_in_place = false;  // this rank's b box is exactly one chunk
+};
+ScatterGeometry scatter_geometry(const RankBoxes& a, const RankBoxes& b, std::span<const int> dims, int rank);
+
+// Size of the groups over `dims` and whether they span nodes (judged on the groups of the first and last rank).
+int group_size(const Mesh& mesh, std::span<const int> dims);
+LinkClass group_link(const Mesh& mesh, std::span<const int> dims, const Topology& topology);
+
+}  // namespace reshard::detail

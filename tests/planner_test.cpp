@@ -1,0 +1,173 @@
+// Planner: every strategy's plan, executed by the reference simulator, yields every rank's target tensor exactly;
+// p2p moves the minimum bytes; global and per-rank plans agree.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "reshard/planner.hpp"
+#include "simulator.hpp"
+
+namespace reshard {
+namespace {
+
+using testing::count_wrong;
+using testing::distribute;
+using testing::minimum_bytes;
+using testing::simulate;
+
+std::vector<std::vector<Placement>> all_placements(int mesh_ndim, int tensor_ndim) {
+  std::vector<Placement> options{Placement::replicate()};
+  for (int d = 0; d < tensor_ndim; ++d) options.push_back(Placement::shard(d));
+  std::vector<std::vector<Placement>> out{{}};
+  for (int k = 0; k < mesh_ndim; ++k) {
+    std::vector<std::vector<Placement>> next;
+    for (const auto& prefix : out)
+      for (const Placement& p : options) {
+        next.push_back(prefix);
+        next.back().push_back(p);
+      }
+    out = std::move(next);
+  }
+  return out;
+}
+
+std::vector<Dims> shapes_for(int nd) {
+  switch (nd) {
+    case 1:
+      return {{0}, {1}, {5}, {8}, {13}};
+    case 2:
+      return {{0, 3}, {1, 1}, {5, 3}, {8, 8}, {7, 10}};
+    default:
+      return {{2, 0, 3}, {1, 5, 2}, {4, 4, 4}, {5, 3, 7}};
+  }
+}
+
+// Plans with every strategy and checks each plan in the simulator. Returns a description of the first failure.
+std::string check_pair(const Layout& src, const Layout& dst, DType dtype, const Topology& topology) {
+  PlanOptions options;
+  options.topology = topology;
+  std::string where = cat(src.str(), " -> [", to_string(dst.placements()), "]: ");
+  Plan automatic = make_plan(src, dst, dtype, options);
+  for (Strategy s : {Strategy::kAuto, Strategy::kCollective, Strategy::kP2P, Strategy::kHybrid}) {
+    options.strategy = s;
+    const Candidate* cand = nullptr;
+    for (const Candidate& c : automatic.candidates())
+      if (c.strategy == s) cand = &c;
+    if (s != Strategy::kAuto && !cand->available) {
+      if (s != Strategy::kHybrid) return where + cat(to_string(s), " unavailable: ", cand->reason);
+      continue;
+    }
+    Plan plan = s == Strategy::kAuto ? automatic : make_plan(src, dst, dtype, options);
+    if (s != Strategy::kAuto && plan.strategy() != s) return where + "wrong strategy";
+    std::string err;
+    try {
+      std::vector<testing::Tensor> out = simulate(plan, distribute(src));
+      if (count_wrong(dst, out, &err) != 0) return where + cat(to_string(s), ": ", err);
+    } catch (const std::exception& e) {
+      return where + cat(to_string(s), ": ", e.what());
+    }
+    if (s == Strategy::kP2P && plan.bytes_moved() != minimum_bytes(src, dst, element_size(dtype)))
+      return where + cat("p2p moved ", plan.bytes_moved(), " bytes, minimum ", minimum_bytes(src, dst, element_size(dtype)));
+    if (s == Strategy::kAuto) {
+      for (const Candidate& c : plan.candidates())
+        if (c.available && c.estimated_us < plan.estimated_us()) return where + "auto did not pick the cheapest";
+    }
+  }
+  return "";
+}
+
+struct MeshCase {
+  std::vector<int> mesh;
+  int tensor_ndim;
+};
+
+class PlannerExhaustive : public ::testing::TestWithParam<MeshCase> {};
+
+TEST_P(PlannerExhaustive, EveryPairEveryShapeEveryStrategy) {
+  const MeshCase& mc = GetParam();
+  Mesh mesh(mc.mesh);
+  auto placements = all_placements(mesh.ndim(), mc.tensor_ndim);
+  int checked = 0;
+  for (const Dims& shape : shapes_for(mc.tensor_ndim)) {
+    for (const auto& from : placements) {
+      for (const auto& to : placements) {
+        Layout src(mesh, from, shape), dst(mesh, to, shape);
+        std::string err = check_pair(src, dst, DType::kF32, Topology{2});
+        ASSERT_EQ(err, "");
+        ++checked;
+      }
+    }
+  }
+  EXPECT_GT(checked, 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Meshes, PlannerExhaustive,
+                         ::testing::Values(MeshCase{{2}, 1}, MeshCase{{2}, 2}, MeshCase{{2}, 3}, MeshCase{{3}, 1},
+                                           MeshCase{{3}, 2}, MeshCase{{3}, 3}, MeshCase{{2, 2}, 1}, MeshCase{{2, 2}, 2},
+                                           MeshCase{{2, 2}, 3}, MeshCase{{2, 3}, 1}, MeshCase{{2, 3}, 2},
+                                           MeshCase{{2, 3}, 3}, MeshCase{{2, 2, 2}, 1}, MeshCase{{2, 2, 2}, 2},
+                                           MeshCase{{2, 2, 2}, 3}, MeshCase{{4, 2}, 1}, MeshCase{{4, 2}, 2},
+                                           MeshCase{{4, 2}, 3}),
+                         [](const ::testing::TestParamInfo<MeshCase>& p) {
+                           std::string s = "mesh";
+                           for (int m : p.param.mesh) s += "_" + std::to_string(m);
+                           return s + "_rank" + std::to_string(p.param.tensor_ndim);
+                         });
+
+TEST(PlannerRandom, TenThousandRandomCases) {
+  std::mt19937 rng(20261122);
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  for (int i = 0; i < 10000; ++i) {
+    std::vector<int> mesh_shape(pick(1, 3));
+    for (int& m : mesh_shape) m = pick(1, 4);
+    int nd = pick(1, 3);
+    Dims shape(nd);
+    for (int d = 0; d < nd; ++d) shape[d] = pick(0, 9);
+    Mesh mesh(mesh_shape);
+    auto random_placements = [&] {
+      std::vector<Placement> ps;
+      for (size_t k = 0; k < mesh_shape.size(); ++k) {
+        int c = pick(0, nd);
+        ps.push_back(c == 0 ? Placement::replicate() : Placement::shard(pick(0, 1) ? c - 1 : c - 1 - nd));
+      }
+      return ps;
+    };
+    Layout src(mesh, random_placements(), shape), dst(mesh, random_placements(), shape);
+    ASSERT_EQ(check_pair(src, dst, kAllDTypes[i % 8], Topology{pick(1, 4)}), "") << "case " << i;
+  }
+}
+
+TEST(PlannerScale, RankPlansMatchTheGlobalPlan) {
+  for (auto [from, to] : {std::pair{"S0,S1", "S1,S0"}, std::pair{"S0,S0", "S1,S1"}, std::pair{"R,S0", "S1,R"}}) {
+    Layout src(Mesh({4, 4}), parse_placements(from), Dims{37, 41});
+    Layout dst(Mesh({4, 4}), parse_placements(to), Dims{37, 41});
+    for (Strategy s : {Strategy::kP2P, Strategy::kAuto, Strategy::kCollective}) {
+      PlanOptions o;
+      o.strategy = s;
+      o.topology.ranks_per_node = 4;
+      Plan global = make_plan(src, dst, DType::kBF16, o);
+      for (int r = 0; r < 16; ++r) {
+        Plan mine = make_rank_plan(src, dst, DType::kBF16, r, o);
+        ASSERT_EQ(mine.strategy(), global.strategy());
+        ASSERT_EQ(mine.steps().size(), global.steps().size());
+        EXPECT_DOUBLE_EQ(mine.estimated_us(), global.estimated_us());
+        EXPECT_EQ(mine.peak_workspace_bytes(), global.peak_workspace_bytes());
+        for (size_t i = 0; i < global.steps().size(); ++i) {
+          std::vector<Transfer> expected;
+          for (const Transfer& t : global.steps()[i].transfers)
+            if (t.src == r || t.dst == r) expected.push_back(t);
+          auto sorted = [](std::vector<Transfer> v) {
+            std::sort(v.begin(), v.end(), [](const Transfer& a, const Transfer& b) {
+              return std::tie(a.src, a.dst) < std::tie(b.src, b.dst);
+            });
+            return v;
+          };
+          EXPECT_EQ(sorted(mine.steps()[i].transfers), sorted(expected)) << "rank " << r << " step " << i;
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace reshard
