@@ -25,10 +25,16 @@ inline std::string read_file(const std::string& path) {
   return ss.str();
 }
 
+// The reshard binary: $RESHARD_CLI when set (a build tree moved elsewhere), else the one this build made.
+inline std::string cli_path() {
+  const char* env = std::getenv("RESHARD_CLI");
+  return env && *env ? env : RESHARD_CLI;
+}
+
 // `args` is appended to the binary path verbatim (shell syntax).
 inline CliResult run_cli(const std::string& args) {
   std::string base = "/tmp/reshard_cli_test_" + std::to_string(::getpid());
-  std::string cmd = std::string(RESHARD_CLI) + " " + args + " >" + base + ".out 2>" + base + ".err";
+  std::string cmd = cli_path() + " " + args + " >" + base + ".out 2>" + base + ".err";
   int status = std::system(cmd.c_str());
   CliResult r;
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);

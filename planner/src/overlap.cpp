@@ -201,3 +201,30 @@ std::vector<Transfer> OverlapIndex::all_transfers() const {
 }
 
 }  // namespace reshard
+
+namespace reshard {
+
+TrafficBound traffic_bound(const Layout& src, const Layout& dst, const Topology& topology, int element_size) {
+  Layout s = src.with_placements(canonical_placements(src.mesh(), src.placements()));
+  Layout d = dst.with_placements(canonical_placements(dst.mesh(), dst.placements()));
+  OverlapIndex index(s, d, topology, element_size);
+  const int n = s.mesh().size();
+  std::vector<Index> in(n, 0), out(n, 0);
+  std::vector<Transfer> buffer;
+  TrafficBound b;
+  for (int r = 0; r < n; ++r) {
+    buffer.clear();
+    index.transfers_into(r, buffer);
+    for (const Transfer& t : buffer) {
+      if (t.is_local()) continue;
+      in[t.dst] += t.bytes;
+      out[t.src] += t.bytes;
+      b.total_bytes += t.bytes;
+      b.crosses_nodes = b.crosses_nodes || !topology.same_node(t.src, t.dst);
+    }
+  }
+  for (int r = 0; r < n; ++r) b.max_rank_bytes = std::max({b.max_rank_bytes, in[r], out[r]});
+  return b;
+}
+
+}  // namespace reshard

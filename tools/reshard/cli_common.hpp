@@ -48,5 +48,6 @@ Index parse_bytes(const std::string& flag, const std::string& text);
 using Command = std::function<int()>;
 Command add_layout_command(CLI::App& app);
 Command add_plan_command(CLI::App& app);
+Command add_run_command(CLI::App& app);
 
 }  // namespace reshard::cli

@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
   std::map<std::string, cli::Command> commands;
   commands["layout"] = cli::add_layout_command(app);
   commands["plan"] = cli::add_plan_command(app);
+  commands["run"] = cli::add_run_command(app);
 
   try {
     app.parse(argc, argv);

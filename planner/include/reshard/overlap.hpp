@@ -75,3 +75,17 @@ class OverlapIndex {
 };
 
 }  // namespace reshard
+
+namespace reshard {
+
+// The data a redistribution must move, whatever the plan: per rank, bytes in = what it needs and does not hold,
+// bytes out = what it sends under the p2p source choice. The link-bandwidth lower bound of any plan is
+// max_rank_bytes / (link bandwidth); busbw is max_rank_bytes / time.
+struct TrafficBound {
+  Index max_rank_bytes = 0;  // max over ranks of max(bytes in, bytes out)
+  Index total_bytes = 0;     // summed over ranks (bytes crossing between ranks)
+  bool crosses_nodes = false;
+};
+TrafficBound traffic_bound(const Layout& src, const Layout& dst, const Topology& topology, int element_size);
+
+}  // namespace reshard

@@ -1,0 +1,67 @@
+// The CUDA device: memory, streams and events as RAII values, and batched copy kernels for the executor.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <memory>
+
+#include "reshard/backend.hpp"
+#include "reshard/box.hpp"
+
+namespace reshard {
+
+// Number of CUDA devices visible (0 when there is no driver or no GPU).
+int cuda_device_count();
+
+class CudaStream {
+ public:
+  explicit CudaStream(int device);
+  ~CudaStream();
+  CudaStream(const CudaStream&) = delete;
+  CudaStream& operator=(const CudaStream&) = delete;
+  cudaStream_t get() const { return stream_; }
+  StreamHandle handle() const { return stream_; }
+  void synchronize() const;
+
+ private:
+  cudaStream_t stream_ = nullptr;
+};
+
+class CudaEvent {
+ public:
+  explicit CudaEvent(bool timing = true);
+  ~CudaEvent();
+  CudaEvent(const CudaEvent&) = delete;
+  CudaEvent& operator=(const CudaEvent&) = delete;
+  cudaEvent_t get() const { return event_; }
+  void record(cudaStream_t stream);
+  // Milliseconds from `start` to this event (both recorded and complete).
+  float elapsed_ms_since(const CudaEvent& start) const;
+
+ private:
+  cudaEvent_t event_ = nullptr;
+};
+
+class CudaDevice : public Device {
+ public:
+  // Sets `device` current for the calling thread; kBackend if it does not exist.
+  explicit CudaDevice(int device);
+  ~CudaDevice() override;
+
+  int ordinal() const { return device_; }
+  std::unique_ptr<DeviceMemory> allocate(size_t bytes) override;
+  std::unique_ptr<CopyBatch> prepare_copies(const std::vector<CopyRegion>& regions, int element_size) override;
+  void check_buffer(const void* data, size_t bytes, const char* what) const override;
+
+  // The deterministic test tensor (reshard/pattern.hpp) on the GPU.
+  void fill_pattern(void* data, const Box& box, const Dims& global_shape, DType dtype, cudaStream_t stream);
+  // Counts mismatching elements (synchronises `stream`).
+  Index count_mismatches(const void* data, const Box& box, const Dims& global_shape, DType dtype, cudaStream_t stream);
+
+ private:
+  int device_;
+  std::unique_ptr<CudaStream> side_;  // local copies overlapping communication
+  std::unique_ptr<DeviceMemory> counter_;
+};
+
+}  // namespace reshard

@@ -1,0 +1,49 @@
+// Plain-data interface between the C++20 CUDA backend and its kernels (compiled as C++17 by nvcc).
+#pragma once
+
+#include <cuda_runtime.h>
+
+namespace reshard::cuda {
+
+constexpr int kMaxOuterDims = 7;
+constexpr int kMaxPatternDims = 8;
+
+// One copy region in bytes: rows of `row_bytes` contiguous bytes, indexed row-major over the outer dims.
+struct DeviceCopyRegion {
+  int src_buffer = 0;  // 0 input, 1 output, 2 workspace
+  int dst_buffer = 0;
+  int outer_dims = 0;
+  long long src_offset = 0, dst_offset = 0;
+  long long row_bytes = 0;
+  long long outer_shape[kMaxOuterDims] = {};
+  long long src_stride[kMaxOuterDims] = {}, dst_stride[kMaxOuterDims] = {};
+  unsigned int align = 1;  // power of two dividing every offset, stride and row length (bytes), at most 16
+};
+
+// A block's share of a region: rows [row_begin, row_end), bytes [col_begin, col_end) of each row.
+struct DeviceCopyTile {
+  int region = 0;
+  long long row_begin = 0, row_end = 0;
+  long long col_begin = 0, col_end = 0;
+};
+
+struct DeviceBases {
+  const void* ptr[3] = {nullptr, nullptr, nullptr};
+};
+
+struct PatternBox {
+  int ndim = 0;
+  long long shape[kMaxPatternDims] = {};          // the box's extents
+  long long offset[kMaxPatternDims] = {};         // its global offset
+  long long global_stride[kMaxPatternDims] = {};  // row-major strides of the global tensor
+  long long elements = 0;
+};
+
+cudaError_t launch_copies(const DeviceCopyRegion* regions, const DeviceCopyTile* tiles, int tile_count,
+                          DeviceBases bases, cudaStream_t stream);
+cudaError_t launch_fill_pattern(void* data, PatternBox box, int dtype_code, int element_size, cudaStream_t stream);
+// Adds the number of elements differing from the pattern to *counter (device memory).
+cudaError_t launch_count_mismatches(const void* data, PatternBox box, int dtype_code, int element_size,
+                                    unsigned long long* counter, cudaStream_t stream);
+
+}  // namespace reshard::cuda

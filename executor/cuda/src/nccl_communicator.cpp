@@ -1,0 +1,188 @@
+#include "reshard/nccl_communicator.hpp"
+
+#include <algorithm>
+#include <thread>
+
+#include "reshard/cuda_check.hpp"
+
+#define RESHARD_NCCL(call) check((call), #call, __FILE__, __LINE__)
+
+namespace reshard {
+
+namespace detail {
+
+void throw_nccl(ncclResult_t res, ncclComm_t comm, const char* call, const char* file, int line) {
+  const char* last = comm ? ncclGetLastError(comm) : ncclGetLastError(nullptr);
+  fail(ErrorKind::kBackend, cat(file, ":", line, ": ", call, " failed: ", ncclGetErrorString(res),
+                                (last && *last ? std::string(" (") + last + ")" : std::string())));
+}
+
+}  // namespace detail
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+ncclDataType_t nccl_type(DType t) {
+  switch (t) {
+    case DType::kF64:
+      return ncclFloat64;
+    case DType::kF32:
+      return ncclFloat32;
+    case DType::kF16:
+      return ncclFloat16;
+    case DType::kBF16:
+      return ncclBfloat16;
+    case DType::kI64:
+      return ncclInt64;
+    case DType::kI32:
+      return ncclInt32;
+    case DType::kI8:
+      return ncclInt8;
+    case DType::kU8:
+      return ncclUint8;
+  }
+  fail(ErrorKind::kInternal, "unknown dtype");
+}
+
+ncclRedOp_t nccl_op(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::kSum:
+      return ncclSum;
+    case ReduceOp::kAvg:
+      return ncclAvg;
+    case ReduceOp::kMax:
+      return ncclMax;
+    case ReduceOp::kMin:
+      return ncclMin;
+  }
+  fail(ErrorKind::kInternal, "unknown reduce op");
+}
+
+}  // namespace
+
+NcclCommunicator::NcclCommunicator(ncclComm_t comm, bool owned, NcclOptions options)
+    : comm_(comm), owned_(owned), options_(options) {
+  RESHARD_REQUIRE(comm != nullptr, "NCCL communicator is null");
+  RESHARD_NCCL(ncclCommUserRank(comm_, &rank_));
+  RESHARD_NCCL(ncclCommCount(comm_, &size_));
+}
+
+NcclCommunicator::~NcclCommunicator() {
+  groups_.clear();
+  if (!owned_ || !comm_) return;
+  if (aborted_) return;  // ncclCommAbort already released it
+  // ncclCommFinalize + Destroy would wait for pending work; if the communicator is in an error state, abort.
+  ncclResult_t state = ncclSuccess;
+  ncclCommGetAsyncError(comm_, &state);
+  if (state != ncclSuccess && state != ncclInProgress) {
+    ncclCommAbort(comm_);
+  } else {
+    ncclCommDestroy(comm_);
+  }
+}
+
+void NcclCommunicator::check(ncclResult_t result, const char* call, const char* file, int line) {
+  if (result == ncclSuccess) return;
+  if (result == ncclInProgress) return poll_ready(call);
+  detail::throw_nccl(result, comm_, call, file, line);
+}
+
+void NcclCommunicator::poll_ready(const char* call) {
+  const auto deadline = Clock::now() + options_.timeout;
+  while (true) {
+    ncclResult_t state = ncclSuccess;
+    ncclResult_t res = ncclCommGetAsyncError(comm_, &state);
+    if (res != ncclSuccess) detail::throw_nccl(res, comm_, "ncclCommGetAsyncError", __FILE__, __LINE__);
+    if (state == ncclSuccess) return;
+    if (state != ncclInProgress) {
+      abort();
+      detail::throw_nccl(state, nullptr, call, __FILE__, __LINE__);
+    }
+    if (Clock::now() > deadline) {
+      abort();
+      fail(ErrorKind::kTimeout, cat(call, " did not complete within ", options_.timeout.count(),
+                                    " ms (a peer never joined?); the communicator was aborted"));
+    }
+    std::this_thread::yield();
+  }
+}
+
+void NcclCommunicator::exchange(std::span<const SendOp> sends, std::span<const RecvOp> recvs, StreamHandle stream) {
+  auto s = static_cast<cudaStream_t>(stream);
+  RESHARD_NCCL(ncclGroupStart());
+  for (const SendOp& op : sends) RESHARD_NCCL(ncclSend(op.data, op.bytes, ncclUint8, op.peer, comm_, s));
+  for (const RecvOp& op : recvs) RESHARD_NCCL(ncclRecv(op.data, op.bytes, ncclUint8, op.peer, comm_, s));
+  RESHARD_NCCL(ncclGroupEnd());
+}
+
+void NcclCommunicator::all_gather(const void* send, void* recv, size_t bytes_per_rank, StreamHandle stream) {
+  RESHARD_NCCL(ncclAllGather(send, recv, bytes_per_rank, ncclUint8, comm_, static_cast<cudaStream_t>(stream)));
+}
+
+void NcclCommunicator::reduce_scatter(const void* send, void* recv, size_t count, DType dtype, ReduceOp op,
+                                      StreamHandle stream) {
+  RESHARD_NCCL(ncclReduceScatter(send, recv, count, nccl_type(dtype), nccl_op(op), comm_,
+                                 static_cast<cudaStream_t>(stream)));
+}
+
+void NcclCommunicator::all_reduce(const void* send, void* recv, size_t count, DType dtype, ReduceOp op,
+                                  StreamHandle stream) {
+  RESHARD_NCCL(ncclAllReduce(send, recv, count, nccl_type(dtype), nccl_op(op), comm_, static_cast<cudaStream_t>(stream)));
+}
+
+Communicator& NcclCommunicator::group(const Mesh& mesh, const std::vector<int>& mesh_dims) {
+  auto it = groups_.find(mesh_dims);
+  if (it != groups_.end()) return *it->second;
+  RESHARD_REQUIRE(mesh.size() == size_, "mesh ", mesh.str(), " has ", mesh.size(), " ranks; the communicator ", size_);
+  // Color: this rank's coordinates on the other mesh dims; key: its position in the group.
+  Dims coord = mesh.coord_of(rank_);
+  int color = 0;
+  for (int k = 0; k < mesh.ndim(); ++k)
+    if (std::find(mesh_dims.begin(), mesh_dims.end(), k) == mesh_dims.end())
+      color = color * mesh.dim_size(k) + static_cast<int>(coord[k]);
+  int key = mesh.group_index(rank_, mesh_dims);
+  ncclComm_t child = nullptr;
+  RESHARD_NCCL(ncclCommSplit(comm_, color, key, &child, nullptr));  // inherits this communicator's config
+  auto sub = std::make_unique<NcclCommunicator>(child, true, options_);
+  sub->poll_ready("ncclCommSplit");
+  return *groups_.emplace(mesh_dims, std::move(sub)).first->second;
+}
+
+void NcclCommunicator::wait(StreamHandle stream, std::chrono::milliseconds timeout) {
+  const auto deadline = Clock::now() + timeout;
+  auto s = static_cast<cudaStream_t>(stream);
+  while (true) {
+    cudaError_t q = cudaStreamQuery(s);
+    if (q == cudaSuccess) return;
+    if (q != cudaErrorNotReady) RESHARD_CUDA_CHECK(q);
+    for (NcclCommunicator* c : [&] {
+           std::vector<NcclCommunicator*> all{this};
+           for (auto& [dims, g] : groups_) all.push_back(g.get());
+           return all;
+         }()) {
+      ncclResult_t state = ncclSuccess;
+      ncclCommGetAsyncError(c->comm_, &state);
+      if (state != ncclSuccess && state != ncclInProgress) {
+        abort();
+        detail::throw_nccl(state, nullptr, "asynchronous NCCL operation", __FILE__, __LINE__);
+      }
+    }
+    if (Clock::now() > deadline) {
+      abort();
+      fail(ErrorKind::kTimeout, cat("rank ", rank_, ": the redistribution did not finish within ", timeout.count(),
+                                    " ms (a peer never posted its part?); the NCCL communicator was aborted"));
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+}
+
+void NcclCommunicator::abort() {
+  for (auto& [dims, g] : groups_) g->abort();
+  if (!aborted_ && comm_) {
+    ncclCommAbort(comm_);
+    aborted_ = true;
+  }
+}
+
+}  // namespace reshard

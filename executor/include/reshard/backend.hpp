@@ -1,0 +1,95 @@
+// The interfaces the executor runs plans through: a Communicator (NCCL, or in-process host threads) and a
+// Device (memory and batched copies: CUDA kernels, or CPU loops). The executor is the same code above both.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "reshard/dtype.hpp"
+#include "reshard/mesh.hpp"
+#include "reshard/placement.hpp"
+#include "reshard/program.hpp"
+
+namespace reshard {
+
+// A stream of work: a cudaStream_t on the CUDA device, ignored (work is synchronous) on the host.
+using StreamHandle = void*;
+
+struct SendOp {
+  int peer = 0;  // rank in this communicator
+  const void* data = nullptr;
+  size_t bytes = 0;
+};
+
+struct RecvOp {
+  int peer = 0;
+  void* data = nullptr;
+  size_t bytes = 0;
+};
+
+// Communication among the ranks of a group. Enqueues work on a stream; nothing here waits for completion except
+// wait(). Errors throw reshard::Error (kBackend, kTimeout).
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+
+  // Every send and receive of one step, concurrently, as one group (NCCL: one ncclGroupStart/End).
+  virtual void exchange(std::span<const SendOp> sends, std::span<const RecvOp> recvs, StreamHandle stream) = 0;
+  // Gathers `bytes_per_rank` from every rank into recv (rank order).
+  virtual void all_gather(const void* send, void* recv, size_t bytes_per_rank, StreamHandle stream) = 0;
+  // Reduces size() chunks of `count` elements from every rank; rank i receives the reduction of chunk i.
+  virtual void reduce_scatter(const void* send, void* recv, size_t count, DType dtype, ReduceOp op,
+                              StreamHandle stream) = 0;
+  virtual void all_reduce(const void* send, void* recv, size_t count, DType dtype, ReduceOp op, StreamHandle stream) = 0;
+
+  // The communicator of this rank's group over `mesh_dims` (group order as Mesh::group), created on first use
+  // and cached. Collective: every rank of this communicator must ask for the same dims in the same order.
+  virtual Communicator& group(const Mesh& mesh, const std::vector<int>& mesh_dims) = 0;
+
+  // Blocks until the work enqueued on `stream` is done, polling for asynchronous errors. After `timeout` the
+  // communicator (and its groups) are aborted and kTimeout is thrown: a stuck peer never hangs the caller.
+  virtual void wait(StreamHandle stream, std::chrono::milliseconds timeout) = 0;
+};
+
+// Base pointers of the three buffers a RankProgram references.
+struct BufferBases {
+  const void* input = nullptr;
+  void* output = nullptr;
+  void* work = nullptr;
+};
+
+// A batch of copies prepared once (descriptors uploaded) and run many times, one kernel launch per run.
+class CopyBatch {
+ public:
+  virtual ~CopyBatch() = default;
+  virtual size_t regions() const = 0;
+  // Runs on `stream`.
+  virtual void run(const BufferBases& bases, StreamHandle stream) = 0;
+  // Runs alongside the work that follows on `stream` (a side stream on GPUs); join() makes `stream` wait for it.
+  virtual void run_concurrent(const BufferBases& bases, StreamHandle stream) = 0;
+  virtual void join(StreamHandle stream) = 0;
+};
+
+// Device memory of one rank (RAII: free on destruction).
+class DeviceMemory {
+ public:
+  virtual ~DeviceMemory() = default;
+  virtual void* data() = 0;
+  virtual size_t bytes() const = 0;
+};
+
+class Device {
+ public:
+  virtual ~Device() = default;
+  virtual std::unique_ptr<DeviceMemory> allocate(size_t bytes) = 0;
+  virtual std::unique_ptr<CopyBatch> prepare_copies(const std::vector<CopyRegion>& regions, int element_size) = 0;
+  // Whether [data, data + bytes) is memory this device can use (kInvalidArgument naming `what` otherwise).
+  virtual void check_buffer(const void* data, size_t bytes, const char* what) const = 0;
+};
+
+}  // namespace reshard

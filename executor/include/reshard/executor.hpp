@@ -1,0 +1,65 @@
+// Executor: carries out one rank's part of a plan. Prepare once, run many.
+//
+//   reshard::Executor exec(plan, comm, device);          // collective over the plan's ranks: all construct together
+//   exec.run({in, exec.input_bytes()}, {out, exec.output_bytes()}, stream);   // per iteration
+//
+// Construction lowers the plan for comm.rank(), creates the group communicators its collectives need (once), uploads
+// the copy descriptors and allocates the workspace. run() only enqueues work: no allocation and no host
+// synchronisation, so it can be captured in a CUDA graph and replayed (run it once first: NCCL sets up its
+// connections on first use). Each p2p step is one batched pack kernel, all sends and receives in one group, the
+// local copy on a side stream overlapping them, and one batched unpack kernel.
+#pragma once
+
+#include <chrono>
+
+#include "reshard/backend.hpp"
+#include "reshard/plan.hpp"
+
+namespace reshard {
+
+struct ExecutorOptions {
+  std::chrono::milliseconds timeout{std::chrono::seconds(120)};  // for wait(): a stuck peer aborts instead of hanging
+};
+
+struct ConstBuffer {
+  const void* data = nullptr;
+  size_t bytes = 0;
+};
+
+struct MutableBuffer {
+  void* data = nullptr;
+  size_t bytes = 0;
+};
+
+class Executor {
+ public:
+  // The plan must be global or scoped to comm.rank(); comm must span the plan's mesh (size = mesh size).
+  Executor(const Plan& plan, Communicator& comm, Device& device, ExecutorOptions options = {});
+  ~Executor();
+  Executor(const Executor&) = delete;
+  Executor& operator=(const Executor&) = delete;
+
+  size_t input_bytes() const { return input_bytes_; }
+  size_t output_bytes() const { return output_bytes_; }
+  size_t workspace_bytes() const { return workspace_bytes_; }
+  const RankProgram& program() const { return program_; }
+
+  // Enqueues the redistribution of this rank's `input` (its source local tensor, dense row-major) into `output`
+  // (its target local tensor). Buffers smaller than required, or not usable by the device, are rejected with
+  // kInvalidArgument before anything is enqueued.
+  void run(ConstBuffer input, MutableBuffer output, StreamHandle stream);
+  // Waits for the enqueued work (with the configured timeout; see Communicator::wait).
+  void wait(StreamHandle stream);
+
+ private:
+  struct StepRuntime;
+  Communicator& comm_;
+  Device& device_;
+  ExecutorOptions options_;
+  RankProgram program_;
+  size_t input_bytes_ = 0, output_bytes_ = 0, workspace_bytes_ = 0;
+  std::unique_ptr<DeviceMemory> workspace_;
+  std::vector<StepRuntime> steps_;
+};
+
+}  // namespace reshard

@@ -1,0 +1,98 @@
+// The host backend: every rank is a thread of one process, buffers are CPU memory, and messages go through
+// in-process mailboxes. It runs exactly the executor code the NCCL backend runs; CI and `--backend host` use it.
+//
+//   reshard::HostWorld world(4);
+//   reshard::run_ranks(4, [&](int rank) {
+//     reshard::HostCommunicator comm(world, rank);
+//     reshard::HostDevice device;
+//     reshard::Executor exec(plan, comm, device);
+//     exec.run(...);
+//   });
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "reshard/backend.hpp"
+
+namespace reshard {
+
+struct HostWorldOptions {
+  std::chrono::milliseconds timeout{std::chrono::seconds(60)};  // a receive waiting longer fails with kTimeout
+};
+
+// Shared state of the ranks of one host world: mailboxes keyed by (context, source rank, destination rank),
+// matched in order, as NCCL matches sends and receives between a pair.
+class HostWorld {
+ public:
+  explicit HostWorld(int size, HostWorldOptions options = {});
+  int size() const { return size_; }
+
+  void post(std::uint64_t context, int src, int dst, const void* data, size_t bytes);
+  // Takes the next message from src to dst; kTimeout after the configured time, kBackend when the world was
+  // aborted (another rank failed) or the message has the wrong size.
+  void take(std::uint64_t context, int src, int dst, void* data, size_t bytes);
+  // Wakes every waiting rank with an error naming `reason`.
+  void abort(const std::string& reason);
+
+ private:
+  using Key = std::tuple<std::uint64_t, int, int>;
+  int size_;
+  HostWorldOptions options_;
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::map<Key, std::deque<std::vector<std::byte>>> mailboxes_;
+  std::string abort_reason_;
+};
+
+class HostCommunicator : public Communicator {
+ public:
+  // The world communicator of `rank`.
+  HostCommunicator(HostWorld& world, int rank);
+
+  int rank() const override { return index_; }
+  int size() const override { return static_cast<int>(members_.size()); }
+  void exchange(std::span<const SendOp> sends, std::span<const RecvOp> recvs, StreamHandle stream) override;
+  void all_gather(const void* send, void* recv, size_t bytes_per_rank, StreamHandle stream) override;
+  void reduce_scatter(const void* send, void* recv, size_t count, DType dtype, ReduceOp op, StreamHandle stream) override;
+  void all_reduce(const void* send, void* recv, size_t count, DType dtype, ReduceOp op, StreamHandle stream) override;
+  Communicator& group(const Mesh& mesh, const std::vector<int>& mesh_dims) override;
+  void wait(StreamHandle stream, std::chrono::milliseconds timeout) override;
+
+ private:
+  HostCommunicator(HostWorld& world, std::vector<int> members, int index, std::uint64_t context);
+  // Everyone's `bytes` into recv (member order).
+  void gather_all(const void* send, void* recv, size_t bytes);
+
+  HostWorld& world_;
+  std::vector<int> members_;  // world ranks, in group order
+  int index_;                 // this rank's position in members_
+  std::uint64_t context_;
+  std::map<std::vector<int>, std::unique_ptr<HostCommunicator>> groups_;
+};
+
+// Device memory and copies on the CPU.
+class HostDevice : public Device {
+ public:
+  std::unique_ptr<DeviceMemory> allocate(size_t bytes) override;
+  std::unique_ptr<CopyBatch> prepare_copies(const std::vector<CopyRegion>& regions, int element_size) override;
+  void check_buffer(const void* data, size_t bytes, const char* what) const override;
+};
+
+// Runs fn(rank) on one thread per rank and rethrows the first failure (after every thread ended). When a rank
+// fails, `world` (if given) is aborted so that the others stop waiting for it.
+void run_ranks(int n, const std::function<void(int rank)>& fn, HostWorld* world = nullptr);
+
+// Element-wise dst = reduce(dst, src) for `count` elements of dtype (f16 and bf16 through f32).
+void host_reduce(void* dst, const void* src, size_t count, DType dtype, ReduceOp op);
+// Divides `count` elements by n (the avg of a sum; integers truncate toward zero).
+void host_divide(void* data, size_t count, DType dtype, int n);
+
+}  // namespace reshard

@@ -1,0 +1,246 @@
+// The executor on GPUs over NCCL (skipped where fewer than 2 GPUs are visible): every strategy and dtype on meshes
+// (2), (1,2), (2,1), sizes from 0 bytes to 1 GiB, CUDA-graph replay, zero-copy paths, timeouts, bad buffers and
+// one process per rank. Every element of every rank is checked (harness protocol).
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdio>
+#include <thread>
+#include <unistd.h>
+
+#include "cli_runner.hpp"
+#include "reshard/cuda_device.hpp"
+#include "reshard/executor.hpp"
+#include "reshard/harness.hpp"
+#include "reshard/host_backend.hpp"
+#include "reshard/nccl_communicator.hpp"
+#include "reshard/planner.hpp"
+
+namespace reshard {
+namespace {
+
+std::atomic<long long> g_runs{0}, g_checked{0}, g_wrong{0};
+
+class GpuEnvironment : public ::testing::Environment {
+ public:
+  void TearDown() override {
+    if (g_runs > 0)
+      std::printf("GPU SUMMARY: %lld verified runs, %lld elements checked, %lld wrong\n", g_runs.load(), g_checked.load(),
+                  g_wrong.load());
+  }
+};
+const auto* g_env = ::testing::AddGlobalTestEnvironment(new GpuEnvironment);
+
+class Gpu : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    if (local_gpu_count() >= 2) runner_ = new LocalRunner(Backend::kNccl, 2, std::chrono::seconds(60));
+  }
+  static void TearDownTestSuite() {
+    delete runner_;
+    runner_ = nullptr;
+  }
+  void SetUp() override {
+    if (local_gpu_count() < 2) GTEST_SKIP() << "needs 2 GPUs; " << local_gpu_count() << " visible";
+  }
+  static RunResult check(const Plan& plan, RunOptions o = quick()) {
+    RunResult r = runner_->run(plan, o);
+    ++g_runs;
+    g_checked += r.checked_elements;
+    g_wrong += r.wrong_elements;
+    EXPECT_EQ(r.wrong_elements, 0) << plan.src().str() << " -> [" << to_string(plan.dst().placements()) << "] "
+                                   << to_string(plan.dtype()) << " " << to_string(plan.strategy());
+    return r;
+  }
+  static RunOptions quick() {
+    RunOptions o;
+    o.warmup = 0;
+    o.iters = 1;
+    return o;
+  }
+  static LocalRunner* runner_;
+};
+LocalRunner* Gpu::runner_ = nullptr;
+
+std::vector<std::vector<Placement>> placements_for(int mesh_ndim) {
+  std::vector<std::vector<Placement>> out{{}};
+  for (int k = 0; k < mesh_ndim; ++k) {
+    std::vector<std::vector<Placement>> next;
+    for (const auto& p : out)
+      for (const char* s : {"R", "S0", "S1"}) {
+        next.push_back(p);
+        next.back().push_back(parse_placement(s));
+      }
+    out = std::move(next);
+  }
+  return out;
+}
+
+std::vector<Plan> plans_for(const Layout& src, const Layout& dst, DType t) {
+  std::vector<Plan> plans;
+  PlanOptions o;
+  Plan automatic = make_plan(src, dst, t, o);
+  for (const Candidate& c : automatic.candidates()) {
+    if (!c.available) continue;
+    o.strategy = c.strategy;
+    plans.push_back(make_plan(src, dst, t, o));
+  }
+  return plans;
+}
+
+TEST_F(Gpu, EveryPairAndStrategyOnMeshes2And1x2And2x1) {
+  for (std::vector<int> m : {std::vector<int>{2}, {1, 2}, {2, 1}}) {
+    Mesh mesh(m);
+    for (const Dims& shape : {Dims{0, 4}, Dims{1, 1}, Dims{7, 5}, Dims{1000, 1003}}) {
+      for (const auto& from : placements_for(mesh.ndim())) {
+        for (const auto& to : placements_for(mesh.ndim())) {
+          for (DType t : {DType::kF32, DType::kBF16, DType::kI8}) {
+            for (const Plan& plan : plans_for(Layout(mesh, from, shape), Layout(mesh, to, shape), t)) check(plan);
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_F(Gpu, EveryDType) {
+  Mesh mesh({2});
+  for (const char* pair : {"S0>S1", "S1>S0", "S0>R", "R>S1", "S1>R"}) {
+    std::string p(pair);
+    auto gt = p.find('>');
+    for (const Dims& shape : {Dims{3, 5}, Dims{4099, 257}, Dims{64, 3, 7}}) {
+      Layout src(mesh, parse_placements(p.substr(0, gt)), shape), dst(mesh, parse_placements(p.substr(gt + 1)), shape);
+      for (DType t : kAllDTypes)
+        for (const Plan& plan : plans_for(src, dst, t)) check(plan);
+    }
+  }
+}
+
+TEST_F(Gpu, OneGiBTensors) {
+  Mesh mesh({2});
+  RunOptions o;
+  o.warmup = 1;
+  o.iters = 3;
+  for (const char* pair : {"S0>S1", "S1>S0", "S0>R", "R>S0"}) {
+    std::string p(pair);
+    auto gt = p.find('>');
+    Dims shape{16384, 16384};  // f32: 1 GiB
+    Layout src(mesh, parse_placements(p.substr(0, gt)), shape), dst(mesh, parse_placements(p.substr(gt + 1)), shape);
+    for (const Plan& plan : plans_for(src, dst, DType::kF32)) {
+      RunResult r = check(plan, o);
+      std::printf("  1 GiB f32 %-6s %-10s %9.1f us\n", pair, std::string(to_string(plan.strategy())).c_str(), r.median_us);
+    }
+  }
+  Layout src(mesh, parse_placements("S0"), Dims{16384, 32768});  // bf16: 1 GiB
+  for (const Plan& plan : plans_for(src, src.with_placements(parse_placements("S1")), DType::kBF16)) check(plan, o);
+}
+
+TEST_F(Gpu, CudaGraphCaptureAndReplay) {
+  RunOptions o;
+  o.warmup = 2;
+  o.iters = 10;
+  o.cuda_graph = true;
+  for (std::vector<int> m : {std::vector<int>{2}, {1, 2}, {2, 1}}) {
+    Mesh mesh(m);
+    for (const auto& [from, to] : {std::pair{"S0", "S1"}, std::pair{"S1", "R"}, std::pair{"R", "S0"}}) {
+      std::vector<Placement> pf(mesh.ndim(), Placement::replicate()), pt = pf;
+      pf.back() = parse_placement(from);
+      pt.back() = parse_placement(to);
+      Layout src(mesh, pf, Dims{1024, 777});
+      for (const Plan& plan : plans_for(src, src.with_placements(pt), DType::kBF16)) check(plan, o);
+    }
+  }
+}
+
+TEST_F(Gpu, ZeroCopyPathsSendAndReceiveInPlace) {
+  Layout src(Mesh({2}), parse_placements("S0"), Dims{4096, 1024});
+  PlanOptions po;
+  po.strategy = Strategy::kP2P;
+  Plan plan = make_plan(src, src.with_placements(parse_placements("R")), DType::kF32, po);
+  for (int r = 0; r < 2; ++r) {
+    RankProgram p = lower(plan, r);
+    EXPECT_TRUE(p.steps[0].pack.empty() && p.steps[0].unpack.empty());
+    EXPECT_EQ(p.steps[0].sends[0].buffer.buffer, Buffer::kInput);
+    EXPECT_EQ(p.steps[0].recvs[0].buffer.buffer, Buffer::kOutput);
+  }
+  check(plan);
+}
+
+TEST_F(Gpu, HostPointersAreRejected) {
+  auto comms = make_local_communicators(2, NcclOptions{std::chrono::seconds(30)});
+  Layout src(Mesh({2}), parse_placements("S0"), Dims{64, 64});
+  Plan plan = make_plan(src, src.with_placements(parse_placements("S1")), DType::kF32, {});
+  CudaDevice device(0);
+  Executor exec(plan, *comms[0], device);
+  std::vector<std::byte> host_in(exec.input_bytes()), host_out(exec.output_bytes());
+  try {
+    exec.run({host_in.data(), host_in.size()}, {host_out.data(), host_out.size()}, nullptr);
+    FAIL() << "accepted host memory";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("not device memory"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(Gpu, ARankThatNeverPostsTimesOutAndAborts) {
+  auto comms = make_local_communicators(2, NcclOptions{std::chrono::seconds(5)});
+  Layout src(Mesh({2}), parse_placements("S0"), Dims{1024, 1024});
+  PlanOptions po;
+  po.strategy = Strategy::kP2P;
+  Plan plan = make_plan(src, src.with_placements(parse_placements("S1")), DType::kF32, po);
+  std::atomic<bool> rank0_done{false};
+  ErrorKind kind = ErrorKind::kInternal;
+  std::string message;
+  auto start = std::chrono::steady_clock::now();
+  std::thread rank1([&] {
+    CudaDevice device(1);
+    Executor exec(plan, *comms[1], device);  // prepares, but never runs its part
+    while (!rank0_done) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  });
+  {
+    CudaDevice device(0);
+    CudaStream stream(0);
+    Executor exec(plan, *comms[0], device, ExecutorOptions{std::chrono::seconds(3)});
+    auto in = device.allocate(exec.input_bytes()), out = device.allocate(exec.output_bytes());
+    try {
+      exec.run({in->data(), in->bytes()}, {out->data(), out->bytes()}, stream.handle());
+      exec.wait(stream.handle());
+    } catch (const Error& e) {
+      kind = e.kind();
+      message = e.what();
+    }
+  }
+  rank0_done = true;
+  rank1.join();
+  comms[1]->abort();  // as a runtime would once a peer has failed
+  EXPECT_EQ(kind, ErrorKind::kTimeout) << message;
+  EXPECT_NE(message.find("aborted"), std::string::npos) << message;
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(30));
+}
+
+TEST_F(Gpu, OneProcessPerRank) {
+  for (std::string rendezvous : {std::string("file:/tmp/reshard_mp_") + std::to_string(::getpid()),
+                                 std::string("tcp:127.0.0.1:") + std::to_string(29500 + ::getpid() % 1000)}) {
+    std::string base = "/tmp/reshard_mp_out_" + std::to_string(::getpid());
+    std::string cmd;
+    for (int r = 0; r < 2; ++r) {
+      cmd += "(RANK=" + std::to_string(r) + " WORLD_SIZE=2 LOCAL_RANK=" + std::to_string(r) + " " + testing::cli_path() +
+             " run --mesh 2 --from S0 --to S1 --shape 8192x4096 --dtype bf16 --iters 5 --rendezvous " + rendezvous +
+             " > " + base + std::to_string(r) + " 2>&1; echo $? > " + base + "rc" + std::to_string(r) + ") & ";
+    }
+    cmd += "wait";
+    ASSERT_EQ(std::system(cmd.c_str()), 0);
+    for (int r = 0; r < 2; ++r) {
+      std::string rc = testing::read_file(base + "rc" + std::to_string(r));
+      EXPECT_EQ(rc, "0\n") << testing::read_file(base + std::to_string(r));
+    }
+    std::string out0 = testing::read_file(base + "0");
+    EXPECT_NE(out0.find("all correct"), std::string::npos) << out0;
+    EXPECT_NE(out0.find("2 ranks, nccl backend"), std::string::npos) << out0;
+    std::printf("%s", out0.c_str());
+    if (rendezvous.rfind("file:", 0) == 0) std::remove(rendezvous.substr(5).c_str());
+  }
+}
+
+}  // namespace
+}  // namespace reshard

@@ -1,0 +1,262 @@
+// The executor on the host backend: every strategy over the planner's exhaustive set, every element of every rank
+// checked (harness protocol: two poisoned runs and a final run); failures and bad input.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstring>
+#include <thread>
+
+#include "reshard/executor.hpp"
+#include "reshard/harness.hpp"
+#include "reshard/host_backend.hpp"
+#include "reshard/pattern.hpp"
+#include "reshard/plan_json.hpp"
+#include "reshard/planner.hpp"
+
+namespace reshard {
+namespace {
+
+RunOptions quick() {
+  RunOptions o;
+  o.backend = Backend::kHost;
+  o.warmup = 0;
+  o.iters = 1;
+  o.timeout = std::chrono::seconds(30);
+  return o;
+}
+
+std::vector<std::vector<Placement>> all_placements(int mesh_ndim, int tensor_ndim) {
+  std::vector<std::vector<Placement>> out{{}};
+  for (int k = 0; k < mesh_ndim; ++k) {
+    std::vector<std::vector<Placement>> next;
+    for (const auto& prefix : out)
+      for (int c = 0; c <= tensor_ndim; ++c) {
+        next.push_back(prefix);
+        next.back().push_back(c == 0 ? Placement::replicate() : Placement::shard(c - 1));
+      }
+    out = std::move(next);
+  }
+  return out;
+}
+
+std::vector<Dims> shapes_for(int nd) {
+  switch (nd) {
+    case 1:
+      return {{0}, {1}, {13}};
+    case 2:
+      return {{0, 3}, {1, 1}, {7, 10}, {8, 8}};
+    default:
+      return {{2, 0, 3}, {1, 5, 2}, {5, 3, 7}};
+  }
+}
+
+struct MeshCase {
+  std::vector<int> mesh;
+  int tensor_ndim;
+};
+
+class HostExecutorExhaustive : public ::testing::TestWithParam<MeshCase> {};
+
+TEST_P(HostExecutorExhaustive, EveryStrategyEveryElement) {
+  Mesh mesh(GetParam().mesh);
+  int nd = GetParam().tensor_ndim;
+  auto placements = all_placements(mesh.ndim(), nd);
+  int runs = 0;
+  for (const Dims& shape : shapes_for(nd)) {
+    for (const auto& from : placements) {
+      for (const auto& to : placements) {
+        Layout src(mesh, from, shape), dst(mesh, to, shape);
+        PlanOptions o;
+        o.topology.ranks_per_node = 2;
+        Plan automatic = make_plan(src, dst, DType::kI32, o);
+        for (const Candidate& c : automatic.candidates()) {
+          if (!c.available) continue;
+          o.strategy = c.strategy;
+          Plan plan = make_plan(src, dst, DType::kI32, o);
+          RunResult r = run_plan(plan, quick());
+          ASSERT_EQ(r.wrong_elements, 0) << src.str() << " -> [" << to_string(to) << "] " << to_string(c.strategy);
+          Index expected = 0;
+          for (int rank = 0; rank < mesh.size(); ++rank) expected += 3 * dst.local_volume(rank);
+          ASSERT_EQ(r.checked_elements, expected);  // two poisoned runs and the final one, every element
+          ++runs;
+        }
+      }
+    }
+  }
+  EXPECT_GT(runs, 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Meshes, HostExecutorExhaustive,
+                         ::testing::Values(MeshCase{{2}, 1}, MeshCase{{2}, 2}, MeshCase{{2}, 3}, MeshCase{{3}, 2},
+                                           MeshCase{{3}, 3}, MeshCase{{2, 2}, 1}, MeshCase{{2, 2}, 2},
+                                           MeshCase{{2, 2}, 3}, MeshCase{{2, 3}, 2}, MeshCase{{2, 3}, 3},
+                                           MeshCase{{2, 2, 2}, 2}, MeshCase{{2, 2, 2}, 3}, MeshCase{{4, 2}, 2},
+                                           MeshCase{{4, 2}, 3}),
+                         [](const ::testing::TestParamInfo<MeshCase>& p) {
+                           std::string s = "mesh";
+                           for (int m : p.param.mesh) s += "_" + std::to_string(m);
+                           return s + "_rank" + std::to_string(p.param.tensor_ndim);
+                         });
+
+TEST(HostExecutor, EveryDTypeAndStrategy) {
+  Layout src(Mesh({2, 3}), parse_placements("S0,S1"), Dims{11, 13, 3});
+  for (const char* to : {"S1,S0", "R,S2", "S2,R", "R,R"}) {
+    Layout dst = src.with_placements(parse_placements(to));
+    for (DType t : kAllDTypes) {
+      for (Strategy s : {Strategy::kCollective, Strategy::kP2P, Strategy::kHybrid, Strategy::kAuto}) {
+        PlanOptions o;
+        o.strategy = s;
+        std::optional<Plan> plan;
+        try {
+          plan.emplace(make_plan(src, dst, t, o));
+        } catch (const Error& e) {
+          ASSERT_EQ(s, Strategy::kHybrid) << e.what();
+          continue;
+        }
+        RunResult r = run_plan(*plan, quick());
+        EXPECT_EQ(r.wrong_elements, 0) << to << " " << to_string(t) << " " << to_string(s);
+      }
+    }
+  }
+}
+
+TEST(HostExecutor, PlansLoadedFromJsonAndRankPlansRun) {
+  Layout src(Mesh({4, 2}), parse_placements("S0,S1"), Dims{17, 9});
+  Layout dst = src.with_placements(parse_placements("S1,S0"));
+  for (Strategy s : {Strategy::kCollective, Strategy::kP2P, Strategy::kHybrid}) {
+    PlanOptions o;
+    o.strategy = s;
+    Plan reloaded = plan_from_json(plan_to_json(make_plan(src, dst, DType::kBF16, o)));
+    EXPECT_EQ(run_plan(reloaded, quick()).wrong_elements, 0) << to_string(s);
+    // Every rank executing its own rank-scoped plan.
+    HostWorld world(8);
+    std::atomic<Index> wrong{0};
+    run_ranks(8, [&](int r) {
+      Plan mine = make_rank_plan(src, dst, DType::kBF16, r, o);
+      HostCommunicator comm(world, r);
+      HostDevice device;
+      Executor exec(mine, comm, device);
+      std::vector<std::byte> in(exec.input_bytes()), out(exec.output_bytes());
+      fill_pattern(in.data(), src.box(r), src.global_shape(), DType::kBF16);
+      exec.run({in.data(), in.size()}, {out.data(), out.size()}, nullptr);
+      wrong += count_mismatches(out.data(), dst.box(r), dst.global_shape(), DType::kBF16);
+    }, &world);
+    EXPECT_EQ(wrong.load(), 0);
+  }
+}
+
+TEST(HostExecutor, ARankThatNeverSendsTimesOutInsteadOfHanging) {
+  Layout src(Mesh({2}), parse_placements("S0"), Dims{64, 64});
+  PlanOptions o;
+  o.strategy = Strategy::kP2P;
+  Plan plan = make_plan(src, src.with_placements(parse_placements("S1")), DType::kF32, o);
+  HostWorld world(2, HostWorldOptions{std::chrono::milliseconds(300)});
+  auto start = std::chrono::steady_clock::now();
+  try {
+    run_ranks(2, [&](int r) {
+      HostCommunicator comm(world, r);
+      HostDevice device;
+      Executor exec(plan, comm, device);
+      if (r == 1) return;  // never posts its send
+      std::vector<std::byte> in(exec.input_bytes()), out(exec.output_bytes());
+      exec.run({in.data(), in.size()}, {out.data(), out.size()}, nullptr);
+    });
+    FAIL() << "rank 0 should have timed out";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kTimeout) << e.what();
+    EXPECT_NE(std::string(e.what()).find("waiting for data from rank 1"), std::string::npos) << e.what();
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+}
+
+TEST(HostExecutor, AFailingRankStopsTheOthers) {
+  Layout src(Mesh({4}), parse_placements("S0"), Dims{64, 8});
+  Plan plan = make_plan(src, src.with_placements(parse_placements("S1")), DType::kF32, {});
+  HostWorld world(4, HostWorldOptions{std::chrono::seconds(60)});
+  auto start = std::chrono::steady_clock::now();
+  try {
+    run_ranks(4, [&](int r) {
+      if (r == 2) throw Error(ErrorKind::kBackend, "rank 2 crashed");
+      HostCommunicator comm(world, r);
+      HostDevice device;
+      Executor exec(plan, comm, device);
+      std::vector<std::byte> in(exec.input_bytes()), out(exec.output_bytes());
+      exec.run({in.data(), in.size()}, {out.data(), out.size()}, nullptr);
+    }, &world);
+    FAIL() << "expected the failure of rank 2";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("rank 2 crashed"), std::string::npos) << e.what();
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));  // not the 60 s timeout
+}
+
+TEST(HostExecutor, BadBuffersAreRejectedBeforeAnyCommunication) {
+  Layout src(Mesh({2}), parse_placements("S0"), Dims{8, 8});
+  Plan plan = make_plan(src, src.with_placements(parse_placements("S1")), DType::kF32, {});
+  HostWorld world(2, HostWorldOptions{std::chrono::milliseconds(200)});
+  HostCommunicator comm(world, 0);
+  HostDevice device;
+  Executor exec(plan, comm, device);
+  std::vector<std::byte> in(exec.input_bytes()), out(exec.output_bytes());
+  auto expect = [&](ConstBuffer i, MutableBuffer o, const std::string& needle) {
+    try {
+      exec.run(i, o, nullptr);
+      ADD_FAILURE() << "accepted a bad buffer";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kInvalidArgument);
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  };
+  expect({in.data(), in.size() - 1}, {out.data(), out.size()}, "input buffer has 127 bytes");
+  expect({in.data(), in.size()}, {out.data(), 4}, "output buffer has 4 bytes");
+  expect({nullptr, in.size()}, {out.data(), out.size()}, "input buffer is null");
+  // Nothing was sent: rank 1's receive from rank 0 finds no message.
+  HostCommunicator peer(world, 1);
+  std::vector<std::byte> sink(8);
+  RecvOp recv{0, sink.data(), sink.size()};
+  EXPECT_THROW(peer.exchange({}, std::span<const RecvOp>(&recv, 1), nullptr), Error);
+}
+
+TEST(HostExecutor, CommunicatorMustSpanTheMesh) {
+  Layout src(Mesh({4}), parse_placements("S0"), Dims{8});
+  Plan plan = make_plan(src, src.with_placements(parse_placements("R")), DType::kF32, {});
+  HostWorld world(2);
+  HostCommunicator comm(world, 0);
+  HostDevice device;
+  EXPECT_THROW(Executor(plan, comm, device), Error);
+  Plan scoped = make_rank_plan(src, src.with_placements(parse_placements("R")), DType::kF32, 3, {});
+  HostWorld four(4);
+  HostCommunicator rank1(four, 1);
+  try {
+    Executor exec(scoped, rank1, device);
+    FAIL() << "ran rank 3's plan on rank 1";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("holds only rank 3's transfers"), std::string::npos) << e.what();
+  }
+}
+
+TEST(HostExecutor, ZeroCopyStepsHaveNoPackingAndAreCorrect) {
+  Layout src(Mesh({2, 2}), parse_placements("S0,S1"), Dims{64, 64});
+  PlanOptions o;
+  o.strategy = Strategy::kP2P;
+  Plan plan = make_plan(src, src.with_placements(parse_placements("S1,S0")), DType::kF32, o);
+  for (int r = 0; r < 4; ++r) {
+    RankProgram p = lower(plan, r);
+    EXPECT_TRUE(p.steps[0].pack.empty() && p.steps[0].unpack.empty()) << "rank " << r;
+  }
+  EXPECT_EQ(run_plan(plan, quick()).wrong_elements, 0);
+}
+
+TEST(HostReduce, HalfPrecisionAccumulatesInFloat) {
+  std::vector<std::uint16_t> a{0x3c00, 0xc000}, b{0x3c00, 0x4200};  // f16: 1 + 1, -2 + 3
+  host_reduce(a.data(), b.data(), 2, DType::kF16, ReduceOp::kSum);
+  EXPECT_EQ(a[0], 0x4000);  // 2.0
+  EXPECT_EQ(a[1], 0x3c00);  // 1.0
+  std::vector<std::uint16_t> c{0x3f80, 0x4000}, d{0x4040, 0x3f80};  // bf16: max(1, 3), max(2, 1)
+  host_reduce(c.data(), d.data(), 2, DType::kBF16, ReduceOp::kMax);
+  EXPECT_EQ(c[0], 0x4040);
+  EXPECT_EQ(c[1], 0x4000);
+}
+
+}  // namespace
+}  // namespace reshard

@@ -1,0 +1,72 @@
+// Runs a plan end to end for tools, benchmarks and tests: fills every rank's source tensor with the deterministic
+// pattern, runs the executor, times iterations and verifies every element of every rank.
+//
+// Verification protocol: the output is poisoned with 0xA5 bytes, the plan runs once and every element is checked;
+// then poisoned with 0x5A, run and checked again (an element no step writes fails at least one of the two, even
+// where the pattern happens to equal a poison byte); then the timed iterations, and a final check of their result.
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "reshard/plan.hpp"
+
+namespace reshard {
+
+enum class Backend { kHost, kNccl };
+std::string_view to_string(Backend b);
+
+struct RunOptions {
+  Backend backend = Backend::kHost;
+  int warmup = 3;
+  int iters = 20;
+  bool cuda_graph = false;  // capture one run in a CUDA graph and time its replays (NCCL backend)
+  std::chrono::milliseconds timeout{std::chrono::seconds(120)};
+};
+
+struct RunResult {
+  Backend backend = Backend::kHost;
+  int ranks = 0;
+  std::vector<double> iteration_us;  // per timed iteration, the slowest rank's time
+  double median_us = 0;
+  Index wrong_elements = 0;          // summed over ranks and over the verification passes
+  Index checked_elements = 0;
+  size_t workspace_bytes = 0;        // largest rank's
+  std::string first_error;           // first wrong element, for messages
+};
+
+// Whether `n` ranks can run on local GPUs with NCCL (built with CUDA and at least n GPUs visible).
+bool nccl_available(int n);
+int local_gpu_count();
+
+// Runs plans on `ranks` ranks in this process, one thread per rank (host backend, or one GPU per rank for NCCL),
+// keeping its NCCL communicators between runs.
+class LocalRunner {
+ public:
+  LocalRunner(Backend backend, int ranks, std::chrono::milliseconds timeout = std::chrono::seconds(120));
+  ~LocalRunner();
+  LocalRunner(const LocalRunner&) = delete;
+  LocalRunner& operator=(const LocalRunner&) = delete;
+  // The plan's mesh must have `ranks` ranks; options.backend is ignored (the runner's is used).
+  RunResult run(const Plan& plan, RunOptions options);
+
+ private:
+  struct State;
+  Backend backend_;
+  int ranks_;
+  std::unique_ptr<State> state_;
+};
+
+// Single process, fresh runner: LocalRunner(options.backend, mesh size).run(plan, options).
+RunResult run_plan(const Plan& plan, const RunOptions& options);
+
+// One rank per process: the NCCL id is shared through `rendezvous` (file:PATH or tcp:HOST:PORT); results are
+// combined over the ranks (wrong elements summed, iteration times maxed) and every rank returns the totals.
+RunResult run_plan_process(const Plan& plan, int rank, int world_size, int device, const std::string& rendezvous,
+                           const RunOptions& options);
+
+// Median of a list (0 when empty).
+double median(std::vector<double> values);
+
+}  // namespace reshard

@@ -1,0 +1,165 @@
+// The NCCL side of the harness: one GPU per rank, in one process (a thread per rank) or one process per rank.
+#include <algorithm>
+
+#include "reshard/cuda_check.hpp"
+#include "reshard/cuda_device.hpp"
+#include "reshard/executor.hpp"
+#include "reshard/harness.hpp"
+#include "reshard/host_backend.hpp"
+#include "reshard/nccl_communicator.hpp"
+
+namespace reshard {
+namespace {
+
+struct RankOutcome {
+  std::vector<double> times;
+  Index wrong = 0, checked = 0;
+  size_t workspace = 0;
+};
+
+// Owns a captured CUDA graph and its executable instance.
+class CudaGraph {
+ public:
+  ~CudaGraph() {
+    if (exec_) cudaGraphExecDestroy(exec_);
+    if (graph_) cudaGraphDestroy(graph_);
+  }
+  template <class F>
+  void capture(cudaStream_t stream, F work) {
+    RESHARD_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+    work();
+    RESHARD_CUDA_CHECK(cudaStreamEndCapture(stream, &graph_));
+    RESHARD_CUDA_CHECK(cudaGraphInstantiate(&exec_, graph_, 0));
+  }
+  void launch(cudaStream_t stream) { RESHARD_CUDA_CHECK(cudaGraphLaunch(exec_, stream)); }
+
+ private:
+  cudaGraph_t graph_ = nullptr;
+  cudaGraphExec_t exec_ = nullptr;
+};
+
+RankOutcome run_rank(const Plan& plan, Communicator& comm, int device_ordinal, const RunOptions& options) {
+  const int r = comm.rank();
+  const Dims& shape = plan.src().global_shape();
+  CudaDevice device(device_ordinal);
+  CudaStream stream(device_ordinal);
+  Executor exec(plan, comm, device, ExecutorOptions{options.timeout});
+  RankOutcome out;
+  out.workspace = exec.workspace_bytes();
+  Box in_box = plan.src().box(r), out_box = plan.dst().box(r);
+  auto input = device.allocate(exec.input_bytes());
+  auto output = device.allocate(exec.output_bytes());
+  device.fill_pattern(input->data(), in_box, shape, plan.dtype(), stream.get());
+  auto run = [&] {
+    exec.run({input->data(), input->bytes()}, {output->data(), output->bytes()}, stream.handle());
+  };
+  auto verify = [&] {
+    exec.wait(stream.handle());
+    out.wrong += device.count_mismatches(output->data(), out_box, shape, plan.dtype(), stream.get());
+    out.checked += volume(out_box);
+  };
+  for (int poison : {0xA5, 0x5A}) {
+    if (output->bytes()) RESHARD_CUDA_CHECK(cudaMemsetAsync(output->data(), poison, output->bytes(), stream.get()));
+    run();
+    verify();
+  }
+  for (int i = 0; i < options.warmup; ++i) run();
+  exec.wait(stream.handle());
+  CudaGraph graph;
+  if (options.cuda_graph) {
+    graph.capture(stream.get(), run);
+    graph.launch(stream.get());
+    exec.wait(stream.handle());
+  }
+  std::vector<std::unique_ptr<CudaEvent>> events;
+  for (int i = 0; i <= options.iters; ++i) events.push_back(std::make_unique<CudaEvent>());
+  events[0]->record(stream.get());
+  for (int i = 0; i < options.iters; ++i) {
+    if (options.cuda_graph) graph.launch(stream.get());
+    else run();
+    events[i + 1]->record(stream.get());
+  }
+  exec.wait(stream.handle());
+  for (int i = 0; i < options.iters; ++i) out.times.push_back(1000.0 * events[i + 1]->elapsed_ms_since(*events[i]));
+  verify();
+  return out;
+}
+
+RunResult combine(const std::vector<RankOutcome>& ranks, int iters) {
+  RunResult res;
+  res.backend = Backend::kNccl;
+  res.ranks = static_cast<int>(ranks.size());
+  for (int i = 0; i < iters; ++i) {
+    double worst = 0;
+    for (const RankOutcome& o : ranks) worst = std::max(worst, o.times[i]);
+    res.iteration_us.push_back(worst);
+  }
+  res.median_us = median(res.iteration_us);
+  for (const RankOutcome& o : ranks) {
+    res.wrong_elements += o.wrong;
+    res.checked_elements += o.checked;
+    res.workspace_bytes = std::max(res.workspace_bytes, o.workspace);
+  }
+  return res;
+}
+
+}  // namespace
+
+int local_gpu_count() { return cuda_device_count(); }
+bool nccl_available(int n) { return n >= 1 && cuda_device_count() >= n; }
+
+struct NcclRanks {
+  std::vector<std::unique_ptr<NcclCommunicator>> comms;
+};
+
+NcclRanks* make_nccl_ranks(int n, std::chrono::milliseconds timeout) {
+  RESHARD_REQUIRE(nccl_available(n), "the nccl backend needs ", n, " GPUs but ", cuda_device_count(), " are visible");
+  auto ranks = std::make_unique<NcclRanks>();
+  ranks->comms = make_local_communicators(n, NcclOptions{timeout});
+  return ranks.release();
+}
+
+void destroy_nccl_ranks(NcclRanks* ranks) { delete ranks; }
+
+RunResult run_nccl(NcclRanks& ranks, const Plan& plan, const RunOptions& options) {
+  const int n = static_cast<int>(ranks.comms.size());
+  std::vector<RankOutcome> outcomes(n);
+  run_ranks(n, [&](int r) { outcomes[r] = run_rank(plan, *ranks.comms[r], r, options); });
+  return combine(outcomes, options.iters);
+}
+
+RunResult run_plan_process(const Plan& plan, int rank, int world_size, int device, const std::string& rendezvous,
+                           const RunOptions& options) {
+  RESHARD_REQUIRE(world_size == plan.src().mesh().size(), "the launcher started ", world_size,
+                  " processes but mesh ", plan.src().mesh().str(), " has ", plan.src().mesh().size(), " ranks");
+  auto comm = make_process_communicator(rank, world_size, device, rendezvous, NcclOptions{options.timeout});
+  RankOutcome mine = run_rank(plan, *comm, device, options);
+  // Combine over processes: iteration times by max, counts by sum (one all_reduce each, on the GPU).
+  CudaDevice dev(device);
+  CudaStream stream(device);
+  const size_t k = mine.times.size();
+  std::vector<double> times = mine.times;
+  std::vector<double> counts{static_cast<double>(mine.wrong), static_cast<double>(mine.checked),
+                             static_cast<double>(mine.workspace)};
+  auto buf = dev.allocate((k + 3) * sizeof(double));
+  auto* d = static_cast<double*>(buf->data());
+  RESHARD_CUDA_CHECK(cudaMemcpy(d, times.data(), k * sizeof(double), cudaMemcpyHostToDevice));
+  RESHARD_CUDA_CHECK(cudaMemcpy(d + k, counts.data(), 3 * sizeof(double), cudaMemcpyHostToDevice));
+  comm->all_reduce(d, d, k, DType::kF64, ReduceOp::kMax, stream.handle());
+  comm->all_reduce(d + k, d + k, 2, DType::kF64, ReduceOp::kSum, stream.handle());
+  comm->all_reduce(d + k + 2, d + k + 2, 1, DType::kF64, ReduceOp::kMax, stream.handle());
+  comm->wait(stream.handle(), options.timeout);
+  RESHARD_CUDA_CHECK(cudaMemcpy(times.data(), d, k * sizeof(double), cudaMemcpyDeviceToHost));
+  RESHARD_CUDA_CHECK(cudaMemcpy(counts.data(), d + k, 3 * sizeof(double), cudaMemcpyDeviceToHost));
+  RunResult res;
+  res.backend = Backend::kNccl;
+  res.ranks = world_size;
+  res.iteration_us = times;
+  res.median_us = median(times);
+  res.wrong_elements = static_cast<Index>(counts[0]);
+  res.checked_elements = static_cast<Index>(counts[1]);
+  res.workspace_bytes = static_cast<size_t>(counts[2]);
+  return res;
+}
+
+}  // namespace reshard

@@ -1,0 +1,25 @@
+// Builds without CUDA: the NCCL backend is never available.
+#include "reshard/harness.hpp"
+
+namespace reshard {
+
+int local_gpu_count() { return 0; }
+bool nccl_available(int) { return false; }
+
+struct NcclRanks {};
+
+NcclRanks* make_nccl_ranks(int, std::chrono::milliseconds) {
+  fail(ErrorKind::kInvalidArgument, "this reshard was built without CUDA/NCCL: use the host backend");
+}
+
+void destroy_nccl_ranks(NcclRanks* ranks) { delete ranks; }
+
+RunResult run_nccl(NcclRanks&, const Plan&, const RunOptions&) {
+  fail(ErrorKind::kInvalidArgument, "this reshard was built without CUDA/NCCL: use the host backend");
+}
+
+RunResult run_plan_process(const Plan&, int, int, int, const std::string&, const RunOptions&) {
+  fail(ErrorKind::kInvalidArgument, "this reshard was built without CUDA/NCCL: multi-process runs need NCCL");
+}
+
+}  // namespace reshard
