@@ -159,9 +159,10 @@ TEST_F(Gpu, ZeroCopyPathsSendAndReceiveInPlace) {
   Plan plan = make_plan(src, src.with_placements(parse_placements("R")), DType::kF32, po);
   for (int r = 0; r < 2; ++r) {
     RankProgram p = lower(plan, r);
-    EXPECT_TRUE(p.steps[0].pack.empty() && p.steps[0].unpack.empty());
-    EXPECT_EQ(p.steps[0].sends[0].buffer.buffer, Buffer::kInput);
-    EXPECT_EQ(p.steps[0].recvs[0].buffer.buffer, Buffer::kOutput);
+    const Stage& st = p.steps[0].stages[0];
+    EXPECT_TRUE(st.pack.empty() && st.unpack.empty());
+    EXPECT_EQ(st.sends[0].buffer.buffer, Buffer::kInput);
+    EXPECT_EQ(st.recvs[0].buffer.buffer, Buffer::kOutput);
   }
   check(plan);
 }

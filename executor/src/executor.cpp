@@ -2,13 +2,22 @@
 
 namespace reshard {
 
-struct Executor::StepRuntime {
-  std::unique_ptr<CopyBatch> pack, local, unpack;
+struct Executor::StageRuntime {
+  std::unique_ptr<CopyBatch> pack, unpack;
   std::vector<PeerTransfer> send_refs, recv_refs;
   std::vector<SendOp> sends;  // pointers filled in per run (no allocation)
   std::vector<RecvOp> recvs;
   std::optional<CollectiveOp> collective;
   Communicator* group = nullptr;
+  std::unique_ptr<DeviceEvent> packed, received;  // pipelined steps only
+};
+
+struct Executor::StepRuntime {
+  std::unique_ptr<CopyBatch> local;
+  std::vector<StageRuntime> stages;
+  std::unique_ptr<DeviceEvent> fork, local_done, unpacked;
+  std::unique_ptr<DeviceEvent> marks[4];  // trace: start, packed, communicated, end
+  bool pipelined() const { return stages.size() > 1; }
 };
 
 namespace {
@@ -46,15 +55,29 @@ Executor::Executor(const Plan& plan, Communicator& comm, Device& device, Executo
   for (size_t i = 0; i < program_.steps.size(); ++i) {
     const ProgramStep& ps = program_.steps[i];
     StepRuntime& rt = steps_[i];
-    rt.pack = prepare(device, ps.pack, es);
     rt.local = prepare(device, ps.local, es);
-    rt.unpack = prepare(device, ps.unpack, es);
-    rt.send_refs = ps.sends;
-    rt.recv_refs = ps.recvs;
-    rt.sends.resize(ps.sends.size());
-    rt.recvs.resize(ps.recvs.size());
-    rt.collective = ps.collective;
-    if (ps.collective) rt.group = &comm.group(mesh, ps.collective->mesh_dims);
+    rt.stages.resize(ps.stages.size());
+    for (size_t s = 0; s < ps.stages.size(); ++s) {
+      const Stage& st = ps.stages[s];
+      StageRuntime& sr = rt.stages[s];
+      sr.pack = prepare(device, st.pack, es);
+      sr.unpack = prepare(device, st.unpack, es);
+      sr.send_refs = st.sends;
+      sr.recv_refs = st.recvs;
+      sr.sends.resize(st.sends.size());
+      sr.recvs.resize(st.recvs.size());
+      sr.collective = st.collective;
+      if (st.collective) sr.group = &comm.group(mesh, st.collective->mesh_dims);
+      if (ps.stages.size() > 1) {
+        sr.packed = device.create_event();
+        sr.received = device.create_event();
+      }
+    }
+    if (rt.local || rt.pipelined()) rt.fork = device.create_event();
+    if (rt.local) rt.local_done = device.create_event();
+    if (rt.pipelined()) rt.unpacked = device.create_event();
+    if (options_.trace)
+      for (auto& m : rt.marks) m = device.create_event();
   }
 }
 
@@ -69,45 +92,113 @@ void Executor::run(ConstBuffer input, MutableBuffer output, StreamHandle stream)
   if (output_bytes_ > 0) device_.check_buffer(output.data, output_bytes_, "output");
   const int es = element_size(program_.dtype);
   const size_t esz = static_cast<size_t>(es);
-  BufferBases bases{input.data, output.data, workspace_ ? workspace_->data() : nullptr};
-  for (StepRuntime& rt : steps_) {
-    if (rt.pack) rt.pack->run(bases, stream);
-    if (rt.local) rt.local->run_concurrent(bases, stream);
-    if (!rt.sends.empty() || !rt.recvs.empty()) {
-      for (size_t j = 0; j < rt.sends.size(); ++j) {
-        const PeerTransfer& t = rt.send_refs[j];
-        rt.sends[j] = SendOp{t.peer, address(bases, t.buffer, es), static_cast<size_t>(t.elements) * esz};
+  const BufferBases bases{input.data, output.data, workspace_ ? workspace_->data() : nullptr};
+
+  // One stage's communication, on `stream`.
+  auto communicate = [&](StageRuntime& sr) {
+    if (!sr.sends.empty() || !sr.recvs.empty()) {
+      for (size_t j = 0; j < sr.sends.size(); ++j) {
+        const PeerTransfer& t = sr.send_refs[j];
+        sr.sends[j] = SendOp{t.peer, address(bases, t.buffer, es), static_cast<size_t>(t.elements) * esz};
       }
-      for (size_t j = 0; j < rt.recvs.size(); ++j) {
-        const PeerTransfer& t = rt.recv_refs[j];
-        rt.recvs[j] = RecvOp{t.peer, mutable_address(bases, t.buffer, es), static_cast<size_t>(t.elements) * esz};
+      for (size_t j = 0; j < sr.recvs.size(); ++j) {
+        const PeerTransfer& t = sr.recv_refs[j];
+        sr.recvs[j] = RecvOp{t.peer, mutable_address(bases, t.buffer, es), static_cast<size_t>(t.elements) * esz};
       }
-      comm_.exchange(rt.sends, rt.recvs, stream);
+      comm_.exchange(sr.sends, sr.recvs, stream);
     }
-    if (rt.collective && rt.collective->elements > 0) {
-      const CollectiveOp& c = *rt.collective;
+    if (sr.collective && sr.collective->elements > 0) {
+      const CollectiveOp& c = *sr.collective;
       const void* send = address(bases, c.send, es);
       void* recv = mutable_address(bases, c.recv, es);
       const size_t n = static_cast<size_t>(c.elements);
       switch (c.kind) {
         case StepKind::kAllGather:
-          rt.group->all_gather(send, recv, n * esz, stream);
+          sr.group->all_gather(send, recv, n * esz, stream);
           break;
         case StepKind::kReduceScatter:
-          rt.group->reduce_scatter(send, recv, n, program_.dtype, c.op, stream);
+          sr.group->reduce_scatter(send, recv, n, program_.dtype, c.op, stream);
           break;
         case StepKind::kAllReduce:
-          rt.group->all_reduce(send, recv, n, program_.dtype, c.op, stream);
+          sr.group->all_reduce(send, recv, n, program_.dtype, c.op, stream);
           break;
         default:
           fail(ErrorKind::kInternal, "unexpected collective kind");
       }
     }
-    if (rt.unpack) rt.unpack->run(bases, stream);
-    if (rt.local) rt.local->join(stream);
+  };
+  auto mark = [&](StepRuntime& rt, int i) {
+    if (options_.trace) rt.marks[i]->record(stream);
+  };
+
+  for (StepRuntime& rt : steps_) {
+    mark(rt, 0);
+    if (rt.fork) rt.fork->record(stream);
+    if (rt.local) {  // local copies overlap everything else in the step
+      StreamHandle lane = device_.lane(Lane::kLocalCopy);
+      rt.fork->wait(lane);
+      rt.local->run(bases, lane);
+      rt.local_done->record(lane);
+    }
+    if (!rt.pipelined()) {
+      for (StageRuntime& sr : rt.stages) {
+        if (sr.pack) sr.pack->run(bases, stream);
+        mark(rt, 1);
+        communicate(sr);
+        mark(rt, 2);
+        if (sr.unpack) sr.unpack->run(bases, stream);
+      }
+      if (rt.stages.empty()) {
+        mark(rt, 1);
+        mark(rt, 2);
+      }
+    } else {
+      // Stage s is packed on the pack lane while stage s-1 is on the wire; stage s is unpacked on the unpack lane
+      // while stage s+1 is on the wire.
+      StreamHandle pack_lane = device_.lane(Lane::kPack), unpack_lane = device_.lane(Lane::kUnpack);
+      rt.fork->wait(pack_lane);
+      bool any_unpack = false;
+      for (StageRuntime& sr : rt.stages) {
+        if (sr.pack) {
+          sr.pack->run(bases, pack_lane);
+          sr.packed->record(pack_lane);
+          sr.packed->wait(stream);
+        }
+        communicate(sr);
+        if (sr.unpack) {
+          sr.received->record(stream);
+          sr.received->wait(unpack_lane);
+          sr.unpack->run(bases, unpack_lane);
+          any_unpack = true;
+        }
+      }
+      mark(rt, 1);
+      mark(rt, 2);
+      if (any_unpack) {
+        rt.unpacked->record(unpack_lane);
+        rt.unpacked->wait(stream);
+      }
+    }
+    if (rt.local) rt.local_done->wait(stream);
+    mark(rt, 3);
   }
 }
 
 void Executor::wait(StreamHandle stream) { comm_.wait(stream, options_.timeout); }
+
+std::vector<StepTime> Executor::step_times() const {
+  std::vector<StepTime> out;
+  if (!options_.trace) return out;
+  for (const StepRuntime& rt : steps_) {
+    StepTime t;
+    t.pipelined = rt.pipelined();
+    t.pack_us = 1000.0 * rt.marks[1]->elapsed_ms_since(*rt.marks[0]);
+    t.comm_us = 1000.0 * rt.marks[2]->elapsed_ms_since(*rt.marks[1]);
+    t.unpack_us = 1000.0 * rt.marks[3]->elapsed_ms_since(*rt.marks[2]);
+    t.total_us = 1000.0 * rt.marks[3]->elapsed_ms_since(*rt.marks[0]);
+    out.push_back(t);
+  }
+  return out;
+}
 
 }  // namespace reshard

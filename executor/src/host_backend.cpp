@@ -167,8 +167,6 @@ class HostCopyBatch : public CopyBatch {
   void run(const BufferBases& b, StreamHandle) override {
     for (const CopyRegion& r : regions_) copy(b, r);
   }
-  void run_concurrent(const BufferBases& b, StreamHandle s) override { run(b, s); }
-  void join(StreamHandle) override {}
 
  private:
   void copy(const BufferBases& b, const CopyRegion& r) const {
@@ -200,9 +198,24 @@ class HostCopyBatch : public CopyBatch {
   int es_;
 };
 
+// Host work is done when enqueued: an event only timestamps.
+class HostEvent : public DeviceEvent {
+ public:
+  void record(StreamHandle) override { at_ = std::chrono::steady_clock::now(); }
+  void wait(StreamHandle) override {}
+  double elapsed_ms_since(const DeviceEvent& start) const override {
+    return std::chrono::duration<double, std::milli>(at_ - static_cast<const HostEvent&>(start).at_).count();
+  }
+
+ private:
+  std::chrono::steady_clock::time_point at_{};
+};
+
 }  // namespace
 
 std::unique_ptr<DeviceMemory> HostDevice::allocate(size_t bytes) { return std::make_unique<HostMemory>(bytes); }
+
+std::unique_ptr<DeviceEvent> HostDevice::create_event() { return std::make_unique<HostEvent>(); }
 
 std::unique_ptr<CopyBatch> HostDevice::prepare_copies(const std::vector<CopyRegion>& regions, int element_size) {
   return std::make_unique<HostCopyBatch>(regions, element_size);

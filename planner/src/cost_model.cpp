@@ -34,9 +34,12 @@ double CostModel::exchange_rank_us(const RankTraffic& t, bool all_to_all) const 
     alpha = std::max(alpha, ab.alpha_us);
     any = true;
   }
-  int peers = std::max(t.peers_out, t.peers_in);
-  double network = any || peers > 0 ? alpha + profile_.p2p_per_peer_us * peers + wire : 0.0;
-  return copy_us(t.pack_bytes) + std::max(network, copy_us(t.local_bytes)) + copy_us(t.unpack_bytes);
+  const int peers = std::max(t.peers_out, t.peers_in);
+  const int stages = std::max(1, t.stages);
+  double network = any || peers > 0 ? stages * alpha + profile_.p2p_per_peer_us * peers + wire : 0.0;
+  if (stages == 1) return copy_us(t.pack_bytes) + std::max(network, copy_us(t.local_bytes)) + copy_us(t.unpack_bytes);
+  const double pack = copy_us(t.pack_bytes), unpack = copy_us(t.unpack_bytes);
+  return pack / stages + std::max({network, pack, unpack, copy_us(t.local_bytes)}) + unpack / stages;
 }
 
 }  // namespace reshard

@@ -1,5 +1,6 @@
 #include <algorithm>
 
+#include "chunking.hpp"
 #include "lowering_core.hpp"
 #include "step_pricing.hpp"
 #include "transitions.hpp"
@@ -61,28 +62,45 @@ class Scratch {
   int es_;
 };
 
-// Lowers an exchange (p2p or all_to_all) from the transfers involving this rank.
-void lower_exchange(ProgramStep& ps, const RankTransfers& t, const Box& from, const Box& to, BufferRef in,
-                    BufferRef out, Scratch& scratch) {
+// Lowers an exchange (p2p or all_to_all) from the transfers involving this rank. Transfers that need copying are
+// cut into pipeline chunks (chunking.hpp), chunk i going to stage i; both peers cut alike.
+void lower_exchange(ProgramStep& ps, const RankTransfers& t, const RankBoxes& a, const RankBoxes& b, int rank,
+                    BufferRef in, BufferRef out, Scratch& scratch, int es, Index chunk_bytes) {
+  const Box &from = a[rank], &to = b[rank];
   for (const Transfer& x : t.local) ps.local.push_back(box_copy(in, from, out, to, x.region));
+  auto stage = [&](int i) -> Stage& {
+    if (static_cast<int>(ps.stages.size()) <= i) ps.stages.resize(i + 1);
+    return ps.stages[i];
+  };
+  if (!t.sends.empty() || !t.recvs.empty()) stage(0);
   for (const Transfer& x : t.sends) {
-    Index n = volume(x.region);
-    if (is_contiguous_in(from, x.region)) {
-      ps.sends.push_back(PeerTransfer{x.dst, BufferRef{in.buffer, in.offset + local_offset(from, x.region)}, n});
-    } else {
-      BufferRef area = scratch.take(n);
-      ps.pack.push_back(box_copy(in, from, area, x.region, x.region));
-      ps.sends.push_back(PeerTransfer{x.dst, area, n});
+    const int k = chunk_count(x.region, from, b[x.dst], es, chunk_bytes);
+    const bool contiguous = is_contiguous_in(from, x.region);
+    for (int i = 0; i < k; ++i) {
+      Box c = chunk_of(x.region, k, i);
+      Index n = volume(c);
+      if (contiguous) {
+        stage(i).sends.push_back(PeerTransfer{x.dst, BufferRef{in.buffer, in.offset + local_offset(from, c)}, n});
+      } else {
+        BufferRef area = scratch.take(n);
+        stage(i).pack.push_back(box_copy(in, from, area, c, c));
+        stage(i).sends.push_back(PeerTransfer{x.dst, area, n});
+      }
     }
   }
   for (const Transfer& x : t.recvs) {
-    Index n = volume(x.region);
-    if (is_contiguous_in(to, x.region)) {
-      ps.recvs.push_back(PeerTransfer{x.src, BufferRef{out.buffer, out.offset + local_offset(to, x.region)}, n});
-    } else {
-      BufferRef area = scratch.take(n);
-      ps.unpack.push_back(box_copy(area, x.region, out, to, x.region));
-      ps.recvs.push_back(PeerTransfer{x.src, area, n});
+    const int k = chunk_count(x.region, a[x.src], to, es, chunk_bytes);
+    const bool contiguous = is_contiguous_in(to, x.region);
+    for (int i = 0; i < k; ++i) {
+      Box c = chunk_of(x.region, k, i);
+      Index n = volume(c);
+      if (contiguous) {
+        stage(i).recvs.push_back(PeerTransfer{x.src, BufferRef{out.buffer, out.offset + local_offset(to, c)}, n});
+      } else {
+        BufferRef area = scratch.take(n);
+        stage(i).unpack.push_back(box_copy(area, c, out, to, c));
+        stage(i).recvs.push_back(PeerTransfer{x.src, area, n});
+      }
     }
   }
 }
@@ -128,7 +146,7 @@ std::vector<std::vector<RankTransfers>> index_transfers(const std::vector<Step>&
 }
 
 RankProgram lower_steps(const Layout& src, const std::vector<Step>& steps, DType dtype, int rank,
-                        const std::vector<RankTransfers>& transfers) {
+                        const std::vector<RankTransfers>& transfers, Index chunk_bytes) {
   const int es = element_size(dtype);
   RankProgram prog;
   prog.rank = rank;
@@ -156,12 +174,14 @@ RankProgram lower_steps(const Layout& src, const std::vector<Step>& steps, DType
     Scratch scratch(scratch_base, es);
     ProgramStep ps;
     ps.kind = step.kind;
+    Stage collective_stage;
     switch (step.kind) {
       case StepKind::kP2P:
-        lower_exchange(ps, transfers.at(i), from, to, in, out, scratch);
+        lower_exchange(ps, transfers.at(i), a, b, rank, in, out, scratch, es, chunk_bytes);
         break;
       case StepKind::kAllToAll:
-        lower_exchange(ps, all_to_all_transfers(a, b, step.mesh_dims, rank), from, to, in, out, scratch);
+        lower_exchange(ps, all_to_all_transfers(a, b, step.mesh_dims, rank), a, b, rank, in, out, scratch, es,
+                       chunk_bytes);
         break;
       case StepKind::kLocal:
         if (!is_empty(to)) ps.local.push_back(box_copy(in, from, out, to, to));
@@ -171,7 +191,7 @@ RankProgram lower_steps(const Layout& src, const std::vector<Step>& steps, DType
         BufferRef send = in;
         if (!g.send_in_place) {
           send = scratch.take(g.chunk);
-          if (!is_empty(from)) ps.pack.push_back(box_copy(in, from, send, from, from));
+          if (!is_empty(from)) collective_stage.pack.push_back(box_copy(in, from, send, from, from));
         }
         BufferRef recv = out;
         if (!g.recv_in_place) {
@@ -181,10 +201,10 @@ RankProgram lower_steps(const Layout& src, const std::vector<Step>& steps, DType
             Box region = intersect(theirs, to);
             if (is_empty(region)) continue;
             BufferRef slot{recv.buffer, recv.offset + static_cast<Index>(j) * g.chunk};
-            ps.unpack.push_back(box_copy(slot, theirs, out, to, region));
+            collective_stage.unpack.push_back(box_copy(slot, theirs, out, to, region));
           }
         }
-        ps.collective = CollectiveOp{StepKind::kAllGather, step.mesh_dims, send, recv, g.chunk, ReduceOp::kSum};
+        collective_stage.collective = CollectiveOp{StepKind::kAllGather, step.mesh_dims, send, recv, g.chunk, ReduceOp::kSum};
         break;
       }
       case StepKind::kReduceScatter: {
@@ -196,27 +216,29 @@ RankProgram lower_steps(const Layout& src, const std::vector<Step>& steps, DType
             const Box& theirs = b[s.group[j]];
             if (is_empty(theirs)) continue;
             BufferRef slot{send.buffer, send.offset + static_cast<Index>(j) * s.chunk};
-            ps.pack.push_back(box_copy(in, from, slot, theirs, theirs));
+            collective_stage.pack.push_back(box_copy(in, from, slot, theirs, theirs));
           }
         }
         BufferRef recv = out;
         if (!s.recv_in_place) {
           recv = scratch.take(s.chunk);
-          if (!is_empty(to)) ps.unpack.push_back(box_copy(recv, to, out, to, to));
+          if (!is_empty(to)) collective_stage.unpack.push_back(box_copy(recv, to, out, to, to));
         }
-        ps.collective = CollectiveOp{StepKind::kReduceScatter, step.mesh_dims, send, recv, s.chunk,
+        collective_stage.collective = CollectiveOp{StepKind::kReduceScatter, step.mesh_dims, send, recv, s.chunk,
                                      partial_op(step.from, step.mesh_dims)};
         break;
       }
       case StepKind::kAllReduce:
-        ps.collective = CollectiveOp{StepKind::kAllReduce, step.mesh_dims, in, out, volume(from),
+        collective_stage.collective = CollectiveOp{StepKind::kAllReduce, step.mesh_dims, in, out, volume(from),
                                      partial_op(step.from, step.mesh_dims)};
         break;
     }
-    if (ps.collective &&
-        std::find(prog.communicator_dims.begin(), prog.communicator_dims.end(), step.mesh_dims) ==
-            prog.communicator_dims.end())
-      prog.communicator_dims.push_back(step.mesh_dims);
+    if (collective_stage.collective) {
+      ps.stages.push_back(std::move(collective_stage));
+      if (std::find(prog.communicator_dims.begin(), prog.communicator_dims.end(), step.mesh_dims) ==
+          prog.communicator_dims.end())
+        prog.communicator_dims.push_back(step.mesh_dims);
+    }
     scratch_peak = std::max(scratch_peak, scratch.used());
     prog.steps.push_back(std::move(ps));
   }
@@ -239,7 +261,7 @@ RankProgram lower(const Plan& plan, int rank) {
       else if (!t.is_local() && t.dst == rank) mine[i].recvs.push_back(t);
     }
   }
-  return detail::lower_steps(plan.src(), plan.steps(), plan.dtype(), rank, mine);
+  return detail::lower_steps(plan.src(), plan.steps(), plan.dtype(), rank, mine, plan.pipeline_chunk_bytes());
 }
 
 Index copy_elements(const std::vector<CopyRegion>& regions) {

@@ -16,8 +16,8 @@ struct RankTransfers {
 std::vector<std::vector<RankTransfers>> index_transfers(const std::vector<Step>& steps, int nranks);
 
 // Lowers `steps` (starting from layout `src`) for `rank`. `transfers[i]` holds the rank's transfers of step i
-// (ignored for steps that are not p2p).
+// (ignored for steps that are not p2p); transfers needing copies are pipelined in chunks of `chunk_bytes`.
 RankProgram lower_steps(const Layout& src, const std::vector<Step>& steps, DType dtype, int rank,
-                        const std::vector<RankTransfers>& transfers);
+                        const std::vector<RankTransfers>& transfers, Index chunk_bytes);
 
 }  // namespace reshard::detail

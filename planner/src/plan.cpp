@@ -124,6 +124,7 @@ void validate_plan(const PlanSpec& spec) {
   if (spec.scope_rank)
     RESHARD_REQUIRE(*spec.scope_rank >= 0 && *spec.scope_rank < mesh.size(), "plan rank ", *spec.scope_rank, " is not in mesh ", mesh.str());
   RESHARD_REQUIRE(!spec.steps.empty(), "a plan needs at least one step");
+  RESHARD_REQUIRE(spec.pipeline_chunk_bytes >= 0, "pipeline chunk bytes must be >= 0, got ", spec.pipeline_chunk_bytes);
   RESHARD_REQUIRE(spec.strategy != Strategy::kAuto, "a plan's strategy is the one chosen: collective, p2p or hybrid");
   auto canon = [&](const std::vector<Placement>& p) {
     RESHARD_REQUIRE(static_cast<int>(p.size()) == mesh.ndim(), p.size(), " placements given for a ", mesh.ndim(), "-D mesh ", mesh.str());

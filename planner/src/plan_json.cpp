@@ -119,6 +119,7 @@ std::string plan_to_json(const Plan& plan) {
   j["profile"] = plan.profile_name();
   if (plan.memory_budget_bytes()) j["memory_budget_bytes"] = *plan.memory_budget_bytes();
   if (plan.scope_rank()) j["rank"] = *plan.scope_rank();
+  j["pipeline_chunk_bytes"] = plan.pipeline_chunk_bytes();
   j["strategy"] = std::string(to_string(plan.strategy()));
   j["estimated_us"] = plan.estimated_us();
   j["bytes_moved"] = plan.bytes_moved();
@@ -187,6 +188,7 @@ Plan plan_from_json(const std::string& text) {
   spec.profile_name = R::string(j, "profile", "");
   if (j.contains("memory_budget_bytes")) spec.memory_budget_bytes = R::integer(j, "memory_budget_bytes", "");
   if (j.contains("rank")) spec.scope_rank = static_cast<int>(R::integer(j, "rank", ""));
+  spec.pipeline_chunk_bytes = R::integer(j, "pipeline_chunk_bytes", "");
   spec.strategy = parse_strategy(R::string(j, "strategy", ""));
   spec.estimated_us = R::number(j, "estimated_us", "");
   spec.bytes_moved = R::integer(j, "bytes_moved", "");

@@ -39,7 +39,7 @@ class Planner {
  public:
   Planner(const Layout& src, const Layout& dst, DType dtype, const PlanOptions& options, std::optional<int> rank)
       : src_(src), dst_(dst), dtype_(dtype), options_(options), rank_(rank),
-        model_(options.profile, options.topology), pricer_(model_, element_size(dtype)) {
+        model_(options.profile, options.topology), pricer_(model_, element_size(dtype), options.pipeline_chunk_bytes) {
     validate_inputs();
     csrc_ = src.with_placements(canonical_placements(src.mesh(), src.placements()));
     cdst_ = src.with_placements(canonical_placements(dst.mesh(), dst.placements()));
@@ -61,6 +61,7 @@ class Planner {
     spec.profile_name = options_.profile.name;
     spec.memory_budget_bytes = options_.memory_budget_bytes;
     spec.scope_rank = rank_;
+    spec.pipeline_chunk_bytes = options_.pipeline_chunk_bytes;
     spec.strategy = chosen->summary.strategy;
     spec.estimated_us = chosen->summary.estimated_us;
     spec.bytes_moved = chosen->summary.bytes_moved;
@@ -79,6 +80,8 @@ class Planner {
                                                             " differ");
     checked_mul(src_.global_volume(), element_size(dtype_), "tensor size in bytes");
     options_.topology.validate();
+    RESHARD_REQUIRE(options_.pipeline_chunk_bytes >= 0, "pipeline chunk bytes must be >= 0, got ",
+                    options_.pipeline_chunk_bytes);
     if (options_.memory_budget_bytes)
       RESHARD_REQUIRE(*options_.memory_budget_bytes >= 0, "memory budget must be >= 0 bytes, got ", *options_.memory_budget_bytes);
     if (options_.max_collectives)

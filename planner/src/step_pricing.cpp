@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "chunking.hpp"
 #include "transitions.hpp"
 
 namespace reshard::detail {
@@ -15,7 +16,17 @@ struct GroupExchange {
   Index scratch = 0;
 };
 
-GroupExchange group_exchange(const RankBoxes& a, const RankBoxes& b, std::span<const int> dims, int rank, int es) {
+// Scratch of one side of a transfer as the lowering allocates it: one aligned area per chunk, when that side
+// must copy.
+Index side_scratch(const Box& region, bool copies, int chunks, int es) {
+  if (!copies) return 0;
+  Index total = 0;
+  for (int i = 0; i < chunks; ++i) total += aligned_elements(volume(chunk_of(region, chunks, i)), es);
+  return total;
+}
+
+GroupExchange group_exchange(const RankBoxes& a, const RankBoxes& b, std::span<const int> dims, int rank, int es,
+                             Index chunk_bytes) {
   GroupExchange x;
   const Box &mine_a = a[rank], &mine_b = b[rank];
   for (int g : a.layout().mesh().group(rank, dims)) {
@@ -23,17 +34,19 @@ GroupExchange group_exchange(const RankBoxes& a, const RankBoxes& b, std::span<c
     Box out = intersect(mine_a, b[g]), in = intersect(a[g], mine_b);
     if (!is_empty(out)) {
       ++x.traffic.peers_out;
-      if (!is_contiguous_in(mine_a, out)) {
-        x.traffic.pack_bytes += volume(out) * es;
-        x.scratch += aligned_elements(volume(out), es);
-      }
+      int k = chunk_count(out, mine_a, b[g], es, chunk_bytes);
+      x.traffic.stages = std::max(x.traffic.stages, k);
+      bool packs = !is_contiguous_in(mine_a, out);
+      if (packs) x.traffic.pack_bytes += volume(out) * es;
+      x.scratch += side_scratch(out, packs, k, es);
     }
     if (!is_empty(in)) {
       ++x.traffic.peers_in;
-      if (!is_contiguous_in(mine_b, in)) {
-        x.traffic.unpack_bytes += volume(in) * es;
-        x.scratch += aligned_elements(volume(in), es);
-      }
+      int k = chunk_count(in, a[g], mine_b, es, chunk_bytes);
+      x.traffic.stages = std::max(x.traffic.stages, k);
+      bool unpacks = !is_contiguous_in(mine_b, in);
+      if (unpacks) x.traffic.unpack_bytes += volume(in) * es;
+      x.scratch += side_scratch(in, unpacks, k, es);
     }
   }
   return x;
@@ -99,11 +112,12 @@ StepPrice StepPricer::collective(const RankBoxes& a, const RankBoxes& b, StepKin
         p.bytes_moved += (a.volume(r) - keep) * es_;
       }
       for (int r : representatives(a)) {
-        RankTraffic t = group_exchange(a, b, dims, r, es_).traffic;
+        RankTraffic t = group_exchange(a, b, dims, r, es_, chunk_bytes_).traffic;
         worst.peers_out = std::max(worst.peers_out, t.peers_out);
         worst.peers_in = std::max(worst.peers_in, t.peers_in);
         worst.pack_bytes = std::max(worst.pack_bytes, t.pack_bytes);
         worst.unpack_bytes = std::max(worst.unpack_bytes, t.unpack_bytes);
+        worst.stages = std::max(worst.stages, t.stages);
       }
       p.us = model_.exchange_rank_us(worst, true);
       return p;
@@ -132,7 +146,7 @@ std::vector<Index> StepPricer::collective_scratch(const RankBoxes& a, const Rank
         break;
       }
       case StepKind::kAllToAll:
-        scratch[r] = group_exchange(a, b, dims, r, es_).scratch;
+        scratch[r] = group_exchange(a, b, dims, r, es_, chunk_bytes_).scratch;
         break;
       default:
         break;
@@ -168,15 +182,14 @@ PricedStep StepPricer::p2p(const OverlapIndex& index, const TransferFilter& keep
       in.in_bytes[c] += t.bytes;
       ++out.peers_out;
       ++in.peers_in;
-      Index elems = t.bytes / es_;
-      if (!is_contiguous_in(a[t.src], t.region)) {
-        out.pack_bytes += t.bytes;
-        ps.scratch[t.src] += aligned_elements(elems, es_);
-      }
-      if (!is_contiguous_in(b[t.dst], t.region)) {
-        in.unpack_bytes += t.bytes;
-        ps.scratch[t.dst] += aligned_elements(elems, es_);
-      }
+      const int k = chunk_count(t.region, a[t.src], b[t.dst], es_, chunk_bytes_);
+      out.stages = std::max(out.stages, k);
+      in.stages = std::max(in.stages, k);
+      const bool packs = !is_contiguous_in(a[t.src], t.region), unpacks = !is_contiguous_in(b[t.dst], t.region);
+      if (packs) out.pack_bytes += t.bytes;
+      if (unpacks) in.unpack_bytes += t.bytes;
+      ps.scratch[t.src] += side_scratch(t.region, packs, k, es_);
+      ps.scratch[t.dst] += side_scratch(t.region, unpacks, k, es_);
       ps.step.bytes_moved += t.bytes;
     }
   }

@@ -42,7 +42,8 @@ Index aligned_elements(Index elements, int element_size);
 
 class StepPricer {
  public:
-  StepPricer(const CostModel& model, int element_size) : model_(model), es_(element_size) {}
+  StepPricer(const CostModel& model, int element_size, Index chunk_bytes)
+      : model_(model), es_(element_size), chunk_bytes_(chunk_bytes) {}
 
   const CostModel& model() const { return model_; }
   int element_size() const { return es_; }
@@ -60,6 +61,7 @@ class StepPricer {
  private:
   const CostModel& model_;
   int es_;
+  Index chunk_bytes_;
 };
 
 }  // namespace reshard::detail

@@ -30,6 +30,7 @@ struct PlanFlags {
   std::string profile;
   std::string memory_budget;
   int max_collectives = -1;
+  std::string pipeline_chunk;
 };
 
 struct PlanRequest {

@@ -20,6 +20,8 @@ void add_plan_flags(CLI::App& cmd, PlanFlags& flags) {
   cmd.add_option("--profile", flags.profile, "Cost-model profile JSON (default: built-in H100/H200 + IB400)");
   cmd.add_option("--memory-budget", flags.memory_budget, "Workspace limit per rank in bytes (suffixes KiB, MiB, GiB)");
   cmd.add_option("--max-collectives", flags.max_collectives, "Cap on the collective strategy's communication steps");
+  cmd.add_option("--pipeline-chunk", flags.pipeline_chunk,
+                 "Pipeline p2p transfers that need packing in chunks of this many bytes (0: off; default 16MiB)");
 }
 
 PlanRequest make_plan_request(const PlanFlags& flags) {
@@ -30,6 +32,8 @@ PlanRequest make_plan_request(const PlanFlags& flags) {
   req.options.topology.ranks_per_node = flags.ranks_per_node;
   if (!flags.profile.empty()) req.options.profile = load_profile(flags.profile);
   if (!flags.memory_budget.empty()) req.options.memory_budget_bytes = parse_bytes("--memory-budget", flags.memory_budget);
+  if (!flags.pipeline_chunk.empty())
+    req.options.pipeline_chunk_bytes = parse_bytes("--pipeline-chunk", flags.pipeline_chunk);
   if (flags.max_collectives != -1) {
     RESHARD_REQUIRE(flags.max_collectives >= 0, "--max-collectives must be >= 0, got ", flags.max_collectives);
     req.options.max_collectives = flags.max_collectives;

@@ -55,6 +55,12 @@ void print_table(const Report& r) {
             << t << std::setprecision(2) << std::setw(12) << algbw << std::setw(10) << busbw << std::setprecision(1)
             << std::setw(11) << bound_us << std::setw(8) << (t > 0 ? 100.0 * bound_us / t : 0) << "%" << std::setw(11)
             << p.estimated_us() << std::setw(9) << r.result.wrong_elements << "\n";
+  for (size_t i = 0; i < r.result.steps.size(); ++i) {
+    const StepTime& st = r.result.steps[i];
+    std::cout << "# step " << i << " " << to_string(p.steps()[i].kind) << std::setprecision(1)
+              << (st.pipelined ? " (pipelined)" : "") << ": pack " << st.pack_us << " us, communication " << st.comm_us
+              << " us, unpack " << st.unpack_us << " us, total " << st.total_us << " us (slowest rank, traced run)\n";
+  }
   std::cout << "# verified " << r.result.checked_elements << " elements on " << r.result.ranks << " ranks: "
             << (r.result.wrong_elements == 0 ? "all correct" : std::to_string(r.result.wrong_elements) + " WRONG")
             << "; peak workspace " << human_bytes(static_cast<double>(r.result.workspace_bytes)) << " per rank\n";
@@ -98,6 +104,9 @@ Command add_run_command(CLI::App& app) {
     int warmup = 5;
     bool graph = false;
     bool json = false;
+    bool trace = false;
+    bool nccl_blocking = false;
+    bool measure_link = false;
     int timeout_ms = 120000;
     double link_GBps = 0;
     std::string rendezvous;
@@ -111,6 +120,9 @@ Command add_run_command(CLI::App& app) {
   cmd->add_option("--warmup", flags->warmup, "Untimed iterations first")->capture_default_str();
   cmd->add_flag("--graph", flags->graph, "Capture one run in a CUDA graph and time its replays");
   cmd->add_flag("--json", flags->json, "Print the result as JSON");
+  cmd->add_flag("--trace", flags->trace, "Time each step's pack, communication and unpack (one extra traced run)");
+  cmd->add_flag("--nccl-blocking", flags->nccl_blocking, "Blocking NCCL communicators (default: non-blocking)");
+  cmd->add_flag("--measure-link", flags->measure_link, "Measure the GPU link bandwidth first and use it for the bound");
   cmd->add_option("--timeout-ms", flags->timeout_ms, "Abort with an error when a run stalls this long")
       ->capture_default_str();
   cmd->add_option("--link-GBps", flags->link_GBps, "Link bandwidth for the bound (default: the profile's p2p)");
@@ -129,6 +141,8 @@ Command add_run_command(CLI::App& app) {
     options.iters = flags->iters;
     options.warmup = flags->warmup;
     options.cuda_graph = flags->graph;
+    options.trace = flags->trace;
+    options.nccl_blocking = flags->nccl_blocking;
     options.timeout = std::chrono::milliseconds(flags->timeout_ms);
 
     const int world = env_int("WORLD_SIZE", 1), rank = env_int("RANK", 0);
@@ -160,7 +174,15 @@ Command add_run_command(CLI::App& app) {
     }
     TrafficBound bound = traffic_bound(req.src, req.dst, req.options.topology, element_size(req.dtype));
     const LinkProfile& link = bound.crosses_nodes ? req.options.profile.inter_node : req.options.profile.intra_node;
-    Report report{*plan, result, bound, flags->link_GBps > 0 ? flags->link_GBps : link.p2p.bandwidth_GBps};
+    double link_GBps = flags->link_GBps > 0 ? flags->link_GBps : link.p2p.bandwidth_GBps;
+    if (flags->measure_link) {
+      LinkMeasurement m = measure_links();
+      link_GBps = std::max(m.peer_copy_GBps, m.nccl_p2p_GBps);
+      if (rank == 0)
+        std::cout << "# measured link: cudaMemcpyPeer " << m.peer_copy_GBps << " GB/s, NCCL send/recv " << m.nccl_p2p_GBps
+                  << " GB/s per direction, device copy " << m.device_copy_GBps << " GB/s (" << m.bytes << " bytes)\n";
+    }
+    Report report{*plan, result, bound, link_GBps};
     if (rank == 0) std::cout << (flags->json ? report_json(report) + "\n" : "");
     if (rank == 0 && !flags->json) print_table(report);
     if (result.wrong_elements != 0)

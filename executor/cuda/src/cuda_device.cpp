@@ -58,8 +58,7 @@ unsigned int alignment_of(long long x) {
 
 class CudaCopyBatch : public CopyBatch {
  public:
-  CudaCopyBatch(int device, cudaStream_t side, const std::vector<CopyRegion>& regions, int es)
-      : device_(device), side_(side), count_(regions.size()) {
+  CudaCopyBatch(int device, const std::vector<CopyRegion>& regions, int es) : count_(regions.size()) {
     std::vector<cuda::DeviceCopyRegion> rs;
     std::vector<cuda::DeviceCopyTile> tiles;
     for (const CopyRegion& r : regions) {
@@ -105,28 +104,12 @@ class CudaCopyBatch : public CopyBatch {
     tiles_ = reinterpret_cast<cuda::DeviceCopyTile*>(base + region_bytes);
     if (region_bytes) RESHARD_CUDA_CHECK(cudaMemcpy(regions_, rs.data(), region_bytes, cudaMemcpyHostToDevice));
     if (tile_bytes) RESHARD_CUDA_CHECK(cudaMemcpy(tiles_, tiles.data(), tile_bytes, cudaMemcpyHostToDevice));
-    RESHARD_CUDA_CHECK(cudaEventCreateWithFlags(&fork_, cudaEventDisableTiming));
-    RESHARD_CUDA_CHECK(cudaEventCreateWithFlags(&done_, cudaEventDisableTiming));
-  }
-  ~CudaCopyBatch() override {
-    cudaEventDestroy(fork_);
-    cudaEventDestroy(done_);
   }
 
   size_t regions() const override { return count_; }
 
   void run(const BufferBases& b, StreamHandle stream) override {
     RESHARD_CUDA_CHECK(cuda::launch_copies(regions_, tiles_, tile_count_, bases(b), static_cast<cudaStream_t>(stream)));
-  }
-  void run_concurrent(const BufferBases& b, StreamHandle stream) override {
-    auto main = static_cast<cudaStream_t>(stream);
-    RESHARD_CUDA_CHECK(cudaEventRecord(fork_, main));
-    RESHARD_CUDA_CHECK(cudaStreamWaitEvent(side_, fork_, 0));
-    RESHARD_CUDA_CHECK(cuda::launch_copies(regions_, tiles_, tile_count_, bases(b), side_));
-    RESHARD_CUDA_CHECK(cudaEventRecord(done_, side_));
-  }
-  void join(StreamHandle stream) override {
-    RESHARD_CUDA_CHECK(cudaStreamWaitEvent(static_cast<cudaStream_t>(stream), done_, 0));
   }
 
  private:
@@ -137,14 +120,26 @@ class CudaCopyBatch : public CopyBatch {
     d.ptr[2] = b.work;
     return d;
   }
-  int device_;
-  cudaStream_t side_;
   size_t count_;
   int tile_count_ = 0;
   std::unique_ptr<DeviceMemory> memory_;
   cuda::DeviceCopyRegion* regions_ = nullptr;
   cuda::DeviceCopyTile* tiles_ = nullptr;
-  cudaEvent_t fork_ = nullptr, done_ = nullptr;
+};
+
+class CudaDeviceEvent : public DeviceEvent {
+ public:
+  CudaDeviceEvent() = default;
+  void record(StreamHandle stream) override { event_.record(static_cast<cudaStream_t>(stream)); }
+  void wait(StreamHandle waiter) override {
+    RESHARD_CUDA_CHECK(cudaStreamWaitEvent(static_cast<cudaStream_t>(waiter), event_.get(), 0));
+  }
+  double elapsed_ms_since(const DeviceEvent& start) const override {
+    return event_.elapsed_ms_since(static_cast<const CudaDeviceEvent&>(start).event_);
+  }
+
+ private:
+  CudaEvent event_{true};
 };
 
 }  // namespace
@@ -184,16 +179,20 @@ CudaDevice::CudaDevice(int device) : device_(device) {
   int n = cuda_device_count();
   RESHARD_REQUIRE(device >= 0 && device < n, "CUDA device ", device, " does not exist (", n, " visible)");
   RESHARD_CUDA_CHECK(cudaSetDevice(device));
-  side_ = std::make_unique<CudaStream>(device);
+  for (auto& lane : lanes_) lane = std::make_unique<CudaStream>(device);
   counter_ = std::make_unique<CudaMemory>(device, sizeof(unsigned long long));
 }
+
+std::unique_ptr<DeviceEvent> CudaDevice::create_event() { return std::make_unique<CudaDeviceEvent>(); }
+
+StreamHandle CudaDevice::lane(Lane lane) { return lanes_[static_cast<int>(lane)]->handle(); }
 
 CudaDevice::~CudaDevice() = default;
 
 std::unique_ptr<DeviceMemory> CudaDevice::allocate(size_t bytes) { return std::make_unique<CudaMemory>(device_, bytes); }
 
 std::unique_ptr<CopyBatch> CudaDevice::prepare_copies(const std::vector<CopyRegion>& regions, int element_size) {
-  return std::make_unique<CudaCopyBatch>(device_, side_->get(), regions, element_size);
+  return std::make_unique<CudaCopyBatch>(device_, regions, element_size);
 }
 
 void CudaDevice::check_buffer(const void* data, size_t bytes, const char* what) const {

@@ -22,9 +22,9 @@ void nccl_ok(ncclResult_t r, const char* call) {
   if (r != ncclSuccess && r != ncclInProgress) detail::throw_nccl(r, nullptr, call, __FILE__, __LINE__);
 }
 
-ncclConfig_t nonblocking_config() {
+ncclConfig_t make_config(const NcclOptions& options) {
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
-  config.blocking = 0;
+  config.blocking = options.nonblocking ? 0 : 1;
   return config;
 }
 
@@ -148,7 +148,7 @@ std::vector<std::unique_ptr<NcclCommunicator>> make_local_communicators(int n, N
   ncclUniqueId id;
   nccl_ok(ncclGetUniqueId(&id), "ncclGetUniqueId");
   std::vector<ncclComm_t> comms(n, nullptr);
-  ncclConfig_t config = nonblocking_config();
+  ncclConfig_t config = make_config(options);
   nccl_ok(ncclGroupStart(), "ncclGroupStart");
   for (int i = 0; i < n; ++i) {
     RESHARD_CUDA_CHECK(cudaSetDevice(i));
@@ -188,7 +188,7 @@ std::unique_ptr<NcclCommunicator> make_process_communicator(int rank, int size, 
     id = file ? file_fetch(spec, options.timeout) : tcp_fetch(spec, options.timeout);
   }
   ncclComm_t comm = nullptr;
-  ncclConfig_t config = nonblocking_config();
+  ncclConfig_t config = make_config(options);
   nccl_ok(ncclCommInitRankConfig(&comm, size, id, rank, &config), "ncclCommInitRankConfig");
   const auto deadline = Clock::now() + options.timeout;
   ncclResult_t state = ncclInProgress;

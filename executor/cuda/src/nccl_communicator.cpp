@@ -142,10 +142,36 @@ Communicator& NcclCommunicator::group(const Mesh& mesh, const std::vector<int>& 
     if (std::find(mesh_dims.begin(), mesh_dims.end(), k) == mesh_dims.end())
       color = color * mesh.dim_size(k) + static_cast<int>(coord[k]);
   int key = mesh.group_index(rank_, mesh_dims);
+  // On a non-blocking communicator the split runs as a background job that writes `child` only when it is done
+  // (NCCL keeps it NULL until then): wait for the handle, then for the child to be ready, then for the parent.
   ncclComm_t child = nullptr;
-  RESHARD_NCCL(ncclCommSplit(comm_, color, key, &child, nullptr));  // inherits this communicator's config
+  ncclResult_t started = ncclCommSplit(comm_, color, key, &child, nullptr);  // inherits this communicator's config
+  if (started != ncclSuccess && started != ncclInProgress)
+    detail::throw_nccl(started, comm_, "ncclCommSplit", __FILE__, __LINE__);
+  const auto deadline = std::chrono::steady_clock::now() + options_.timeout;
+  while (true) {
+    ncclResult_t parent_state = ncclSuccess;
+    ncclCommGetAsyncError(comm_, &parent_state);
+    if (parent_state != ncclSuccess && parent_state != ncclInProgress) {
+      abort();
+      detail::throw_nccl(parent_state, nullptr, "ncclCommSplit", __FILE__, __LINE__);
+    }
+    ncclComm_t ready = __atomic_load_n(&child, __ATOMIC_ACQUIRE);
+    if (ready) {
+      ncclResult_t child_state = ncclSuccess;
+      ncclCommGetAsyncError(ready, &child_state);
+      if (child_state == ncclSuccess && parent_state == ncclSuccess) break;
+      if (child_state != ncclSuccess && child_state != ncclInProgress)
+        detail::throw_nccl(child_state, nullptr, "ncclCommSplit (new communicator)", __FILE__, __LINE__);
+    }
+    if (std::chrono::steady_clock::now() > deadline) {
+      abort();
+      fail(ErrorKind::kTimeout, cat("ncclCommSplit did not complete within ", options_.timeout.count(),
+                                    " ms (does every rank prepare the same plan?); the communicator was aborted"));
+    }
+    std::this_thread::yield();
+  }
   auto sub = std::make_unique<NcclCommunicator>(child, true, options_);
-  sub->poll_ready("ncclCommSplit");
   return *groups_.emplace(mesh_dims, std::move(sub)).first->second;
 }
 

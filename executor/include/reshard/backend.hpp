@@ -68,11 +68,17 @@ class CopyBatch {
  public:
   virtual ~CopyBatch() = default;
   virtual size_t regions() const = 0;
-  // Runs on `stream`.
   virtual void run(const BufferBases& bases, StreamHandle stream) = 0;
-  // Runs alongside the work that follows on `stream` (a side stream on GPUs); join() makes `stream` wait for it.
-  virtual void run_concurrent(const BufferBases& bases, StreamHandle stream) = 0;
-  virtual void join(StreamHandle stream) = 0;
+};
+
+// Orders work between streams: record() on one stream, wait() on another (no-ops on the host, where work is
+// done when enqueued). Also a timestamp: elapsed_ms() between two recorded events (after the work completed).
+class DeviceEvent {
+ public:
+  virtual ~DeviceEvent() = default;
+  virtual void record(StreamHandle stream) = 0;
+  virtual void wait(StreamHandle waiter) = 0;
+  virtual double elapsed_ms_since(const DeviceEvent& start) const = 0;
 };
 
 // Device memory of one rank (RAII: free on destruction).
@@ -83,10 +89,15 @@ class DeviceMemory {
   virtual size_t bytes() const = 0;
 };
 
+// The device's helper streams for work that overlaps the main stream.
+enum class Lane { kLocalCopy, kPack, kUnpack };
+
 class Device {
  public:
   virtual ~Device() = default;
   virtual std::unique_ptr<DeviceMemory> allocate(size_t bytes) = 0;
+  virtual std::unique_ptr<DeviceEvent> create_event() = 0;
+  virtual StreamHandle lane(Lane lane) = 0;
   virtual std::unique_ptr<CopyBatch> prepare_copies(const std::vector<CopyRegion>& regions, int element_size) = 0;
   // Whether [data, data + bytes) is memory this device can use (kInvalidArgument naming `what` otherwise).
   virtual void check_buffer(const void* data, size_t bytes, const char* what) const = 0;

@@ -19,6 +19,14 @@ namespace reshard {
 
 struct ExecutorOptions {
   std::chrono::milliseconds timeout{std::chrono::seconds(120)};  // for wait(): a stuck peer aborts instead of hanging
+  bool trace = false;  // record events around each step's phases; read them with step_times() after wait()
+};
+
+// Per step of the last traced run, in microseconds: pack, communication, unpack (serial steps), and the whole step
+// (local copies and pipelined stages included).
+struct StepTime {
+  double pack_us = 0, comm_us = 0, unpack_us = 0, total_us = 0;
+  bool pipelined = false;
 };
 
 struct ConstBuffer {
@@ -50,8 +58,11 @@ class Executor {
   void run(ConstBuffer input, MutableBuffer output, StreamHandle stream);
   // Waits for the enqueued work (with the configured timeout; see Communicator::wait).
   void wait(StreamHandle stream);
+  // Phase times of the last run (options.trace set, after wait()).
+  std::vector<StepTime> step_times() const;
 
  private:
+  struct StageRuntime;
   struct StepRuntime;
   Communicator& comm_;
   Device& device_;

@@ -82,6 +82,8 @@ class HostCommunicator : public Communicator {
 class HostDevice : public Device {
  public:
   std::unique_ptr<DeviceMemory> allocate(size_t bytes) override;
+  std::unique_ptr<DeviceEvent> create_event() override;
+  StreamHandle lane(Lane) override { return nullptr; }
   std::unique_ptr<CopyBatch> prepare_copies(const std::vector<CopyRegion>& regions, int element_size) override;
   void check_buffer(const void* data, size_t bytes, const char* what) const override;
 };

@@ -6,9 +6,12 @@
 //   all_reduce      t = alpha + 2 (n-1) / n * bytes / busbw
 // with the inter-node parameters when the group spans nodes.
 // A p2p step (and an all_to_all, priced the same way with its own parameters) costs its slowest rank:
-//   t_r = pack_r / copy_bw + max(alpha + per_peer * peers_r + max_c(max(out_r,c, in_r,c) / bw_c), local_r / copy_bw)
-//         + unpack_r / copy_bw
-// where c runs over the link classes (intra-node, inter-node) and the local copy overlaps the transfers.
+//   net_r = S_r * alpha + per_peer * peers_r + max_c(max(out_r,c, in_r,c) / bw_c)
+//   t_r   = pack_r / (S_r copy_bw) + max(net_r, pack_r / copy_bw, unpack_r / copy_bw, local_r / copy_bw)
+//           + unpack_r / (S_r copy_bw)
+// where c runs over the link classes (intra-node, inter-node), S_r is the number of pipeline stages (each its own
+// NCCL group, hence S_r alphas; packing stage s+1 and unpacking stage s-1 overlap stage s on the wire) and the
+// local copy overlaps everything. With S_r = 1 this is pack + max(network, local) + unpack.
 // Copies cost copy.alpha (a kernel launch) plus bytes / copy bandwidth; nothing to copy costs nothing.
 #pragma once
 
@@ -27,6 +30,7 @@ struct RankTraffic {
   Index pack_bytes = 0;    // outgoing bytes that must be packed into a contiguous buffer
   Index unpack_bytes = 0;  // incoming bytes that must be scattered from a contiguous buffer
   Index local_bytes = 0;   // bytes copied locally (src == dst)
+  int stages = 1;          // pipeline stages: packing stage s+1 overlaps the transfer of stage s
 };
 
 class CostModel {

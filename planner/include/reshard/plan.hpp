@@ -75,6 +75,7 @@ struct PlanSpec {
   std::string profile_name;
   std::optional<Index> memory_budget_bytes;
   std::optional<int> scope_rank;  // set: p2p steps hold only the transfers this rank sends or receives
+  Index pipeline_chunk_bytes = 0;  // p2p transfers that need packing are pipelined in chunks of this size (0: off)
   Strategy strategy = Strategy::kCollective;
   double estimated_us = 0;
   Index bytes_moved = 0;
@@ -96,6 +97,7 @@ class Plan {
   const std::string& profile_name() const { return s_.profile_name; }
   const std::optional<Index>& memory_budget_bytes() const { return s_.memory_budget_bytes; }
   const std::optional<int>& scope_rank() const { return s_.scope_rank; }
+  Index pipeline_chunk_bytes() const { return s_.pipeline_chunk_bytes; }
   Strategy strategy() const { return s_.strategy; }
   double estimated_us() const { return s_.estimated_us; }
   Index bytes_moved() const { return s_.bytes_moved; }

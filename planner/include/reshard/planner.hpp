@@ -22,6 +22,7 @@ struct PlanOptions {
   Profile profile = default_profile();
   std::optional<Index> memory_budget_bytes;  // per rank; unset: no limit
   std::optional<int> max_collectives;        // cap on the collective strategy's communication steps; unset: none
+  Index pipeline_chunk_bytes = 16 << 20;     // p2p transfers that need packing are pipelined in chunks (0: off)
 };
 
 // The global plan: p2p steps list every rank's transfers (for inspection, JSON and SVG).

@@ -44,13 +44,20 @@ struct CollectiveOp {
   ReduceOp op = ReduceOp::kSum;
 };
 
+// One stage of a step: pack -> one communication -> unpack. A p2p or all_to_all step with large transfers that
+// must be packed or unpacked is pipelined over several stages (chunks of those transfers), so that stage s+1 is
+// packed while stage s is on the wire.
+struct Stage {
+  std::vector<CopyRegion> pack;
+  std::vector<PeerTransfer> sends, recvs;  // one group
+  std::optional<CollectiveOp> collective;  // collective steps (one stage)
+  std::vector<CopyRegion> unpack;
+};
+
 struct ProgramStep {
   StepKind kind = StepKind::kLocal;
-  std::vector<CopyRegion> pack;
-  std::vector<CopyRegion> local;  // may run concurrently with the communication
-  std::vector<PeerTransfer> sends, recvs;  // one group; sends and receives of p2p and all_to_all steps
-  std::optional<CollectiveOp> collective;
-  std::vector<CopyRegion> unpack;
+  std::vector<CopyRegion> local;  // local copies, which may run concurrently with the stages
+  std::vector<Stage> stages;
 };
 
 struct RankProgram {

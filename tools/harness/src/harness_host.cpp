@@ -10,6 +10,21 @@ namespace reshard {
 
 std::string_view to_string(Backend b) { return b == Backend::kHost ? "host" : "nccl"; }
 
+std::vector<StepTime> slowest(const std::vector<std::vector<StepTime>>& per_rank) {
+  std::vector<StepTime> out;
+  for (const auto& rank : per_rank) {
+    if (out.size() < rank.size()) out.resize(rank.size());
+    for (size_t i = 0; i < rank.size(); ++i) {
+      out[i].pack_us = std::max(out[i].pack_us, rank[i].pack_us);
+      out[i].comm_us = std::max(out[i].comm_us, rank[i].comm_us);
+      out[i].unpack_us = std::max(out[i].unpack_us, rank[i].unpack_us);
+      out[i].total_us = std::max(out[i].total_us, rank[i].total_us);
+      out[i].pipelined = out[i].pipelined || rank[i].pipelined;
+    }
+  }
+  return out;
+}
+
 double median(std::vector<double> v) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
@@ -28,12 +43,13 @@ RunResult run_host(const Plan& plan, const RunOptions& options) {
   std::vector<std::vector<double>> times(n);
   std::vector<Index> wrong(n, 0), checked(n, 0);
   std::vector<size_t> workspace(n, 0);
+  std::vector<std::vector<StepTime>> traces(n);
   run_ranks(
       n,
       [&](int r) {
         HostCommunicator comm(world, r);
         HostDevice device;
-        Executor exec(plan, comm, device, ExecutorOptions{options.timeout});
+        Executor exec(plan, comm, device, ExecutorOptions{options.timeout, options.trace});
         workspace[r] = exec.workspace_bytes();
         Box in_box = plan.src().box(r), out_box = plan.dst().box(r);
         std::vector<std::byte> input(exec.input_bytes()), output(exec.output_bytes());
@@ -55,6 +71,10 @@ RunResult run_host(const Plan& plan, const RunOptions& options) {
           times[r].push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
         }
         verify();
+        if (options.trace) {
+          run();
+          traces[r] = exec.step_times();
+        }
       },
       &world);
   RunResult res;
@@ -66,6 +86,7 @@ RunResult run_host(const Plan& plan, const RunOptions& options) {
     res.iteration_us.push_back(worst);
   }
   res.median_us = median(res.iteration_us);
+  res.steps = slowest(traces);
   for (int r = 0; r < n; ++r) {
     res.wrong_elements += wrong[r];
     res.checked_elements += checked[r];
@@ -78,7 +99,7 @@ RunResult run_host(const Plan& plan, const RunOptions& options) {
 
 // The NCCL side lives in harness_nccl.cpp (CUDA builds) or harness_nohw.cpp.
 struct NcclRanks;
-NcclRanks* make_nccl_ranks(int n, std::chrono::milliseconds timeout);  // owned by the caller: destroy_nccl_ranks
+NcclRanks* make_nccl_ranks(int n, std::chrono::milliseconds timeout, bool blocking);  // free: destroy_nccl_ranks
 void destroy_nccl_ranks(NcclRanks* ranks);
 RunResult run_nccl(NcclRanks& ranks, const Plan& plan, const RunOptions& options);
 
@@ -87,10 +108,10 @@ struct LocalRunner::State {
   ~State() { destroy_nccl_ranks(nccl); }
 };
 
-LocalRunner::LocalRunner(Backend backend, int ranks, std::chrono::milliseconds timeout)
+LocalRunner::LocalRunner(Backend backend, int ranks, std::chrono::milliseconds timeout, bool nccl_blocking)
     : backend_(backend), ranks_(ranks), state_(std::make_unique<State>()) {
   RESHARD_REQUIRE(ranks >= 1, "a runner needs at least one rank, got ", ranks);
-  if (backend == Backend::kNccl) state_->nccl = make_nccl_ranks(ranks, timeout);
+  if (backend == Backend::kNccl) state_->nccl = make_nccl_ranks(ranks, timeout, nccl_blocking);
 }
 
 LocalRunner::~LocalRunner() = default;
@@ -105,7 +126,7 @@ RunResult LocalRunner::run(const Plan& plan, RunOptions options) {
 }
 
 RunResult run_plan(const Plan& plan, const RunOptions& options) {
-  return LocalRunner(options.backend, plan.src().mesh().size(), options.timeout).run(plan, options);
+  return LocalRunner(options.backend, plan.src().mesh().size(), options.timeout, options.nccl_blocking).run(plan, options);
 }
 
 }  // namespace reshard

@@ -12,6 +12,7 @@ namespace reshard {
 namespace {
 
 struct RankOutcome {
+  std::vector<StepTime> steps;
   std::vector<double> times;
   Index wrong = 0, checked = 0;
   size_t workspace = 0;
@@ -43,7 +44,7 @@ RankOutcome run_rank(const Plan& plan, Communicator& comm, int device_ordinal, c
   const Dims& shape = plan.src().global_shape();
   CudaDevice device(device_ordinal);
   CudaStream stream(device_ordinal);
-  Executor exec(plan, comm, device, ExecutorOptions{options.timeout});
+  Executor exec(plan, comm, device, ExecutorOptions{options.timeout, options.trace});
   RankOutcome out;
   out.workspace = exec.workspace_bytes();
   Box in_box = plan.src().box(r), out_box = plan.dst().box(r);
@@ -82,6 +83,11 @@ RankOutcome run_rank(const Plan& plan, Communicator& comm, int device_ordinal, c
   exec.wait(stream.handle());
   for (int i = 0; i < options.iters; ++i) out.times.push_back(1000.0 * events[i + 1]->elapsed_ms_since(*events[i]));
   verify();
+  if (options.trace) {
+    run();
+    exec.wait(stream.handle());
+    out.steps = exec.step_times();
+  }
   return out;
 }
 
@@ -95,6 +101,9 @@ RunResult combine(const std::vector<RankOutcome>& ranks, int iters) {
     res.iteration_us.push_back(worst);
   }
   res.median_us = median(res.iteration_us);
+  std::vector<std::vector<StepTime>> traces;
+  for (const RankOutcome& o : ranks) traces.push_back(o.steps);
+  res.steps = slowest(traces);
   for (const RankOutcome& o : ranks) {
     res.wrong_elements += o.wrong;
     res.checked_elements += o.checked;
@@ -112,10 +121,10 @@ struct NcclRanks {
   std::vector<std::unique_ptr<NcclCommunicator>> comms;
 };
 
-NcclRanks* make_nccl_ranks(int n, std::chrono::milliseconds timeout) {
+NcclRanks* make_nccl_ranks(int n, std::chrono::milliseconds timeout, bool blocking) {
   RESHARD_REQUIRE(nccl_available(n), "the nccl backend needs ", n, " GPUs but ", cuda_device_count(), " are visible");
   auto ranks = std::make_unique<NcclRanks>();
-  ranks->comms = make_local_communicators(n, NcclOptions{timeout});
+  ranks->comms = make_local_communicators(n, NcclOptions{timeout, !blocking});
   return ranks.release();
 }
 
@@ -132,7 +141,8 @@ RunResult run_plan_process(const Plan& plan, int rank, int world_size, int devic
                            const RunOptions& options) {
   RESHARD_REQUIRE(world_size == plan.src().mesh().size(), "the launcher started ", world_size,
                   " processes but mesh ", plan.src().mesh().str(), " has ", plan.src().mesh().size(), " ranks");
-  auto comm = make_process_communicator(rank, world_size, device, rendezvous, NcclOptions{options.timeout});
+  auto comm = make_process_communicator(rank, world_size, device, rendezvous,
+                                        NcclOptions{options.timeout, !options.nccl_blocking});
   RankOutcome mine = run_rank(plan, *comm, device, options);
   // Combine over processes: iteration times by max, counts by sum (one all_reduce each, on the GPU).
   CudaDevice dev(device);
@@ -160,6 +170,66 @@ RunResult run_plan_process(const Plan& plan, int rank, int world_size, int devic
   res.checked_elements = static_cast<Index>(counts[1]);
   res.workspace_bytes = static_cast<size_t>(counts[2]);
   return res;
+}
+
+LinkMeasurement measure_links(size_t bytes) {
+  RESHARD_REQUIRE(cuda_device_count() >= 2, "measuring links needs 2 GPUs; ", cuda_device_count(), " visible");
+  LinkMeasurement m;
+  m.bytes = bytes;
+  constexpr int kReps = 10;
+  // Device copy and peer copy.
+  {
+    CudaDevice d0(0), d1(1);
+    CudaStream s0(0);
+    auto a = d0.allocate(bytes), b = d0.allocate(bytes), c = d1.allocate(bytes);
+    RESHARD_CUDA_CHECK(cudaSetDevice(0));
+    int can = 0;
+    RESHARD_CUDA_CHECK(cudaDeviceCanAccessPeer(&can, 0, 1));
+    if (can) {
+      cudaError_t e = cudaDeviceEnablePeerAccess(1, 0);
+      if (e != cudaSuccess && e != cudaErrorPeerAccessAlreadyEnabled) RESHARD_CUDA_CHECK(e);
+      cudaGetLastError();
+    }
+    auto time = [&](auto op) {
+      std::vector<double> ms;
+      op();
+      for (int i = 0; i < kReps; ++i) {
+        CudaEvent start, stop;
+        start.record(s0.get());
+        op();
+        stop.record(s0.get());
+        s0.synchronize();
+        ms.push_back(stop.elapsed_ms_since(start));
+      }
+      return median(ms);
+    };
+    double copy_ms = time([&] { RESHARD_CUDA_CHECK(cudaMemcpyAsync(b->data(), a->data(), bytes, cudaMemcpyDeviceToDevice, s0.get())); });
+    double peer_ms = time([&] { RESHARD_CUDA_CHECK(cudaMemcpyPeerAsync(c->data(), 1, a->data(), 0, bytes, s0.get())); });
+    m.device_copy_GBps = bytes / (copy_ms * 1e6);
+    m.peer_copy_GBps = bytes / (peer_ms * 1e6);
+  }
+  // NCCL send/recv, both directions at once.
+  auto comms = make_local_communicators(2, NcclOptions{});
+  std::vector<double> ms(2, 0);
+  run_ranks(2, [&](int r) {
+    CudaDevice dev(r);
+    CudaStream s(r);
+    auto send = dev.allocate(bytes), recv = dev.allocate(bytes);
+    SendOp so{1 - r, send->data(), bytes};
+    RecvOp ro{1 - r, recv->data(), bytes};
+    std::vector<double> t;
+    for (int i = 0; i <= kReps; ++i) {
+      CudaEvent start, stop;
+      start.record(s.get());
+      comms[r]->exchange(std::span<const SendOp>(&so, 1), std::span<const RecvOp>(&ro, 1), s.handle());
+      stop.record(s.get());
+      comms[r]->wait(s.handle(), std::chrono::seconds(60));
+      if (i > 0) t.push_back(stop.elapsed_ms_since(start));
+    }
+    ms[r] = median(t);
+  });
+  m.nccl_p2p_GBps = bytes / (std::max(ms[0], ms[1]) * 1e6);
+  return m;
 }
 
 }  // namespace reshard

@@ -8,7 +8,7 @@ bool nccl_available(int) { return false; }
 
 struct NcclRanks {};
 
-NcclRanks* make_nccl_ranks(int, std::chrono::milliseconds) {
+NcclRanks* make_nccl_ranks(int, std::chrono::milliseconds, bool) {
   fail(ErrorKind::kInvalidArgument, "this reshard was built without CUDA/NCCL: use the host backend");
 }
 
@@ -20,6 +20,10 @@ RunResult run_nccl(NcclRanks&, const Plan&, const RunOptions&) {
 
 RunResult run_plan_process(const Plan&, int, int, int, const std::string&, const RunOptions&) {
   fail(ErrorKind::kInvalidArgument, "this reshard was built without CUDA/NCCL: multi-process runs need NCCL");
+}
+
+LinkMeasurement measure_links(size_t) {
+  fail(ErrorKind::kInvalidArgument, "this reshard was built without CUDA/NCCL: no links to measure");
 }
 
 }  // namespace reshard

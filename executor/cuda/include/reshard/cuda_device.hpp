@@ -50,6 +50,8 @@ class CudaDevice : public Device {
 
   int ordinal() const { return device_; }
   std::unique_ptr<DeviceMemory> allocate(size_t bytes) override;
+  std::unique_ptr<DeviceEvent> create_event() override;
+  StreamHandle lane(Lane lane) override;
   std::unique_ptr<CopyBatch> prepare_copies(const std::vector<CopyRegion>& regions, int element_size) override;
   void check_buffer(const void* data, size_t bytes, const char* what) const override;
 
@@ -60,7 +62,7 @@ class CudaDevice : public Device {
 
  private:
   int device_;
-  std::unique_ptr<CudaStream> side_;  // local copies overlapping communication
+  std::unique_ptr<CudaStream> lanes_[3];  // local copies, packing, unpacking (overlap the main stream)
   std::unique_ptr<DeviceMemory> counter_;
 };
 

@@ -19,6 +19,9 @@ namespace reshard {
 
 struct NcclOptions {
   std::chrono::milliseconds timeout{std::chrono::seconds(120)};  // setup, connection and wait() limit
+  // Non-blocking communicators let a timeout abort a call waiting for a peer that never comes, at the price of
+  // host polling while NCCL sets up; blocking ones may block inside NCCL in that case.
+  bool nonblocking = true;
 };
 
 class NcclCommunicator : public Communicator {

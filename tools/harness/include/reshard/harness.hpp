@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "reshard/executor.hpp"
 #include "reshard/plan.hpp"
 
 namespace reshard {
@@ -22,6 +23,8 @@ struct RunOptions {
   int warmup = 3;
   int iters = 20;
   bool cuda_graph = false;  // capture one run in a CUDA graph and time its replays (NCCL backend)
+  bool trace = false;       // one more run with per-step event timings (RunResult::steps)
+  bool nccl_blocking = false;  // blocking NCCL communicators (default: non-blocking)
   std::chrono::milliseconds timeout{std::chrono::seconds(120)};
 };
 
@@ -34,6 +37,7 @@ struct RunResult {
   Index checked_elements = 0;
   size_t workspace_bytes = 0;        // largest rank's
   std::string first_error;           // first wrong element, for messages
+  std::vector<StepTime> steps;       // options.trace: per step, the slowest rank's phase times
 };
 
 // Whether `n` ranks can run on local GPUs with NCCL (built with CUDA and at least n GPUs visible).
@@ -44,7 +48,8 @@ int local_gpu_count();
 // keeping its NCCL communicators between runs.
 class LocalRunner {
  public:
-  LocalRunner(Backend backend, int ranks, std::chrono::milliseconds timeout = std::chrono::seconds(120));
+  LocalRunner(Backend backend, int ranks, std::chrono::milliseconds timeout = std::chrono::seconds(120),
+              bool nccl_blocking = false);
   ~LocalRunner();
   LocalRunner(const LocalRunner&) = delete;
   LocalRunner& operator=(const LocalRunner&) = delete;
@@ -68,5 +73,16 @@ RunResult run_plan_process(const Plan& plan, int rank, int world_size, int devic
 
 // Median of a list (0 when empty).
 double median(std::vector<double> values);
+// The slowest rank's time of each phase of each step.
+std::vector<StepTime> slowest(const std::vector<std::vector<StepTime>>& per_rank);
+
+// Link bandwidths measured on local GPUs 0 and 1 with large transfers (decimal GB/s), for the lower bound.
+struct LinkMeasurement {
+  double peer_copy_GBps = 0;    // cudaMemcpyPeerAsync, one direction
+  double nccl_p2p_GBps = 0;     // NCCL send/recv, both directions at once, per direction
+  double device_copy_GBps = 0;  // cudaMemcpyAsync device to device on one GPU (bytes copied per second)
+  size_t bytes = 0;
+};
+LinkMeasurement measure_links(size_t bytes = size_t(1) << 30);
 
 }  // namespace reshard
