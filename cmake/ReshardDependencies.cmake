@@ -11,6 +11,11 @@ if(NOT CLI11_FOUND)
 endif()
 
 find_package(Eigen3 3.3 QUIET NO_MODULE)
+if(NOT TARGET Eigen3::Eigen)
+  find_path(RESHARD_EIGEN_INCLUDE Eigen/Dense PATHS /usr/include/eigen3 "${RESHARD_DEPS_DIR}/include/eigen3" REQUIRED)
+  add_library(Eigen3::Eigen INTERFACE IMPORTED)
+  target_include_directories(Eigen3::Eigen INTERFACE "${RESHARD_EIGEN_INCLUDE}")
+endif()
 
 # CUDA and NCCL are optional: the planner and the host backend never need them.
 set(RESHARD_HAVE_CUDA OFF)

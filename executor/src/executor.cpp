@@ -22,8 +22,9 @@ struct Executor::StepRuntime {
 
 namespace {
 
-std::unique_ptr<CopyBatch> prepare(Device& device, const std::vector<CopyRegion>& regions, int es) {
-  return regions.empty() ? nullptr : device.prepare_copies(regions, es);
+std::unique_ptr<CopyBatch> prepare(Device& device, const std::vector<CopyRegion>& regions, int es, bool lane = false) {
+  if (regions.empty()) return nullptr;
+  return lane ? device.prepare_lane_copies(regions, es) : device.prepare_copies(regions, es);
 }
 
 const void* address(const BufferBases& b, const BufferRef& ref, int es) {
@@ -55,13 +56,14 @@ Executor::Executor(const Plan& plan, Communicator& comm, Device& device, Executo
   for (size_t i = 0; i < program_.steps.size(); ++i) {
     const ProgramStep& ps = program_.steps[i];
     StepRuntime& rt = steps_[i];
-    rt.local = prepare(device, ps.local, es);
+    rt.local = prepare(device, ps.local, es, !ps.stages.empty());  // overlaps the communication
     rt.stages.resize(ps.stages.size());
     for (size_t s = 0; s < ps.stages.size(); ++s) {
       const Stage& st = ps.stages[s];
       StageRuntime& sr = rt.stages[s];
-      sr.pack = prepare(device, st.pack, es);
-      sr.unpack = prepare(device, st.unpack, es);
+      const bool pipelined = ps.stages.size() > 1;
+      sr.pack = prepare(device, st.pack, es, pipelined);
+      sr.unpack = prepare(device, st.unpack, es, pipelined);
       sr.send_refs = st.sends;
       sr.recv_refs = st.recvs;
       sr.sends.resize(st.sends.size());

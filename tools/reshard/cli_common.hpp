@@ -50,5 +50,7 @@ using Command = std::function<int()>;
 Command add_layout_command(CLI::App& app);
 Command add_plan_command(CLI::App& app);
 Command add_run_command(CLI::App& app);
+Command add_bench_command(CLI::App& app);
+Command add_calibrate_command(CLI::App& app);
 
 }  // namespace reshard::cli

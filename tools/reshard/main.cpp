@@ -17,6 +17,8 @@ int main(int argc, char** argv) {
   commands["layout"] = cli::add_layout_command(app);
   commands["plan"] = cli::add_plan_command(app);
   commands["run"] = cli::add_run_command(app);
+  commands["bench"] = cli::add_bench_command(app);
+  commands["calibrate"] = cli::add_calibrate_command(app);
 
   try {
     app.parse(argc, argv);

@@ -58,7 +58,8 @@ unsigned int alignment_of(long long x) {
 
 class CudaCopyBatch : public CopyBatch {
  public:
-  CudaCopyBatch(int device, const std::vector<CopyRegion>& regions, int es) : count_(regions.size()) {
+  CudaCopyBatch(int device, const std::vector<CopyRegion>& regions, int es, int max_blocks)
+      : count_(regions.size()), max_blocks_(max_blocks) {
     std::vector<cuda::DeviceCopyRegion> rs;
     std::vector<cuda::DeviceCopyTile> tiles;
     for (const CopyRegion& r : regions) {
@@ -109,7 +110,8 @@ class CudaCopyBatch : public CopyBatch {
   size_t regions() const override { return count_; }
 
   void run(const BufferBases& b, StreamHandle stream) override {
-    RESHARD_CUDA_CHECK(cuda::launch_copies(regions_, tiles_, tile_count_, bases(b), static_cast<cudaStream_t>(stream)));
+    RESHARD_CUDA_CHECK(cuda::launch_copies(regions_, tiles_, tile_count_, max_blocks_, bases(b),
+                                           static_cast<cudaStream_t>(stream)));
   }
 
  private:
@@ -121,6 +123,7 @@ class CudaCopyBatch : public CopyBatch {
     return d;
   }
   size_t count_;
+  int max_blocks_;
   int tile_count_ = 0;
   std::unique_ptr<DeviceMemory> memory_;
   cuda::DeviceCopyRegion* regions_ = nullptr;
@@ -180,6 +183,7 @@ CudaDevice::CudaDevice(int device) : device_(device) {
   RESHARD_REQUIRE(device >= 0 && device < n, "CUDA device ", device, " does not exist (", n, " visible)");
   RESHARD_CUDA_CHECK(cudaSetDevice(device));
   for (auto& lane : lanes_) lane = std::make_unique<CudaStream>(device);
+  RESHARD_CUDA_CHECK(cudaDeviceGetAttribute(&sm_count_, cudaDevAttrMultiProcessorCount, device));
   counter_ = std::make_unique<CudaMemory>(device, sizeof(unsigned long long));
 }
 
@@ -192,7 +196,12 @@ CudaDevice::~CudaDevice() = default;
 std::unique_ptr<DeviceMemory> CudaDevice::allocate(size_t bytes) { return std::make_unique<CudaMemory>(device_, bytes); }
 
 std::unique_ptr<CopyBatch> CudaDevice::prepare_copies(const std::vector<CopyRegion>& regions, int element_size) {
-  return std::make_unique<CudaCopyBatch>(device_, regions, element_size);
+  return std::make_unique<CudaCopyBatch>(device_, regions, element_size, 0);
+}
+
+std::unique_ptr<CopyBatch> CudaDevice::prepare_lane_copies(const std::vector<CopyRegion>& regions, int element_size) {
+  // Copies on the pack and unpack lanes run while NCCL kernels move data: cap them at half the SMs.
+  return std::make_unique<CudaCopyBatch>(device_, regions, element_size, std::max(1, sm_count_ / 2) * 2);
 }
 
 void CudaDevice::check_buffer(const void* data, size_t bytes, const char* what) const {

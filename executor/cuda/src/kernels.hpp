@@ -39,7 +39,8 @@ struct PatternBox {
   long long elements = 0;
 };
 
-cudaError_t launch_copies(const DeviceCopyRegion* regions, const DeviceCopyTile* tiles, int tile_count,
+// max_blocks > 0 caps the grid (blocks then walk several tiles), leaving SMs to work running alongside.
+cudaError_t launch_copies(const DeviceCopyRegion* regions, const DeviceCopyTile* tiles, int tile_count, int max_blocks,
                           DeviceBases bases, cudaStream_t stream);
 cudaError_t launch_fill_pattern(void* data, PatternBox box, int dtype_code, int element_size, cudaStream_t stream);
 // Adds the number of elements differing from the pattern to *counter (device memory).

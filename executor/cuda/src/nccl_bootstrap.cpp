@@ -8,6 +8,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <condition_variable>
+#include <mutex>
 #include <thread>
 
 #include "reshard/cuda_check.hpp"
@@ -187,20 +189,46 @@ std::unique_ptr<NcclCommunicator> make_process_communicator(int rank, int size, 
   } else {
     id = file ? file_fetch(spec, options.timeout) : tcp_fetch(spec, options.timeout);
   }
-  ncclComm_t comm = nullptr;
+  // A blocking init waits for every rank; run it on a helper thread so that a rank that never starts becomes a
+  // timeout here instead of a hang (the helper is left behind; the caller is expected to exit).
+  struct Init {
+    std::mutex mutex;
+    std::condition_variable cv;
+    bool done = false;
+    ncclResult_t result = ncclSuccess;
+    ncclComm_t comm = nullptr;
+  };
+  auto init = std::make_shared<Init>();
   ncclConfig_t config = make_config(options);
-  nccl_ok(ncclCommInitRankConfig(&comm, size, id, rank, &config), "ncclCommInitRankConfig");
-  const auto deadline = Clock::now() + options.timeout;
-  ncclResult_t state = ncclInProgress;
-  while (state == ncclInProgress) {
-    ncclCommGetAsyncError(comm, &state);
-    if (state == ncclInProgress && Clock::now() > deadline) {
-      ncclCommAbort(comm);
-      fail(ErrorKind::kTimeout, cat("NCCL initialisation of rank ", rank, " did not finish within ", options.timeout.count(), " ms"));
+  std::thread([init, size, id, rank, device, config]() mutable {
+    cudaSetDevice(device);
+    ncclComm_t c = nullptr;
+    ncclResult_t r = ncclCommInitRankConfig(&c, size, id, rank, &config);
+    while (r == ncclSuccess || r == ncclInProgress) {  // non-blocking: wait for the end of the initialisation
+      ncclResult_t state = ncclSuccess;
+      ncclCommGetAsyncError(c, &state);
+      if (state != ncclInProgress) {
+        r = state;
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
-    if (state == ncclInProgress) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    std::lock_guard<std::mutex> lock(init->mutex);
+    init->result = r;
+    init->comm = c;
+    init->done = true;
+    init->cv.notify_all();
+  }).detach();
+  ncclComm_t comm = nullptr;
+  {
+    std::unique_lock<std::mutex> lock(init->mutex);
+    if (!init->cv.wait_for(lock, options.timeout, [&] { return init->done; }))
+      fail(ErrorKind::kTimeout, cat("NCCL initialisation of rank ", rank, " of ", size, " did not finish within ",
+                                    options.timeout.count(), " ms (did every rank start?)"));
+    if (init->result != ncclSuccess) detail::throw_nccl(init->result, init->comm, "ncclCommInitRankConfig", __FILE__, __LINE__);
+    comm = init->comm;
   }
-  if (state != ncclSuccess) detail::throw_nccl(state, comm, "ncclCommInitRankConfig", __FILE__, __LINE__);
+  RESHARD_CUDA_CHECK(cudaSetDevice(device));
   return std::make_unique<NcclCommunicator>(comm, true, options);
 }
 

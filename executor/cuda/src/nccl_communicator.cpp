@@ -59,16 +59,50 @@ ncclRedOp_t nccl_op(ReduceOp op) {
   fail(ErrorKind::kInternal, "unknown reduce op");
 }
 
+long long now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
+}
+
 }  // namespace
+
+class NcclCommunicator::WatchedCall {
+ public:
+  explicit WatchedCall(NcclCommunicator& c) : c_(c) { c_.call_started_ns_.store(now_ns(), std::memory_order_relaxed); }
+  ~WatchedCall() { c_.call_started_ns_.store(0, std::memory_order_relaxed); }
+
+ private:
+  NcclCommunicator& c_;
+};
 
 NcclCommunicator::NcclCommunicator(ncclComm_t comm, bool owned, NcclOptions options)
     : comm_(comm), owned_(owned), options_(options) {
   RESHARD_REQUIRE(comm != nullptr, "NCCL communicator is null");
   RESHARD_NCCL(ncclCommUserRank(comm_, &rank_));
   RESHARD_NCCL(ncclCommCount(comm_, &size_));
+  watchdog_thread_ = std::thread([this] { watchdog(); });
+}
+
+void NcclCommunicator::watchdog() {
+  const auto period = std::max(std::chrono::milliseconds(1), std::min(options_.timeout / 20, std::chrono::milliseconds(200)));
+  std::unique_lock<std::mutex> lock(watchdog_mutex_);
+  while (!watchdog_cv_.wait_for(lock, period, [this] { return stopping_; })) {
+    long long started = call_started_ns_.load(std::memory_order_relaxed);
+    if (started != 0 && now_ns() - started > std::chrono::duration_cast<std::chrono::nanoseconds>(options_.timeout).count()) {
+      watchdog_fired_ = true;
+      lock.unlock();
+      abort();  // unblocks the stuck call, which then reports the timeout
+      lock.lock();
+    }
+  }
 }
 
 NcclCommunicator::~NcclCommunicator() {
+  {
+    std::lock_guard<std::mutex> lock(watchdog_mutex_);
+    stopping_ = true;
+  }
+  watchdog_cv_.notify_all();
+  if (watchdog_thread_.joinable()) watchdog_thread_.join();
   groups_.clear();
   if (!owned_ || !comm_) return;
   if (aborted_) return;  // ncclCommAbort already released it
@@ -83,6 +117,10 @@ NcclCommunicator::~NcclCommunicator() {
 }
 
 void NcclCommunicator::check(ncclResult_t result, const char* call, const char* file, int line) {
+  if (watchdog_fired_)
+    fail(ErrorKind::kTimeout, cat(file, ":", line, ": ", call, " stayed blocked for more than ", options_.timeout.count(),
+                                  " ms (a peer never joined?); the communicator was aborted"));
+  RESHARD_REQUIRE(!aborted_, "the NCCL communicator was aborted after an earlier failure");
   if (result == ncclSuccess) return;
   if (result == ncclInProgress) return poll_ready(call);
   detail::throw_nccl(result, comm_, call, file, line);
@@ -109,6 +147,7 @@ void NcclCommunicator::poll_ready(const char* call) {
 }
 
 void NcclCommunicator::exchange(std::span<const SendOp> sends, std::span<const RecvOp> recvs, StreamHandle stream) {
+  WatchedCall watched(*this);
   auto s = static_cast<cudaStream_t>(stream);
   RESHARD_NCCL(ncclGroupStart());
   for (const SendOp& op : sends) RESHARD_NCCL(ncclSend(op.data, op.bytes, ncclUint8, op.peer, comm_, s));
@@ -117,23 +156,29 @@ void NcclCommunicator::exchange(std::span<const SendOp> sends, std::span<const R
 }
 
 void NcclCommunicator::all_gather(const void* send, void* recv, size_t bytes_per_rank, StreamHandle stream) {
+  WatchedCall watched(*this);
   RESHARD_NCCL(ncclAllGather(send, recv, bytes_per_rank, ncclUint8, comm_, static_cast<cudaStream_t>(stream)));
 }
 
 void NcclCommunicator::reduce_scatter(const void* send, void* recv, size_t count, DType dtype, ReduceOp op,
                                       StreamHandle stream) {
+  WatchedCall watched(*this);
   RESHARD_NCCL(ncclReduceScatter(send, recv, count, nccl_type(dtype), nccl_op(op), comm_,
                                  static_cast<cudaStream_t>(stream)));
 }
 
 void NcclCommunicator::all_reduce(const void* send, void* recv, size_t count, DType dtype, ReduceOp op,
                                   StreamHandle stream) {
+  WatchedCall watched(*this);
   RESHARD_NCCL(ncclAllReduce(send, recv, count, nccl_type(dtype), nccl_op(op), comm_, static_cast<cudaStream_t>(stream)));
 }
 
 Communicator& NcclCommunicator::group(const Mesh& mesh, const std::vector<int>& mesh_dims) {
-  auto it = groups_.find(mesh_dims);
-  if (it != groups_.end()) return *it->second;
+  {
+    std::lock_guard<std::mutex> lock(abort_mutex_);
+    auto it = groups_.find(mesh_dims);
+    if (it != groups_.end()) return *it->second;
+  }
   RESHARD_REQUIRE(mesh.size() == size_, "mesh ", mesh.str(), " has ", mesh.size(), " ranks; the communicator ", size_);
   // Color: this rank's coordinates on the other mesh dims; key: its position in the group.
   Dims coord = mesh.coord_of(rank_);
@@ -145,7 +190,11 @@ Communicator& NcclCommunicator::group(const Mesh& mesh, const std::vector<int>& 
   // On a non-blocking communicator the split runs as a background job that writes `child` only when it is done
   // (NCCL keeps it NULL until then): wait for the handle, then for the child to be ready, then for the parent.
   ncclComm_t child = nullptr;
+  WatchedCall watched(*this);
   ncclResult_t started = ncclCommSplit(comm_, color, key, &child, nullptr);  // inherits this communicator's config
+  if (watchdog_fired_)
+    fail(ErrorKind::kTimeout, cat("ncclCommSplit stayed blocked for more than ", options_.timeout.count(),
+                                  " ms (does every rank prepare the same plan?); the communicator was aborted"));
   if (started != ncclSuccess && started != ncclInProgress)
     detail::throw_nccl(started, comm_, "ncclCommSplit", __FILE__, __LINE__);
   const auto deadline = std::chrono::steady_clock::now() + options_.timeout;
@@ -172,6 +221,7 @@ Communicator& NcclCommunicator::group(const Mesh& mesh, const std::vector<int>& 
     std::this_thread::yield();
   }
   auto sub = std::make_unique<NcclCommunicator>(child, true, options_);
+  std::lock_guard<std::mutex> lock(abort_mutex_);
   return *groups_.emplace(mesh_dims, std::move(sub)).first->second;
 }
 
@@ -183,6 +233,7 @@ void NcclCommunicator::wait(StreamHandle stream, std::chrono::milliseconds timeo
     if (q == cudaSuccess) return;
     if (q != cudaErrorNotReady) RESHARD_CUDA_CHECK(q);
     for (NcclCommunicator* c : [&] {
+           std::lock_guard<std::mutex> lock(abort_mutex_);
            std::vector<NcclCommunicator*> all{this};
            for (auto& [dims, g] : groups_) all.push_back(g.get());
            return all;
@@ -204,10 +255,11 @@ void NcclCommunicator::wait(StreamHandle stream, std::chrono::milliseconds timeo
 }
 
 void NcclCommunicator::abort() {
+  std::lock_guard<std::mutex> lock(abort_mutex_);  // also guards groups_ against group() on another thread
   for (auto& [dims, g] : groups_) g->abort();
   if (!aborted_ && comm_) {
-    ncclCommAbort(comm_);
     aborted_ = true;
+    ncclCommAbort(comm_);  // may run on the watchdog thread while another thread is blocked in NCCL
   }
 }
 

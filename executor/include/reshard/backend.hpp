@@ -99,6 +99,11 @@ class Device {
   virtual std::unique_ptr<DeviceEvent> create_event() = 0;
   virtual StreamHandle lane(Lane lane) = 0;
   virtual std::unique_ptr<CopyBatch> prepare_copies(const std::vector<CopyRegion>& regions, int element_size) = 0;
+  // Copies that run on a lane alongside communication (pipelined packing and unpacking): they may use fewer
+  // resources so as not to slow the transfers down.
+  virtual std::unique_ptr<CopyBatch> prepare_lane_copies(const std::vector<CopyRegion>& regions, int element_size) {
+    return prepare_copies(regions, element_size);
+  }
   // Whether [data, data + bytes) is memory this device can use (kInvalidArgument naming `what` otherwise).
   virtual void check_buffer(const void* data, size_t bytes, const char* what) const = 0;
 };

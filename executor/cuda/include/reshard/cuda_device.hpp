@@ -53,6 +53,7 @@ class CudaDevice : public Device {
   std::unique_ptr<DeviceEvent> create_event() override;
   StreamHandle lane(Lane lane) override;
   std::unique_ptr<CopyBatch> prepare_copies(const std::vector<CopyRegion>& regions, int element_size) override;
+  std::unique_ptr<CopyBatch> prepare_lane_copies(const std::vector<CopyRegion>& regions, int element_size) override;
   void check_buffer(const void* data, size_t bytes, const char* what) const override;
 
   // The deterministic test tensor (reshard/pattern.hpp) on the GPU.
@@ -62,6 +63,7 @@ class CudaDevice : public Device {
 
  private:
   int device_;
+  int sm_count_ = 0;
   std::unique_ptr<CudaStream> lanes_[3];  // local copies, packing, unpacking (overlap the main stream)
   std::unique_ptr<DeviceMemory> counter_;
 };

@@ -1,14 +1,19 @@
 // The NCCL communicator: wraps the ncclComm_t of the group that spans the mesh (a sharding runtime's TP group) or
 // owns one it created; mesh-dim groups are split from it once (ncclCommSplit) and cached.
 //
-// Communicators made by the helpers below are non-blocking: NCCL calls return at once, and reshard polls
-// ncclCommGetAsyncError with a timeout, so a peer that never shows up aborts the communicator with a clear error
-// instead of hanging. A wrapped blocking communicator works too, but then a stuck peer can block inside NCCL.
+// A stuck peer never hangs the caller. Every NCCL call is watched: a watchdog thread aborts the communicator when a
+// call stays blocked longer than the timeout (NCCL blocks a call while it connects to a peer that has not joined),
+// and wait() polls the stream and ncclCommGetAsyncError with the same limit. Communicators are blocking by default
+// (calls return as soon as the work is enqueued); non-blocking ones (NcclOptions::nonblocking) are polled instead.
 #pragma once
 
 #include <nccl.h>
 
+#include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
 #include <map>
 #include <memory>
 #include <string>
@@ -18,10 +23,10 @@
 namespace reshard {
 
 struct NcclOptions {
-  std::chrono::milliseconds timeout{std::chrono::seconds(120)};  // setup, connection and wait() limit
-  // Non-blocking communicators let a timeout abort a call waiting for a peer that never comes, at the price of
-  // host polling while NCCL sets up; blocking ones may block inside NCCL in that case.
-  bool nonblocking = true;
+  std::chrono::milliseconds timeout{std::chrono::seconds(120)};  // a call, a setup or a wait() longer than this aborts
+  // Non-blocking communicators return ncclInProgress and are polled; each group then costs a thread handoff
+  // (tens of microseconds measured on H200), so blocking ones, guarded by the watchdog, are the default.
+  bool nonblocking = false;
 };
 
 class NcclCommunicator : public Communicator {
@@ -50,10 +55,20 @@ class NcclCommunicator : public Communicator {
   // Checks an NCCL result; waits out ncclInProgress (non-blocking communicators) up to the timeout.
   void check(ncclResult_t result, const char* call, const char* file, int line);
   void poll_ready(const char* call);
+  // Marks the calling thread as inside an NCCL call for the watchdog (RAII).
+  class WatchedCall;
+  void watchdog();
 
   ncclComm_t comm_;
   bool owned_;
-  bool aborted_ = false;
+  std::atomic<bool> aborted_{false};
+  std::atomic<bool> watchdog_fired_{false};
+  std::atomic<long long> call_started_ns_{0};  // 0: no call in progress
+  std::mutex abort_mutex_;
+  std::mutex watchdog_mutex_;
+  std::condition_variable watchdog_cv_;
+  bool stopping_ = false;
+  std::thread watchdog_thread_;
   NcclOptions options_;
   int rank_ = 0, size_ = 0;
   std::map<std::vector<int>, std::unique_ptr<NcclCommunicator>> groups_;

@@ -1,0 +1,45 @@
+// Cost-model calibration (`reshard calibrate`): microbenchmarks on the local GPUs, alpha-beta fits by least
+// squares (Eigen), and a profile JSON the planner reads.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "reshard/profile.hpp"
+
+namespace reshard {
+
+struct Sample {
+  double x = 0;   // the model's byte count for the operation (e.g. (n-1) * chunk for all_gather)
+  double us = 0;  // measured median time
+};
+
+struct Fit {
+  AlphaBeta params;
+  double rms_rel_error = 0, max_rel_error = 0;
+  std::vector<Sample> samples;
+  std::vector<double> rel_residuals;  // (model - measured) / measured, per sample
+};
+
+// Least squares of us = alpha + x / (bandwidth * 1e3) weighted by 1/us^2 (relative errors, so small sizes count as
+// much as large ones). A negative alpha is clamped to 0 and the bandwidth refitted; a non-positive slope is an
+// error (kInvalidArgument) naming `what`.
+Fit fit_alpha_beta(const std::vector<Sample>& samples, const std::string& what);
+
+struct CalibrateOptions {
+  std::vector<double> sizes_bytes;  // empty: 4 KiB to 1 GiB in x4 steps
+  int iters = 20;
+  int warmup = 3;
+  Profile base = default_profile();  // fields calibration cannot measure (inter-node, per-peer) come from here
+};
+
+struct Calibration {
+  Profile profile;  // fitted intra-node links and copy; base values elsewhere; fits in extra_json
+  std::vector<std::pair<std::string, Fit>> fits;
+  std::string machine;
+};
+
+// Needs 2 local GPUs (kInvalidArgument otherwise).
+Calibration calibrate(const CalibrateOptions& options);
+
+}  // namespace reshard

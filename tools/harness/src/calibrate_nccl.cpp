@@ -1,0 +1,153 @@
+// Calibration microbenchmarks on GPUs 0 and 1: send/recv, all_gather, reduce_scatter, all_reduce, all_to_all
+// (grouped send/recv) over sizes, and the batched copy kernel (a strided pack), each timed like the executor runs
+// (CUDA events between back-to-back operations, the slower rank's median).
+#include <nlohmann/json.hpp>
+
+#include "reshard/calibrate.hpp"
+#include "reshard/cuda_check.hpp"
+#include "reshard/cuda_device.hpp"
+#include "reshard/harness.hpp"
+#include "reshard/host_backend.hpp"
+#include "reshard/nccl_communicator.hpp"
+
+namespace reshard {
+namespace {
+
+using Op = std::function<void(int rank, Communicator& comm, void* a, void* b, size_t bytes, StreamHandle s)>;
+
+// Median time of `op` on both ranks (the slower of the two), per size.
+std::vector<Sample> measure(std::vector<std::unique_ptr<NcclCommunicator>>& comms, const std::vector<double>& sizes,
+                            const CalibrateOptions& o, const Op& op, double (*x_of)(double bytes, int n)) {
+  std::vector<Sample> out;
+  size_t max_bytes = 0;
+  for (double s : sizes) max_bytes = std::max(max_bytes, static_cast<size_t>(s));
+  std::vector<std::vector<double>> per_rank(2);
+  run_ranks(2, [&](int r) {
+    CudaDevice dev(r);
+    CudaStream stream(r);
+    auto a = dev.allocate(max_bytes * 2), b = dev.allocate(max_bytes * 2);
+    RESHARD_CUDA_CHECK(cudaMemset(a->data(), 1, a->bytes()));
+    for (double size : sizes) {
+      size_t bytes = static_cast<size_t>(size);
+      for (int i = 0; i < o.warmup; ++i) op(r, *comms[r], a->data(), b->data(), bytes, stream.handle());
+      std::vector<std::unique_ptr<CudaEvent>> ev;
+      for (int i = 0; i <= o.iters; ++i) ev.push_back(std::make_unique<CudaEvent>());
+      ev[0]->record(stream.get());
+      for (int i = 0; i < o.iters; ++i) {
+        op(r, *comms[r], a->data(), b->data(), bytes, stream.handle());
+        ev[i + 1]->record(stream.get());
+      }
+      comms[r]->wait(stream.handle(), std::chrono::seconds(120));
+      std::vector<double> t;
+      for (int i = 0; i < o.iters; ++i) t.push_back(1000.0 * ev[i + 1]->elapsed_ms_since(*ev[i]));
+      per_rank[r].push_back(median(t));
+    }
+  });
+  for (size_t i = 0; i < sizes.size(); ++i)
+    out.push_back(Sample{x_of(sizes[i], 2), std::max(per_rank[0][i], per_rank[1][i])});
+  return out;
+}
+
+nlohmann::ordered_json fit_json(const Fit& f) {
+  nlohmann::ordered_json j;
+  j["alpha_us"] = f.params.alpha_us;
+  j["bandwidth_GBps"] = f.params.bandwidth_GBps;
+  j["rms_rel_error"] = f.rms_rel_error;
+  j["max_rel_error"] = f.max_rel_error;
+  j["range_bytes"] = {f.samples.front().x, f.samples.back().x};
+  nlohmann::ordered_json pts = nlohmann::ordered_json::array();
+  for (size_t i = 0; i < f.samples.size(); ++i)
+    pts.push_back({f.samples[i].x, f.samples[i].us, f.rel_residuals[i]});
+  j["samples_bytes_us_residual"] = std::move(pts);
+  return j;
+}
+
+}  // namespace
+
+Calibration calibrate(const CalibrateOptions& in) {
+  RESHARD_REQUIRE(cuda_device_count() >= 2, "calibrate needs 2 GPUs; ", cuda_device_count(), " visible");
+  CalibrateOptions o = in;
+  if (o.sizes_bytes.empty())
+    for (double s = 4096; s <= double(1 << 30); s *= 4) o.sizes_bytes.push_back(s);
+  auto comms = make_local_communicators(2, NcclOptions{});
+  Calibration cal;
+  cal.profile = o.base;
+  auto one = [](double bytes, int) { return bytes; };
+  auto ring = [](double bytes, int n) { return bytes * (n - 1); };                // all_gather / reduce_scatter chunk
+  auto allreduce = [](double bytes, int n) { return 2.0 * (n - 1) / n * bytes; };  // ring all_reduce
+
+  Op p2p = [](int r, Communicator& c, void* a, void* b, size_t bytes, StreamHandle s) {
+    SendOp so{1 - r, a, bytes};
+    RecvOp ro{1 - r, b, bytes};
+    c.exchange(std::span<const SendOp>(&so, 1), std::span<const RecvOp>(&ro, 1), s);
+  };
+  Op ag = [](int, Communicator& c, void* a, void* b, size_t bytes, StreamHandle s) { c.all_gather(a, b, bytes, s); };
+  Op rs = [](int, Communicator& c, void* a, void* b, size_t bytes, StreamHandle s) {
+    c.reduce_scatter(a, b, bytes / 4, DType::kF32, ReduceOp::kSum, s);
+  };
+  Op ar = [](int, Communicator& c, void* a, void* b, size_t bytes, StreamHandle s) {
+    c.all_reduce(a, b, bytes / 4, DType::kF32, ReduceOp::kSum, s);
+  };
+  auto add = [&](const std::string& name, AlphaBeta* target, const std::vector<Sample>& samples) {
+    Fit f = fit_alpha_beta(samples, name);
+    if (target) *target = f.params;
+    cal.fits.emplace_back(name, std::move(f));
+  };
+  add("intra_node.p2p", &cal.profile.intra_node.p2p, measure(comms, o.sizes_bytes, o, p2p, one));
+  add("intra_node.all_to_all", &cal.profile.intra_node.all_to_all, measure(comms, o.sizes_bytes, o, p2p, one));
+  add("intra_node.all_gather", &cal.profile.intra_node.all_gather, measure(comms, o.sizes_bytes, o, ag, ring));
+  add("intra_node.reduce_scatter", &cal.profile.intra_node.reduce_scatter, measure(comms, o.sizes_bytes, o, rs, ring));
+  add("intra_node.all_reduce", &cal.profile.intra_node.all_reduce, measure(comms, o.sizes_bytes, o, ar, allreduce));
+
+  // The copy kernel on a strided pack: half the columns of a square matrix (rows of the sweep's S0->S1 packs).
+  {
+    CudaDevice dev(0);
+    CudaStream stream(0);
+    std::vector<Sample> samples;
+    size_t max_bytes = static_cast<size_t>(o.sizes_bytes.back());
+    auto src = dev.allocate(2 * max_bytes), dst = dev.allocate(max_bytes);
+    for (double size : o.sizes_bytes) {
+      Index elems = static_cast<Index>(size) / 4;
+      Index rows = 1;
+      while (rows * rows * 2 < elems) rows *= 2;  // rows x (2 rows) f32 source; copy rows x rows
+      Index cols = elems / rows;
+      CopyRegion region{BufferRef{Buffer::kInput, cols / 2}, BufferRef{Buffer::kWork, 0}, Dims{rows, cols / 2},
+                        Dims{cols, 1}, Dims{cols / 2, 1}};
+      auto batch = dev.prepare_copies({region}, 4);
+      BufferBases bases{src->data(), nullptr, dst->data()};
+      for (int i = 0; i < o.warmup; ++i) batch->run(bases, stream.handle());
+      std::vector<std::unique_ptr<CudaEvent>> ev;
+      for (int i = 0; i <= o.iters; ++i) ev.push_back(std::make_unique<CudaEvent>());
+      ev[0]->record(stream.get());
+      for (int i = 0; i < o.iters; ++i) {
+        batch->run(bases, stream.handle());
+        ev[i + 1]->record(stream.get());
+      }
+      stream.synchronize();
+      std::vector<double> t;
+      for (int i = 0; i < o.iters; ++i) t.push_back(1000.0 * ev[i + 1]->elapsed_ms_since(*ev[i]));
+      samples.push_back(Sample{static_cast<double>(rows * (cols / 2) * 4), median(t)});
+    }
+    add("copy", &cal.profile.copy, samples);
+  }
+
+  cudaDeviceProp prop{};
+  RESHARD_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
+  int nccl_version = 0;
+  ncclGetVersion(&nccl_version);
+  cal.machine = cat(cuda_device_count(), "x ", prop.name, ", NCCL ", nccl_version);
+  cal.profile.name = "calibrated: " + cal.machine;
+  cal.profile.source = "reshard calibrate on " + cal.machine +
+                       ": intra_node links and copy fitted by weighted least squares (relative error) over " +
+                       std::to_string(o.sizes_bytes.size()) + " sizes; inter_node and p2p_per_peer_us from the base profile (" +
+                       o.base.name + "), not measurable on one node with two GPUs";
+  nlohmann::ordered_json fits;
+  for (const auto& [name, f] : cal.fits) fits[name] = fit_json(f);
+  nlohmann::ordered_json extra;
+  extra["machine"] = cal.machine;
+  extra["fits"] = std::move(fits);
+  cal.profile.extra_json = extra.dump();
+  return cal;
+}
+
+}  // namespace reshard

@@ -1,0 +1,10 @@
+#include "reshard/calibrate.hpp"
+#include "reshard/error.hpp"
+
+namespace reshard {
+
+Calibration calibrate(const CalibrateOptions&) {
+  fail(ErrorKind::kInvalidArgument, "calibrate needs 2 GPUs and this reshard was built without CUDA/NCCL");
+}
+
+}  // namespace reshard
