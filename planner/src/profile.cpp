@@ -59,7 +59,9 @@ Profile default_profile() {
       "(shared/DESIGN.md); collective bus bandwidths set to the same NVLink figure; latencies are typical "
       "small-message NCCL times on NVLink (estimates until calibrated). inter_node: 400 Gb/s InfiniBand = 50 GB/s "
       "per GPU NIC, 45 GB/s achievable (90%, estimate), latencies estimates. copy: 2.1 TB/s device copy measured on "
-      "H200 (shared/DESIGN.md), 3 us launch. Run `reshard calibrate` to replace these with fitted values.";
+      "H200 (shared/DESIGN.md), 3 us launch. step_overhead_us: the executor's fixed cost per step per call "
+      "(launches, events, NCCL group), about 20 us seen on 2x H200 on 2026-11-22. Run `reshard calibrate` to replace "
+      "these with fitted values.";
   p.intra_node.p2p = {8.0, 360.0};
   p.intra_node.all_gather = {10.0, 360.0};
   p.intra_node.reduce_scatter = {10.0, 360.0};
@@ -71,6 +73,7 @@ Profile default_profile() {
   p.inter_node.all_reduce = {30.0, 45.0};
   p.inter_node.all_to_all = {25.0, 42.0};
   p.p2p_per_peer_us = 1.5;
+  p.step_overhead_us = 20.0;
   p.copy = {3.0, 2100.0};
   return p;
 }
@@ -98,10 +101,12 @@ Profile profile_from_json(const std::string& text) {
     for (int i = 0; i < 5; ++i) *op_field(*link, i) = alpha_beta(l, kOps[i], key);
   }
   p.p2p_per_peer_us = number(j, "p2p_per_peer_us", "", false);
+  p.step_overhead_us = number(j, "step_overhead_us", "", false);
   p.copy = alpha_beta(j, "copy", "");
   json extra = json::object();
   for (auto it = j.begin(); it != j.end(); ++it) {
-    static const std::string known[] = {"schema", "name", "source", "intra_node", "inter_node", "p2p_per_peer_us", "copy"};
+    static const std::string known[] = {"schema",          "name",           "source", "intra_node", "inter_node",
+                                        "p2p_per_peer_us", "step_overhead_us", "copy"};
     if (std::find(std::begin(known), std::end(known), it.key()) == std::end(known)) extra[it.key()] = it.value();
   }
   if (!extra.empty()) p.extra_json = extra.dump();
@@ -132,6 +137,7 @@ std::string profile_to_json(const Profile& p) {
     j[key] = l;
   }
   j["p2p_per_peer_us"] = p.p2p_per_peer_us;
+  j["step_overhead_us"] = p.step_overhead_us;
   j["copy"] = to_json(p.copy);
   if (!p.extra_json.empty()) {
     json extra = json::parse(p.extra_json);

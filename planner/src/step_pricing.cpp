@@ -67,6 +67,13 @@ Index aligned_elements(Index elements, int element_size) {
 }
 
 StepPrice StepPricer::collective(const RankBoxes& a, const RankBoxes& b, StepKind kind, std::span<const int> dims) const {
+  StepPrice p = collective_wire(a, b, kind, dims);
+  p.us += model_.step_overhead_us();
+  return p;
+}
+
+StepPrice StepPricer::collective_wire(const RankBoxes& a, const RankBoxes& b, StepKind kind,
+                                      std::span<const int> dims) const {
   const Mesh& mesh = a.layout().mesh();
   const int n = mesh.group_size(dims);
   const LinkClass link = group_link(mesh, dims, model_.topology());
@@ -194,6 +201,7 @@ PricedStep StepPricer::p2p(const OverlapIndex& index, const TransferFilter& keep
     }
   }
   for (const RankTraffic& t : traffic) ps.step.estimated_us = std::max(ps.step.estimated_us, model_.exchange_rank_us(t, false));
+  ps.step.estimated_us += model_.step_overhead_us();
   std::sort(ps.step.transfers.begin(), ps.step.transfers.end(),
             [](const Transfer& x, const Transfer& y) { return x.src != y.src ? x.src < y.src : x.dst < y.dst; });
   return ps;

@@ -19,8 +19,8 @@ stamp gpu tests
 timeout 120 $R calibrate --out "$OUT/h200x2.json" 2>&1 | tee "$OUT/calibrate.log"
 stamp calibrated
 PROFILE="$OUT/h200x2.json"; [ -s "$PROFILE" ] || PROFILE=""
-timeout 240 $R bench ${PROFILE:+--profile $PROFILE} --csv "$OUT/sweep.csv" --json "$OUT/sweep.json" \
-  --cases "$OUT/cases.json" > "$OUT/sweep.log" 2>&1
+timeout 240 $R bench ${PROFILE:+--profile $PROFILE} --csv "$OUT/sweep.csv" \
+  --cases "$OUT/cases.json" > "$OUT/sweep.log" 2>&1; rm -f "$OUT/sweep.json"
 tail -2 "$OUT/sweep.log"
 stamp swept
 timeout 200 torchrun --nproc-per-node 2 bench/pytorch_baseline.py --cases "$OUT/cases.json" --out "$OUT/pytorch.json" \
@@ -40,5 +40,5 @@ done
 cat "$OUT/traces.txt"
 stamp traces
 tar czf "$OUT/logs.tar.gz" -C "$OUT" gpu_tests.log sweep.log pytorch.log calibrate.log cases.json machine.txt 2>/dev/null
-rm -f "$OUT/cases.json" "$OUT/pytorch.log" "$OUT/calibrate.log"
+rm -f "$OUT/cases.json" "$OUT/pytorch.log" "$OUT/calibrate.log" "$OUT/sweep.log"
 ls -la "$OUT"

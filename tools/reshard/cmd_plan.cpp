@@ -21,7 +21,7 @@ void add_plan_flags(CLI::App& cmd, PlanFlags& flags) {
   cmd.add_option("--memory-budget", flags.memory_budget, "Workspace limit per rank in bytes (suffixes KiB, MiB, GiB)");
   cmd.add_option("--max-collectives", flags.max_collectives, "Cap on the collective strategy's communication steps");
   cmd.add_option("--pipeline-chunk", flags.pipeline_chunk,
-                 "Pipeline p2p transfers that need packing in chunks of this many bytes (0: off; default 16MiB)");
+                 "Pipeline p2p transfers that need packing in chunks of this many bytes (default 0: off)");
 }
 
 PlanRequest make_plan_request(const PlanFlags& flags) {

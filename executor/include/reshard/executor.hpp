@@ -70,6 +70,8 @@ class Executor {
   RankProgram program_;
   size_t input_bytes_ = 0, output_bytes_ = 0, workspace_bytes_ = 0;
   std::unique_ptr<DeviceMemory> workspace_;
+  const void* checked_input_ = nullptr;  // buffers validated by the last run
+  const void* checked_output_ = nullptr;
   std::vector<StepRuntime> steps_;
 };
 

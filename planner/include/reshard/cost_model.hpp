@@ -13,6 +13,8 @@
 // NCCL group, hence S_r alphas; packing stage s+1 and unpacking stage s-1 overlap stage s on the wire) and the
 // local copy overlaps everything. With S_r = 1 this is pack + max(network, local) + unpack.
 // Copies cost copy.alpha (a kernel launch) plus bytes / copy bandwidth; nothing to copy costs nothing.
+// Every executed step also costs step_overhead_us (the executor's fixed per-call work: launches, events, NCCL
+// group calls), which dominates small tensors.
 #pragma once
 
 #include "reshard/profile.hpp"
@@ -44,6 +46,7 @@ class CostModel {
   double reduce_scatter_us(int n, Index chunk_bytes, LinkClass link) const;
   double all_reduce_us(int n, Index bytes, LinkClass link) const;
   double copy_us(Index bytes) const;
+  double step_overhead_us() const { return profile_.step_overhead_us; }
   // Time of one rank's side of a p2p (all_to_all = false) or all_to_all step.
   double exchange_rank_us(const RankTraffic& t, bool all_to_all) const;
 

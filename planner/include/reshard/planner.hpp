@@ -22,7 +22,9 @@ struct PlanOptions {
   Profile profile = default_profile();
   std::optional<Index> memory_budget_bytes;  // per rank; unset: no limit
   std::optional<int> max_collectives;        // cap on the collective strategy's communication steps; unset: none
-  Index pipeline_chunk_bytes = 16 << 20;     // p2p transfers that need packing are pipelined in chunks (0: off)
+  // p2p transfers that need packing are pipelined in chunks of this many bytes; 0 (the default) runs them whole:
+  // on 2x H200 (2026-11-22) pipelining in 16 or 64 MiB chunks measured slower than one pass (docs/benchmarks.md).
+  Index pipeline_chunk_bytes = 0;
 };
 
 // The global plan: p2p steps list every rank's transfers (for inspection, JSON and SVG).

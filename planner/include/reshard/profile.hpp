@@ -7,6 +7,7 @@
 //                  "all_reduce": {..}, "all_to_all": {..}},
 //   "inter_node": { same five },
 //   "p2p_per_peer_us": x,
+//   "step_overhead_us": y,
 //   "copy": {"alpha_us": a, "bandwidth_GBps": b}
 // }
 // Bandwidths are decimal GB/s (1e9 bytes/s): for collectives the bus bandwidth of nccl-tests, for p2p the
@@ -34,6 +35,7 @@ struct Profile {
   std::string source;  // where the numbers come from
   LinkProfile intra_node, inter_node;
   double p2p_per_peer_us = 0;  // added latency per peer of a p2p step (NCCL per-peer setup and progress)
+  double step_overhead_us = 0;  // fixed cost of every executed step (kernel launches, events, NCCL group calls)
   AlphaBeta copy;              // pack, unpack and local-copy kernels
   std::string extra_json;      // other top-level keys, verbatim (calibration fits)
 };

@@ -9,6 +9,7 @@
 #include "reshard/harness.hpp"
 #include "reshard/host_backend.hpp"
 #include "reshard/nccl_communicator.hpp"
+#include "reshard/planner.hpp"
 
 namespace reshard {
 namespace {
@@ -50,6 +51,7 @@ std::vector<Sample> measure(std::vector<std::unique_ptr<NcclCommunicator>>& comm
 
 nlohmann::ordered_json fit_json(const Fit& f) {
   nlohmann::ordered_json j;
+  if (f.samples.empty()) return j;
   j["alpha_us"] = f.params.alpha_us;
   j["bandwidth_GBps"] = f.params.bandwidth_GBps;
   j["rms_rel_error"] = f.rms_rel_error;
@@ -129,6 +131,44 @@ Calibration calibrate(const CalibrateOptions& in) {
       samples.push_back(Sample{static_cast<double>(rows * (cols / 2) * 4), median(t)});
     }
     add("copy", &cal.profile.copy, samples);
+  }
+
+  // The executor's fixed cost per step: small end-to-end runs (p2p, all_gather, local copy) minus what the fitted
+  // profile predicts for their data.
+  {
+    comms.clear();  // the runner makes its own communicators
+    LocalRunner runner(Backend::kNccl, 2);
+    cal.profile.step_overhead_us = 0;
+    std::vector<Sample> excess;
+    struct Case {
+      const char* from;
+      const char* to;
+      Strategy strategy;
+    };
+    for (Case c : {Case{"S0", "S1", Strategy::kP2P}, Case{"S0", "R", Strategy::kCollective},
+                   Case{"R", "S0", Strategy::kCollective}, Case{"S1", "S0", Strategy::kP2P}}) {
+      for (Dims shape : {Dims{64, 64}, Dims{256, 256}}) {
+        Layout src(Mesh({2}), parse_placements(c.from), shape);
+        PlanOptions po;
+        po.profile = cal.profile;
+        po.strategy = c.strategy;
+        Plan plan = make_plan(src, src.with_placements(parse_placements(c.to)), DType::kF32, po);
+        RunOptions ro;
+        ro.iters = 50;
+        ro.warmup = 5;
+        RunResult r = runner.run(plan, ro);
+        double per_step = (r.median_us - plan.estimated_us()) / static_cast<double>(plan.steps().size());
+        excess.push_back(Sample{static_cast<double>(volume(whole(shape)) * 4), per_step});
+      }
+    }
+    std::vector<double> v;
+    for (const Sample& s : excess) v.push_back(s.us);
+    cal.profile.step_overhead_us = std::max(0.0, median(v));
+    Fit f;
+    f.params = AlphaBeta{cal.profile.step_overhead_us, 1};
+    f.samples = excess;
+    for (const Sample& s : excess) f.rel_residuals.push_back(s.us - cal.profile.step_overhead_us);
+    cal.fits.emplace_back("step_overhead", std::move(f));
   }
 
   cudaDeviceProp prop{};
