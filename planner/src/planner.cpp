@@ -110,8 +110,7 @@ class Planner {
   // A plan for identical layouts is one local copy.
   Built identity(Strategy s) {
     Step copy{StepKind::kLocal, {}, csrc_.placements(), cdst_.placements(), {}, 0, 0};
-    copy.estimated_us =
-        model_.copy_us(boxes(csrc_.placements()).max_volume() * element_size(dtype_)) + model_.step_overhead_us();
+    copy.estimated_us = model_.copy_us(boxes(csrc_.placements()).max_volume() * element_size(dtype_));
     return from_route(s, Route{{detail::PricedStep{copy, {}}}, copy.estimated_us});
   }
 

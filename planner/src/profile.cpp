@@ -1,5 +1,7 @@
 #include "reshard/profile.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -44,12 +46,47 @@ double number(const json& obj, const std::string& key, const std::string& path, 
 AlphaBeta alpha_beta(const json& obj, const std::string& key, const std::string& path) {
   std::string full = path.empty() ? key : path + "." + key;
   const json& v = member(obj, key, path);
-  return AlphaBeta{number(v, "alpha_us", full, false), number(v, "bandwidth_GBps", full, true)};
+  AlphaBeta ab{number(v, "alpha_us", full, false), number(v, "bandwidth_GBps", full, true), {}};
+  if (v.contains("samples")) {
+    const json& pts = v["samples"];
+    if (!pts.is_array())
+      fail(ErrorKind::kInvalidArgument, cat("profile field '", full, ".samples' must be an array of [bytes, us] pairs"));
+    for (size_t i = 0; i < pts.size(); ++i) {
+      const json& p = pts[i];
+      if (!p.is_array() || p.size() != 2 || !p[0].is_number() || !p[1].is_number() || !(p[0].get<double>() > 0) ||
+          !(p[1].get<double>() > 0))
+        fail(ErrorKind::kInvalidArgument, cat("profile field '", full, ".samples[", i,
+                                              "]' must be [bytes > 0, us > 0], got ", p.dump()));
+      if (!ab.samples.empty() && !(p[0].get<double>() > ab.samples.back().first))
+        fail(ErrorKind::kInvalidArgument, cat("profile field '", full, ".samples' must increase in bytes"));
+      ab.samples.emplace_back(p[0].get<double>(), p[1].get<double>());
+    }
+  }
+  return ab;
 }
 
-json to_json(const AlphaBeta& ab) { return json{{"alpha_us", ab.alpha_us}, {"bandwidth_GBps", ab.bandwidth_GBps}}; }
+json to_json(const AlphaBeta& ab) {
+  json j{{"alpha_us", ab.alpha_us}, {"bandwidth_GBps", ab.bandwidth_GBps}};
+  if (!ab.samples.empty()) {
+    json pts = json::array();
+    for (auto [x, t] : ab.samples) pts.push_back(json::array({x, t}));
+    j["samples"] = pts;
+  }
+  return j;
+}
 
 }  // namespace
+
+double AlphaBeta::time_us(double bytes) const {
+  if (samples.size() < 2) return alpha_us + bytes / (bandwidth_GBps * 1e3);
+  if (bytes <= samples.front().first) return samples.front().second;
+  if (bytes >= samples.back().first) return samples.back().second + (bytes - samples.back().first) / (bandwidth_GBps * 1e3);
+  auto hi = std::upper_bound(samples.begin(), samples.end(), bytes,
+                             [](double x, const std::pair<double, double>& p) { return x < p.first; });
+  auto lo = hi - 1;
+  double f = std::log(bytes / lo->first) / std::log(hi->first / lo->first);
+  return lo->second * std::pow(hi->second / lo->second, f);
+}
 
 Profile default_profile() {
   Profile p;

@@ -13,11 +13,14 @@
 // NCCL group, hence S_r alphas; packing stage s+1 and unpacking stage s-1 overlap stage s on the wire) and the
 // local copy overlaps everything. With S_r = 1 this is pack + max(network, local) + unpack.
 // Copies cost copy.alpha (a kernel launch) plus bytes / copy bandwidth; nothing to copy costs nothing.
-// Every executed step also costs step_overhead_us (the executor's fixed per-call work: launches, events, NCCL
-// group calls), which dominates small tensors.
+// A step that communicates costs at least step_overhead_us, the executor's fixed host work per call (launches,
+// events, NCCL group calls), which overlaps the GPU work: t = max(step_overhead, t_gpu). It dominates small
+// tensors. Local steps cost their copy.
 #pragma once
 
 #include "reshard/profile.hpp"
+#include <algorithm>
+
 #include "reshard/checked_math.hpp"
 #include "reshard/topology.hpp"
 
@@ -47,6 +50,8 @@ class CostModel {
   double all_reduce_us(int n, Index bytes, LinkClass link) const;
   double copy_us(Index bytes) const;
   double step_overhead_us() const { return profile_.step_overhead_us; }
+  // A communicating step's time: its GPU time, or the host work that issues it when that is longer.
+  double with_overhead(double gpu_us) const { return std::max(gpu_us, profile_.step_overhead_us); }
   // Time of one rank's side of a p2p (all_to_all = false) or all_to_all step.
   double exchange_rank_us(const RankTraffic& t, bool all_to_all) const;
 

@@ -3,7 +3,8 @@
 // JSON schema (docs/plan-json.md has the full reference):
 // {
 //   "schema": "reshard.profile/1", "name": "...", "source": "...",
-//   "intra_node": {"p2p": {"alpha_us": a, "bandwidth_GBps": b}, "all_gather": {..}, "reduce_scatter": {..},
+//   "intra_node": {"p2p": {"alpha_us": a, "bandwidth_GBps": b[, "samples": [[bytes, us], ...]]}, "all_gather": {..},
+//                  "reduce_scatter": {..},
 //                  "all_reduce": {..}, "all_to_all": {..}},
 //   "inter_node": { same five },
 //   "p2p_per_peer_us": x,
@@ -16,14 +17,20 @@
 #pragma once
 
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace reshard {
 
 struct AlphaBeta {
   double alpha_us = 0;        // fixed cost per operation
   double bandwidth_GBps = 1;  // decimal GB/s
-  // alpha + bytes / bandwidth, in microseconds.
-  double time_us(double bytes) const { return alpha_us + bytes / (bandwidth_GBps * 1e3); }
+  // Optional measured (bytes, us) points, increasing in bytes (written by calibration). Inside their range the
+  // time is interpolated between them (linearly in log-log), which follows NCCL's protocol changes that one
+  // alpha-beta line cannot; below it the first point's time; above it the last point plus bytes / bandwidth.
+  std::vector<std::pair<double, double>> samples;
+  // The operation's time in microseconds.
+  double time_us(double bytes) const;
 };
 
 struct LinkProfile {
@@ -35,7 +42,7 @@ struct Profile {
   std::string source;  // where the numbers come from
   LinkProfile intra_node, inter_node;
   double p2p_per_peer_us = 0;  // added latency per peer of a p2p step (NCCL per-peer setup and progress)
-  double step_overhead_us = 0;  // fixed cost of every executed step (kernel launches, events, NCCL group calls)
+  double step_overhead_us = 0;  // fixed cost of every step that communicates (launches, events, NCCL group calls)
   AlphaBeta copy;              // pack, unpack and local-copy kernels
   std::string extra_json;      // other top-level keys, verbatim (calibration fits)
 };
