@@ -5,6 +5,7 @@
 #include <random>
 
 #include "reshard/planner.hpp"
+#include "reshard/profile.hpp"
 #include "simulator.hpp"
 
 namespace reshard {
@@ -43,8 +44,9 @@ std::vector<Dims> shapes_for(int nd) {
 }
 
 // Plans with every strategy and checks each plan in the simulator. Returns a description of the first failure.
-std::string check_pair(const Layout& src, const Layout& dst, DType dtype, const Topology& topology) {
-  PlanOptions options;
+std::string check_pair(const Layout& src, const Layout& dst, DType dtype, const Topology& topology,
+                       const PlanOptions& base = {}) {
+  PlanOptions options = base;
   options.topology = topology;
   std::string where = cat(src.str(), " -> [", to_string(dst.placements()), "]: ");
   Plan automatic = make_plan(src, dst, dtype, options);
@@ -135,6 +137,48 @@ TEST(PlannerRandom, TenThousandRandomCases) {
     Layout src(mesh, random_placements(), shape), dst(mesh, random_placements(), shape);
     ASSERT_EQ(check_pair(src, dst, kAllDTypes[i % 8], Topology{pick(1, 4)}), "") << "case " << i;
   }
+}
+
+// The committed calibrated profile (bench/profiles/h200x2.json) drives the same checks.
+TEST(PlannerCalibrated, EveryPairWithTheCalibratedProfile) {
+  PlanOptions base;
+  base.profile = load_profile(std::string(RESHARD_PROFILE_DIR) + "/h200x2.json");
+  for (const std::vector<int>& m : {std::vector<int>{2}, {3}, {2, 2}, {2, 3}, {4, 2}}) {
+    Mesh mesh(m);
+    for (int nd = 1; nd <= 2; ++nd) {
+      auto placements = all_placements(mesh.ndim(), nd);
+      for (const Dims& shape : shapes_for(nd))
+        for (const auto& from : placements)
+          for (const auto& to : placements)
+            ASSERT_EQ(check_pair(Layout(mesh, from, shape), Layout(mesh, to, shape), DType::kBF16, Topology{2}, base), "");
+    }
+  }
+}
+
+TEST(PlannerInput, LayoutsMustShareMeshAndShape) {
+  Layout a(Mesh({2, 2}), parse_placements("S0,R"), Dims{8, 8});
+  Layout b(Mesh({4}), parse_placements("S0"), Dims{8, 8});
+  Layout c(Mesh({2, 2}), parse_placements("S0,R"), Dims{8, 9});
+  auto expect = [](const Layout& x, const Layout& y, const std::string& needle) {
+    try {
+      make_plan(x, y, DType::kF32, {});
+      ADD_FAILURE() << "planned across different layouts";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kInvalidArgument);
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  };
+  expect(a, b, "source mesh 2x2 and target mesh 4 differ");
+  expect(a, c, "source shape 8x8 and target shape 8x9 differ");
+  PlanOptions o;
+  o.memory_budget_bytes = -1;
+  EXPECT_THROW(make_plan(a, a, DType::kF32, o), Error);
+  o.memory_budget_bytes.reset();
+  o.topology.ranks_per_node = 0;
+  EXPECT_THROW(make_plan(a, a, DType::kF32, o), Error);
+  EXPECT_THROW(make_rank_plan(a, a, DType::kF32, 4, {}), Error);
+  Layout huge(Mesh({2}), parse_placements("S0"), Dims{Index(1) << 59, 4});  // 2^61 elements fit, 2^64 bytes do not
+  EXPECT_THROW(make_plan(huge, huge, DType::kF64, {}), Error);  // bytes overflow int64
 }
 
 TEST(PlannerScale, RankPlansMatchTheGlobalPlan) {

@@ -1,0 +1,61 @@
+// reshard run / bench / calibrate on a machine without GPUs: the host backend, and clear refusals.
+#include <gtest/gtest.h>
+
+#include "cli_runner.hpp"
+#include "reshard/harness.hpp"
+
+namespace reshard {
+namespace {
+
+using testing::run_cli;
+
+TEST(RunCli, VerifiesOnTheHostBackend) {
+  testing::CliResult r = run_cli("run --mesh 2x2 --from S0,S1 --to S1,S0 --shape 33x17 --dtype bf16 --backend host --iters 3");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("all correct"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("busbw = slowest rank's max(bytes in, bytes out) / time"), std::string::npos);
+  testing::CliResult j = run_cli("run --mesh 3 --from S1 --to R --shape 10x7 --backend host --iters 2 --json --trace");
+  ASSERT_EQ(j.exit_code, 0) << j.err;
+  EXPECT_NE(j.out.find("\"wrong_elements\": 0"), std::string::npos) << j.out;
+}
+
+TEST(RunCli, BadRequestsAreRefused) {
+  testing::CliResult r = run_cli("run --mesh 2 --from S0 --to S1 --shape 8x8 --backend tpu");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--backend must be auto, nccl or host"), std::string::npos) << r.err;
+  r = run_cli("run --mesh 2 --from S0 --to S1 --shape 8x8 --iters 0");
+  EXPECT_EQ(r.exit_code, 2);
+  if (local_gpu_count() < 64) {
+    r = run_cli("run --mesh 64 --from S0 --to S1 --shape 64x64 --backend nccl");
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_NE(r.err.find("--backend nccl needs 64 GPUs"), std::string::npos) << r.err;
+  }
+}
+
+TEST(BenchCli, HostSweepWritesEveryRun) {
+  std::string csv = "/tmp/reshard_bench_test.csv";
+  testing::CliResult r = run_cli("bench --backend host --meshes 2,1x2 --sizes 4KiB --dtypes f32 --iters 1 --warmup 0 --csv " + csv);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::string text = testing::read_file(csv);
+  EXPECT_EQ(text.rfind("mesh,from,to,shape,dtype,strategy", 0), 0u);
+  EXPECT_GT(testing::count_lines(text), 9 + 81);  // every pair of both meshes, at least one strategy each
+  EXPECT_NE(r.out.find(" 0 wrong"), std::string::npos) << r.out;
+}
+
+TEST(CalibrateCli, RefusesWithoutGpus) {
+  if (local_gpu_count() >= 2) GTEST_SKIP() << "GPUs present";
+  testing::CliResult r = run_cli("calibrate --out /tmp/reshard_profile.json");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("calibrate needs 2 GPUs"), std::string::npos) << r.err;
+}
+
+TEST(Cli, HelpOnEverySubcommand) {
+  for (const char* sub : {"layout", "plan", "run", "bench", "calibrate"}) {
+    testing::CliResult r = run_cli(std::string(sub) + " --help");
+    EXPECT_EQ(r.exit_code, 0) << sub;
+    EXPECT_NE(r.out.find("Options:"), std::string::npos) << sub;
+  }
+}
+
+}  // namespace
+}  // namespace reshard
