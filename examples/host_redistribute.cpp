@@ -18,18 +18,22 @@ int main() {
 
   HostWorld world(mesh.size());
   std::vector<Index> wrong(mesh.size(), 0);
-  run_ranks(mesh.size(), [&](int rank) {
-    HostCommunicator comm(world, rank);
-    HostDevice device;
-    Executor exec(plan, comm, device);
-    std::vector<std::byte> in(exec.input_bytes()), out(exec.output_bytes());
-    fill_pattern(in.data(), src.box(rank), src.global_shape(), DType::kF32);
-    exec.run({in.data(), in.size()}, {out.data(), out.size()}, nullptr);
-    wrong[rank] = count_mismatches(out.data(), dst.box(rank), dst.global_shape(), DType::kF32);
-  }, &world);
+  run_ranks(
+      mesh.size(),
+      [&](int rank) {
+        HostCommunicator comm(world, rank);
+        HostDevice device;
+        Executor exec(plan, comm, device);
+        std::vector<std::byte> in(exec.input_bytes()), out(exec.output_bytes());
+        fill_pattern(in.data(), src.box(rank), src.global_shape(), DType::kF32);
+        exec.run({in.data(), in.size()}, {out.data(), out.size()}, nullptr);
+        wrong[rank] = count_mismatches(out.data(), dst.box(rank), dst.global_shape(), DType::kF32);
+      },
+      &world);
   Index total = 0;
   for (Index w : wrong) total += w;
-  std::printf("%s: %zu steps, %lld bytes moved; wrong elements: %lld\n", std::string(to_string(plan.strategy())).c_str(),
-              plan.steps().size(), static_cast<long long>(plan.bytes_moved()), static_cast<long long>(total));
+  std::printf("%s: %zu steps, %lld bytes moved; wrong elements: %lld\n",
+              std::string(to_string(plan.strategy())).c_str(), plan.steps().size(),
+              static_cast<long long>(plan.bytes_moved()), static_cast<long long>(total));
   return total == 0 ? 0 : 1;
 }

@@ -42,8 +42,8 @@ int main() {
     // 3. Run: enqueues only (no allocation, no host sync); wait() polls with a timeout instead of hanging.
     for (int i = 0; i < 3; ++i) exec.run({in->data(), in->bytes()}, {out->data(), out->bytes()}, stream.handle());
     exec.wait(stream.handle());
-    wrong[rank] = device.count_mismatches(out->data(), dst.box(rank), dst.global_shape(), reshard::DType::kBF16,
-                                          stream.get());
+    wrong[rank] =
+        device.count_mismatches(out->data(), dst.box(rank), dst.global_shape(), reshard::DType::kBF16, stream.get());
   };
   try {
     std::thread t0(rank_main, 0), t1(rank_main, 1);
@@ -54,7 +54,7 @@ int main() {
     return 1;
   }
   for (ncclComm_t c : tp) ncclCommDestroy(c);
-  std::printf("%s plan, %.1f us estimated; wrong elements: %lld\n", std::string(reshard::to_string(plan.strategy())).c_str(),
-              plan.estimated_us(), wrong[0] + wrong[1]);
+  std::printf("%s plan, %.1f us estimated; wrong elements: %lld\n",
+              std::string(reshard::to_string(plan.strategy())).c_str(), plan.estimated_us(), wrong[0] + wrong[1]);
   return wrong[0] + wrong[1] == 0 ? 0 : 1;
 }

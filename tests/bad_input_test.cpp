@@ -49,15 +49,24 @@ TEST(BadInputApi, ExplicitRankList) {
 }
 
 TEST(BadInputApi, PlacementCountMustMatchMesh) {
-  expect_error([] { Layout(Mesh({2, 2}), {Placement::shard(0)}, Dims{4, 4}); }, ErrorKind::kInvalidArgument,
-               "1 placements given for a 2-D mesh");
+  expect_error(
+      [] {
+        Layout(Mesh({2, 2}), {Placement::shard(0)}, Dims{4, 4});
+      },
+      ErrorKind::kInvalidArgument, "1 placements given for a 2-D mesh");
 }
 
 TEST(BadInputApi, ShardDimOutOfRange) {
-  expect_error([] { Layout(Mesh({2}), {Placement::shard(2)}, Dims{4, 4}); }, ErrorKind::kInvalidArgument,
-               "shard dim 2 is out of range for a 2-D tensor");
-  expect_error([] { Layout(Mesh({2}), {Placement::shard(-3)}, Dims{4, 4}); }, ErrorKind::kInvalidArgument,
-               "shard dim -3 is out of range");
+  expect_error(
+      [] {
+        Layout(Mesh({2}), {Placement::shard(2)}, Dims{4, 4});
+      },
+      ErrorKind::kInvalidArgument, "shard dim 2 is out of range for a 2-D tensor");
+  expect_error(
+      [] {
+        Layout(Mesh({2}), {Placement::shard(-3)}, Dims{4, 4});
+      },
+      ErrorKind::kInvalidArgument, "shard dim -3 is out of range");
 }
 
 TEST(BadInputApi, UnknownPlacementOrReduceOp) {
@@ -80,14 +89,20 @@ TEST(BadInputApi, Shapes) {
   expect_error([] { parse_shape("4x"); }, ErrorKind::kParse, "'' is not a whole number");
   expect_error([] { parse_shape("4.5"); }, ErrorKind::kParse, "not a whole number");
   expect_error([] { parse_shape("99999999999999999999"); }, ErrorKind::kParse, "does not fit in 64 bits");
-  expect_error([] { Layout(Mesh({2}), {Placement::replicate()}, Dims{4, -1}); }, ErrorKind::kInvalidArgument,
-               "negative extent");
+  expect_error(
+      [] {
+        Layout(Mesh({2}), {Placement::replicate()}, Dims{4, -1});
+      },
+      ErrorKind::kInvalidArgument, "negative extent");
 }
 
 TEST(BadInputApi, ShapeProductOverflow) {
   expect_error([] { parse_shape("4294967296x4294967296"); }, ErrorKind::kParse, "more elements than fit in 64 bits");
-  expect_error([] { Layout(Mesh({2}), {Placement::replicate()}, Dims{Index(1) << 40, Index(1) << 40}); },
-               ErrorKind::kInvalidArgument, "overflows");
+  expect_error(
+      [] {
+        Layout(Mesh({2}), {Placement::replicate()}, Dims{Index(1) << 40, Index(1) << 40});
+      },
+      ErrorKind::kInvalidArgument, "overflows");
 }
 
 struct CliCase {

@@ -36,7 +36,7 @@ TEST(Fit, RefusesUnusableData) {
 
 TEST(ProfileCurve, InterpolatesBetweenSamplesAndExtendsByBandwidth) {
   AlphaBeta ab{10, 100, {{1000, 12}, {100000, 30}}};
-  EXPECT_DOUBLE_EQ(ab.time_us(500), 12);       // below: the first point
+  EXPECT_DOUBLE_EQ(ab.time_us(500), 12);                         // below: the first point
   EXPECT_NEAR(ab.time_us(10000), std::sqrt(12.0 * 30.0), 1e-9);  // log-log midpoint
   EXPECT_DOUBLE_EQ(ab.time_us(100000 + 1e6), 30 + 1e6 / (100 * 1e3));
   AlphaBeta line{10, 100, {}};

@@ -21,7 +21,8 @@ TEST_P(CollectiveCounts, AtMostPyTorchsCountAtItsTestSizes) {
   const CountCase& c = GetParam();
   Mesh mesh(c.mesh);
   // PyTorch's tests use 8x8x8 (3-D meshes) and small 2-D tensors; uneven variants too.
-  std::vector<Dims> shapes = mesh.ndim() == 3 ? std::vector<Dims>{{8, 8, 8}, {9, 7, 5}} : std::vector<Dims>{{8, 8}, {9, 7}};
+  std::vector<Dims> shapes =
+      mesh.ndim() == 3 ? std::vector<Dims>{{8, 8, 8}, {9, 7, 5}} : std::vector<Dims>{{8, 8}, {9, 7}};
   for (const Dims& shape : shapes) {
     Layout src(mesh, parse_placements(c.from), shape), dst(mesh, parse_placements(c.to), shape);
     PlanOptions o;
@@ -56,15 +57,13 @@ TEST_P(CollectiveCounts, LargeTensorsNeverWorseThanARouteWithinPyTorchsCount) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(PyTorchFloor, CollectiveCounts,
-                         ::testing::Values(CountCase{{2, 2}, "S0,S1", "S1,S0", 2}, CountCase{{2, 2}, "S0,S0", "S1,S1", 2},
-                                           CountCase{{2, 2}, "S0,S1", "S0,S0", 1},
-                                           CountCase{{2, 2, 2}, "S0,S0,S0", "S1,S1,S1", 3},
-                                           CountCase{{2, 2, 2}, "S0,S1,S2", "S2,S1,S0", 2},
-                                           CountCase{{2, 2, 2}, "S1,S0,S0", "R,S0,S0", 1},
-                                           CountCase{{2, 2, 2}, "S1,R,S0", "R,S0,S0", 2},
-                                           CountCase{{2, 2, 2}, "S0,S0,S1", "S0,S1,S2", 2},
-                                           CountCase{{2, 2, 2}, "S0,S1,S0", "S1,S0,S0", 3}));
+INSTANTIATE_TEST_SUITE_P(
+    PyTorchFloor, CollectiveCounts,
+    ::testing::Values(CountCase{{2, 2}, "S0,S1", "S1,S0", 2}, CountCase{{2, 2}, "S0,S0", "S1,S1", 2},
+                      CountCase{{2, 2}, "S0,S1", "S0,S0", 1}, CountCase{{2, 2, 2}, "S0,S0,S0", "S1,S1,S1", 3},
+                      CountCase{{2, 2, 2}, "S0,S1,S2", "S2,S1,S0", 2}, CountCase{{2, 2, 2}, "S1,S0,S0", "R,S0,S0", 1},
+                      CountCase{{2, 2, 2}, "S1,R,S0", "R,S0,S0", 2}, CountCase{{2, 2, 2}, "S0,S0,S1", "S0,S1,S2", 2},
+                      CountCase{{2, 2, 2}, "S0,S1,S0", "S1,S0,S0", 3}));
 
 TEST(CollectiveRoute, SingleCollectiveWhenOneServes) {
   Layout src(Mesh({4}), parse_placements("S0"), Dims{1024, 1024});

@@ -3,10 +3,10 @@
 // one process per rank. Every element of every rank is checked (harness protocol).
 #include <gtest/gtest.h>
 
+#include <unistd.h>
 #include <atomic>
 #include <cstdio>
 #include <thread>
-#include <unistd.h>
 
 #include "cli_runner.hpp"
 #include "reshard/cuda_device.hpp"
@@ -25,8 +25,8 @@ class GpuEnvironment : public ::testing::Environment {
  public:
   void TearDown() override {
     if (g_runs > 0)
-      std::printf("GPU SUMMARY: %lld verified runs, %lld elements checked, %lld wrong\n", g_runs.load(), g_checked.load(),
-                  g_wrong.load());
+      std::printf("GPU SUMMARY: %lld verified runs, %lld elements checked, %lld wrong\n", g_runs.load(),
+                  g_checked.load(), g_wrong.load());
   }
 };
 const auto* g_env = ::testing::AddGlobalTestEnvironment(new GpuEnvironment);
@@ -128,7 +128,8 @@ TEST_F(Gpu, OneGiBTensors) {
     Layout src(mesh, parse_placements(p.substr(0, gt)), shape), dst(mesh, parse_placements(p.substr(gt + 1)), shape);
     for (const Plan& plan : plans_for(src, dst, DType::kF32)) {
       RunResult r = check(plan, o);
-      std::printf("  1 GiB f32 %-6s %-10s %9.1f us\n", pair, std::string(to_string(plan.strategy())).c_str(), r.median_us);
+      std::printf("  1 GiB f32 %-6s %-10s %9.1f us\n", pair, std::string(to_string(plan.strategy())).c_str(),
+                  r.median_us);
     }
   }
   Layout src(mesh, parse_placements("S0"), Dims{16384, 32768});  // bf16: 1 GiB
@@ -225,7 +226,8 @@ TEST_F(Gpu, OneProcessPerRank) {
     std::string base = "/tmp/reshard_mp_out_" + std::to_string(::getpid());
     std::string cmd;
     for (int r = 0; r < 2; ++r) {
-      cmd += "(RANK=" + std::to_string(r) + " WORLD_SIZE=2 LOCAL_RANK=" + std::to_string(r) + " " + testing::cli_path() +
+      cmd += "(RANK=" + std::to_string(r) + " WORLD_SIZE=2 LOCAL_RANK=" + std::to_string(r) + " " +
+             testing::cli_path() +
              " run --mesh 2 --from S0 --to S1 --shape 8192x4096 --dtype bf16 --iters 5 --rendezvous " + rendezvous +
              " > " + base + std::to_string(r) + " 2>&1; echo $? > " + base + "rc" + std::to_string(r) + ") & ";
     }

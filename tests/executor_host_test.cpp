@@ -132,16 +132,19 @@ TEST(HostExecutor, PlansLoadedFromJsonAndRankPlansRun) {
     // Every rank executing its own rank-scoped plan.
     HostWorld world(8);
     std::atomic<Index> wrong{0};
-    run_ranks(8, [&](int r) {
-      Plan mine = make_rank_plan(src, dst, DType::kBF16, r, o);
-      HostCommunicator comm(world, r);
-      HostDevice device;
-      Executor exec(mine, comm, device);
-      std::vector<std::byte> in(exec.input_bytes()), out(exec.output_bytes());
-      fill_pattern(in.data(), src.box(r), src.global_shape(), DType::kBF16);
-      exec.run({in.data(), in.size()}, {out.data(), out.size()}, nullptr);
-      wrong += count_mismatches(out.data(), dst.box(r), dst.global_shape(), DType::kBF16);
-    }, &world);
+    run_ranks(
+        8,
+        [&](int r) {
+          Plan mine = make_rank_plan(src, dst, DType::kBF16, r, o);
+          HostCommunicator comm(world, r);
+          HostDevice device;
+          Executor exec(mine, comm, device);
+          std::vector<std::byte> in(exec.input_bytes()), out(exec.output_bytes());
+          fill_pattern(in.data(), src.box(r), src.global_shape(), DType::kBF16);
+          exec.run({in.data(), in.size()}, {out.data(), out.size()}, nullptr);
+          wrong += count_mismatches(out.data(), dst.box(r), dst.global_shape(), DType::kBF16);
+        },
+        &world);
     EXPECT_EQ(wrong.load(), 0);
   }
 }
@@ -176,14 +179,17 @@ TEST(HostExecutor, AFailingRankStopsTheOthers) {
   HostWorld world(4, HostWorldOptions{std::chrono::seconds(60)});
   auto start = std::chrono::steady_clock::now();
   try {
-    run_ranks(4, [&](int r) {
-      if (r == 2) throw Error(ErrorKind::kBackend, "rank 2 crashed");
-      HostCommunicator comm(world, r);
-      HostDevice device;
-      Executor exec(plan, comm, device);
-      std::vector<std::byte> in(exec.input_bytes()), out(exec.output_bytes());
-      exec.run({in.data(), in.size()}, {out.data(), out.size()}, nullptr);
-    }, &world);
+    run_ranks(
+        4,
+        [&](int r) {
+          if (r == 2) throw Error(ErrorKind::kBackend, "rank 2 crashed");
+          HostCommunicator comm(world, r);
+          HostDevice device;
+          Executor exec(plan, comm, device);
+          std::vector<std::byte> in(exec.input_bytes()), out(exec.output_bytes());
+          exec.run({in.data(), in.size()}, {out.data(), out.size()}, nullptr);
+        },
+        &world);
     FAIL() << "expected the failure of rank 2";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("rank 2 crashed"), std::string::npos) << e.what();
@@ -252,8 +258,8 @@ TEST(HostExecutor, ZeroCopyStepsHaveNoPackingAndAreCorrect) {
 TEST(HostReduce, HalfPrecisionAccumulatesInFloat) {
   std::vector<std::uint16_t> a{0x3c00, 0xc000}, b{0x3c00, 0x4200};  // f16: 1 + 1, -2 + 3
   host_reduce(a.data(), b.data(), 2, DType::kF16, ReduceOp::kSum);
-  EXPECT_EQ(a[0], 0x4000);  // 2.0
-  EXPECT_EQ(a[1], 0x3c00);  // 1.0
+  EXPECT_EQ(a[0], 0x4000);                                          // 2.0
+  EXPECT_EQ(a[1], 0x3c00);                                          // 1.0
   std::vector<std::uint16_t> c{0x3f80, 0x4000}, d{0x4040, 0x3f80};  // bf16: max(1, 3), max(2, 1)
   host_reduce(c.data(), d.data(), 2, DType::kBF16, ReduceOp::kMax);
   EXPECT_EQ(c[0], 0x4040);

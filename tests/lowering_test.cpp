@@ -92,7 +92,8 @@ TEST(Lowering, ProgramsFitTheirBuffersAndThePricedWorkspace) {
               check_program(*plan, p, where);
               peak = std::max(peak, p.work_elements * 2);
             }
-            EXPECT_EQ(peak, plan->peak_workspace_bytes()) << src.str() << " -> " << to_string(pb) << " " << to_string(s);
+            EXPECT_EQ(peak, plan->peak_workspace_bytes())
+                << src.str() << " -> " << to_string(pb) << " " << to_string(s);
           }
         }
       }

@@ -35,7 +35,8 @@ TEST(Overlap, PrefersAHolderOnTheSameNode) {
   // node, so no transfer should cross nodes.
   Layout src(Mesh({2, 4}), parse_placements("R,S0"), Dims{16, 8});
   OverlapIndex index(src, src.with_placements(parse_placements("S0,R")), Topology{4}, 4);
-  for (const Transfer& t : index.all_transfers()) EXPECT_TRUE(Topology{4}.same_node(t.src, t.dst)) << t.src << "->" << t.dst;
+  for (const Transfer& t : index.all_transfers())
+    EXPECT_TRUE(Topology{4}.same_node(t.src, t.dst)) << t.src << "->" << t.dst;
 }
 
 TEST(Overlap, ReplicasShareTheSendsEvenly) {
@@ -59,15 +60,16 @@ TEST(Overlap, BothDirectionsEnumerateTheSameTransfers) {
     OverlapIndex index(src, src.with_placements(parse_placements(to)), Topology{4}, 8);
     std::vector<Transfer> all = index.all_transfers(), by_src;
     for (int r = 0; r < 12; ++r) index.transfers_from(r, by_src);
-    std::sort(by_src.begin(), by_src.end(), [](const Transfer& x, const Transfer& y) {
-      return std::tie(x.src, x.dst) < std::tie(y.src, y.dst);
-    });
+    std::sort(by_src.begin(), by_src.end(),
+              [](const Transfer& x, const Transfer& y) { return std::tie(x.src, x.dst) < std::tie(y.src, y.dst); });
     EXPECT_EQ(all, by_src) << from << " -> " << to;
-    EXPECT_EQ([&] {
-      Index b = 0;
-      for (const Transfer& t : all) b += t.is_local() ? 0 : t.bytes;
-      return b;
-    }(), testing::minimum_bytes(src, src.with_placements(parse_placements(to)), 8));
+    EXPECT_EQ(
+        [&] {
+          Index b = 0;
+          for (const Transfer& t : all) b += t.is_local() ? 0 : t.bytes;
+          return b;
+        }(),
+        testing::minimum_bytes(src, src.with_placements(parse_placements(to)), 8));
   }
 }
 

@@ -30,7 +30,8 @@ TEST(PlanCli, SeedExampleP2POnlyRanks1And2Exchange) {
 TEST(PlanCli, AutoListsEveryCandidateWithItsPrice) {
   testing::CliResult r = run_cli(kSeed);
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  for (const char* s : {"collective", "p2p", "hybrid"}) EXPECT_NE(r.out.find(std::string("  ") + s), std::string::npos) << s;
+  for (const char* s : {"collective", "p2p", "hybrid"})
+    EXPECT_NE(r.out.find(std::string("  ") + s), std::string::npos) << s;
   EXPECT_NE(r.out.find("why: "), std::string::npos);
   EXPECT_NE(r.out.find("est. us"), std::string::npos);
   testing::CliResult j = run_cli(std::string(kSeed) + " --json");
@@ -84,8 +85,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadPlan{"UnknownStrategy", std::string(kSeed) + " --strategy fastest", "unknown strategy 'fastest'"},
         BadPlan{"NegativeBudget", std::string(kSeed) + " --memory-budget -5", "--memory-budget must be >= 0"},
         BadPlan{"BadBudgetText", std::string(kSeed) + " --memory-budget lots", "is not a byte count"},
-        BadPlan{"ImpossibleBudget",
-                "plan --mesh 2x2 --from S0,S0 --to S1,S1 --shape 4096x4096 --memory-budget 1", "no plan fits"},
+        BadPlan{"ImpossibleBudget", "plan --mesh 2x2 --from S0,S0 --to S1,S1 --shape 4096x4096 --memory-budget 1",
+                "no plan fits"},
         BadPlan{"MissingProfile", std::string(kSeed) + " --profile /nonexistent.json", "cannot read profile"},
         BadPlan{"BadRanksPerNode", std::string(kSeed) + " --ranks-per-node 0", "--ranks-per-node must be >= 1"},
         BadPlan{"RankOutOfRange", std::string(kSeed) + " --rank 9", "rank 9 is not in mesh 2x2"},

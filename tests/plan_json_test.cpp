@@ -21,7 +21,8 @@ Plan seed_plan(Strategy s = Strategy::kP2P) {
 
 TEST(PlanJson, RoundTripIsExact) {
   std::vector<Plan> plans;
-  for (Strategy s : {Strategy::kAuto, Strategy::kCollective, Strategy::kP2P, Strategy::kHybrid}) plans.push_back(seed_plan(s));
+  for (Strategy s : {Strategy::kAuto, Strategy::kCollective, Strategy::kP2P, Strategy::kHybrid})
+    plans.push_back(seed_plan(s));
   Layout odd(Mesh({2, 3}, {5, 4, 3, 2, 1, 0}), parse_placements("S0,S1"), Dims{7, 11, 3});
   PlanOptions o;
   o.memory_budget_bytes = 1 << 20;
@@ -38,8 +39,8 @@ TEST(PlanJson, RoundTripIsExact) {
 
 TEST(PlanJson, ContainsTheDocumentedFields) {
   json j = json::parse(plan_to_json(seed_plan()));
-  for (const char* key : {"global_shape", "dtype", "element_size", "src", "dst", "strategy", "estimated_us", "candidates",
-                          "bytes_moved", "peak_workspace_bytes", "steps"})
+  for (const char* key : {"global_shape", "dtype", "element_size", "src", "dst", "strategy", "estimated_us",
+                          "candidates", "bytes_moved", "peak_workspace_bytes", "steps"})
     EXPECT_TRUE(j.contains(key)) << key;
   EXPECT_EQ(j["dtype"], "bf16");
   EXPECT_EQ(j["element_size"], 2);
@@ -86,18 +87,24 @@ TEST(PlanJson, CorruptionIsAClearError) {
   expect_corrupt([](json& j) { j["steps"][0]["transfers"][1]["src"] = "one"; }, "must be an integer");
   expect_corrupt([](json& j) { j["steps"] = json::array(); }, "at least one step");
   expect_corrupt([](json& j) { j["strategy"] = "auto"; }, "strategy is the one chosen");
-  expect_corrupt([](json& j) {
-    j["steps"][0] = json{{"kind", "all_gather"}, {"mesh_dims", {0}}, {"from", {"S0", "S1"}}, {"to", {"R", "S1"}},
-                         {"estimated_us", 1.0}, {"bytes_moved", 0}};
-  }, "last step ends at");
-  expect_corrupt([](json& j) {
-    j["steps"][0] = json{{"kind", "all_gather"}, {"mesh_dims", {1}}, {"from", {"S0", "S1"}}, {"to", {"R", "S1"}},
-                         {"estimated_us", 1.0}, {"bytes_moved", 0}};
-  }, "is not a all_gather");
-  expect_corrupt([](json& j) {
-    j["steps"][0] = json{{"kind", "all_gather"}, {"mesh_dims", {0, 0}}, {"from", {"S0", "S1"}}, {"to", {"R", "R"}},
-                         {"estimated_us", 1.0}, {"bytes_moved", 0}};
-  }, "out of range or repeated");
+  expect_corrupt(
+      [](json& j) {
+        j["steps"][0] = json{{"kind", "all_gather"}, {"mesh_dims", {0}},    {"from", {"S0", "S1"}},
+                             {"to", {"R", "S1"}},    {"estimated_us", 1.0}, {"bytes_moved", 0}};
+      },
+      "last step ends at");
+  expect_corrupt(
+      [](json& j) {
+        j["steps"][0] = json{{"kind", "all_gather"}, {"mesh_dims", {1}},    {"from", {"S0", "S1"}},
+                             {"to", {"R", "S1"}},    {"estimated_us", 1.0}, {"bytes_moved", 0}};
+      },
+      "is not a all_gather");
+  expect_corrupt(
+      [](json& j) {
+        j["steps"][0] = json{{"kind", "all_gather"}, {"mesh_dims", {0, 0}}, {"from", {"S0", "S1"}},
+                             {"to", {"R", "R"}},     {"estimated_us", 1.0}, {"bytes_moved", 0}};
+      },
+      "out of range or repeated");
 }
 
 TEST(PlanJson, InvalidCollectiveGeometryIsRejected) {
@@ -132,7 +139,8 @@ TEST(Profile, DefaultsRoundTripAndEveryFieldIsChecked) {
   };
   expect_bad([](json& j) { j.erase("copy"); }, "missing field 'copy'");
   expect_bad([](json& j) { j["intra_node"].erase("all_to_all"); }, "missing field 'intra_node.all_to_all'");
-  expect_bad([](json& j) { j["intra_node"]["p2p"]["bandwidth_GBps"] = 0; }, "'intra_node.p2p.bandwidth_GBps' must be > 0");
+  expect_bad([](json& j) { j["intra_node"]["p2p"]["bandwidth_GBps"] = 0; },
+             "'intra_node.p2p.bandwidth_GBps' must be > 0");
   expect_bad([](json& j) { j["inter_node"]["all_reduce"]["bandwidth_GBps"] = -3; }, "must be > 0, got -3");
   expect_bad([](json& j) { j["inter_node"]["p2p"]["alpha_us"] = "fast"; }, "must be a number, got \"fast\"");
   expect_bad([](json& j) { j["p2p_per_peer_us"] = -1; }, "'p2p_per_peer_us' must be >= 0");

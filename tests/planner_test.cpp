@@ -69,7 +69,8 @@ std::string check_pair(const Layout& src, const Layout& dst, DType dtype, const 
       return where + cat(to_string(s), ": ", e.what());
     }
     if (s == Strategy::kP2P && plan.bytes_moved() != minimum_bytes(src, dst, element_size(dtype)))
-      return where + cat("p2p moved ", plan.bytes_moved(), " bytes, minimum ", minimum_bytes(src, dst, element_size(dtype)));
+      return where +
+             cat("p2p moved ", plan.bytes_moved(), " bytes, minimum ", minimum_bytes(src, dst, element_size(dtype)));
     if (s == Strategy::kAuto) {
       for (const Candidate& c : plan.candidates())
         if (c.available && c.estimated_us < plan.estimated_us()) return where + "auto did not pick the cheapest";
@@ -150,7 +151,8 @@ TEST(PlannerCalibrated, EveryPairWithTheCalibratedProfile) {
       for (const Dims& shape : shapes_for(nd))
         for (const auto& from : placements)
           for (const auto& to : placements)
-            ASSERT_EQ(check_pair(Layout(mesh, from, shape), Layout(mesh, to, shape), DType::kBF16, Topology{2}, base), "");
+            ASSERT_EQ(check_pair(Layout(mesh, from, shape), Layout(mesh, to, shape), DType::kBF16, Topology{2}, base),
+                      "");
     }
   }
 }
@@ -178,7 +180,7 @@ TEST(PlannerInput, LayoutsMustShareMeshAndShape) {
   EXPECT_THROW(make_plan(a, a, DType::kF32, o), Error);
   EXPECT_THROW(make_rank_plan(a, a, DType::kF32, 4, {}), Error);
   Layout huge(Mesh({2}), parse_placements("S0"), Dims{Index(1) << 59, 4});  // 2^61 elements fit, 2^64 bytes do not
-  EXPECT_THROW(make_plan(huge, huge, DType::kF64, {}), Error);  // bytes overflow int64
+  EXPECT_THROW(make_plan(huge, huge, DType::kF64, {}), Error);              // bytes overflow int64
 }
 
 TEST(PlannerScale, RankPlansMatchTheGlobalPlan) {

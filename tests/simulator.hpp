@@ -52,7 +52,8 @@ inline std::vector<Tensor> distribute(const Layout& layout) {
   for (int r = 0; r < layout.mesh().size(); ++r) {
     Box b = layout.box(r);
     locals[r].resize(volume(b));
-    for_each_element(b, [&](const Dims& x, Index i) { locals[r][i] = pattern(global_index(layout.global_shape(), x)); });
+    for_each_element(b,
+                     [&](const Dims& x, Index i) { locals[r][i] = pattern(global_index(layout.global_shape(), x)); });
   }
   return locals;
 }
@@ -111,7 +112,8 @@ inline std::vector<Tensor> simulate(const Plan& plan, std::vector<Tensor> cur) {
           switch (step.kind) {
             case StepKind::kLocal: {
               Box from = a.box(r);
-              if (!contains(from, Box{x, Dims(x.size(), 1)})) fail_step(cat("rank ", r, " does not hold ", to_list_string(x)));
+              if (!contains(from, Box{x, Dims(x.size(), 1)}))
+                fail_step(cat("rank ", r, " does not hold ", to_list_string(x)));
               next[r][i] = cur[r][local_index(from, x)];
               break;
             }
@@ -134,12 +136,17 @@ inline std::vector<Tensor> simulate(const Plan& plan, std::vector<Tensor> cur) {
               double acc = 0;
               for (size_t j = 0; j < group.size(); ++j) {
                 Box from = a.box(group[j]);
-                if (!contains(from, Box{x, Dims(x.size(), 1)})) fail_step(cat("rank ", group[j], " lacks ", to_list_string(x)));
+                if (!contains(from, Box{x, Dims(x.size(), 1)}))
+                  fail_step(cat("rank ", group[j], " lacks ", to_list_string(x)));
                 double v = cur[group[j]][local_index(from, x)];
-                if (j == 0) acc = v;
-                else if (op == ReduceOp::kSum || op == ReduceOp::kAvg) acc += v;
-                else if (op == ReduceOp::kMax) acc = std::max(acc, v);
-                else acc = std::min(acc, v);
+                if (j == 0)
+                  acc = v;
+                else if (op == ReduceOp::kSum || op == ReduceOp::kAvg)
+                  acc += v;
+                else if (op == ReduceOp::kMax)
+                  acc = std::max(acc, v);
+                else
+                  acc = std::min(acc, v);
               }
               if (op == ReduceOp::kAvg) acc /= static_cast<double>(group.size());
               next[r][i] = acc;

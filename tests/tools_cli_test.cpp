@@ -10,7 +10,8 @@ namespace {
 using testing::run_cli;
 
 TEST(RunCli, VerifiesOnTheHostBackend) {
-  testing::CliResult r = run_cli("run --mesh 2x2 --from S0,S1 --to S1,S0 --shape 33x17 --dtype bf16 --backend host --iters 3");
+  testing::CliResult r =
+      run_cli("run --mesh 2x2 --from S0,S1 --to S1,S0 --shape 33x17 --dtype bf16 --backend host --iters 3");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("all correct"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("busbw = slowest rank's max(bytes in, bytes out) / time"), std::string::npos);
@@ -34,7 +35,8 @@ TEST(RunCli, BadRequestsAreRefused) {
 
 TEST(BenchCli, HostSweepWritesEveryRun) {
   std::string csv = "/tmp/reshard_bench_test.csv";
-  testing::CliResult r = run_cli("bench --backend host --meshes 2,1x2 --sizes 4KiB --dtypes f32 --iters 1 --warmup 0 --csv " + csv);
+  testing::CliResult r =
+      run_cli("bench --backend host --meshes 2,1x2 --sizes 4KiB --dtypes f32 --iters 1 --warmup 0 --csv " + csv);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::string text = testing::read_file(csv);
   EXPECT_EQ(text.rfind("mesh,from,to,shape,dtype,strategy", 0), 0u);

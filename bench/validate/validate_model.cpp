@@ -19,11 +19,13 @@ std::vector<std::string> parse_csv_line(const std::string& line) {
   std::string cur;
   bool quoted = false;
   for (char c : line) {
-    if (c == '"') quoted = !quoted;
+    if (c == '"')
+      quoted = !quoted;
     else if (c == ',' && !quoted) {
       out.push_back(cur);
       cur.clear();
-    } else cur += c;
+    } else
+      cur += c;
   }
   out.push_back(cur);
   return out;

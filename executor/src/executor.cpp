@@ -82,7 +82,8 @@ Executor::Executor(const Plan& plan, Communicator& comm, Device& device, Executo
         sr.received = device.create_event();
       }
     }
-    if (ps.stages.empty() && !ps.local.empty()) rt.stages.emplace_back().pack = prepare(device, ps.local, es);  // local step
+    if (ps.stages.empty() && !ps.local.empty())
+      rt.stages.emplace_back().pack = prepare(device, ps.local, es);  // local step
     if (rt.local || rt.pipelined()) rt.fork = device.create_event();
     if (rt.local) rt.local_done = device.create_event();
     if (rt.pipelined()) rt.unpacked = device.create_event();

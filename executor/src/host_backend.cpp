@@ -31,8 +31,8 @@ void HostWorld::take(std::uint64_t context, int src, int dst, void* data, size_t
   if (!abort_reason_.empty())
     fail(ErrorKind::kBackend, cat("rank ", dst, " stopped waiting for rank ", src, ": ", abort_reason_));
   if (!ready)
-    fail(ErrorKind::kTimeout, cat("rank ", dst, " timed out after ", options_.timeout.count(), " ms waiting for data from rank ",
-                                  src, " (did it fail or never post its send?)"));
+    fail(ErrorKind::kTimeout, cat("rank ", dst, " timed out after ", options_.timeout.count(),
+                                  " ms waiting for data from rank ", src, " (did it fail or never post its send?)"));
   std::vector<std::byte> message = std::move(box.front());
   box.pop_front();
   if (message.size() != bytes)
@@ -81,7 +81,8 @@ void HostCommunicator::exchange(std::span<const SendOp> sends, std::span<const R
     world_.post(context_, me, members_[s.peer], s.data, s.bytes);
   }
   for (const RecvOp& r : recvs) {
-    RESHARD_REQUIRE(r.peer >= 0 && r.peer < size(), "receive from rank ", r.peer, " outside a communicator of ", size());
+    RESHARD_REQUIRE(r.peer >= 0 && r.peer < size(), "receive from rank ", r.peer, " outside a communicator of ",
+                    size());
     world_.take(context_, members_[r.peer], me, r.data, r.bytes);
   }
 }
@@ -134,7 +135,8 @@ void HostCommunicator::all_reduce(const void* send, void* recv, size_t count, DT
 Communicator& HostCommunicator::group(const Mesh& mesh, const std::vector<int>& mesh_dims) {
   auto it = groups_.find(mesh_dims);
   if (it != groups_.end()) return *it->second;
-  RESHARD_REQUIRE(mesh.size() == size(), "mesh ", mesh.str(), " has ", mesh.size(), " ranks; this communicator ", size());
+  RESHARD_REQUIRE(mesh.size() == size(), "mesh ", mesh.str(), " has ", mesh.size(), " ranks; this communicator ",
+                  size());
   std::vector<int> local = mesh.group(index_, mesh_dims);  // ranks of this communicator
   std::vector<int> world_ranks;
   for (int r : local) world_ranks.push_back(members_[r]);
@@ -171,8 +173,9 @@ class HostCopyBatch : public CopyBatch {
  private:
   void copy(const BufferBases& b, const CopyRegion& r) const {
     auto base = [&](Buffer buf) -> std::byte* {
-      return static_cast<std::byte*>(buf == Buffer::kInput ? const_cast<void*>(b.input)
-                                     : buf == Buffer::kOutput ? b.output : b.work);
+      return static_cast<std::byte*>(buf == Buffer::kInput    ? const_cast<void*>(b.input)
+                                     : buf == Buffer::kOutput ? b.output
+                                                              : b.work);
     };
     const int nd = r.shape.size();
     const size_t row = static_cast<size_t>(r.shape[nd - 1]) * es_;
@@ -314,10 +317,10 @@ void host_reduce(void* dst, const void* src, size_t count, DType dtype, ReduceOp
       return reduce_typed(static_cast<std::uint8_t*>(dst), static_cast<const std::uint8_t*>(src), count, op);
     case DType::kF16:
       return reduce_half<detail::f16_to_float, detail::float_to_f16>(static_cast<std::uint16_t*>(dst),
-                                                                      static_cast<const std::uint16_t*>(src), count, op);
+                                                                     static_cast<const std::uint16_t*>(src), count, op);
     case DType::kBF16:
-      return reduce_half<detail::bf16_to_float, detail::float_to_bf16>(static_cast<std::uint16_t*>(dst),
-                                                                        static_cast<const std::uint16_t*>(src), count, op);
+      return reduce_half<detail::bf16_to_float, detail::float_to_bf16>(
+          static_cast<std::uint16_t*>(dst), static_cast<const std::uint16_t*>(src), count, op);
   }
 }
 

@@ -11,7 +11,8 @@ constexpr Index kMaxRanks = std::numeric_limits<int>::max();  // 2^31 - 1
 
 int checked_size(const std::vector<int>& shape) {
   RESHARD_REQUIRE(!shape.empty(), "a mesh needs at least one dim");
-  RESHARD_REQUIRE(static_cast<int>(shape.size()) <= kMaxDims, "a mesh has at most ", kMaxDims, " dims, got ", shape.size());
+  RESHARD_REQUIRE(static_cast<int>(shape.size()) <= kMaxDims, "a mesh has at most ", kMaxDims, " dims, got ",
+                  shape.size());
   Index total = 1;
   for (size_t i = 0; i < shape.size(); ++i) {
     RESHARD_REQUIRE(shape[i] >= 1, "mesh dim ", i, " must be >= 1, got ", shape[i]);
@@ -26,7 +27,8 @@ int checked_size(const std::vector<int>& shape) {
 Mesh::Mesh(std::vector<int> shape) : shape_(std::move(shape)), size_(checked_size(shape_)) {}
 
 Mesh::Mesh(std::vector<int> shape, std::vector<int> ranks) : Mesh(std::move(shape)) {
-  RESHARD_REQUIRE(static_cast<int>(ranks.size()) == size_, "mesh ", str(), " has ", size_, " positions but the rank list has ", ranks.size(), " entries");
+  RESHARD_REQUIRE(static_cast<int>(ranks.size()) == size_, "mesh ", str(), " has ", size_,
+                  " positions but the rank list has ", ranks.size(), " entries");
   position_.assign(size_, -1);
   for (int i = 0; i < size_; ++i) {
     int r = ranks[i];
@@ -131,7 +133,8 @@ std::vector<int> parse_mesh_shape(std::string_view text) {
     auto [p, ec] = std::from_chars(part.data(), part.data() + part.size(), v);
     if (part.empty() || ec != std::errc() || p != part.data() + part.size())
       fail(ErrorKind::kParse, cat("mesh '", text, "': '", part, "' is not a whole number; expected dims like 2x4"));
-    if (v < 1) fail(ErrorKind::kParse, cat("mesh '", text, "': dim ", shape.size(), " is ", v, "; every dim must be >= 1"));
+    if (v < 1)
+      fail(ErrorKind::kParse, cat("mesh '", text, "': dim ", shape.size(), " is ", v, "; every dim must be >= 1"));
     if (v > kMaxRanks) fail(ErrorKind::kParse, cat("mesh '", text, "' has more than 2^31 - 1 ranks"));
     shape.push_back(static_cast<int>(v));
     if (end == std::string_view::npos) break;

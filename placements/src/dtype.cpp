@@ -54,11 +54,11 @@ DType parse_dtype(std::string_view text) {
     DType dtype;
   };
   static constexpr Alias kAliases[] = {
-      {"f64", DType::kF64},      {"float64", DType::kF64}, {"double", DType::kF64}, {"f32", DType::kF32},
-      {"float32", DType::kF32},  {"float", DType::kF32},   {"f16", DType::kF16},    {"float16", DType::kF16},
-      {"half", DType::kF16},     {"bf16", DType::kBF16},   {"bfloat16", DType::kBF16}, {"i64", DType::kI64},
-      {"int64", DType::kI64},    {"i32", DType::kI32},     {"int32", DType::kI32},  {"i8", DType::kI8},
-      {"int8", DType::kI8},      {"u8", DType::kU8},       {"uint8", DType::kU8},
+      {"f64", DType::kF64},     {"float64", DType::kF64}, {"double", DType::kF64},    {"f32", DType::kF32},
+      {"float32", DType::kF32}, {"float", DType::kF32},   {"f16", DType::kF16},       {"float16", DType::kF16},
+      {"half", DType::kF16},    {"bf16", DType::kBF16},   {"bfloat16", DType::kBF16}, {"i64", DType::kI64},
+      {"int64", DType::kI64},   {"i32", DType::kI32},     {"int32", DType::kI32},     {"i8", DType::kI8},
+      {"int8", DType::kI8},     {"u8", DType::kU8},       {"uint8", DType::kU8},
   };
   for (const Alias& a : kAliases)
     if (a.name == text) return a.dtype;

@@ -9,12 +9,13 @@ constexpr Index kMaxExtent = Index(1) << 62;  // keeps chunk arithmetic (full * 
 
 Layout::Layout(Mesh mesh, std::vector<Placement> placements, Dims global_shape)
     : mesh_(std::move(mesh)), placements_(std::move(placements)), global_shape_(global_shape) {
-  RESHARD_REQUIRE(static_cast<int>(placements_.size()) == mesh_.ndim(), placements_.size(), " placements given for a ", mesh_.ndim(), "-D mesh ", mesh_.str(),
-              "; expected one per mesh dim");
+  RESHARD_REQUIRE(static_cast<int>(placements_.size()) == mesh_.ndim(), placements_.size(), " placements given for a ",
+                  mesh_.ndim(), "-D mesh ", mesh_.str(), "; expected one per mesh dim");
   for (int d = 0; d < global_shape_.size(); ++d)
     RESHARD_REQUIRE(global_shape_[d] >= 0, "tensor dim ", d, " has negative extent ", global_shape_[d]);
   for (int d = 0; d < global_shape_.size(); ++d)
-    RESHARD_REQUIRE(global_shape_[d] <= kMaxExtent, "tensor dim ", d, " has extent ", global_shape_[d], " (at most 2^62)");
+    RESHARD_REQUIRE(global_shape_[d] <= kMaxExtent, "tensor dim ", d, " has extent ", global_shape_[d],
+                    " (at most 2^62)");
   global_volume_ = global_shape_.product("tensor shape " + to_string(global_shape_));
   sharding_.assign(global_shape_.size(), {});
   for (int k = 0; k < mesh_.ndim(); ++k) {
@@ -80,10 +81,10 @@ Dims parse_shape(std::string_view text) {
     if (ec == std::errc::result_out_of_range)
       fail(ErrorKind::kParse, cat("shape '", text, "': extent '", part, "' does not fit in 64 bits"));
     if (part.empty() || ec != std::errc() || p != part.data() + part.size())
-      fail(ErrorKind::kParse, cat("shape '", text, "': '", part, "' is not a whole number; expected extents like 1024x512"));
+      fail(ErrorKind::kParse,
+           cat("shape '", text, "': '", part, "' is not a whole number; expected extents like 1024x512"));
     if (v < 0) fail(ErrorKind::kParse, cat("shape '", text, "': extent ", v, " is negative"));
-    if (shape.size() == kMaxDims)
-      fail(ErrorKind::kParse, cat("shape '", text, "' has more than ", kMaxDims, " dims"));
+    if (shape.size() == kMaxDims) fail(ErrorKind::kParse, cat("shape '", text, "' has more than ", kMaxDims, " dims"));
     shape.push_back(v);
     if (end == std::string_view::npos) break;
     pos = end + 1;

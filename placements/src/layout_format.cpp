@@ -4,9 +4,9 @@
 #include <iomanip>
 #include <nlohmann/json.hpp>
 
-#include "reshard/detail/json_text.hpp"
 #include <set>
 #include <sstream>
+#include "reshard/detail/json_text.hpp"
 
 namespace reshard {
 namespace {
@@ -111,7 +111,8 @@ std::string layout_picture(const Layout& layout) {
   std::ostringstream os;
   os << "ranks holding each block of " << layout.str() << " (rows x cols; ranges are half-open)\n";
   os << std::string(row_head + 1, ' ');
-  for (int j = 0; j < ncols; ++j) os << centered(std::to_string(cols[j]) + ":" + std::to_string(cols[j + 1]), width[j] + 1);
+  for (int j = 0; j < ncols; ++j)
+    os << centered(std::to_string(cols[j]) + ":" + std::to_string(cols[j + 1]), width[j] + 1);
   os << "\n";
   std::string rule = std::string(row_head + 1, ' ') + "+";
   for (int j = 0; j < ncols; ++j) rule += std::string(width[j], '-') + "+";

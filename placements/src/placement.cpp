@@ -29,7 +29,8 @@ ReduceOp parse_op(std::string_view original, std::string_view op) {
   if (op == "avg" || op == "\"avg\"" || op == "'avg'") return ReduceOp::kAvg;
   if (op == "max" || op == "\"max\"" || op == "'max'") return ReduceOp::kMax;
   if (op == "min" || op == "\"min\"" || op == "'min'") return ReduceOp::kMin;
-  fail(ErrorKind::kParse, cat("placement '", original, "': unknown reduce op '", op, "'; expected sum, avg, max or min"));
+  fail(ErrorKind::kParse,
+       cat("placement '", original, "': unknown reduce op '", op, "'; expected sum, avg, max or min"));
 }
 
 std::string_view trim(std::string_view s) {
@@ -58,8 +59,7 @@ std::string to_string(const Placement& p) {
   switch (p.kind()) {
     case Placement::Kind::kReplicate:
       return "R";
-    case Placement::Kind::kShard:
-    {
+    case Placement::Kind::kShard: {
       std::string s = "S";
       s += std::to_string(p.dim());
       return s;
@@ -116,7 +116,8 @@ std::vector<Placement> parse_placements(std::string_view text) {
     if (c == ')') --depth;
     if (c == ',' && depth == 0) {
       std::string_view part = text.substr(start, i - start);
-      if (trim(part).empty()) fail(ErrorKind::kParse, cat("placements '", text, "': empty entry at position ", out.size()));
+      if (trim(part).empty())
+        fail(ErrorKind::kParse, cat("placements '", text, "': empty entry at position ", out.size()));
       out.push_back(parse_placement(part));
       start = i + 1;
     }
@@ -129,9 +130,8 @@ Placement normalize(const Placement& p, int tensor_ndim) {
   if (!p.is_shard()) return p;
   int d = p.dim();
   if (d < -tensor_ndim || d >= tensor_ndim)
-    fail(ErrorKind::kInvalidArgument,
-         cat("shard dim ", d, " is out of range for a ", tensor_ndim, "-D tensor (expected ", -tensor_ndim, "..",
-             tensor_ndim - 1, ")"));
+    fail(ErrorKind::kInvalidArgument, cat("shard dim ", d, " is out of range for a ", tensor_ndim,
+                                          "-D tensor (expected ", -tensor_ndim, "..", tensor_ndim - 1, ")"));
   return Placement::shard(d < 0 ? d + tensor_ndim : d);
 }
 

@@ -191,7 +191,8 @@ std::optional<Route> search_collective_route(const Layout& src, const Layout& ds
                                              std::optional<int> max_collectives, std::string* reason) {
   for (int k = 0; k < src.mesh().ndim(); ++k) {
     if (dst.placement(k).is_partial() && !(src.placement(k) == dst.placement(k))) {
-      if (reason) *reason = cat("collectives cannot create Partial placement ", to_string(dst.placement(k)), " on mesh dim ", k);
+      if (reason)
+        *reason = cat("collectives cannot create Partial placement ", to_string(dst.placement(k)), " on mesh dim ", k);
       return std::nullopt;
     }
   }

@@ -15,10 +15,10 @@ struct Route {
 
 // Dijkstra over placements (one per mesh dim: R, S(d), and P(op) where the source has it). Edges are single
 // collectives on one mesh dim (all_gather S->R, all_to_all S(i)->S(j), reduce_scatter P->S, all_reduce P->R) or,
-// for all_gather, reduce_scatter, all_reduce and local chunks R->S, on a flattened set of mesh dims; each checked by box geometry (so uneven and
-// nested sharding are handled exactly) and priced by `pricer`. Ties go to fewer steps. nullopt with `reason`
-// set when the target cannot be reached by collectives (e.g. a Partial target from a non-Partial source).
-// With max_collectives set, only routes with at most that many communication steps are considered.
+// for all_gather, reduce_scatter, all_reduce and local chunks R->S, on a flattened set of mesh dims; each checked by
+// box geometry (so uneven and nested sharding are handled exactly) and priced by `pricer`. Ties go to fewer steps.
+// nullopt with `reason` set when the target cannot be reached by collectives (e.g. a Partial target from a non-Partial
+// source). With max_collectives set, only routes with at most that many communication steps are considered.
 std::optional<Route> search_collective_route(const Layout& src, const Layout& dst, const StepPricer& pricer,
                                              std::optional<int> max_collectives, std::string* reason);
 

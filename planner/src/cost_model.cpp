@@ -19,7 +19,9 @@ double CostModel::all_reduce_us(int n, Index bytes, LinkClass c) const {
   return link(c).all_reduce.time_us(2.0 * (n - 1) / n * static_cast<double>(bytes));
 }
 
-double CostModel::copy_us(Index bytes) const { return bytes > 0 ? profile_.copy.time_us(static_cast<double>(bytes)) : 0.0; }
+double CostModel::copy_us(Index bytes) const {
+  return bytes > 0 ? profile_.copy.time_us(static_cast<double>(bytes)) : 0.0;
+}
 
 double CostModel::exchange_rank_us(const RankTraffic& t, bool all_to_all) const {
   double wire = 0;

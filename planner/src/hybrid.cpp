@@ -14,8 +14,7 @@ constexpr int kMaxEnumeratedDims = 5;  // 3^5 role assignments, each with its or
 
 class HybridSearch {
  public:
-  HybridSearch(const Layout& src, const Layout& dst, const StepPricer& pricer)
-      : src_(src), dst_(dst), pricer_(pricer) {
+  HybridSearch(const Layout& src, const Layout& dst, const StepPricer& pricer) : src_(src), dst_(dst), pricer_(pricer) {
     for (int k = 0; k < src.mesh().ndim(); ++k)
       if (!(src.placement(k) == dst.placement(k))) changing_.push_back(k);
   }
@@ -41,7 +40,8 @@ class HybridSearch {
         int k = changing_[i];
         has_p2p = has_p2p || roles[i] == Role::kP2P;
         has_coll = has_coll || roles[i] != Role::kP2P;
-        if (roles[i] == Role::kPost && !(dst_.placement(k).is_replicate() && !src_.placement(k).is_replicate())) ok = false;
+        if (roles[i] == Role::kPost && !(dst_.placement(k).is_replicate() && !src_.placement(k).is_replicate()))
+          ok = false;
         if (roles[i] == Role::kP2P && src_.placement(k).is_partial()) ok = false;
         if (roles[i] == Role::kP2P && dst_.placement(k).is_partial()) ok = false;
       }

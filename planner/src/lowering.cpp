@@ -204,7 +204,8 @@ RankProgram lower_steps(const Layout& src, const std::vector<Step>& steps, DType
             collective_stage.unpack.push_back(box_copy(slot, theirs, out, to, region));
           }
         }
-        collective_stage.collective = CollectiveOp{StepKind::kAllGather, step.mesh_dims, send, recv, g.chunk, ReduceOp::kSum};
+        collective_stage.collective =
+            CollectiveOp{StepKind::kAllGather, step.mesh_dims, send, recv, g.chunk, ReduceOp::kSum};
         break;
       }
       case StepKind::kReduceScatter: {
@@ -224,13 +225,13 @@ RankProgram lower_steps(const Layout& src, const std::vector<Step>& steps, DType
           recv = scratch.take(s.chunk);
           if (!is_empty(to)) collective_stage.unpack.push_back(box_copy(recv, to, out, to, to));
         }
-        collective_stage.collective = CollectiveOp{StepKind::kReduceScatter, step.mesh_dims, send, recv, s.chunk,
-                                     partial_op(step.from, step.mesh_dims)};
+        collective_stage.collective = CollectiveOp{
+            StepKind::kReduceScatter, step.mesh_dims, send, recv, s.chunk, partial_op(step.from, step.mesh_dims)};
         break;
       }
       case StepKind::kAllReduce:
-        collective_stage.collective = CollectiveOp{StepKind::kAllReduce, step.mesh_dims, in, out, volume(from),
-                                     partial_op(step.from, step.mesh_dims)};
+        collective_stage.collective = CollectiveOp{
+            StepKind::kAllReduce, step.mesh_dims, in, out, volume(from), partial_op(step.from, step.mesh_dims)};
         break;
     }
     if (collective_stage.collective) {
@@ -252,13 +253,17 @@ RankProgram lower(const Plan& plan, int rank) {
   const Mesh& mesh = plan.src().mesh();
   RESHARD_REQUIRE(rank >= 0 && rank < mesh.size(), "rank ", rank, " is not in mesh ", mesh.str());
   if (plan.scope_rank())
-    RESHARD_REQUIRE(*plan.scope_rank() == rank, "this plan holds only rank ", *plan.scope_rank(), "'s transfers; it cannot be lowered for rank ", rank);
+    RESHARD_REQUIRE(*plan.scope_rank() == rank, "this plan holds only rank ", *plan.scope_rank(),
+                    "'s transfers; it cannot be lowered for rank ", rank);
   std::vector<detail::RankTransfers> mine(plan.steps().size());
   for (size_t i = 0; i < plan.steps().size(); ++i) {
     for (const Transfer& t : plan.steps()[i].transfers) {
-      if (t.is_local() && t.dst == rank) mine[i].local.push_back(t);
-      else if (!t.is_local() && t.src == rank) mine[i].sends.push_back(t);
-      else if (!t.is_local() && t.dst == rank) mine[i].recvs.push_back(t);
+      if (t.is_local() && t.dst == rank)
+        mine[i].local.push_back(t);
+      else if (!t.is_local() && t.src == rank)
+        mine[i].sends.push_back(t);
+      else if (!t.is_local() && t.dst == rank)
+        mine[i].recvs.push_back(t);
     }
   }
   return detail::lower_steps(plan.src(), plan.steps(), plan.dtype(), rank, mine, plan.pipeline_chunk_bytes());

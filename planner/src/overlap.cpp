@@ -37,8 +37,10 @@ Index encode(const Mesh& mesh, const std::vector<int>& dims, const Dims& coord) 
 
 OverlapIndex::OverlapIndex(const Layout& src, const Layout& dst, const Topology& topology, int element_size)
     : src_(src), dst_(dst), topology_(topology), element_size_(element_size) {
-  RESHARD_REQUIRE(src.mesh() == dst.mesh(), "source mesh ", src.mesh().str(), " and target mesh ", dst.mesh().str(), " differ");
-  RESHARD_REQUIRE(src.global_shape() == dst.global_shape(), "source shape ", to_string(src.global_shape()), " and target shape ", to_string(dst.global_shape()), " differ");
+  RESHARD_REQUIRE(src.mesh() == dst.mesh(), "source mesh ", src.mesh().str(), " and target mesh ", dst.mesh().str(),
+                  " differ");
+  RESHARD_REQUIRE(src.global_shape() == dst.global_shape(), "source shape ", to_string(src.global_shape()),
+                  " and target shape ", to_string(dst.global_shape()), " differ");
   RESHARD_REQUIRE(!src.has_partial(), "p2p overlap regions need a source without Partial placements");
   src_chunks_ = chunk_lists(src);
   dst_chunks_ = chunk_lists(dst);
@@ -97,7 +99,8 @@ std::vector<OverlapIndex::ChunkList> OverlapIndex::chunk_lists(const Layout& lay
 std::pair<const OverlapIndex::Chunk*, const OverlapIndex::Chunk*> OverlapIndex::overlapping(const ChunkList& list,
                                                                                             Index begin, Index end) {
   // Chunks are disjoint and sorted, so their ends are sorted too.
-  auto first = std::partition_point(list.begin(), list.end(), [&](const Chunk& c) { return c.begin + c.size <= begin; });
+  auto first =
+      std::partition_point(list.begin(), list.end(), [&](const Chunk& c) { return c.begin + c.size <= begin; });
   auto last = std::partition_point(first, list.end(), [&](const Chunk& c) { return c.begin < end; });
   return {list.data() + (first - list.begin()), list.data() + (last - list.begin())};
 }

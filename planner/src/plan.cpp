@@ -28,15 +28,22 @@ void validate_p2p(const PlanSpec& spec, size_t i, const RankBoxes& a, const Rank
   for (size_t t = 0; t < step.transfers.size(); ++t) {
     const Transfer& x = step.transfers[t];
     auto where = [&] { return cat("step ", i, " (p2p) transfer ", t); };
-    RESHARD_REQUIRE(x.src >= 0 && x.src < n && x.dst >= 0 && x.dst < n, where(), ": rank ", x.src, " -> ", x.dst, " outside the mesh's ", n, " ranks");
-    RESHARD_REQUIRE(x.region.ndim() == a.layout().ndim(), where(), ": region has ", x.region.ndim(), " dims, the tensor ",
-                    a.layout().ndim());
+    RESHARD_REQUIRE(x.src >= 0 && x.src < n && x.dst >= 0 && x.dst < n, where(), ": rank ", x.src, " -> ", x.dst,
+                    " outside the mesh's ", n, " ranks");
+    RESHARD_REQUIRE(x.region.ndim() == a.layout().ndim(), where(), ": region has ", x.region.ndim(),
+                    " dims, the tensor ", a.layout().ndim());
     for (int d = 0; d < x.region.ndim(); ++d)
-      RESHARD_REQUIRE(x.region.shape[d] > 0 && x.region.offset[d] >= 0, where(), ": region ", to_string(x.region), " is empty or negative");
-    RESHARD_REQUIRE(contains(a[x.src], x.region), where(), ": region ", to_string(x.region), " is not held by rank ", x.src, " (", to_string(a[x.src]), ")");
-    RESHARD_REQUIRE(contains(b[x.dst], x.region), where(), ": region ", to_string(x.region), " is not in rank ", x.dst, "'s target ", to_string(b[x.dst]));
-    RESHARD_REQUIRE(x.bytes == volume(x.region) * es, where(), ": bytes ", x.bytes, " != ", volume(x.region), " elements x ", es, " bytes");
-    if (spec.scope_rank) RESHARD_REQUIRE(x.src == *spec.scope_rank || x.dst == *spec.scope_rank, where(), ": does not involve rank ", *spec.scope_rank, " of this rank-scoped plan");
+      RESHARD_REQUIRE(x.region.shape[d] > 0 && x.region.offset[d] >= 0, where(), ": region ", to_string(x.region),
+                      " is empty or negative");
+    RESHARD_REQUIRE(contains(a[x.src], x.region), where(), ": region ", to_string(x.region), " is not held by rank ",
+                    x.src, " (", to_string(a[x.src]), ")");
+    RESHARD_REQUIRE(contains(b[x.dst], x.region), where(), ": region ", to_string(x.region), " is not in rank ", x.dst,
+                    "'s target ", to_string(b[x.dst]));
+    RESHARD_REQUIRE(x.bytes == volume(x.region) * es, where(), ": bytes ", x.bytes, " != ", volume(x.region),
+                    " elements x ", es, " bytes");
+    if (spec.scope_rank)
+      RESHARD_REQUIRE(x.src == *spec.scope_rank || x.dst == *spec.scope_rank, where(), ": does not involve rank ",
+                      *spec.scope_rank, " of this rank-scoped plan");
     into[x.dst].push_back(&x);
   }
   // Tiling: the regions into a rank are whole intersections of distinct source boxes with its target box (distinct
@@ -48,13 +55,14 @@ void validate_p2p(const PlanSpec& spec, size_t i, const RankBoxes& a, const Rank
     std::set<Box, BoxLess> sources;
     for (const Transfer* x : into[r]) {
       const Box& from = a[x->src];
-      RESHARD_REQUIRE(intersect(from, target) == x->region, "step ", i, " (p2p): region ", to_string(x->region), " into rank ", r, " is not all of rank ", x->src,
-                  "'s overlap with it");
-      RESHARD_REQUIRE(sources.insert(from).second, "step ", i, " (p2p): rank ", r, " receives block ", to_string(from), " twice");
+      RESHARD_REQUIRE(intersect(from, target) == x->region, "step ", i, " (p2p): region ", to_string(x->region),
+                      " into rank ", r, " is not all of rank ", x->src, "'s overlap with it");
+      RESHARD_REQUIRE(sources.insert(from).second, "step ", i, " (p2p): rank ", r, " receives block ", to_string(from),
+                      " twice");
       covered += volume(x->region);
     }
-    RESHARD_REQUIRE(covered == volume(target), "step ", i, " (p2p): transfers into rank ", r, " cover ", covered, " of its ",
-                                           volume(target), " elements");
+    RESHARD_REQUIRE(covered == volume(target), "step ", i, " (p2p): transfers into rank ", r, " cover ", covered,
+                    " of its ", volume(target), " elements");
   }
 }
 
@@ -102,8 +110,8 @@ StepKind parse_step_kind(std::string_view text) {
   for (StepKind k : {StepKind::kP2P, StepKind::kAllGather, StepKind::kAllToAll, StepKind::kReduceScatter,
                      StepKind::kAllReduce, StepKind::kLocal})
     if (to_string(k) == text) return k;
-  fail(ErrorKind::kParse,
-       cat("unknown step kind '", text, "'; expected p2p, all_gather, all_to_all, reduce_scatter, all_reduce or local"));
+  fail(ErrorKind::kParse, cat("unknown step kind '", text,
+                              "'; expected p2p, all_gather, all_to_all, reduce_scatter, all_reduce or local"));
 }
 
 bool is_communication(StepKind k) { return k != StepKind::kLocal; }
@@ -117,17 +125,21 @@ std::vector<Placement> canonical_placements(const Mesh& mesh, const std::vector<
 
 void validate_plan(const PlanSpec& spec) {
   const Mesh& mesh = spec.src.mesh();
-  RESHARD_REQUIRE(spec.src.mesh() == spec.dst.mesh(), "source mesh ", spec.src.mesh().str(), " and target mesh ", spec.dst.mesh().str(), " differ");
-  RESHARD_REQUIRE(spec.src.global_shape() == spec.dst.global_shape(), "source shape ", to_string(spec.src.global_shape()), " and target shape ",
-              to_string(spec.dst.global_shape()), " differ");
+  RESHARD_REQUIRE(spec.src.mesh() == spec.dst.mesh(), "source mesh ", spec.src.mesh().str(), " and target mesh ",
+                  spec.dst.mesh().str(), " differ");
+  RESHARD_REQUIRE(spec.src.global_shape() == spec.dst.global_shape(), "source shape ",
+                  to_string(spec.src.global_shape()), " and target shape ", to_string(spec.dst.global_shape()),
+                  " differ");
   spec.topology.validate();
   if (spec.scope_rank)
-    RESHARD_REQUIRE(*spec.scope_rank >= 0 && *spec.scope_rank < mesh.size(), "plan rank ", *spec.scope_rank, " is not in mesh ", mesh.str());
+    RESHARD_REQUIRE(*spec.scope_rank >= 0 && *spec.scope_rank < mesh.size(), "plan rank ", *spec.scope_rank,
+                    " is not in mesh ", mesh.str());
   RESHARD_REQUIRE(!spec.steps.empty(), "a plan needs at least one step");
   RESHARD_REQUIRE(spec.pipeline_chunk_bytes >= 0, "pipeline chunk bytes must be >= 0, got ", spec.pipeline_chunk_bytes);
   RESHARD_REQUIRE(spec.strategy != Strategy::kAuto, "a plan's strategy is the one chosen: collective, p2p or hybrid");
   auto canon = [&](const std::vector<Placement>& p) {
-    RESHARD_REQUIRE(static_cast<int>(p.size()) == mesh.ndim(), p.size(), " placements given for a ", mesh.ndim(), "-D mesh ", mesh.str());
+    RESHARD_REQUIRE(static_cast<int>(p.size()) == mesh.ndim(), p.size(), " placements given for a ", mesh.ndim(),
+                    "-D mesh ", mesh.str());
     return canonical_placements(mesh, spec.src.with_placements(p).placements());
   };
   std::vector<Placement> current = canon(spec.src.placements());
@@ -135,7 +147,7 @@ void validate_plan(const PlanSpec& spec) {
     const Step& s = spec.steps[i];
     std::vector<Placement> from = canon(s.from), to = canon(s.to);
     RESHARD_REQUIRE(from == current, "step ", i, " starts from [", to_string(s.from), "] but the previous layout is [",
-                                 to_string(current), "]");
+                    to_string(current), "]");
     Layout a = spec.src.with_placements(s.from), b = spec.src.with_placements(s.to);
     if (s.kind == StepKind::kP2P) {
       RESHARD_REQUIRE(s.mesh_dims.empty(), "step ", i, " (p2p) must not name mesh dims");
@@ -144,21 +156,24 @@ void validate_plan(const PlanSpec& spec) {
       RESHARD_REQUIRE(s.transfers.empty(), "step ", i, " (", to_string(s.kind), ") must not list transfers");
       std::set<int> seen;
       for (int k : s.mesh_dims)
-        RESHARD_REQUIRE(k >= 0 && k < mesh.ndim() && seen.insert(k).second, "step ", i, " (", to_string(s.kind), "): mesh dim ", k, " is out of range or repeated");
+        RESHARD_REQUIRE(k >= 0 && k < mesh.ndim() && seen.insert(k).second, "step ", i, " (", to_string(s.kind),
+                        "): mesh dim ", k, " is out of range or repeated");
       if (s.kind == StepKind::kLocal && s.mesh_dims.empty()) {
         RESHARD_REQUIRE(from == to, "step ", i, " (local) with no mesh dims must keep the placements");
       } else {
         RESHARD_REQUIRE(!s.mesh_dims.empty(), "step ", i, " (", to_string(s.kind), ") needs mesh dims");
         std::optional<StepKind> kind = detail::transition_kind(from, to, s.mesh_dims);
         RESHARD_REQUIRE(kind && *kind == s.kind, "step ", i, ": [", to_string(s.from), "] -> [", to_string(s.to),
-                                             "] on mesh dims is not a ", to_string(s.kind));
-        RESHARD_REQUIRE(detail::transition_valid(a, b, s.kind, s.mesh_dims), "step ", i, ": ", to_string(s.kind), " cannot produce [", to_string(s.to), "] from [",
-                    to_string(s.from), "] (some rank needs data from outside its group)");
+                        "] on mesh dims is not a ", to_string(s.kind));
+        RESHARD_REQUIRE(detail::transition_valid(a, b, s.kind, s.mesh_dims), "step ", i, ": ", to_string(s.kind),
+                        " cannot produce [", to_string(s.to), "] from [", to_string(s.from),
+                        "] (some rank needs data from outside its group)");
       }
     }
     current = to;
   }
-  RESHARD_REQUIRE(current == canon(spec.dst.placements()), "the last step ends at [", to_string(current), "], not the target [", to_string(spec.dst.placements()), "]");
+  RESHARD_REQUIRE(current == canon(spec.dst.placements()), "the last step ends at [", to_string(current),
+                  "], not the target [", to_string(spec.dst.placements()), "]");
 }
 
 Plan::Plan(PlanSpec spec) : s_(std::move(spec)) { validate_plan(s_); }

@@ -34,7 +34,9 @@ struct Reader {
     if (it == obj.end()) fail(ErrorKind::kInvalidArgument, cat("plan is missing field '", join(path, key), "'"));
     return *it;
   }
-  static std::string join(const std::string& path, const std::string& key) { return path.empty() ? key : path + "." + key; }
+  static std::string join(const std::string& path, const std::string& key) {
+    return path.empty() ? key : path + "." + key;
+  }
 
   static Index integer(const json& obj, const std::string& key, const std::string& path) {
     const json& v = at(obj, key, path);
@@ -44,22 +46,27 @@ struct Reader {
   }
   static double number(const json& obj, const std::string& key, const std::string& path) {
     const json& v = at(obj, key, path);
-    if (!v.is_number()) fail(ErrorKind::kInvalidArgument, cat("plan field '", join(path, key), "' must be a number, got ", v.dump()));
+    if (!v.is_number())
+      fail(ErrorKind::kInvalidArgument, cat("plan field '", join(path, key), "' must be a number, got ", v.dump()));
     return v.get<double>();
   }
   static bool boolean(const json& obj, const std::string& key, const std::string& path) {
     const json& v = at(obj, key, path);
-    if (!v.is_boolean()) fail(ErrorKind::kInvalidArgument, cat("plan field '", join(path, key), "' must be true or false, got ", v.dump()));
+    if (!v.is_boolean())
+      fail(ErrorKind::kInvalidArgument,
+           cat("plan field '", join(path, key), "' must be true or false, got ", v.dump()));
     return v.get<bool>();
   }
   static std::string string(const json& obj, const std::string& key, const std::string& path) {
     const json& v = at(obj, key, path);
-    if (!v.is_string()) fail(ErrorKind::kInvalidArgument, cat("plan field '", join(path, key), "' must be a string, got ", v.dump()));
+    if (!v.is_string())
+      fail(ErrorKind::kInvalidArgument, cat("plan field '", join(path, key), "' must be a string, got ", v.dump()));
     return v.get<std::string>();
   }
   static const json& array(const json& obj, const std::string& key, const std::string& path) {
     const json& v = at(obj, key, path);
-    if (!v.is_array()) fail(ErrorKind::kInvalidArgument, cat("plan field '", join(path, key), "' must be an array, got ", v.dump()));
+    if (!v.is_array())
+      fail(ErrorKind::kInvalidArgument, cat("plan field '", join(path, key), "' must be an array, got ", v.dump()));
     return v;
   }
   static std::vector<Index> integers(const json& obj, const std::string& key, const std::string& path) {
@@ -84,7 +91,8 @@ struct Reader {
     std::vector<Placement> out;
     for (const json& v : array(obj, key, path)) {
       if (!v.is_string())
-        fail(ErrorKind::kInvalidArgument, cat("plan field '", join(path, key), "' must hold placement strings, got ", v.dump()));
+        fail(ErrorKind::kInvalidArgument,
+             cat("plan field '", join(path, key), "' must hold placement strings, got ", v.dump()));
       out.push_back(parse_placement(v.get<std::string>()));
     }
     return out;
@@ -95,7 +103,6 @@ struct Reader {
       fail(ErrorKind::kInvalidArgument, cat("plan field '", join(path, key), "' has more than ", kMaxDims, " entries"));
     return Dims::from(v);
   }
-
 };
 
 Layout read_layout(const json& root, const std::string& key, const Dims& shape) {
@@ -181,9 +188,11 @@ Plan plan_from_json(const std::string& text) {
   spec.src = read_layout(j, "src", shape);
   spec.dst = read_layout(j, "dst", shape);
   spec.dtype = parse_dtype(R::string(j, "dtype", ""));
-  RESHARD_REQUIRE(R::integer(j, "element_size", "") == element_size(spec.dtype), "plan field 'element_size' does not match dtype ", to_string(spec.dtype));
+  RESHARD_REQUIRE(R::integer(j, "element_size", "") == element_size(spec.dtype),
+                  "plan field 'element_size' does not match dtype ", to_string(spec.dtype));
   Index rpn = R::integer(j, "ranks_per_node", "");
-  RESHARD_REQUIRE(rpn >= 1 && rpn <= std::numeric_limits<int>::max(), "plan field 'ranks_per_node' must be >= 1, got ", rpn);
+  RESHARD_REQUIRE(rpn >= 1 && rpn <= std::numeric_limits<int>::max(), "plan field 'ranks_per_node' must be >= 1, got ",
+                  rpn);
   spec.topology.ranks_per_node = static_cast<int>(rpn);
   spec.profile_name = R::string(j, "profile", "");
   if (j.contains("memory_budget_bytes")) spec.memory_budget_bytes = R::integer(j, "memory_budget_bytes", "");
@@ -226,11 +235,13 @@ Plan plan_from_json(const std::string& text) {
         std::string tp = cat(path, ".transfers[", t, "]");
         Transfer tr;
         Index src = R::integer(ts[t], "src", tp), dst = R::integer(ts[t], "dst", tp);
-        RESHARD_REQUIRE(src >= 0 && src < spec.src.mesh().size() && dst >= 0 && dst < spec.src.mesh().size(), "plan field '", tp, "': ranks ", src, " -> ", dst, " outside the mesh");
+        RESHARD_REQUIRE(src >= 0 && src < spec.src.mesh().size() && dst >= 0 && dst < spec.src.mesh().size(),
+                        "plan field '", tp, "': ranks ", src, " -> ", dst, " outside the mesh");
         tr.src = static_cast<int>(src);
         tr.dst = static_cast<int>(dst);
         tr.region = Box{R::dims(ts[t], "global_offset", tp), R::dims(ts[t], "shape", tp)};
-        RESHARD_REQUIRE(tr.region.offset.size() == tr.region.shape.size(), "plan field '", tp, "': global_offset and shape differ in length");
+        RESHARD_REQUIRE(tr.region.offset.size() == tr.region.shape.size(), "plan field '", tp,
+                        "': global_offset and shape differ in length");
         tr.bytes = R::integer(ts[t], "bytes", tp);
         x.transfers.push_back(tr);
       }

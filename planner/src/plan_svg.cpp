@@ -10,8 +10,8 @@
 namespace reshard {
 namespace {
 
-constexpr double kPanel = 360;   // matrix side in pixels
-constexpr int kMaxCells = 64;    // per side; larger meshes are aggregated into blocks
+constexpr double kPanel = 360;  // matrix side in pixels
+constexpr int kMaxCells = 64;   // per side; larger meshes are aggregated into blocks
 constexpr double kMargin = 70;
 
 std::string colour(double t) {  // t in [0, 1]: white -> deep blue
@@ -24,10 +24,14 @@ std::string colour(double t) {  // t in [0, 1]: white -> deep blue
 std::string escape(const std::string& s) {
   std::string out;
   for (char c : s) {
-    if (c == '<') out += "&lt;";
-    else if (c == '>') out += "&gt;";
-    else if (c == '&') out += "&amp;";
-    else out += c;
+    if (c == '<')
+      out += "&lt;";
+    else if (c == '>')
+      out += "&gt;";
+    else if (c == '&')
+      out += "&amp;";
+    else
+      out += c;
   }
   return out;
 }
@@ -49,7 +53,8 @@ std::string plan_svg(const Plan& plan) {
     std::vector<double> m = step_traffic(plan, i);
     std::vector<double> agg(static_cast<size_t>(cells) * cells, 0.0);
     for (int a = 0; a < n; ++a)
-      for (int b = 0; b < n; ++b) agg[static_cast<size_t>(a / block) * cells + b / block] += m[static_cast<size_t>(a) * n + b];
+      for (int b = 0; b < n; ++b)
+        agg[static_cast<size_t>(a / block) * cells + b / block] += m[static_cast<size_t>(a) * n + b];
     for (double x : agg) peak = std::max(peak, x);
     matrices.push_back(std::move(agg));
   }
@@ -93,22 +98,24 @@ std::string plan_svg(const Plan& plan) {
         os << ": " << escape(human_bytes(v)) << (local ? " (local copy)" : "") << "</title></rect>\n";
       }
     }
-    os << "<text x=\"" << x0 + kPanel / 2 << "\" y=\"" << y0 + kPanel + 18 << "\" text-anchor=\"middle\">destination rank"
+    os << "<text x=\"" << x0 + kPanel / 2 << "\" y=\"" << y0 + kPanel + 18
+       << "\" text-anchor=\"middle\">destination rank"
        << (block > 1 ? " (blocks of " + std::to_string(block) + ")" : "") << "</text>\n";
     os << "<text x=\"" << x0 - 8 << "\" y=\"" << y0 + kPanel / 2 << "\" text-anchor=\"middle\" transform=\"rotate(-90 "
        << x0 - 8 << " " << y0 + kPanel / 2 << ")\">source rank</text>\n";
     if (cells <= 16) {
       for (int c = 0; c < cells; ++c) {
-        os << "<text x=\"" << x0 + (c + 0.5) * cell << "\" y=\"" << y0 - 1 << "\" font-size=\"9\" text-anchor=\"middle\">"
-           << c * block << "</text>\n";
+        os << "<text x=\"" << x0 + (c + 0.5) * cell << "\" y=\"" << y0 - 1
+           << "\" font-size=\"9\" text-anchor=\"middle\">" << c * block << "</text>\n";
         os << "<text x=\"" << x0 - 3 << "\" y=\"" << y0 + (c + 0.6) * cell << "\" font-size=\"9\" text-anchor=\"end\">"
            << c * block << "</text>\n";
       }
     }
   }
   const double ly = kMargin + kPanel + 38;
-  os << "<text x=\"" << kMargin << "\" y=\"" << ly << "\">colour: bytes sent (log scale, darkest = "
-     << escape(human_bytes(peak)) << "); green outline: local copy; collectives show each member's data reaching each "
+  os << "<text x=\"" << kMargin << "\" y=\"" << ly
+     << "\">colour: bytes sent (log scale, darkest = " << escape(human_bytes(peak))
+     << "); green outline: local copy; collectives show each member's data reaching each "
      << "other member</text>\n";
   os << "</svg>\n";
   return os.str();

@@ -17,9 +17,7 @@ std::string fixed(double x, int digits = 1) {
   return os.str();
 }
 
-std::string dims_text(const std::vector<int>& dims) {
-  return dims.empty() ? "-" : join(dims);
-}
+std::string dims_text(const std::vector<int>& dims) { return dims.empty() ? "-" : join(dims); }
 
 std::string why(const Plan& plan) {
   const Candidate* chosen = nullptr;

@@ -38,8 +38,13 @@ struct Built {
 class Planner {
  public:
   Planner(const Layout& src, const Layout& dst, DType dtype, const PlanOptions& options, std::optional<int> rank)
-      : src_(src), dst_(dst), dtype_(dtype), options_(options), rank_(rank),
-        model_(options.profile, options.topology), pricer_(model_, element_size(dtype), options.pipeline_chunk_bytes) {
+      : src_(src),
+        dst_(dst),
+        dtype_(dtype),
+        options_(options),
+        rank_(rank),
+        model_(options.profile, options.topology),
+        pricer_(model_, element_size(dtype), options.pipeline_chunk_bytes) {
     validate_inputs();
     csrc_ = src.with_placements(canonical_placements(src.mesh(), src.placements()));
     cdst_ = src.with_placements(canonical_placements(dst.mesh(), dst.placements()));
@@ -74,20 +79,22 @@ class Planner {
 
  private:
   void validate_inputs() const {
-    RESHARD_REQUIRE(src_.mesh() == dst_.mesh(), "source mesh ", src_.mesh().str(), " and target mesh ", dst_.mesh().str(), " differ");
+    RESHARD_REQUIRE(src_.mesh() == dst_.mesh(), "source mesh ", src_.mesh().str(), " and target mesh ",
+                    dst_.mesh().str(), " differ");
     RESHARD_REQUIRE(src_.global_shape() == dst_.global_shape(), "source shape ", to_string(src_.global_shape()),
-                                                            " and target shape ", to_string(dst_.global_shape()),
-                                                            " differ");
+                    " and target shape ", to_string(dst_.global_shape()), " differ");
     checked_mul(src_.global_volume(), element_size(dtype_), "tensor size in bytes");
     options_.topology.validate();
     RESHARD_REQUIRE(options_.pipeline_chunk_bytes >= 0, "pipeline chunk bytes must be >= 0, got ",
                     options_.pipeline_chunk_bytes);
     if (options_.memory_budget_bytes)
-      RESHARD_REQUIRE(*options_.memory_budget_bytes >= 0, "memory budget must be >= 0 bytes, got ", *options_.memory_budget_bytes);
+      RESHARD_REQUIRE(*options_.memory_budget_bytes >= 0, "memory budget must be >= 0 bytes, got ",
+                      *options_.memory_budget_bytes);
     if (options_.max_collectives)
       RESHARD_REQUIRE(*options_.max_collectives >= 0, "max collectives must be >= 0, got ", *options_.max_collectives);
     if (rank_)
-      RESHARD_REQUIRE(*rank_ >= 0 && *rank_ < src_.mesh().size(), "rank ", *rank_, " is not in mesh ", src_.mesh().str());
+      RESHARD_REQUIRE(*rank_ >= 0 && *rank_ < src_.mesh().size(), "rank ", *rank_, " is not in mesh ",
+                      src_.mesh().str());
   }
 
   static Built unavailable(Strategy s, std::string reason) {
@@ -155,7 +162,8 @@ class Planner {
     }
     Index peak = 0;
     for (int r = 0; r < n; ++r)
-      peak = std::max(peak, detail::aligned_elements(temp[0][r], es) + detail::aligned_elements(temp[1][r], es) + scratch[r]);
+      peak = std::max(peak,
+                      detail::aligned_elements(temp[0][r], es) + detail::aligned_elements(temp[1][r], es) + scratch[r]);
     return peak * es;
   }
 
@@ -180,10 +188,11 @@ class Planner {
     if (options_.strategy != Strategy::kAuto) {
       for (const Built& b : all) {
         if (b.summary.strategy != options_.strategy) continue;
-        RESHARD_REQUIRE(b.summary.available, "strategy ", to_string(options_.strategy), " has no plan for ", src_.str(), " -> [",
-                    to_string(dst_.placements()), "]: ", b.summary.reason);
-        RESHARD_REQUIRE(b.summary.fits_budget, "the ", to_string(b.summary.strategy), " plan needs ", b.summary.peak_workspace_bytes,
-                    " bytes of workspace per rank, over the memory budget of ", *options_.memory_budget_bytes);
+        RESHARD_REQUIRE(b.summary.available, "strategy ", to_string(options_.strategy), " has no plan for ", src_.str(),
+                        " -> [", to_string(dst_.placements()), "]: ", b.summary.reason);
+        RESHARD_REQUIRE(b.summary.fits_budget, "the ", to_string(b.summary.strategy), " plan needs ",
+                        b.summary.peak_workspace_bytes, " bytes of workspace per rank, over the memory budget of ",
+                        *options_.memory_budget_bytes);
         return &b;
       }
     }
@@ -196,7 +205,7 @@ class Planner {
       if (!best || b.summary.estimated_us < best->summary.estimated_us) best = &b;
     }
     RESHARD_REQUIRE(best != nullptr, "no plan fits the memory budget of ", options_.memory_budget_bytes.value_or(0),
-                                 " bytes per rank; the smallest needs ", least_workspace);
+                    " bytes per rank; the smallest needs ", least_workspace);
     return best;
   }
 

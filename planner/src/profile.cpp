@@ -50,13 +50,14 @@ AlphaBeta alpha_beta(const json& obj, const std::string& key, const std::string&
   if (v.contains("samples")) {
     const json& pts = v["samples"];
     if (!pts.is_array())
-      fail(ErrorKind::kInvalidArgument, cat("profile field '", full, ".samples' must be an array of [bytes, us] pairs"));
+      fail(ErrorKind::kInvalidArgument,
+           cat("profile field '", full, ".samples' must be an array of [bytes, us] pairs"));
     for (size_t i = 0; i < pts.size(); ++i) {
       const json& p = pts[i];
       if (!p.is_array() || p.size() != 2 || !p[0].is_number() || !p[1].is_number() || !(p[0].get<double>() > 0) ||
           !(p[1].get<double>() > 0))
-        fail(ErrorKind::kInvalidArgument, cat("profile field '", full, ".samples[", i,
-                                              "]' must be [bytes > 0, us > 0], got ", p.dump()));
+        fail(ErrorKind::kInvalidArgument,
+             cat("profile field '", full, ".samples[", i, "]' must be [bytes > 0, us > 0], got ", p.dump()));
       if (!ab.samples.empty() && !(p[0].get<double>() > ab.samples.back().first))
         fail(ErrorKind::kInvalidArgument, cat("profile field '", full, ".samples' must increase in bytes"));
       ab.samples.emplace_back(p[0].get<double>(), p[1].get<double>());
@@ -80,7 +81,8 @@ json to_json(const AlphaBeta& ab) {
 double AlphaBeta::time_us(double bytes) const {
   if (samples.size() < 2) return alpha_us + bytes / (bandwidth_GBps * 1e3);
   if (bytes <= samples.front().first) return samples.front().second;
-  if (bytes >= samples.back().first) return samples.back().second + (bytes - samples.back().first) / (bandwidth_GBps * 1e3);
+  if (bytes >= samples.back().first)
+    return samples.back().second + (bytes - samples.back().first) / (bandwidth_GBps * 1e3);
   auto hi = std::upper_bound(samples.begin(), samples.end(), bytes,
                              [](double x, const std::pair<double, double>& p) { return x < p.first; });
   auto lo = hi - 1;
@@ -125,9 +127,11 @@ Profile profile_from_json(const std::string& text) {
   if (!j.is_object()) fail(ErrorKind::kInvalidArgument, "profile must be a JSON object");
   Profile p;
   if (j.contains("schema") && j["schema"] != kSchema)
-    fail(ErrorKind::kInvalidArgument, cat("profile field 'schema' must be \"", kSchema, "\", got ", j["schema"].dump()));
+    fail(ErrorKind::kInvalidArgument,
+         cat("profile field 'schema' must be \"", kSchema, "\", got ", j["schema"].dump()));
   const json& name = member(j, "name", "");
-  if (!name.is_string()) fail(ErrorKind::kInvalidArgument, cat("profile field 'name' must be a string, got ", name.dump()));
+  if (!name.is_string())
+    fail(ErrorKind::kInvalidArgument, cat("profile field 'name' must be a string, got ", name.dump()));
   p.name = name.get<std::string>();
   if (j.contains("source")) {
     if (!j["source"].is_string()) fail(ErrorKind::kInvalidArgument, "profile field 'source' must be a string");
@@ -142,8 +146,8 @@ Profile profile_from_json(const std::string& text) {
   p.copy = alpha_beta(j, "copy", "");
   json extra = json::object();
   for (auto it = j.begin(); it != j.end(); ++it) {
-    static const std::string known[] = {"schema",          "name",           "source", "intra_node", "inter_node",
-                                        "p2p_per_peer_us", "step_overhead_us", "copy"};
+    static const std::string known[] = {
+        "schema", "name", "source", "intra_node", "inter_node", "p2p_per_peer_us", "step_overhead_us", "copy"};
     if (std::find(std::begin(known), std::end(known), it.key()) == std::end(known)) extra[it.key()] = it.value();
   }
   if (!extra.empty()) p.extra_json = extra.dump();

@@ -66,7 +66,8 @@ Index aligned_elements(Index elements, int element_size) {
   return (elements + align - 1) / align * align;
 }
 
-StepPrice StepPricer::collective(const RankBoxes& a, const RankBoxes& b, StepKind kind, std::span<const int> dims) const {
+StepPrice StepPricer::collective(const RankBoxes& a, const RankBoxes& b, StepKind kind,
+                                 std::span<const int> dims) const {
   StepPrice p = collective_wire(a, b, kind, dims);
   if (is_communication(kind)) p.us = model_.with_overhead(p.us);
   return p;
@@ -200,7 +201,8 @@ PricedStep StepPricer::p2p(const OverlapIndex& index, const TransferFilter& keep
       ps.step.bytes_moved += t.bytes;
     }
   }
-  for (const RankTraffic& t : traffic) ps.step.estimated_us = std::max(ps.step.estimated_us, model_.exchange_rank_us(t, false));
+  for (const RankTraffic& t : traffic)
+    ps.step.estimated_us = std::max(ps.step.estimated_us, model_.exchange_rank_us(t, false));
   if (ps.step.bytes_moved > 0) ps.step.estimated_us = model_.with_overhead(ps.step.estimated_us);  // local: copies only
   std::sort(ps.step.transfers.begin(), ps.step.transfers.end(),
             [](const Transfer& x, const Transfer& y) { return x.src != y.src ? x.src < y.src : x.dst < y.dst; });

@@ -54,8 +54,10 @@ bool covered_per_dim(const Layout& a, const Layout& b, const std::vector<int>& g
     const std::vector<int>&sa = a.sharding_mesh_dims(d), &sb = b.sharding_mesh_dims(d);
     std::vector<int> vary, fixed = sb;  // group dims that move the a interval; dims fixed by the rank itself
     for (int k : sa) {
-      if (std::find(group_dims.begin(), group_dims.end(), k) != group_dims.end()) vary.push_back(k);
-      else fixed.push_back(k);
+      if (std::find(group_dims.begin(), group_dims.end(), k) != group_dims.end())
+        vary.push_back(k);
+      else
+        fixed.push_back(k);
     }
     std::sort(fixed.begin(), fixed.end());
     fixed.erase(std::unique(fixed.begin(), fixed.end()), fixed.end());

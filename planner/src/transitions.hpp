@@ -28,9 +28,9 @@ bool transition_valid(const RankBoxes& a, const RankBoxes& b, StepKind kind, std
 
 // One rank's side of an all_gather over `dims` (a -> b).
 struct GatherGeometry {
-  std::vector<int> group;  // ranks, in group order
-  int index = 0;           // this rank's position in group
-  Index chunk = 0;         // elements each member contributes (the group's largest a box; smaller ones are padded)
+  std::vector<int> group;      // ranks, in group order
+  int index = 0;               // this rank's position in group
+  Index chunk = 0;             // elements each member contributes (the group's largest a box; smaller ones are padded)
   bool send_in_place = false;  // this rank's a tensor is exactly one chunk: send it without a copy
   bool recv_in_place = false;  // the gathered chunks, back to back, are exactly this rank's b tensor
 };

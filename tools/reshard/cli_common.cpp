@@ -35,8 +35,8 @@ Layout make_layout(const TensorFlags& flags, const std::string& placements) {
 }
 
 Index parse_bytes(const std::string& flag, const std::string& text) {
-  static const std::pair<const char*, Index> kSuffixes[] = {{"GiB", Index(1) << 30}, {"MiB", Index(1) << 20},
-                                                             {"KiB", Index(1) << 10}, {"B", 1}};
+  static const std::pair<const char*, Index> kSuffixes[] = {
+      {"GiB", Index(1) << 30}, {"MiB", Index(1) << 20}, {"KiB", Index(1) << 10}, {"B", 1}};
   std::string_view digits = text;
   Index scale = 1;
   for (auto [suffix, factor] : kSuffixes) {

@@ -30,7 +30,8 @@ Command add_bench_command(CLI::App& app) {
     int iters = 20, warmup = 5, ranks_per_node = 8;
   };
   auto f = std::make_shared<Flags>();
-  CLI::App* cmd = app.add_subcommand("bench", "Sweep meshes x placement pairs x sizes x dtypes x strategies; verify and time each");
+  CLI::App* cmd =
+      app.add_subcommand("bench", "Sweep meshes x placement pairs x sizes x dtypes x strategies; verify and time each");
   cmd->add_option("--meshes", f->meshes, "Meshes, comma-separated (default: those the GPUs fit, e.g. 2,1x2,2x1)");
   cmd->add_option("--sizes", f->sizes, "Tensor sizes, comma-separated (default 1MiB..1GiB in x4 steps)");
   cmd->add_option("--dtypes", f->dtypes, "Dtypes, comma-separated")->capture_default_str();
@@ -92,7 +93,8 @@ Command add_calibrate_command(CLI::App& app) {
     int iters = 20;
   };
   auto f = std::make_shared<Flags>();
-  CLI::App* cmd = app.add_subcommand("calibrate", "Fit the cost model's alpha and beta from measurements on the local GPUs");
+  CLI::App* cmd =
+      app.add_subcommand("calibrate", "Fit the cost model's alpha and beta from measurements on the local GPUs");
   cmd->add_option("--out", f->out, "Write the profile JSON here")->required();
   cmd->add_option("--sizes", f->sizes, "Sizes, comma-separated (default 4KiB..1GiB in x4 steps)");
   cmd->add_option("--iters", f->iters, "Timed repetitions per size")->capture_default_str();
@@ -118,7 +120,8 @@ Command add_calibrate_command(CLI::App& app) {
     std::cout << "# calibrated on " << cal.machine << "\n";
     for (const auto& [name, fit] : cal.fits)
       std::cout << "  " << name << ": alpha " << fit.params.alpha_us << " us, bandwidth " << fit.params.bandwidth_GBps
-                << " GB/s, rms relative error " << 100 * fit.rms_rel_error << "%, max " << 100 * fit.max_rel_error << "%\n";
+                << " GB/s, rms relative error " << 100 * fit.rms_rel_error << "%, max " << 100 * fit.max_rel_error
+                << "%\n";
     std::cout << "# wrote " << f->out << "\n";
     return 0;
   };

@@ -25,13 +25,14 @@ void add_plan_flags(CLI::App& cmd, PlanFlags& flags) {
 }
 
 PlanRequest make_plan_request(const PlanFlags& flags) {
-  PlanRequest req{make_layout(flags.tensor, flags.from), make_layout(flags.tensor, flags.to),
-                  parse_dtype(flags.dtype), PlanOptions{}};
+  PlanRequest req{make_layout(flags.tensor, flags.from), make_layout(flags.tensor, flags.to), parse_dtype(flags.dtype),
+                  PlanOptions{}};
   req.options.strategy = parse_strategy(flags.strategy);
   RESHARD_REQUIRE(flags.ranks_per_node >= 1, "--ranks-per-node must be >= 1, got ", flags.ranks_per_node);
   req.options.topology.ranks_per_node = flags.ranks_per_node;
   if (!flags.profile.empty()) req.options.profile = load_profile(flags.profile);
-  if (!flags.memory_budget.empty()) req.options.memory_budget_bytes = parse_bytes("--memory-budget", flags.memory_budget);
+  if (!flags.memory_budget.empty())
+    req.options.memory_budget_bytes = parse_bytes("--memory-budget", flags.memory_budget);
   if (!flags.pipeline_chunk.empty())
     req.options.pipeline_chunk_bytes = parse_bytes("--pipeline-chunk", flags.pipeline_chunk);
   if (flags.max_collectives != -1) {

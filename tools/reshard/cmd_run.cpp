@@ -40,21 +40,24 @@ void print_table(const Report& r) {
   double t = r.result.median_us;
   double algbw = t > 0 ? tensor_bytes / (t * 1e3) : 0, busbw = t > 0 ? r.bound.max_rank_bytes / (t * 1e3) : 0;
   double bound_us = r.bound.max_rank_bytes / (r.link_GBps * 1e3);
-  std::cout << "# reshard run: " << r.result.ranks << " ranks, " << to_string(r.result.backend) << " backend, "
-            << r.result.iteration_us.size() << " timed iterations (median)\n"
-            << "# algbw = tensor bytes / time; busbw = slowest rank's max(bytes in, bytes out) / time; bound = that max / "
-            << r.link_GBps << " GB/s link; GB/s are decimal\n";
-  std::cout << std::left << std::setw(8) << "# mesh" << std::setw(12) << "from" << std::setw(12) << "to" << std::setw(16)
-            << "shape" << std::setw(6) << "dtype" << std::setw(12) << "strategy" << std::right << std::setw(14) << "bytes"
-            << std::setw(12) << "time(us)" << std::setw(12) << "algbw" << std::setw(10) << "busbw" << std::setw(11)
-            << "bound(us)" << std::setw(9) << "%bound" << std::setw(11) << "est(us)" << std::setw(10) << "wrong\n";
-  std::cout << std::left << std::setw(8) << ("  " + p.src().mesh().str()) << std::setw(12) << to_string(p.src().placements())
-            << std::setw(12) << to_string(p.dst().placements()) << std::setw(16) << to_string(p.src().global_shape())
-            << std::setw(6) << to_string(p.dtype()) << std::setw(12) << to_string(p.strategy()) << std::right
-            << std::setw(14) << static_cast<Index>(tensor_bytes) << std::fixed << std::setprecision(1) << std::setw(12)
-            << t << std::setprecision(2) << std::setw(12) << algbw << std::setw(10) << busbw << std::setprecision(1)
-            << std::setw(11) << bound_us << std::setw(8) << (t > 0 ? 100.0 * bound_us / t : 0) << "%" << std::setw(11)
-            << p.estimated_us() << std::setw(9) << r.result.wrong_elements << "\n";
+  std::cout
+      << "# reshard run: " << r.result.ranks << " ranks, " << to_string(r.result.backend) << " backend, "
+      << r.result.iteration_us.size() << " timed iterations (median)\n"
+      << "# algbw = tensor bytes / time; busbw = slowest rank's max(bytes in, bytes out) / time; bound = that max / "
+      << r.link_GBps << " GB/s link; GB/s are decimal\n";
+  std::cout << std::left << std::setw(8) << "# mesh" << std::setw(12) << "from" << std::setw(12) << "to"
+            << std::setw(16) << "shape" << std::setw(6) << "dtype" << std::setw(12) << "strategy" << std::right
+            << std::setw(14) << "bytes" << std::setw(12) << "time(us)" << std::setw(12) << "algbw" << std::setw(10)
+            << "busbw" << std::setw(11) << "bound(us)" << std::setw(9) << "%bound" << std::setw(11) << "est(us)"
+            << std::setw(10) << "wrong\n";
+  std::cout << std::left << std::setw(8) << ("  " + p.src().mesh().str()) << std::setw(12)
+            << to_string(p.src().placements()) << std::setw(12) << to_string(p.dst().placements()) << std::setw(16)
+            << to_string(p.src().global_shape()) << std::setw(6) << to_string(p.dtype()) << std::setw(12)
+            << to_string(p.strategy()) << std::right << std::setw(14) << static_cast<Index>(tensor_bytes) << std::fixed
+            << std::setprecision(1) << std::setw(12) << t << std::setprecision(2) << std::setw(12) << algbw
+            << std::setw(10) << busbw << std::setprecision(1) << std::setw(11) << bound_us << std::setw(8)
+            << (t > 0 ? 100.0 * bound_us / t : 0) << "%" << std::setw(11) << p.estimated_us() << std::setw(9)
+            << r.result.wrong_elements << "\n";
   for (size_t i = 0; i < r.result.steps.size(); ++i) {
     const StepTime& st = r.result.steps[i];
     std::cout << "# step " << i << " " << to_string(p.steps()[i].kind) << std::setprecision(1)
@@ -112,7 +115,8 @@ Command add_run_command(CLI::App& app) {
     std::string rendezvous;
   };
   auto flags = std::make_shared<Flags>();
-  CLI::App* cmd = app.add_subcommand("run", "Run a redistribution on GPUs (or host threads), verify every element, time it");
+  CLI::App* cmd =
+      app.add_subcommand("run", "Run a redistribution on GPUs (or host threads), verify every element, time it");
   add_plan_flags(*cmd, flags->plan);
   cmd->add_option("--backend", flags->backend, "auto (GPUs when enough are visible, else host), nccl or host")
       ->capture_default_str();
@@ -179,8 +183,9 @@ Command add_run_command(CLI::App& app) {
       LinkMeasurement m = measure_links();
       link_GBps = std::max(m.peer_copy_GBps, m.nccl_p2p_GBps);
       if (rank == 0)
-        std::cout << "# measured link: cudaMemcpyPeer " << m.peer_copy_GBps << " GB/s, NCCL send/recv " << m.nccl_p2p_GBps
-                  << " GB/s per direction, device copy " << m.device_copy_GBps << " GB/s (" << m.bytes << " bytes)\n";
+        std::cout << "# measured link: cudaMemcpyPeer " << m.peer_copy_GBps << " GB/s, NCCL send/recv "
+                  << m.nccl_p2p_GBps << " GB/s per direction, device copy " << m.device_copy_GBps << " GB/s ("
+                  << m.bytes << " bytes)\n";
     }
     Report report{*plan, result, bound, link_GBps};
     if (rank == 0) std::cout << (flags->json ? report_json(report) + "\n" : "");

@@ -10,8 +10,8 @@ namespace reshard {
 namespace detail {
 
 void throw_cuda(cudaError_t err, const char* call, const char* file, int line) {
-  fail(ErrorKind::kBackend, cat(file, ":", line, ": ", call, " failed: ", cudaGetErrorName(err), " (",
-                                cudaGetErrorString(err), ")"));
+  fail(ErrorKind::kBackend,
+       cat(file, ":", line, ": ", call, " failed: ", cudaGetErrorName(err), " (", cudaGetErrorString(err), ")"));
 }
 
 }  // namespace detail
@@ -98,7 +98,8 @@ class CudaCopyBatch : public CopyBatch {
     }
     tile_count_ = static_cast<int>(tiles.size());
     RESHARD_CUDA_CHECK(cudaSetDevice(device));
-    size_t region_bytes = rs.size() * sizeof(cuda::DeviceCopyRegion), tile_bytes = tiles.size() * sizeof(cuda::DeviceCopyTile);
+    size_t region_bytes = rs.size() * sizeof(cuda::DeviceCopyRegion),
+           tile_bytes = tiles.size() * sizeof(cuda::DeviceCopyTile);
     memory_ = std::make_unique<CudaMemory>(device, region_bytes + tile_bytes + 16);
     auto* base = static_cast<char*>(memory_->data());
     regions_ = reinterpret_cast<cuda::DeviceCopyRegion*>(base);
@@ -110,8 +111,8 @@ class CudaCopyBatch : public CopyBatch {
   size_t regions() const override { return count_; }
 
   void run(const BufferBases& b, StreamHandle stream) override {
-    RESHARD_CUDA_CHECK(cuda::launch_copies(regions_, tiles_, tile_count_, max_blocks_, bases(b),
-                                           static_cast<cudaStream_t>(stream)));
+    RESHARD_CUDA_CHECK(
+        cuda::launch_copies(regions_, tiles_, tile_count_, max_blocks_, bases(b), static_cast<cudaStream_t>(stream)));
   }
 
  private:
@@ -193,7 +194,9 @@ StreamHandle CudaDevice::lane(Lane lane) { return lanes_[static_cast<int>(lane)]
 
 CudaDevice::~CudaDevice() = default;
 
-std::unique_ptr<DeviceMemory> CudaDevice::allocate(size_t bytes) { return std::make_unique<CudaMemory>(device_, bytes); }
+std::unique_ptr<DeviceMemory> CudaDevice::allocate(size_t bytes) {
+  return std::make_unique<CudaMemory>(device_, bytes);
+}
 
 std::unique_ptr<CopyBatch> CudaDevice::prepare_copies(const std::vector<CopyRegion>& regions, int element_size) {
   return std::make_unique<CudaCopyBatch>(device_, regions, element_size, 0);
@@ -210,7 +213,8 @@ void CudaDevice::check_buffer(const void* data, size_t bytes, const char* what) 
   cudaError_t err = cudaPointerGetAttributes(&attr, data);
   if (err != cudaSuccess) {
     cudaGetLastError();
-    fail(ErrorKind::kInvalidArgument, cat(what, " buffer ", data, " is not memory CUDA knows: ", cudaGetErrorString(err)));
+    fail(ErrorKind::kInvalidArgument,
+         cat(what, " buffer ", data, " is not memory CUDA knows: ", cudaGetErrorString(err)));
   }
   RESHARD_REQUIRE(attr.type == cudaMemoryTypeDevice || attr.type == cudaMemoryTypeManaged, what, " buffer ", data,
                   " is not device memory (a host pointer?)");

@@ -46,14 +46,15 @@ __device__ void copy_tile(const DeviceCopyRegion& r, const DeviceCopyTile& t, co
       long long row = t.row_begin + u / units_per_row, col = u % units_per_row;
       long long so, dof;
       row_offsets(row, so, dof);
-      reinterpret_cast<Unit*>(dst + dof + t.col_begin)[col] = reinterpret_cast<const Unit*>(src + so + t.col_begin)[col];
+      reinterpret_cast<Unit*>(dst + dof + t.col_begin)[col] =
+          reinterpret_cast<const Unit*>(src + so + t.col_begin)[col];
     }
   }
 }
 
 // Each block walks tiles grid-stride, so the grid can stay small enough to leave SMs to concurrent NCCL kernels.
-__global__ void __launch_bounds__(kThreads) batched_copy(const DeviceCopyRegion* regions, const DeviceCopyTile* tiles,
-                                                         int tile_count, DeviceBases bases) {
+__global__ void __launch_bounds__(kThreads)
+    batched_copy(const DeviceCopyRegion* regions, const DeviceCopyTile* tiles, int tile_count, DeviceBases bases) {
   __shared__ DeviceCopyRegion region;
   __shared__ DeviceCopyTile tile;
   for (int ti = blockIdx.x; ti < tile_count; ti += gridDim.x) {
@@ -71,11 +72,16 @@ __global__ void __launch_bounds__(kThreads) batched_copy(const DeviceCopyRegion*
     unsigned long long a = r.align | reinterpret_cast<unsigned long long>(src) |
                            reinterpret_cast<unsigned long long>(dst) | static_cast<unsigned long long>(t.col_begin) |
                            static_cast<unsigned long long>(t.col_end);
-    if ((a & 15) == 0) copy_tile<uint4>(r, t, src, dst);
-    else if ((a & 7) == 0) copy_tile<uint2>(r, t, src, dst);
-    else if ((a & 3) == 0) copy_tile<unsigned int>(r, t, src, dst);
-    else if ((a & 1) == 0) copy_tile<unsigned short>(r, t, src, dst);
-    else copy_tile<unsigned char>(r, t, src, dst);
+    if ((a & 15) == 0)
+      copy_tile<uint4>(r, t, src, dst);
+    else if ((a & 7) == 0)
+      copy_tile<uint2>(r, t, src, dst);
+    else if ((a & 3) == 0)
+      copy_tile<unsigned int>(r, t, src, dst);
+    else if ((a & 1) == 0)
+      copy_tile<unsigned short>(r, t, src, dst);
+    else
+      copy_tile<unsigned char>(r, t, src, dst);
   }
 }
 

@@ -5,10 +5,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <condition_variable>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <condition_variable>
 #include <mutex>
 #include <thread>
 
@@ -66,7 +66,8 @@ void recv_all(int fd, void* data, size_t n) {
   auto* p = static_cast<char*>(data);
   while (n > 0) {
     ssize_t k = ::recv(fd, p, n, 0);
-    if (k <= 0) fail(ErrorKind::kBackend, cat("rendezvous: receive failed: ", k == 0 ? "peer closed" : std::strerror(errno)));
+    if (k <= 0)
+      fail(ErrorKind::kBackend, cat("rendezvous: receive failed: ", k == 0 ? "peer closed" : std::strerror(errno)));
     p += k;
     n -= static_cast<size_t>(k);
   }
@@ -91,7 +92,8 @@ void tcp_publish(const std::string& spec, const ncclUniqueId& id, int peers, std
     Socket client;
     client.fd = ::accept(server.fd, nullptr, nullptr);
     if (client.fd < 0)
-      fail(ErrorKind::kTimeout, cat("rendezvous: only ", i, " of ", peers, " ranks connected within ", timeout.count(), " ms"));
+      fail(ErrorKind::kTimeout,
+           cat("rendezvous: only ", i, " of ", peers, " ranks connected within ", timeout.count(), " ms"));
     send_all(client.fd, &id, sizeof(id));
   }
 }
@@ -166,7 +168,8 @@ std::vector<std::unique_ptr<NcclCommunicator>> make_local_communicators(int n, N
     while (state == ncclInProgress) {
       ncclCommGetAsyncError(comms[i], &state);
       if (state == ncclInProgress && Clock::now() > deadline)
-        fail(ErrorKind::kTimeout, cat("NCCL initialisation of rank ", i, " did not finish within ", options.timeout.count(), " ms"));
+        fail(ErrorKind::kTimeout,
+             cat("NCCL initialisation of rank ", i, " did not finish within ", options.timeout.count(), " ms"));
     }
     if (state != ncclSuccess) detail::throw_nccl(state, comms[i], "ncclCommInitRankConfig", __FILE__, __LINE__);
     out.push_back(std::make_unique<NcclCommunicator>(comms[i], true, options));
@@ -175,7 +178,7 @@ std::vector<std::unique_ptr<NcclCommunicator>> make_local_communicators(int n, N
 }
 
 std::unique_ptr<NcclCommunicator> make_process_communicator(int rank, int size, int device,
-                                                             const std::string& rendezvous, NcclOptions options) {
+                                                            const std::string& rendezvous, NcclOptions options) {
   RESHARD_REQUIRE(size >= 1 && rank >= 0 && rank < size, "rank ", rank, " is outside a world of ", size);
   RESHARD_CUDA_CHECK(cudaSetDevice(device));
   ncclUniqueId id;
@@ -184,8 +187,10 @@ std::unique_ptr<NcclCommunicator> make_process_communicator(int rank, int size, 
   std::string spec = rendezvous.substr(tcp ? 4 : 5);
   if (rank == 0) {
     nccl_ok(ncclGetUniqueId(&id), "ncclGetUniqueId");
-    if (file) file_publish(spec, id);
-    else std::thread([&] { tcp_publish(spec, id, size - 1, options.timeout); }).join();
+    if (file)
+      file_publish(spec, id);
+    else
+      std::thread([&] { tcp_publish(spec, id, size - 1, options.timeout); }).join();
   } else {
     id = file ? file_fetch(spec, options.timeout) : tcp_fetch(spec, options.timeout);
   }
@@ -225,7 +230,8 @@ std::unique_ptr<NcclCommunicator> make_process_communicator(int rank, int size, 
     if (!init->cv.wait_for(lock, options.timeout, [&] { return init->done; }))
       fail(ErrorKind::kTimeout, cat("NCCL initialisation of rank ", rank, " of ", size, " did not finish within ",
                                     options.timeout.count(), " ms (did every rank start?)"));
-    if (init->result != ncclSuccess) detail::throw_nccl(init->result, init->comm, "ncclCommInitRankConfig", __FILE__, __LINE__);
+    if (init->result != ncclSuccess)
+      detail::throw_nccl(init->result, init->comm, "ncclCommInitRankConfig", __FILE__, __LINE__);
     comm = init->comm;
   }
   RESHARD_CUDA_CHECK(cudaSetDevice(device));

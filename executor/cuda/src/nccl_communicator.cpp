@@ -83,11 +83,13 @@ NcclCommunicator::NcclCommunicator(ncclComm_t comm, bool owned, NcclOptions opti
 }
 
 void NcclCommunicator::watchdog() {
-  const auto period = std::max(std::chrono::milliseconds(1), std::min(options_.timeout / 20, std::chrono::milliseconds(200)));
+  const auto period =
+      std::max(std::chrono::milliseconds(1), std::min(options_.timeout / 20, std::chrono::milliseconds(200)));
   std::unique_lock<std::mutex> lock(watchdog_mutex_);
   while (!watchdog_cv_.wait_for(lock, period, [this] { return stopping_; })) {
     long long started = call_started_ns_.load(std::memory_order_relaxed);
-    if (started != 0 && now_ns() - started > std::chrono::duration_cast<std::chrono::nanoseconds>(options_.timeout).count()) {
+    if (started != 0 &&
+        now_ns() - started > std::chrono::duration_cast<std::chrono::nanoseconds>(options_.timeout).count()) {
       watchdog_fired_ = true;
       lock.unlock();
       abort();  // unblocks the stuck call, which then reports the timeout
@@ -118,8 +120,9 @@ NcclCommunicator::~NcclCommunicator() {
 
 void NcclCommunicator::check(ncclResult_t result, const char* call, const char* file, int line) {
   if (watchdog_fired_)
-    fail(ErrorKind::kTimeout, cat(file, ":", line, ": ", call, " stayed blocked for more than ", options_.timeout.count(),
-                                  " ms (a peer never joined?); the communicator was aborted"));
+    fail(ErrorKind::kTimeout,
+         cat(file, ":", line, ": ", call, " stayed blocked for more than ", options_.timeout.count(),
+             " ms (a peer never joined?); the communicator was aborted"));
   RESHARD_REQUIRE(!aborted_, "the NCCL communicator was aborted after an earlier failure");
   if (result == ncclSuccess) return;
   if (result == ncclInProgress) return poll_ready(call);
@@ -163,14 +166,15 @@ void NcclCommunicator::all_gather(const void* send, void* recv, size_t bytes_per
 void NcclCommunicator::reduce_scatter(const void* send, void* recv, size_t count, DType dtype, ReduceOp op,
                                       StreamHandle stream) {
   WatchedCall watched(*this);
-  RESHARD_NCCL(ncclReduceScatter(send, recv, count, nccl_type(dtype), nccl_op(op), comm_,
-                                 static_cast<cudaStream_t>(stream)));
+  RESHARD_NCCL(
+      ncclReduceScatter(send, recv, count, nccl_type(dtype), nccl_op(op), comm_, static_cast<cudaStream_t>(stream)));
 }
 
 void NcclCommunicator::all_reduce(const void* send, void* recv, size_t count, DType dtype, ReduceOp op,
                                   StreamHandle stream) {
   WatchedCall watched(*this);
-  RESHARD_NCCL(ncclAllReduce(send, recv, count, nccl_type(dtype), nccl_op(op), comm_, static_cast<cudaStream_t>(stream)));
+  RESHARD_NCCL(
+      ncclAllReduce(send, recv, count, nccl_type(dtype), nccl_op(op), comm_, static_cast<cudaStream_t>(stream)));
 }
 
 Communicator& NcclCommunicator::group(const Mesh& mesh, const std::vector<int>& mesh_dims) {

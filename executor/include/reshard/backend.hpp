@@ -45,7 +45,8 @@ class Communicator {
   // Reduces size() chunks of `count` elements from every rank; rank i receives the reduction of chunk i.
   virtual void reduce_scatter(const void* send, void* recv, size_t count, DType dtype, ReduceOp op,
                               StreamHandle stream) = 0;
-  virtual void all_reduce(const void* send, void* recv, size_t count, DType dtype, ReduceOp op, StreamHandle stream) = 0;
+  virtual void all_reduce(const void* send, void* recv, size_t count, DType dtype, ReduceOp op,
+                          StreamHandle stream) = 0;
 
   // The communicator of this rank's group over `mesh_dims` (group order as Mesh::group), created on first use
   // and cached. Collective: every rank of this communicator must ask for the same dims in the same order.

@@ -61,7 +61,8 @@ class HostCommunicator : public Communicator {
   int size() const override { return static_cast<int>(members_.size()); }
   void exchange(std::span<const SendOp> sends, std::span<const RecvOp> recvs, StreamHandle stream) override;
   void all_gather(const void* send, void* recv, size_t bytes_per_rank, StreamHandle stream) override;
-  void reduce_scatter(const void* send, void* recv, size_t count, DType dtype, ReduceOp op, StreamHandle stream) override;
+  void reduce_scatter(const void* send, void* recv, size_t count, DType dtype, ReduceOp op,
+                      StreamHandle stream) override;
   void all_reduce(const void* send, void* recv, size_t count, DType dtype, ReduceOp op, StreamHandle stream) override;
   Communicator& group(const Mesh& mesh, const std::vector<int>& mesh_dims) override;
   void wait(StreamHandle stream, std::chrono::milliseconds timeout) override;

@@ -71,7 +71,8 @@ class Dims {
 
  private:
   static int check_size(int n) {
-    if (n < 0 || n > kMaxDims) fail(ErrorKind::kInvalidArgument, cat("at most ", kMaxDims, " dims are supported, got ", n));
+    if (n < 0 || n > kMaxDims)
+      fail(ErrorKind::kInvalidArgument, cat("at most ", kMaxDims, " dims are supported, got ", n));
     return n;
   }
   std::array<Index, kMaxDims> v_{};

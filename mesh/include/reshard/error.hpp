@@ -46,11 +46,9 @@ std::string cat(const Args&... args) {
 
 // Throws reshard::Error(kInvalidArgument, cat(message...)) when the condition does not hold. The message is only
 // built on failure, so checks cost nothing on hot paths.
-#define RESHARD_REQUIRE(condition, ...)                                                        \
-  do {                                                                                         \
+#define RESHARD_REQUIRE(condition, ...)                                                                     \
+  do {                                                                                                      \
     if (!(condition)) ::reshard::fail(::reshard::ErrorKind::kInvalidArgument, ::reshard::cat(__VA_ARGS__)); \
   } while (false)
 
-namespace reshard {
-
-}  // namespace reshard
+namespace reshard {}  // namespace reshard

@@ -18,8 +18,8 @@
 // tensors. Local steps cost their copy.
 #pragma once
 
-#include "reshard/profile.hpp"
 #include <algorithm>
+#include "reshard/profile.hpp"
 
 #include "reshard/checked_math.hpp"
 #include "reshard/topology.hpp"

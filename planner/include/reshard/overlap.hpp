@@ -69,9 +69,9 @@ class OverlapIndex {
   std::vector<int> src_free_dims_;  // mesh dims where the source is Replicate (size > 1)
   std::vector<int> dst_free_dims_;
   std::vector<int> src_sharding_dims_;
-  Dims mesh_strides_;                          // row-major strides of the mesh
-  std::vector<std::pair<int, int>> holders_;   // (node, rank) of every holder, grouped by block, node-sorted
-  std::vector<Index> holders_begin_;           // per block: first entry in holders_ (size blocks + 1)
+  Dims mesh_strides_;                         // row-major strides of the mesh
+  std::vector<std::pair<int, int>> holders_;  // (node, rank) of every holder, grouped by block, node-sorted
+  std::vector<Index> holders_begin_;          // per block: first entry in holders_ (size blocks + 1)
 };
 
 }  // namespace reshard

@@ -74,7 +74,7 @@ struct PlanSpec {
   Topology topology;
   std::string profile_name;
   std::optional<Index> memory_budget_bytes;
-  std::optional<int> scope_rank;  // set: p2p steps hold only the transfers this rank sends or receives
+  std::optional<int> scope_rank;   // set: p2p steps hold only the transfers this rank sends or receives
   Index pipeline_chunk_bytes = 0;  // p2p transfers that need packing are pipelined in chunks of this size (0: off)
   Strategy strategy = Strategy::kCollective;
   double estimated_us = 0;

@@ -41,10 +41,10 @@ struct Profile {
   std::string name;
   std::string source;  // where the numbers come from
   LinkProfile intra_node, inter_node;
-  double p2p_per_peer_us = 0;  // added latency per peer of a p2p step (NCCL per-peer setup and progress)
+  double p2p_per_peer_us = 0;   // added latency per peer of a p2p step (NCCL per-peer setup and progress)
   double step_overhead_us = 0;  // fixed cost of every step that communicates (launches, events, NCCL group calls)
-  AlphaBeta copy;              // pack, unpack and local-copy kernels
-  std::string extra_json;      // other top-level keys, verbatim (calibration fits)
+  AlphaBeta copy;               // pack, unpack and local-copy kernels
+  std::string extra_json;       // other top-level keys, verbatim (calibration fits)
 };
 
 // Defaults for H100/H200 NVLink within a node and 400 Gb/s InfiniBand (one NIC per GPU) between nodes.

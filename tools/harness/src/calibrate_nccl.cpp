@@ -58,8 +58,7 @@ nlohmann::ordered_json fit_json(const Fit& f) {
   j["max_rel_error"] = f.max_rel_error;
   j["range_bytes"] = {f.samples.front().x, f.samples.back().x};
   nlohmann::ordered_json pts = nlohmann::ordered_json::array();
-  for (size_t i = 0; i < f.samples.size(); ++i)
-    pts.push_back({f.samples[i].x, f.samples[i].us, f.rel_residuals[i]});
+  for (size_t i = 0; i < f.samples.size(); ++i) pts.push_back({f.samples[i].x, f.samples[i].us, f.rel_residuals[i]});
   j["samples_bytes_us_residual"] = std::move(pts);
   return j;
 }
@@ -75,7 +74,7 @@ Calibration calibrate(const CalibrateOptions& in) {
   Calibration cal;
   cal.profile = o.base;
   auto one = [](double bytes, int) { return bytes; };
-  auto ring = [](double bytes, int n) { return bytes * (n - 1); };                // all_gather / reduce_scatter chunk
+  auto ring = [](double bytes, int n) { return bytes * (n - 1); };                 // all_gather / reduce_scatter chunk
   auto allreduce = [](double bytes, int n) { return 2.0 * (n - 1) / n * bytes; };  // ring all_reduce
 
   Op p2p = [](int r, Communicator& c, void* a, void* b, size_t bytes, StreamHandle s) {
@@ -157,8 +156,8 @@ Calibration calibrate(const CalibrateOptions& in) {
       Strategy strategy;
     };
     // Communicating steps only: local steps pay their copy and nothing more (seen on 2x H200, 2026-11-22).
-    for (Case c : {Case{"S0", "S1", Strategy::kP2P}, Case{"S0", "R", Strategy::kCollective},
-                   Case{"S1", "S0", Strategy::kP2P}}) {
+    for (Case c :
+         {Case{"S0", "S1", Strategy::kP2P}, Case{"S0", "R", Strategy::kCollective}, Case{"S1", "S0", Strategy::kP2P}}) {
       for (Dims shape : {Dims{64, 64}, Dims{256, 256}}) {
         Layout src(Mesh({2}), parse_placements(c.from), shape);
         PlanOptions po;
@@ -193,8 +192,9 @@ Calibration calibrate(const CalibrateOptions& in) {
   cal.profile.name = "calibrated: " + cal.machine;
   cal.profile.source = "reshard calibrate on " + cal.machine +
                        ": intra_node links and copy fitted by weighted least squares (relative error) over " +
-                       std::to_string(o.sizes_bytes.size()) + " sizes; inter_node and p2p_per_peer_us from the base profile (" +
-                       o.base.name + "), not measurable on one node with two GPUs";
+                       std::to_string(o.sizes_bytes.size()) +
+                       " sizes; inter_node and p2p_per_peer_us from the base profile (" + o.base.name +
+                       "), not measurable on one node with two GPUs";
   nlohmann::ordered_json fits;
   for (const auto& [name, f] : cal.fits) fits[name] = fit_json(f);
   nlohmann::ordered_json extra;

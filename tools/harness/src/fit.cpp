@@ -13,7 +13,8 @@ Fit fit_alpha_beta(const std::vector<Sample>& samples, const std::string& what) 
   Eigen::VectorXd b(n);
   for (Eigen::Index i = 0; i < n; ++i) {
     const Sample& s = samples[i];
-    RESHARD_REQUIRE(s.us > 0 && s.x >= 0, "fitting ", what, ": sample ", i, " has time ", s.us, " us for ", s.x, " bytes");
+    RESHARD_REQUIRE(s.us > 0 && s.x >= 0, "fitting ", what, ": sample ", i, " has time ", s.us, " us for ", s.x,
+                    " bytes");
     double w = 1.0 / s.us;  // relative error
     a(i, 0) = w;
     a(i, 1) = s.x * w;

@@ -126,7 +126,8 @@ RunResult LocalRunner::run(const Plan& plan, RunOptions options) {
 }
 
 RunResult run_plan(const Plan& plan, const RunOptions& options) {
-  return LocalRunner(options.backend, plan.src().mesh().size(), options.timeout, options.nccl_blocking).run(plan, options);
+  return LocalRunner(options.backend, plan.src().mesh().size(), options.timeout, options.nccl_blocking)
+      .run(plan, options);
 }
 
 }  // namespace reshard

@@ -51,9 +51,7 @@ RankOutcome run_rank(const Plan& plan, Communicator& comm, int device_ordinal, c
   auto input = device.allocate(exec.input_bytes());
   auto output = device.allocate(exec.output_bytes());
   device.fill_pattern(input->data(), in_box, shape, plan.dtype(), stream.get());
-  auto run = [&] {
-    exec.run({input->data(), input->bytes()}, {output->data(), output->bytes()}, stream.handle());
-  };
+  auto run = [&] { exec.run({input->data(), input->bytes()}, {output->data(), output->bytes()}, stream.handle()); };
   auto verify = [&] {
     exec.wait(stream.handle());
     out.wrong += device.count_mismatches(output->data(), out_box, shape, plan.dtype(), stream.get());
@@ -76,8 +74,10 @@ RankOutcome run_rank(const Plan& plan, Communicator& comm, int device_ordinal, c
   for (int i = 0; i <= options.iters; ++i) events.push_back(std::make_unique<CudaEvent>());
   events[0]->record(stream.get());
   for (int i = 0; i < options.iters; ++i) {
-    if (options.cuda_graph) graph.launch(stream.get());
-    else run();
+    if (options.cuda_graph)
+      graph.launch(stream.get());
+    else
+      run();
     events[i + 1]->record(stream.get());
   }
   exec.wait(stream.handle());
@@ -139,8 +139,8 @@ RunResult run_nccl(NcclRanks& ranks, const Plan& plan, const RunOptions& options
 
 RunResult run_plan_process(const Plan& plan, int rank, int world_size, int device, const std::string& rendezvous,
                            const RunOptions& options) {
-  RESHARD_REQUIRE(world_size == plan.src().mesh().size(), "the launcher started ", world_size,
-                  " processes but mesh ", plan.src().mesh().str(), " has ", plan.src().mesh().size(), " ranks");
+  RESHARD_REQUIRE(world_size == plan.src().mesh().size(), "the launcher started ", world_size, " processes but mesh ",
+                  plan.src().mesh().str(), " has ", plan.src().mesh().size(), " ranks");
   auto comm = make_process_communicator(rank, world_size, device, rendezvous,
                                         NcclOptions{options.timeout, !options.nccl_blocking});
   RankOutcome mine = run_rank(plan, *comm, device, options);
@@ -203,8 +203,10 @@ LinkMeasurement measure_links(size_t bytes) {
       }
       return median(ms);
     };
-    double copy_ms = time([&] { RESHARD_CUDA_CHECK(cudaMemcpyAsync(b->data(), a->data(), bytes, cudaMemcpyDeviceToDevice, s0.get())); });
-    double peer_ms = time([&] { RESHARD_CUDA_CHECK(cudaMemcpyPeerAsync(c->data(), 1, a->data(), 0, bytes, s0.get())); });
+    double copy_ms = time(
+        [&] { RESHARD_CUDA_CHECK(cudaMemcpyAsync(b->data(), a->data(), bytes, cudaMemcpyDeviceToDevice, s0.get())); });
+    double peer_ms =
+        time([&] { RESHARD_CUDA_CHECK(cudaMemcpyPeerAsync(c->data(), 1, a->data(), 0, bytes, s0.get())); });
     m.device_copy_GBps = bytes / (copy_ms * 1e6);
     m.peer_copy_GBps = bytes / (peer_ms * 1e6);
   }

@@ -3,8 +3,8 @@
 #include <cmath>
 #include <fstream>
 #include <iomanip>
-#include <nlohmann/json.hpp>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <ostream>
 
 #include "reshard/detail/json_text.hpp"
@@ -42,10 +42,11 @@ void header(std::ostream& log, const SweepResult& res, double link, double copy)
       << " GB/s\n"
       << "# algbw = tensor bytes / time; busbw = slowest rank's max(bytes in, bytes out) / time;\n"
       << "# bound = max(that max / link, slowest rank's local bytes / device copy); decimal GB/s; * = auto's choice\n";
-  log << std::left << std::setw(8) << "# mesh" << std::setw(9) << "from" << std::setw(9) << "to" << std::setw(13) << "shape"
-      << std::setw(6) << "dtype" << std::setw(12) << "strategy" << std::right << std::setw(12) << "bytes" << std::setw(11)
-      << "time(us)" << std::setw(11) << "graph(us)" << std::setw(10) << "algbw" << std::setw(9) << "busbw" << std::setw(11)
-      << "bound(us)" << std::setw(8) << "%bound" << std::setw(10) << "est(us)" << std::setw(7) << "wrong\n";
+  log << std::left << std::setw(8) << "# mesh" << std::setw(9) << "from" << std::setw(9) << "to" << std::setw(13)
+      << "shape" << std::setw(6) << "dtype" << std::setw(12) << "strategy" << std::right << std::setw(12) << "bytes"
+      << std::setw(11) << "time(us)" << std::setw(11) << "graph(us)" << std::setw(10) << "algbw" << std::setw(9)
+      << "busbw" << std::setw(11) << "bound(us)" << std::setw(8) << "%bound" << std::setw(10) << "est(us)"
+      << std::setw(7) << "wrong\n";
 }
 
 void line(std::ostream& log, const SweepRow& r) {
@@ -109,7 +110,10 @@ SweepResult run_sweep(const SweepOptions& in, std::ostream& log) {
           for (Index size : o.sizes_bytes) {
             Dims shape = sweep_shape(size, dtype);
             Layout src(mesh, from, shape), dst(mesh, to, shape);
-            cases.push_back({{"mesh", m}, {"from", to_string(from)}, {"to", to_string(to)}, {"shape", shape.vec()},
+            cases.push_back({{"mesh", m},
+                             {"from", to_string(from)},
+                             {"to", to_string(to)},
+                             {"shape", shape.vec()},
                              {"dtype", std::string(to_string(dtype))}});
             const int es = element_size(dtype);
             TrafficBound tb = traffic_bound(src, dst, o.plan.topology, es);
@@ -146,7 +150,10 @@ SweepResult run_sweep(const SweepOptions& in, std::ostream& log) {
               row.wrong = r.wrong_elements;
               row.checked = r.checked_elements;
               row.workspace = r.workspace_bytes;
-              for (const Step& st : plan.steps()) row.steps += (row.steps.empty() ? "" : "+") + std::string(to_string(st.kind));
+              for (const Step& st : plan.steps()) {
+                if (!row.steps.empty()) row.steps += '+';
+                row.steps += to_string(st.kind);
+              }
               if (row.auto_choice && o.backend == Backend::kNccl && row.tensor_bytes <= o.graph_max_bytes) {
                 RunOptions g = ro;
                 g.cuda_graph = true;
@@ -172,10 +179,10 @@ SweepResult run_sweep(const SweepOptions& in, std::ostream& log) {
     f << "mesh,from,to,shape,dtype,strategy,auto_choice,tensor_bytes,max_rank_bytes,estimated_us,median_us,graph_us,"
          "algbw_GBps,busbw_GBps,bound_us,wrong,checked,workspace_bytes,steps\n";
     for (const SweepRow& r : res.rows)
-      f << r.mesh << ",\"" << r.from << "\",\"" << r.to << "\"," << r.shape << "," << r.dtype << "," << r.strategy << ","
-        << r.auto_choice << "," << r.tensor_bytes << "," << r.max_rank_bytes << "," << r.estimated_us << "," << r.median_us
-        << "," << r.graph_us << "," << r.algbw << "," << r.busbw << "," << r.bound_us << "," << r.wrong << "," << r.checked
-        << "," << r.workspace << "," << r.steps << "\n";
+      f << r.mesh << ",\"" << r.from << "\",\"" << r.to << "\"," << r.shape << "," << r.dtype << "," << r.strategy
+        << "," << r.auto_choice << "," << r.tensor_bytes << "," << r.max_rank_bytes << "," << r.estimated_us << ","
+        << r.median_us << "," << r.graph_us << "," << r.algbw << "," << r.busbw << "," << r.bound_us << "," << r.wrong
+        << "," << r.checked << "," << r.workspace << "," << r.steps << "\n";
   }
   if (!o.json_path.empty()) {
     nlohmann::ordered_json j;
@@ -188,11 +195,25 @@ SweepResult run_sweep(const SweepOptions& in, std::ostream& log) {
     j["profile"] = o.plan.profile.name;
     nlohmann::ordered_json rows = nlohmann::ordered_json::array();
     for (const SweepRow& r : res.rows)
-      rows.push_back({{"mesh", r.mesh}, {"from", r.from}, {"to", r.to}, {"shape", r.shape}, {"dtype", r.dtype},
-                      {"strategy", r.strategy}, {"auto_choice", r.auto_choice}, {"tensor_bytes", r.tensor_bytes},
-                      {"max_rank_bytes", r.max_rank_bytes}, {"estimated_us", r.estimated_us}, {"median_us", r.median_us},
-                      {"graph_us", r.graph_us}, {"algbw_GBps", r.algbw}, {"busbw_GBps", r.busbw}, {"bound_us", r.bound_us},
-                      {"wrong", r.wrong}, {"checked", r.checked}, {"workspace_bytes", r.workspace}, {"steps", r.steps}});
+      rows.push_back({{"mesh", r.mesh},
+                      {"from", r.from},
+                      {"to", r.to},
+                      {"shape", r.shape},
+                      {"dtype", r.dtype},
+                      {"strategy", r.strategy},
+                      {"auto_choice", r.auto_choice},
+                      {"tensor_bytes", r.tensor_bytes},
+                      {"max_rank_bytes", r.max_rank_bytes},
+                      {"estimated_us", r.estimated_us},
+                      {"median_us", r.median_us},
+                      {"graph_us", r.graph_us},
+                      {"algbw_GBps", r.algbw},
+                      {"busbw_GBps", r.busbw},
+                      {"bound_us", r.bound_us},
+                      {"wrong", r.wrong},
+                      {"checked", r.checked},
+                      {"workspace_bytes", r.workspace},
+                      {"steps", r.steps}});
     j["rows"] = std::move(rows);
     std::ofstream f(o.json_path);
     f << detail::json_text(j) << "\n";

@@ -14,8 +14,8 @@ namespace reshard::detail {
 
 }  // namespace reshard::detail
 
-#define RESHARD_CUDA_CHECK(call)                                                                  \
-  do {                                                                                            \
-    cudaError_t reshard_err_ = (call);                                                            \
+#define RESHARD_CUDA_CHECK(call)                                                                             \
+  do {                                                                                                       \
+    cudaError_t reshard_err_ = (call);                                                                       \
     if (reshard_err_ != cudaSuccess) ::reshard::detail::throw_cuda(reshard_err_, #call, __FILE__, __LINE__); \
   } while (false)

@@ -12,11 +12,11 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
-#include <mutex>
-#include <thread>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
 
 #include "reshard/backend.hpp"
 
@@ -43,7 +43,8 @@ class NcclCommunicator : public Communicator {
   int size() const override { return size_; }
   void exchange(std::span<const SendOp> sends, std::span<const RecvOp> recvs, StreamHandle stream) override;
   void all_gather(const void* send, void* recv, size_t bytes_per_rank, StreamHandle stream) override;
-  void reduce_scatter(const void* send, void* recv, size_t count, DType dtype, ReduceOp op, StreamHandle stream) override;
+  void reduce_scatter(const void* send, void* recv, size_t count, DType dtype, ReduceOp op,
+                      StreamHandle stream) override;
   void all_reduce(const void* send, void* recv, size_t count, DType dtype, ReduceOp op, StreamHandle stream) override;
   Communicator& group(const Mesh& mesh, const std::vector<int>& mesh_dims) override;
   void wait(StreamHandle stream, std::chrono::milliseconds timeout) override;
@@ -82,6 +83,6 @@ std::vector<std::unique_ptr<NcclCommunicator>> make_local_communicators(int n, N
 // `rendezvous`: "file:/shared/path" (rank 0 writes it, the others wait for it; use a fresh path per job) or
 // "tcp:host:port" (rank 0 listens, the others connect). `device` becomes current for the calling thread.
 std::unique_ptr<NcclCommunicator> make_process_communicator(int rank, int size, int device,
-                                                             const std::string& rendezvous, NcclOptions options = {});
+                                                            const std::string& rendezvous, NcclOptions options = {});
 
 }  // namespace reshard

@@ -51,8 +51,8 @@ inline std::uint16_t float_to_f16(float f) {
   std::uint32_t abs = u & 0x7fffffffu;
   if (abs > 0x7f800000u) return sign | 0x7e00u;   // NaN
   if (abs >= 0x477ff000u) return sign | 0x7c00u;  // overflow (rounds to >= 65520) -> inf
-  if (abs < 0x38800000u) {                         // subnormal or zero in f16
-    if (abs < 0x33000000u) return sign;            // rounds to zero
+  if (abs < 0x38800000u) {                        // subnormal or zero in f16
+    if (abs < 0x33000000u) return sign;           // rounds to zero
     std::uint32_t mant = (abs & 0x7fffffu) | 0x800000u;
     int shift = 126 - static_cast<int>(abs >> 23);  // value = mant * 2^(exp - 150) = half_mant * 2^-24
     std::uint32_t half_mant = mant >> shift;

@@ -22,8 +22,8 @@ struct RunOptions {
   Backend backend = Backend::kHost;
   int warmup = 3;
   int iters = 20;
-  bool cuda_graph = false;  // capture one run in a CUDA graph and time its replays (NCCL backend)
-  bool trace = false;       // one more run with per-step event timings (RunResult::steps)
+  bool cuda_graph = false;     // capture one run in a CUDA graph and time its replays (NCCL backend)
+  bool trace = false;          // one more run with per-step event timings (RunResult::steps)
   bool nccl_blocking = false;  // blocking NCCL communicators (default: non-blocking)
   std::chrono::milliseconds timeout{std::chrono::seconds(120)};
 };
@@ -33,11 +33,11 @@ struct RunResult {
   int ranks = 0;
   std::vector<double> iteration_us;  // per timed iteration, the slowest rank's time
   double median_us = 0;
-  Index wrong_elements = 0;          // summed over ranks and over the verification passes
+  Index wrong_elements = 0;  // summed over ranks and over the verification passes
   Index checked_elements = 0;
-  size_t workspace_bytes = 0;        // largest rank's
-  std::string first_error;           // first wrong element, for messages
-  std::vector<StepTime> steps;       // options.trace: per step, the slowest rank's phase times
+  size_t workspace_bytes = 0;   // largest rank's
+  std::string first_error;      // first wrong element, for messages
+  std::vector<StepTime> steps;  // options.trace: per step, the slowest rank's phase times
 };
 
 // Whether `n` ranks can run on local GPUs with NCCL (built with CUDA and at least n GPUs visible).
