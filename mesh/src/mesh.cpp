@@ -1,5 +1,7 @@
 #include "reshard/mesh.hpp"
 
+#include "reshard/text.hpp"
+
 #include <algorithm>
 #include <charconv>
 #include <limits>
@@ -125,20 +127,14 @@ std::string Mesh::str() const {
 std::vector<int> parse_mesh_shape(std::string_view text) {
   std::vector<int> shape;
   if (text.empty()) fail(ErrorKind::kParse, "mesh is empty; expected dims like 2x4");
-  size_t pos = 0;
-  while (true) {
-    size_t end = text.find('x', pos);
-    std::string_view part = text.substr(pos, end == std::string_view::npos ? std::string_view::npos : end - pos);
-    long long v = 0;
-    auto [p, ec] = std::from_chars(part.data(), part.data() + part.size(), v);
-    if (part.empty() || ec != std::errc() || p != part.data() + part.size())
+  for (std::string_view part : split(text, 'x')) {
+    std::optional<long long> v = parse_integer(part);
+    if (!v)
       fail(ErrorKind::kParse, cat("mesh '", text, "': '", part, "' is not a whole number; expected dims like 2x4"));
-    if (v < 1)
-      fail(ErrorKind::kParse, cat("mesh '", text, "': dim ", shape.size(), " is ", v, "; every dim must be >= 1"));
-    if (v > kMaxRanks) fail(ErrorKind::kParse, cat("mesh '", text, "' has more than 2^31 - 1 ranks"));
-    shape.push_back(static_cast<int>(v));
-    if (end == std::string_view::npos) break;
-    pos = end + 1;
+    if (*v < 1)
+      fail(ErrorKind::kParse, cat("mesh '", text, "': dim ", shape.size(), " is ", *v, "; every dim must be >= 1"));
+    if (*v > kMaxRanks) fail(ErrorKind::kParse, cat("mesh '", text, "' has more than 2^31 - 1 ranks"));
+    shape.push_back(static_cast<int>(*v));
   }
   if (static_cast<int>(shape.size()) > kMaxDims)
     fail(ErrorKind::kParse, cat("mesh '", text, "' has ", shape.size(), " dims; at most ", kMaxDims, " are supported"));

@@ -1,6 +1,6 @@
 #include "reshard/layout.hpp"
 
-#include <charconv>
+#include "reshard/text.hpp"
 
 namespace reshard {
 namespace {
@@ -72,22 +72,16 @@ std::string Layout::str() const {
 Dims parse_shape(std::string_view text) {
   if (text.empty()) fail(ErrorKind::kParse, "shape is empty; expected extents like 1024x512");
   Dims shape;
-  size_t pos = 0;
-  while (true) {
-    size_t end = text.find('x', pos);
-    std::string_view part = text.substr(pos, end == std::string_view::npos ? std::string_view::npos : end - pos);
-    long long v = 0;
-    auto [p, ec] = std::from_chars(part.data(), part.data() + part.size(), v);
-    if (ec == std::errc::result_out_of_range)
-      fail(ErrorKind::kParse, cat("shape '", text, "': extent '", part, "' does not fit in 64 bits"));
-    if (part.empty() || ec != std::errc() || p != part.data() + part.size())
+  for (std::string_view part : split(text, 'x')) {
+    bool overflow = false;
+    std::optional<long long> v = parse_integer(part, &overflow);
+    if (overflow) fail(ErrorKind::kParse, cat("shape '", text, "': extent '", part, "' does not fit in 64 bits"));
+    if (!v)
       fail(ErrorKind::kParse,
            cat("shape '", text, "': '", part, "' is not a whole number; expected extents like 1024x512"));
-    if (v < 0) fail(ErrorKind::kParse, cat("shape '", text, "': extent ", v, " is negative"));
+    if (*v < 0) fail(ErrorKind::kParse, cat("shape '", text, "': extent ", *v, " is negative"));
     if (shape.size() == kMaxDims) fail(ErrorKind::kParse, cat("shape '", text, "' has more than ", kMaxDims, " dims"));
-    shape.push_back(v);
-    if (end == std::string_view::npos) break;
-    pos = end + 1;
+    shape.push_back(*v);
   }
   Index total = 1;
   for (Index v : shape)

@@ -1,10 +1,9 @@
 #include "reshard/plan_json.hpp"
 
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "reshard/detail/json_text.hpp"
+#include "reshard/text.hpp"
 
 namespace reshard {
 namespace {
@@ -254,12 +253,9 @@ Plan plan_from_json(const std::string& text) {
 }
 
 Plan load_plan(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) fail(ErrorKind::kInvalidArgument, cat("cannot read plan file '", path, "'"));
-  std::stringstream ss;
-  ss << in.rdbuf();
+  std::string text = read_text_file(path, "plan");
   try {
-    return plan_from_json(ss.str());
+    return plan_from_json(text);
   } catch (const Error& e) {
     fail(e.kind(), cat(path, ": ", e.what()));
   }

@@ -2,12 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "reshard/detail/json_text.hpp"
 #include "reshard/error.hpp"
+#include "reshard/text.hpp"
 
 namespace reshard {
 namespace {
@@ -155,12 +154,9 @@ Profile profile_from_json(const std::string& text) {
 }
 
 Profile load_profile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) fail(ErrorKind::kInvalidArgument, cat("cannot read profile file '", path, "'"));
-  std::stringstream ss;
-  ss << in.rdbuf();
+  std::string text = read_text_file(path, "profile");
   try {
-    return profile_from_json(ss.str());
+    return profile_from_json(text);
   } catch (const Error& e) {
     fail(e.kind(), cat(path, ": ", e.what()));
   }

@@ -1,6 +1,9 @@
 #include "cli_common.hpp"
 
 #include <charconv>
+#include <limits>
+
+#include "reshard/text.hpp"
 
 namespace reshard::cli {
 
@@ -14,18 +17,11 @@ Mesh make_mesh(const TensorFlags& flags) {
   std::vector<int> shape = parse_mesh_shape(flags.mesh);
   if (flags.ranks.empty()) return Mesh(shape);
   std::vector<int> ranks;
-  std::string_view text = flags.ranks;
-  size_t pos = 0;
-  while (pos <= text.size()) {
-    size_t end = text.find(',', pos);
-    std::string_view part = text.substr(pos, end == std::string_view::npos ? std::string_view::npos : end - pos);
-    int v = 0;
-    auto [p, ec] = std::from_chars(part.data(), part.data() + part.size(), v);
-    if (part.empty() || ec != std::errc() || p != part.data() + part.size())
+  for (std::string_view part : split(flags.ranks, ',')) {
+    std::optional<long long> v = parse_integer(part);
+    if (!v || *v < 0 || *v > std::numeric_limits<int>::max())
       fail(ErrorKind::kParse, cat("--ranks '", flags.ranks, "': '", part, "' is not a rank number"));
-    ranks.push_back(v);
-    if (end == std::string_view::npos) break;
-    pos = end + 1;
+    ranks.push_back(static_cast<int>(*v));
   }
   return Mesh(shape, ranks);
 }

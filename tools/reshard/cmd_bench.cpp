@@ -5,19 +5,14 @@
 #include "cli_common.hpp"
 #include "reshard/calibrate.hpp"
 #include "reshard/sweep.hpp"
+#include "reshard/text.hpp"
 
 namespace reshard::cli {
 namespace {
 
-std::vector<std::string> split(const std::string& text, char sep) {
+std::vector<std::string> split_list(const std::string& text) {
   std::vector<std::string> out;
-  size_t pos = 0;
-  while (pos <= text.size()) {
-    size_t end = text.find(sep, pos);
-    out.push_back(text.substr(pos, end == std::string::npos ? std::string::npos : end - pos));
-    if (end == std::string::npos) break;
-    pos = end + 1;
-  }
+  for (std::string_view part : split(text, ',')) out.emplace_back(part);
   return out;
 }
 
@@ -48,19 +43,19 @@ Command add_bench_command(CLI::App& app) {
   cmd->add_option("--cases", f->cases, "Write the cases for bench/pytorch_baseline.py");
   return [f] {
     SweepOptions o;
-    for (const std::string& m : f->meshes.empty() ? std::vector<std::string>{} : split(f->meshes, ','))
+    for (const std::string& m : f->meshes.empty() ? std::vector<std::string>{} : split_list(f->meshes))
       o.meshes.push_back(parse_mesh_shape(m));
-    for (const std::string& s : f->sizes.empty() ? std::vector<std::string>{} : split(f->sizes, ','))
+    for (const std::string& s : f->sizes.empty() ? std::vector<std::string>{} : split_list(f->sizes))
       o.sizes_bytes.push_back(parse_bytes("--sizes", s));
     o.dtypes.clear();
-    for (const std::string& d : split(f->dtypes, ',')) o.dtypes.push_back(parse_dtype(d));
+    for (const std::string& d : split_list(f->dtypes)) o.dtypes.push_back(parse_dtype(d));
     o.strategies.clear();
-    for (const std::string& s : split(f->strategies, ',')) {
+    for (const std::string& s : split_list(f->strategies)) {
       Strategy st = parse_strategy(s);
       RESHARD_REQUIRE(st != Strategy::kAuto, "--strategies: auto is not a strategy of its own (its choice is marked)");
       o.strategies.push_back(st);
     }
-    o.placements = split(f->placements, ',');
+    o.placements = split_list(f->placements);
     for (const std::string& p : o.placements) parse_placement(p);
     RESHARD_REQUIRE(f->iters >= 1 && f->warmup >= 0, "--iters must be >= 1 and --warmup >= 0");
     o.iters = f->iters;
@@ -103,16 +98,9 @@ Command add_calibrate_command(CLI::App& app) {
     CalibrateOptions o;
     o.iters = f->iters;
     if (!f->base.empty()) o.base = load_profile(f->base);
-    if (!f->sizes.empty()) {
-      size_t pos = 0;
-      while (pos <= f->sizes.size()) {
-        size_t end = f->sizes.find(',', pos);
-        o.sizes_bytes.push_back(static_cast<double>(
-            parse_bytes("--sizes", f->sizes.substr(pos, end == std::string::npos ? std::string::npos : end - pos))));
-        if (end == std::string::npos) break;
-        pos = end + 1;
-      }
-    }
+    if (!f->sizes.empty())
+      for (const std::string& size : split_list(f->sizes))
+        o.sizes_bytes.push_back(static_cast<double>(parse_bytes("--sizes", size)));
     Calibration cal = calibrate(o);
     std::ofstream out(f->out);
     RESHARD_REQUIRE(out.good(), "--out: cannot write '", f->out, "'");
