@@ -1,8 +1,10 @@
 #include "reshard/placement.hpp"
 
-#include <charconv>
+#include <limits>
+#include <optional>
 
 #include "reshard/error.hpp"
+#include "reshard/text.hpp"
 
 namespace reshard {
 namespace {
@@ -10,9 +12,10 @@ namespace {
 constexpr std::string_view kForms = "expected R, S<d>, S(<d>), P, P(sum), P(avg), P(max) or P(min)";
 
 bool parse_int(std::string_view s, int& out) {
-  if (s.empty()) return false;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
-  return ec == std::errc() && p == s.data() + s.size();
+  std::optional<long long> v = parse_integer(s);
+  if (!v || *v < std::numeric_limits<int>::min() || *v > std::numeric_limits<int>::max()) return false;
+  out = static_cast<int>(*v);
+  return true;
 }
 
 // "X(inner)" -> inner, when text starts with `head` followed by parentheses.

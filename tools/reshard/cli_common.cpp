@@ -1,6 +1,5 @@
 #include "cli_common.hpp"
 
-#include <charconv>
 #include <limits>
 
 #include "reshard/text.hpp"
@@ -43,10 +42,9 @@ Index parse_bytes(const std::string& flag, const std::string& text) {
       break;
     }
   }
-  long long v = 0;
-  auto [p, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), v);
-  if (digits.empty() || ec != std::errc() || p != digits.data() + digits.size())
-    fail(ErrorKind::kParse, cat(flag, " '", text, "' is not a byte count (e.g. 1048576, 64MiB)"));
+  std::optional<long long> parsed = parse_integer(digits);
+  if (!parsed) fail(ErrorKind::kParse, cat(flag, " '", text, "' is not a byte count (e.g. 1048576, 64MiB)"));
+  long long v = *parsed;
   if (v < 0) fail(ErrorKind::kInvalidArgument, cat(flag, " must be >= 0 bytes, got ", text));
   return checked_mul(v, scale, flag);
 }
