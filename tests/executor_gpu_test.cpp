@@ -5,6 +5,8 @@
 
 #include <unistd.h>
 #include <atomic>
+#include <chrono>
+#include <cstdlib>
 #include <cstdio>
 #include <thread>
 
@@ -20,6 +22,12 @@ namespace reshard {
 namespace {
 
 std::atomic<long long> g_runs{0}, g_checked{0}, g_wrong{0};
+
+// RESHARD_GPU_TESTS_LIGHT=1 (runs under compute-sanitizer): small shapes, one dtype per pair, no 1 GiB tensors.
+bool light() {
+  const char* v = std::getenv("RESHARD_GPU_TESTS_LIGHT");
+  return v && *v == '1';
+}
 
 class GpuEnvironment : public ::testing::Environment {
  public:
@@ -91,10 +99,16 @@ std::vector<Plan> plans_for(const Layout& src, const Layout& dst, DType t) {
 TEST_F(Gpu, EveryPairAndStrategyOnMeshes2And1x2And2x1) {
   for (std::vector<int> m : {std::vector<int>{2}, {1, 2}, {2, 1}}) {
     Mesh mesh(m);
-    for (const Dims& shape : {Dims{0, 4}, Dims{1, 1}, Dims{7, 5}, Dims{1000, 1003}}) {
+    std::vector<Dims> shapes{Dims{0, 4}, Dims{1, 1}, Dims{7, 5}, Dims{1000, 1003}};
+    std::vector<DType> dtypes{DType::kF32, DType::kBF16, DType::kI8};
+    if (light()) {
+      shapes = {Dims{1, 1}, Dims{7, 5}, Dims{64, 33}};
+      dtypes = {DType::kBF16};
+    }
+    for (const Dims& shape : shapes) {
       for (const auto& from : placements_for(mesh.ndim())) {
         for (const auto& to : placements_for(mesh.ndim())) {
-          for (DType t : {DType::kF32, DType::kBF16, DType::kI8}) {
+          for (DType t : dtypes) {
             for (const Plan& plan : plans_for(Layout(mesh, from, shape), Layout(mesh, to, shape), t)) check(plan);
           }
         }
@@ -108,7 +122,8 @@ TEST_F(Gpu, EveryDType) {
   for (const char* pair : {"S0>S1", "S1>S0", "S0>R", "R>S1", "S1>R"}) {
     std::string p(pair);
     auto gt = p.find('>');
-    for (const Dims& shape : {Dims{3, 5}, Dims{4099, 257}, Dims{64, 3, 7}}) {
+    for (const Dims& shape : light() ? std::vector<Dims>{Dims{3, 5}, Dims{64, 3, 7}}
+                                     : std::vector<Dims>{Dims{3, 5}, Dims{4099, 257}, Dims{64, 3, 7}}) {
       Layout src(mesh, parse_placements(p.substr(0, gt)), shape), dst(mesh, parse_placements(p.substr(gt + 1)), shape);
       for (DType t : kAllDTypes)
         for (const Plan& plan : plans_for(src, dst, t)) check(plan);
@@ -117,6 +132,7 @@ TEST_F(Gpu, EveryDType) {
 }
 
 TEST_F(Gpu, OneGiBTensors) {
+  if (light()) GTEST_SKIP() << "light mode";
   Mesh mesh({2});
   RunOptions o;
   o.warmup = 1;
@@ -242,6 +258,38 @@ TEST_F(Gpu, OneProcessPerRank) {
     EXPECT_NE(out0.find("2 ranks, nccl backend"), std::string::npos) << out0;
     std::printf("%s", out0.c_str());
     if (rendezvous.rfind("file:", 0) == 0) std::remove(rendezvous.substr(5).c_str());
+  }
+}
+
+TEST_F(Gpu, ARankProcessThatDiesMakesTheOthersFailWithinTheTimeout) {
+  for (const char* point : {"after-prepare", "mid-run"}) {
+    std::string base = "/tmp/reshard_fault_" + std::to_string(::getpid());
+    std::string rendezvous = "file:" + base + "_id_" + point;
+    std::string cmd = "cd /tmp && ";
+    for (int r = 0; r < 2; ++r) {
+      cmd += "(RANK=" + std::to_string(r) + " WORLD_SIZE=2 LOCAL_RANK=" + std::to_string(r) + " timeout 90 " +
+             testing::cli_path() +
+             " run --mesh 2 --from S0 --to S1 --shape 4096x4096 --iters 5 --timeout-ms 5000 --inject-fault 1:" + point +
+             " --rendezvous " + rendezvous + " > " + base + std::to_string(r) + " 2>&1; echo $? > " + base + "rc" +
+             std::to_string(r) + ") & ";
+    }
+    cmd += "wait";
+    auto start = std::chrono::steady_clock::now();
+    ASSERT_EQ(std::system(cmd.c_str()), 0);
+    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::string rc0 = testing::read_file(base + "rc0"), rc1 = testing::read_file(base + "rc1");
+    std::string out0 = testing::read_file(base + "0");
+    EXPECT_EQ(rc1, "3\n") << testing::read_file(base + "1");  // the injected crash
+    EXPECT_NE(rc0, "0\n") << out0;                            // the survivor fails ...
+    EXPECT_NE(rc0, "124\n") << out0;                          // ... by itself, not killed by `timeout`
+    EXPECT_LT(seconds, 60) << out0;
+    EXPECT_TRUE(out0.find("timed out") != std::string::npos || out0.find("aborted") != std::string::npos ||
+                out0.find("did not") != std::string::npos || out0.find("blocked") != std::string::npos)
+        << out0;
+    size_t at = out0.rfind("reshard run");
+    std::printf("fault %s: survivor exited %s after %.1f s: %s", point, rc0.c_str(), seconds,
+                out0.substr(at == std::string::npos ? 0 : at).c_str());
+    std::remove(rendezvous.substr(5).c_str());
   }
 }
 

@@ -13,6 +13,7 @@
 #include "reshard/harness.hpp"
 #include "reshard/overlap.hpp"
 #include "reshard/plan_format.hpp"
+#include "reshard/text.hpp"
 
 namespace reshard::cli {
 namespace {
@@ -113,6 +114,7 @@ Command add_run_command(CLI::App& app) {
     int timeout_ms = 120000;
     double link_GBps = 0;
     std::string rendezvous;
+    std::string inject_fault;
   };
   auto flags = std::make_shared<Flags>();
   CLI::App* cmd =
@@ -133,6 +135,8 @@ Command add_run_command(CLI::App& app) {
   cmd->add_option("--rendezvous", flags->rendezvous,
                   "One process per rank (RANK, WORLD_SIZE, LOCAL_RANK from the launcher): file:PATH or tcp:HOST:PORT "
                   "(default with MASTER_ADDR/MASTER_PORT set: tcp:MASTER_ADDR:MASTER_PORT+1)");
+  cmd->add_option("--inject-fault", flags->inject_fault,
+                  "Testing aid: RANK:after-prepare or RANK:mid-run makes that rank's process exit abruptly (nccl)");
   return [flags] {
     PlanRequest req = make_plan_request(flags->plan);
     RESHARD_REQUIRE(flags->iters >= 1, "--iters must be >= 1, got ", flags->iters);
@@ -147,6 +151,15 @@ Command add_run_command(CLI::App& app) {
     options.cuda_graph = flags->graph;
     options.trace = flags->trace;
     options.nccl_blocking = flags->nccl_blocking;
+    if (!flags->inject_fault.empty()) {
+      std::vector<std::string_view> parts = split(flags->inject_fault, ':');
+      std::optional<long long> r = parts.size() == 2 ? parse_integer(parts[0]) : std::nullopt;
+      RESHARD_REQUIRE(r && (parts[1] == "after-prepare" || parts[1] == "mid-run"), "--inject-fault '",
+                      flags->inject_fault, "' must be RANK:after-prepare or RANK:mid-run");
+      options.fault_rank = static_cast<int>(*r);
+      options.fault_point =
+          parts[1] == "mid-run" ? RunOptions::FaultPoint::kMidRun : RunOptions::FaultPoint::kAfterPrepare;
+    }
     options.timeout = std::chrono::milliseconds(flags->timeout_ms);
 
     const int world = env_int("WORLD_SIZE", 1), rank = env_int("RANK", 0);

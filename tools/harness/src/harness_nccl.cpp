@@ -1,5 +1,7 @@
 // The NCCL side of the harness: one GPU per rank, in one process (a thread per rank) or one process per rank.
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 
 #include "reshard/cuda_check.hpp"
 #include "reshard/cuda_device.hpp"
@@ -45,6 +47,13 @@ RankOutcome run_rank(const Plan& plan, Communicator& comm, int device_ordinal, c
   CudaDevice device(device_ordinal);
   CudaStream stream(device_ordinal);
   Executor exec(plan, comm, device, ExecutorOptions{options.timeout, options.trace});
+  auto fault = [&](RunOptions::FaultPoint point) {
+    if (options.fault_point == point && options.fault_rank == r) {
+      std::fprintf(stderr, "rank %d: injected fault, exiting\n", r);
+      std::_Exit(3);
+    }
+  };
+  fault(RunOptions::FaultPoint::kAfterPrepare);
   RankOutcome out;
   out.workspace = exec.workspace_bytes();
   Box in_box = plan.src().box(r), out_box = plan.dst().box(r);
@@ -62,6 +71,7 @@ RankOutcome run_rank(const Plan& plan, Communicator& comm, int device_ordinal, c
     run();
     verify();
   }
+  fault(RunOptions::FaultPoint::kMidRun);
   for (int i = 0; i < options.warmup; ++i) run();
   exec.wait(stream.handle());
   CudaGraph graph;

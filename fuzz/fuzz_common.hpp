@@ -1,0 +1,43 @@
+// Shared by the fuzz targets: only reshard::Error may escape a parser or the planner; anything else (another
+// exception, a crash, a sanitizer report) is a finding.
+#pragma once
+
+#include <cstdint>
+#include <cstdlib>
+#include <exception>
+#include <string>
+
+#include "reshard/error.hpp"
+
+namespace reshard::fuzz {
+
+template <class F>
+bool only_reshard_errors(F f) {
+  try {
+    f();
+    return true;
+  } catch (const Error&) {
+    return false;  // a clear, expected refusal
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "unexpected exception: %s\n", e.what());
+    std::abort();
+  }
+}
+
+// Reads the input as a byte stream.
+class Bytes {
+ public:
+  Bytes(const uint8_t* data, size_t size) : data_(data), size_(size) {}
+  int next(int lo, int hi) {  // in [lo, hi]
+    int v = pos_ < size_ ? data_[pos_++] : 0;
+    return lo + v % (hi - lo + 1);
+  }
+  bool empty() const { return pos_ >= size_; }
+
+ private:
+  const uint8_t* data_;
+  size_t size_;
+  size_t pos_ = 0;
+};
+
+}  // namespace reshard::fuzz
