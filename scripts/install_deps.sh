@@ -4,7 +4,7 @@
 set -euo pipefail
 
 packages=(cmake ninja-build g++ make libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev libcli11-dev
-          libeigen3-dev python3)
+          libeigen3-dev python3 clang)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -15,4 +15,14 @@ if ((${#missing[@]})); then
   echo "installing: ${missing[*]}"
   $sudo apt-get update -q
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+# libFuzzer and the sanitizer runtimes for clang (the fuzz preset): libclang-rt-<major>-dev on Debian 12.
+major=$(clang --version | sed -n 's/.*clang version \([0-9]*\).*/\1/p' | head -n 1)
+if [[ -n "$major" ]] && ! dpkg-query -W -f='${Status}' "libclang-rt-${major}-dev" 2>/dev/null | grep -q "install ok installed"; then
+  sudo=""
+  if [[ $(id -u) -ne 0 ]]; then sudo="sudo"; fi
+  echo "installing: libclang-rt-${major}-dev"
+  $sudo apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "libclang-rt-${major}-dev"
 fi

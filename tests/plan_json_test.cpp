@@ -67,6 +67,24 @@ void expect_corrupt(const std::function<void(json&)>& edit, const std::string& n
 TEST(PlanJson, CorruptionIsAClearError) {
   EXPECT_THROW(plan_from_json("{ not json"), Error);
   EXPECT_THROW(plan_from_json("[1, 2]"), Error);
+  // Found by fuzz_plan_json / fuzz_profile_json: numbers beyond double's range are a parse error, not an escape
+  // of nlohmann's out_of_range exception.
+  for (const char* text : {"7777e77777", "{\"schema\": 1e999}"}) {
+    try {
+      plan_from_json(text);
+      ADD_FAILURE() << text;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kParse) << e.what();
+      EXPECT_NE(std::string(e.what()).find("plan is not valid JSON"), std::string::npos) << e.what();
+    }
+    try {
+      profile_from_json(text);
+      ADD_FAILURE() << text;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kParse) << e.what();
+      EXPECT_NE(std::string(e.what()).find("profile is not valid JSON"), std::string::npos) << e.what();
+    }
+  }
   expect_corrupt([](json& j) { j.erase("steps"); }, "missing field 'steps'");
   expect_corrupt([](json& j) { j["dtype"] = 5; }, "'dtype' must be a string");
   expect_corrupt([](json& j) { j["dtype"] = "f128"; }, "unknown dtype 'f128'");

@@ -175,7 +175,7 @@ Plan plan_from_json(const std::string& text) {
   json j;
   try {
     j = json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // syntax errors, and numbers out of range ("1e999")
     fail(ErrorKind::kParse, cat("plan is not valid JSON: ", e.what()));
   }
   if (!j.is_object()) fail(ErrorKind::kInvalidArgument, "plan must be a JSON object");

@@ -120,7 +120,7 @@ Profile profile_from_json(const std::string& text) {
   json j;
   try {
     j = json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // syntax errors, and numbers out of range ("1e999")
     fail(ErrorKind::kParse, cat("profile is not valid JSON: ", e.what()));
   }
   if (!j.is_object()) fail(ErrorKind::kInvalidArgument, "profile must be a JSON object");
