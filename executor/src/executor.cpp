@@ -3,13 +3,19 @@
 namespace reshard {
 
 struct Executor::StageRuntime {
-  std::unique_ptr<CopyBatch> pack, unpack;
+  std::unique_ptr<CopyBatch> pack, unpack, reduce;
   std::vector<PeerTransfer> send_refs, recv_refs;
   std::vector<SendOp> sends;  // pointers filled in per run (no allocation)
   std::vector<RecvOp> recvs;
   std::optional<CollectiveOp> collective;
   Communicator* group = nullptr;
   std::unique_ptr<DeviceEvent> packed, received;  // pipelined steps only
+  std::unique_ptr<DeviceEvent> sent, drained;     // pipelined: communication done, unpack done (slot reusable)
+  bool unpacks() const { return unpack || reduce; }
+  void run_unpack(const BufferBases& bases, StreamHandle stream) const {
+    if (unpack) unpack->run(bases, stream);
+    if (reduce) reduce->run(bases, stream);
+  }
 };
 
 struct Executor::StepRuntime {
@@ -71,6 +77,7 @@ Executor::Executor(const Plan& plan, Communicator& comm, Device& device, Executo
       if (s == 0 && !overlap_local) pack.insert(pack.end(), ps.local.begin(), ps.local.end());  // one launch
       sr.pack = prepare(device, pack, es, pipelined);
       sr.unpack = prepare(device, st.unpack, es, pipelined);
+      if (!st.reduce.empty()) sr.reduce = device.prepare_reductions(st.reduce, program_.dtype);
       sr.send_refs = st.sends;
       sr.recv_refs = st.recvs;
       sr.sends.resize(st.sends.size());
@@ -80,6 +87,8 @@ Executor::Executor(const Plan& plan, Communicator& comm, Device& device, Executo
       if (ps.stages.size() > 1) {
         sr.packed = device.create_event();
         sr.received = device.create_event();
+        sr.sent = device.create_event();
+        sr.drained = device.create_event();
       }
     }
     if (ps.stages.empty() && !ps.local.empty())
@@ -164,10 +173,11 @@ void Executor::run(ConstBuffer input, MutableBuffer output, StreamHandle stream)
       }
       if (sr) communicate(*sr);
       mark(rt, 2);
-      if (sr && sr->unpack) sr->unpack->run(bases, stream);
+      if (sr) sr->run_unpack(bases, stream);
     } else {
       // Stage s is packed on the pack lane while stage s-1 is on the wire; stage s is unpacked on the unpack lane
-      // while stage s+1 is on the wire; large local copies overlap everything.
+      // while stage s+1 is on the wire; large local copies overlap everything. Stages s and s-2 share a scratch
+      // slot (chunking.hpp): stage s packs once stage s-2 has sent, and receives once stage s-2 is unpacked.
       rt.fork->record(stream);
       if (rt.local) {
         StreamHandle lane = device_.lane(Lane::kLocalCopy);
@@ -178,17 +188,23 @@ void Executor::run(ConstBuffer input, MutableBuffer output, StreamHandle stream)
       StreamHandle pack_lane = device_.lane(Lane::kPack), unpack_lane = device_.lane(Lane::kUnpack);
       rt.fork->wait(pack_lane);
       bool any_unpack = false;
-      for (StageRuntime& st : rt.stages) {
+      for (size_t s = 0; s < rt.stages.size(); ++s) {
+        StageRuntime& st = rt.stages[s];
+        StageRuntime* reuse = s >= 2 ? &rt.stages[s - 2] : nullptr;
         if (st.pack) {
+          if (reuse) reuse->sent->wait(pack_lane);
           st.pack->run(bases, pack_lane);
           st.packed->record(pack_lane);
           st.packed->wait(stream);
         }
+        if (reuse && reuse->unpacks()) reuse->drained->wait(stream);
         communicate(st);
-        if (st.unpack) {
+        st.sent->record(stream);
+        if (st.unpacks()) {
           st.received->record(stream);
           st.received->wait(unpack_lane);
-          st.unpack->run(bases, unpack_lane);
+          st.run_unpack(bases, unpack_lane);
+          st.drained->record(unpack_lane);
           any_unpack = true;
         }
       }

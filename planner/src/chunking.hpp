@@ -1,21 +1,35 @@
-// How p2p transfers are cut into pipeline chunks. Sender and receiver apply the same rule to the same transfer,
-// so their messages always match: a transfer that must be packed (its region is not contiguous in the sender's
-// tensor) or unpacked (not contiguous in the receiver's) is split along its leading dim into
-// ceil(bytes / chunk_bytes) chunks (at most kMaxStages, at most one per row); every other transfer is one chunk.
+// How p2p transfers are cut into pipeline chunks, and where the chunks' scratch lives. Sender and receiver apply
+// the same rule to the same transfer, so their messages always match: a transfer that must be packed (its region
+// is not contiguous in the sender's tensor) or copied out on arrival (not contiguous in the receiver's, or a
+// contribution the receiver reduces) is split along its leading dim into ceil(bytes / chunk_bytes) chunks (at
+// most kMaxStages, at most one per row); every other transfer is one chunk. Chunk i goes to stage i.
+//
+// Scratch: a step of one stage takes one area per copied transfer. A pipelined step keeps its scratch in two
+// rotating slots, each the size of its largest stage: stage i uses slot i % 2, so the executor makes stage i wait
+// until stage i - 2 has sent and unpacked before reusing the slot. Workspace thus shrinks with the chunk size,
+// which is how a memory budget is met.
 #pragma once
 
 #include <algorithm>
+#include <vector>
 
 #include "reshard/box.hpp"
 
 namespace reshard::detail {
 
-inline constexpr int kMaxStages = 16;
+inline constexpr int kMaxStages = 64;
 
+// Elements rounded up to the 256-byte alignment of scratch areas.
+inline Index aligned_elements(Index elements, int element_size) {
+  const Index align = std::max<Index>(1, 256 / element_size);
+  return (elements + align - 1) / align * align;
+}
+
+// `receiver_copies`: the receiver copies the transfer out of scratch whatever its contiguity (reductions).
 inline int chunk_count(const Box& region, const Box& sender_box, const Box& receiver_box, int element_size,
-                       Index chunk_bytes) {
+                       Index chunk_bytes, bool receiver_copies = false) {
   if (chunk_bytes <= 0 || is_empty(region)) return 1;
-  if (is_contiguous_in(sender_box, region) && is_contiguous_in(receiver_box, region)) return 1;
+  if (!receiver_copies && is_contiguous_in(sender_box, region) && is_contiguous_in(receiver_box, region)) return 1;
   int lead = 0;
   while (lead + 1 < region.ndim() && region.shape[lead] == 1) ++lead;
   Index bytes = volume(region) * element_size;
@@ -35,5 +49,26 @@ inline Box chunk_of(const Box& region, int k, int i) {
   c.shape[lead] = end - begin;
   return c;
 }
+
+// One rank's scratch for one exchange step, stage by stage (aligned elements).
+class StageScratch {
+ public:
+  explicit StageScratch(int element_size) : es_(element_size) {}
+  // Accounts the scratch areas of one side of a transfer cut into k chunks.
+  void add_chunks(const Box& region, int k) {
+    if (static_cast<int>(need_.size()) < k) need_.resize(k, 0);
+    for (int i = 0; i < k; ++i) need_[i] += aligned_elements(volume(chunk_of(region, k, i)), es_);
+  }
+  bool pipelined() const { return need_.size() > 1; }
+  Index slot() const { return need_.empty() ? 0 : *std::max_element(need_.begin(), need_.end()); }
+  // Elements the step's scratch takes.
+  Index total() const { return pipelined() ? 2 * slot() : slot(); }
+  // Where stage i's areas start, relative to the step's scratch.
+  Index stage_offset(int stage) const { return pipelined() ? (stage % 2) * slot() : 0; }
+
+ private:
+  int es_;
+  std::vector<Index> need_;
+};
 
 }  // namespace reshard::detail

@@ -4,6 +4,7 @@
 #include <queue>
 #include <unordered_map>
 
+#include "reshard/partial.hpp"
 #include "transitions.hpp"
 
 namespace reshard::detail {
@@ -90,12 +91,13 @@ class Search {
     return it->second;
   }
 
-  // Placements a mesh dim may take: R and every S(d); P(op) only where the source has it (it can be reduced
-  // away, never created or moved).
+  // Placements a mesh dim may take: R and every S(d); P(op) where the source has it (it can be reduced away) or
+  // the target has it (a local step partitions a replicated value into it).
   std::vector<Placement> options(int k) const {
     std::vector<Placement> out{Placement::replicate()};
     for (int d = 0; d < src_.ndim(); ++d) out.push_back(Placement::shard(d));
     if (src_.placement(k).is_partial()) out.push_back(src_.placement(k));
+    if (dst_.placement(k).is_partial() && !(dst_.placement(k) == src_.placement(k))) out.push_back(dst_.placement(k));
     return out;
   }
 
@@ -137,6 +139,7 @@ class Search {
                 const std::vector<int>& dims, double cost, int steps) {
     std::optional<StepKind> kind = transition_kind(from, to, dims);
     if (!kind) return;
+    if (!reduction_exact(src_.mesh(), from, to, dst_.placements(), pricer_.dtype(), true)) return;
     Key to_key = key_of(to);
     if (max_collectives_) {
       int count = collectives(from_key) + (is_communication(*kind) ? 1 : 0);
@@ -189,13 +192,6 @@ class Search {
 
 std::optional<Route> search_collective_route(const Layout& src, const Layout& dst, const StepPricer& pricer,
                                              std::optional<int> max_collectives, std::string* reason) {
-  for (int k = 0; k < src.mesh().ndim(); ++k) {
-    if (dst.placement(k).is_partial() && !(src.placement(k) == dst.placement(k))) {
-      if (reason)
-        *reason = cat("collectives cannot create Partial placement ", to_string(dst.placement(k)), " on mesh dim ", k);
-      return std::nullopt;
-    }
-  }
   std::optional<Route> r = Search(src, dst, pricer, max_collectives).run();
   if (!r && reason)
     *reason = max_collectives ? cat("no chain of at most ", *max_collectives, " collectives reaches the target")

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 
+#include "reshard/partial.hpp"
 #include "transitions.hpp"
 
 namespace reshard::detail {
@@ -35,6 +36,7 @@ class HybridSearch {
     for (int code = 0; code < total; ++code) {
       int c = code;
       bool has_p2p = false, has_coll = false, ok = true;
+      std::optional<ReduceOp> p2p_op;
       for (int i = 0; i < n; ++i, c /= 3) {
         roles[i] = static_cast<Role>(c % 3);
         int k = changing_[i];
@@ -42,7 +44,11 @@ class HybridSearch {
         has_coll = has_coll || roles[i] != Role::kP2P;
         if (roles[i] == Role::kPost && !(dst_.placement(k).is_replicate() && !src_.placement(k).is_replicate()))
           ok = false;
-        if (roles[i] == Role::kP2P && src_.placement(k).is_partial()) ok = false;
+        // The p2p step reduces the Partial dims it takes over (one reduce op), and never creates one.
+        if (roles[i] == Role::kP2P && src_.placement(k).is_partial()) {
+          if (p2p_op && *p2p_op != src_.placement(k).op()) ok = false;
+          p2p_op = src_.placement(k).op();
+        }
         if (roles[i] == Role::kP2P && dst_.placement(k).is_partial()) ok = false;
       }
       if (ok && has_p2p && has_coll) try_roles(roles);
@@ -94,6 +100,7 @@ class HybridSearch {
   void try_middle(const std::vector<Placement>& x, const std::vector<Placement>& y, std::vector<int> post,
                   const std::vector<PricedStep>& pre_steps, double pre_us) {
     if (x == y) return;
+    if (!reduction_exact(src_.mesh(), x, y, dst_.placements(), pricer_.dtype(), false)) return;
     const PricedStep* p2p = p2p_step(x, y);
     std::sort(post.begin(), post.end());
     do {
@@ -122,6 +129,7 @@ class HybridSearch {
               std::vector<PricedStep>& steps, double& us) {
     std::optional<StepKind> kind = transition_kind(from, to, dims);
     if (!kind) return false;
+    if (!reduction_exact(src_.mesh(), from, to, dst_.placements(), pricer_.dtype(), true)) return false;
     const RankBoxes &a = boxes(from), &b = boxes(to);
     if (!transition_valid(a, b, *kind, dims)) return false;
     StepPrice p = pricer_.collective(a, b, *kind, dims);

@@ -5,10 +5,13 @@
 namespace reshard {
 namespace {
 
-std::vector<int> free_mesh_dims(const Layout& l) {
+// Mesh dims (size > 1) whose coordinates select no block: where the layout is Replicate, or (`with_partial`) Partial.
+std::vector<int> free_mesh_dims(const Layout& l, bool with_partial) {
   std::vector<int> dims;
-  for (int k = 0; k < l.mesh().ndim(); ++k)
-    if (!l.placement(k).is_shard() && l.mesh().dim_size(k) > 1) dims.push_back(k);
+  for (int k = 0; k < l.mesh().ndim(); ++k) {
+    const Placement& p = l.placement(k);
+    if ((p.is_replicate() || (with_partial && p.is_partial())) && l.mesh().dim_size(k) > 1) dims.push_back(k);
+  }
   return dims;
 }
 
@@ -41,14 +44,21 @@ OverlapIndex::OverlapIndex(const Layout& src, const Layout& dst, const Topology&
                   " differ");
   RESHARD_REQUIRE(src.global_shape() == dst.global_shape(), "source shape ", to_string(src.global_shape()),
                   " and target shape ", to_string(dst.global_shape()), " differ");
-  RESHARD_REQUIRE(!src.has_partial(), "p2p overlap regions need a source without Partial placements");
+  const Mesh& mesh = src.mesh();
+  roles_ = reshard::partial_roles(mesh, src.placements(), dst.placements());
+  RESHARD_REQUIRE(roles_.created.empty(), "p2p steps cannot create Partial placements (target [",
+                  to_string(dst.placements()), "] from [", to_string(src.placements()),
+                  "]); a local step partitions the value after them");
+  RESHARD_REQUIRE(!roles_.mixed_reduce_ops, "a p2p step reduces one op; source [", to_string(src.placements()),
+                  "] mixes reduce ops on the mesh dims it reduces");
   src_chunks_ = chunk_lists(src);
   dst_chunks_ = chunk_lists(dst);
-  src_free_dims_ = free_mesh_dims(src);
-  dst_free_dims_ = free_mesh_dims(dst);
-  const Mesh& mesh = src.mesh();
+  src_free_dims_ = free_mesh_dims(src, false);
+  dst_free_dims_ = free_mesh_dims(dst, true);
+  // A block of a Partial source is a box together with the contribution it holds (its Partial coordinates).
   for (int k = 0; k < mesh.ndim(); ++k)
-    if (src.placement(k).is_shard()) src_sharding_dims_.push_back(k);
+    if (src.placement(k).is_shard() || (src.placement(k).is_partial() && mesh.dim_size(k) > 1))
+      src_sharding_dims_.push_back(k);
   mesh_strides_ = Dims(mesh.ndim(), 1);
   for (int k = mesh.ndim() - 2; k >= 0; --k) mesh_strides_[k] = mesh_strides_[k + 1] * mesh.dim_size(k + 1);
   // Holders of every block, by node, in row-major order of their replicated coordinates.
@@ -145,8 +155,12 @@ void OverlapIndex::transfers_into(int dst_rank, std::vector<Transfer>& out) cons
       region.offset[d] = lo;
       region.shape[d] = hi - lo;
     }
-    int holder = choose_holder(dst_rank, dst_coord, aligned);
-    out.push_back(Transfer{holder, dst_rank, region, volume(region) * element_size_});
+    // One transfer per contribution: every coordinate of the reduced dims (kept dims: the destination's own).
+    for (Index c = 0; c < roles_.contributions; ++c) {
+      decode(mesh, roles_.reduced, c, aligned);
+      int holder = choose_holder(dst_rank, dst_coord, aligned);
+      out.push_back(Transfer{holder, dst_rank, region, volume(region) * element_size_});
+    }
     int d = nd - 1;
     while (d >= 0 && ++at[d] == ranges[d].second) {
       at[d] = ranges[d].first;
@@ -175,6 +189,10 @@ void OverlapIndex::transfers_from(int src_rank, std::vector<Transfer>& out) cons
     for (int d = 0; d < nd; ++d) set_combo(dst(), d, at[d]->combo, dst_coord);
     for (Index f = 0; f < free_count; ++f) {
       decode(mesh, dst_free_dims_, f, dst_coord);
+      // Kept Partial dims: a contribution stays on its coordinate.
+      bool same_contribution = true;
+      for (int k : roles_.kept) same_contribution = same_contribution && dst_coord[k] == src_coord[k];
+      if (!same_contribution) continue;
       int dst_rank = rank_at(dst_coord);
       // The block's aligned holder for this destination: the block's coordinates on the source's sharding
       // dims, the destination's on the source's replicated dims.
@@ -210,6 +228,7 @@ namespace reshard {
 TrafficBound traffic_bound(const Layout& src, const Layout& dst, const Topology& topology, int element_size) {
   Layout s = src.with_placements(canonical_placements(src.mesh(), src.placements()));
   Layout d = dst.with_placements(canonical_placements(dst.mesh(), dst.placements()));
+  d = d.with_placements(without_created_partials(d.mesh(), s.placements(), d.placements()));  // partitioned locally
   OverlapIndex index(s, d, topology, element_size);
   const int n = s.mesh().size();
   std::vector<Index> in(n, 0), out(n, 0);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "reshard/partial.hpp"
 #include "reshard/rank_boxes.hpp"
 #include "transitions.hpp"
 
@@ -17,6 +18,14 @@ struct BoxLess {
       if (a.shape[i] != b.shape[i]) return a.shape[i] < b.shape[i];
     }
     return false;
+  }
+};
+
+struct BlockLess {
+  bool operator()(const std::pair<Box, Dims>& a, const std::pair<Box, Dims>& b) const {
+    if (BoxLess()(a.first, b.first)) return true;
+    if (BoxLess()(b.first, a.first)) return false;
+    return std::lexicographical_compare(a.second.begin(), a.second.end(), b.second.begin(), b.second.end());
   }
 };
 
@@ -46,23 +55,39 @@ void validate_p2p(const PlanSpec& spec, size_t i, const RankBoxes& a, const Rank
                       *spec.scope_rank, " of this rank-scoped plan");
     into[x.dst].push_back(&x);
   }
-  // Tiling: the regions into a rank are whole intersections of distinct source boxes with its target box (distinct
-  // boxes of a layout are disjoint), and their volumes add up to the target box.
+  // Tiling: the regions into a rank are whole intersections of distinct source blocks with its target box (distinct
+  // boxes of a layout are disjoint), and their volumes add up to the target box once per contribution. A block of a
+  // Partial source is a box and the sender's coordinates on the reduced dims (one contribution); on kept Partial
+  // dims the sender has the receiver's coordinate.
+  const Mesh& mesh = a.layout().mesh();
+  const PartialRoles roles = partial_roles(mesh, step.from, step.to);
+  RESHARD_REQUIRE(roles.created.empty(), "step ", i, " (p2p) cannot create a Partial placement: [", to_string(step.from),
+                  "] -> [", to_string(step.to), "]");
+  RESHARD_REQUIRE(!roles.mixed_reduce_ops, "step ", i, " (p2p) reduces mesh dims with different reduce ops");
   for (int r = 0; r < n; ++r) {
     if (spec.scope_rank && r != *spec.scope_rank) continue;
     const Box& target = b[r];
+    const Dims coord = mesh.coord_of(r);
     Index covered = 0;
-    std::set<Box, BoxLess> sources;
+    std::set<std::pair<Box, Dims>, BlockLess> sources;
     for (const Transfer* x : into[r]) {
       const Box& from = a[x->src];
+      const Dims sender = mesh.coord_of(x->src);
       RESHARD_REQUIRE(intersect(from, target) == x->region, "step ", i, " (p2p): region ", to_string(x->region),
                       " into rank ", r, " is not all of rank ", x->src, "'s overlap with it");
-      RESHARD_REQUIRE(sources.insert(from).second, "step ", i, " (p2p): rank ", r, " receives block ", to_string(from),
+      for (int k : roles.kept)
+        RESHARD_REQUIRE(sender[k] == coord[k], "step ", i, " (p2p): rank ", x->src, " sends its Partial contribution",
+                        " on mesh dim ", k, " to rank ", r, ", which holds another coordinate of that dim");
+      Dims contribution;
+      for (int k : roles.reduced) contribution.push_back(sender[k]);
+      RESHARD_REQUIRE(sources.insert({from, contribution}).second, "step ", i, " (p2p): rank ", r, " receives block ",
+                      to_string(from), roles.reduced.empty() ? "" : cat(" contribution ", to_list_string(contribution)),
                       " twice");
       covered += volume(x->region);
     }
-    RESHARD_REQUIRE(covered == volume(target), "step ", i, " (p2p): transfers into rank ", r, " cover ", covered,
-                    " of its ", volume(target), " elements");
+    RESHARD_REQUIRE(covered == volume(target) * roles.contributions, "step ", i, " (p2p): transfers into rank ", r,
+                    " cover ", covered, " of its ", volume(target), " elements",
+                    roles.contributions > 1 ? cat(" x ", roles.contributions, " contributions") : std::string());
   }
 }
 

@@ -7,6 +7,7 @@
 #include "collective_search.hpp"
 #include "hybrid.hpp"
 #include "reshard/overlap.hpp"
+#include "reshard/partial.hpp"
 
 namespace reshard {
 namespace {
@@ -44,7 +45,7 @@ class Planner {
         options_(options),
         rank_(rank),
         model_(options.profile, options.topology),
-        pricer_(model_, element_size(dtype), options.pipeline_chunk_bytes) {
+        pricer_(model_, dtype, options.pipeline_chunk_bytes) {
     validate_inputs();
     csrc_ = src.with_placements(canonical_placements(src.mesh(), src.placements()));
     cdst_ = src.with_placements(canonical_placements(dst.mesh(), dst.placements()));
@@ -84,6 +85,17 @@ class Planner {
     RESHARD_REQUIRE(src_.global_shape() == dst_.global_shape(), "source shape ", to_string(src_.global_shape()),
                     " and target shape ", to_string(dst_.global_shape()), " differ");
     checked_mul(src_.global_volume(), element_size(dtype_), "tensor size in bytes");
+    for (const Layout* l : {&src_, &dst_}) {
+      std::optional<ReduceOp> op;
+      for (int k = 0; k < l->mesh().ndim(); ++k) {
+        const Placement& p = l->placement(k);
+        if (!p.is_partial() || l->mesh().dim_size(k) == 1) continue;
+        RESHARD_REQUIRE(!op || *op == p.op(), l == &src_ ? "source" : "target", " placements [",
+                        to_string(l->placements()),
+                        "] mix Partial reduce ops; the order of their reductions would be ambiguous");
+        op = p.op();
+      }
+    }
     options_.topology.validate();
     RESHARD_REQUIRE(options_.pipeline_chunk_bytes >= 0, "pipeline chunk bytes must be >= 0, got ",
                     options_.pipeline_chunk_bytes);
@@ -128,20 +140,41 @@ class Planner {
     return r ? from_route(Strategy::kCollective, std::move(*r)) : unavailable(Strategy::kCollective, reason);
   }
 
+  // p2p and hybrid plans communicate up to the target without the Partial placements it creates (`mid`), then
+  // partition the value in a local step.
+  Layout communicated_target() const {
+    return csrc_.with_placements(without_created_partials(csrc_.mesh(), csrc_.placements(), cdst_.placements()));
+  }
+
+  Route with_partition(Route r) const {
+    const std::vector<int> created = partial_roles(csrc_.mesh(), csrc_.placements(), cdst_.placements()).created;
+    if (created.empty()) return r;
+    const std::vector<Placement> mid = communicated_target().placements();
+    Step part{StepKind::kLocal, created, mid, cdst_.placements(), {}, 0, 0};
+    part.estimated_us = pricer_.collective(RankBoxes(communicated_target()), RankBoxes(cdst_), StepKind::kLocal,
+                                           created)
+                            .us;
+    r.us += part.estimated_us;
+    r.steps.push_back(detail::PricedStep{std::move(part), {}});
+    return r;
+  }
+
   Built p2p() const {
-    if (csrc_.has_partial()) return unavailable(Strategy::kP2P, "the source has Partial placements");
-    if (cdst_.has_partial()) return unavailable(Strategy::kP2P, "the target has Partial placements");
-    OverlapIndex index(csrc_, cdst_, options_.topology, element_size(dtype_));
+    const PartialRoles roles = partial_roles(csrc_.mesh(), csrc_.placements(), cdst_.placements());
+    if (roles.mixed_reduce_ops)
+      return unavailable(Strategy::kP2P, "the source's Partial mesh dims mix reduce ops; a p2p step reduces one");
+    OverlapIndex index(csrc_, communicated_target(), options_.topology, element_size(dtype_));
     detail::PricedStep step = pricer_.p2p(index, detail::TransferFilter::none());
     double us = step.step.estimated_us;
-    return from_route(Strategy::kP2P, Route{{std::move(step)}, us});
+    return from_route(Strategy::kP2P, with_partition(Route{{std::move(step)}, us}));
   }
 
   Built hybrid() const {
-    if (csrc_.placements() == cdst_.placements()) return unavailable(Strategy::kHybrid, "the layouts are identical");
+    const Layout mid = communicated_target();
+    if (csrc_.placements() == mid.placements()) return unavailable(Strategy::kHybrid, "nothing to communicate");
     std::string reason;
-    std::optional<Route> r = detail::best_hybrid_route(csrc_, cdst_, pricer_, &reason);
-    return r ? from_route(Strategy::kHybrid, std::move(*r)) : unavailable(Strategy::kHybrid, reason);
+    std::optional<Route> r = detail::best_hybrid_route(csrc_, mid, pricer_, &reason);
+    return r ? from_route(Strategy::kHybrid, with_partition(std::move(*r))) : unavailable(Strategy::kHybrid, reason);
   }
 
   // Peak workspace over ranks, as lower_steps() lays it out: two intermediate tensors and the largest scratch.

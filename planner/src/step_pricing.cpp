@@ -8,26 +8,16 @@
 namespace reshard::detail {
 namespace {
 
-constexpr Index kAlignBytes = 256;
-
 // Per-rank traffic of an all_to_all on the rank's group.
 struct GroupExchange {
   RankTraffic traffic;
   Index scratch = 0;
 };
 
-// Scratch of one side of a transfer as the lowering allocates it: one aligned area per chunk, when that side
-// must copy.
-Index side_scratch(const Box& region, bool copies, int chunks, int es) {
-  if (!copies) return 0;
-  Index total = 0;
-  for (int i = 0; i < chunks; ++i) total += aligned_elements(volume(chunk_of(region, chunks, i)), es);
-  return total;
-}
-
 GroupExchange group_exchange(const RankBoxes& a, const RankBoxes& b, std::span<const int> dims, int rank, int es,
                              Index chunk_bytes) {
   GroupExchange x;
+  StageScratch scratch(es);
   const Box &mine_a = a[rank], &mine_b = b[rank];
   for (int g : a.layout().mesh().group(rank, dims)) {
     if (g == rank) continue;
@@ -38,7 +28,7 @@ GroupExchange group_exchange(const RankBoxes& a, const RankBoxes& b, std::span<c
       x.traffic.stages = std::max(x.traffic.stages, k);
       bool packs = !is_contiguous_in(mine_a, out);
       if (packs) x.traffic.pack_bytes += volume(out) * es;
-      x.scratch += side_scratch(out, packs, k, es);
+      if (packs) scratch.add_chunks(out, k);
     }
     if (!is_empty(in)) {
       ++x.traffic.peers_in;
@@ -46,9 +36,10 @@ GroupExchange group_exchange(const RankBoxes& a, const RankBoxes& b, std::span<c
       x.traffic.stages = std::max(x.traffic.stages, k);
       bool unpacks = !is_contiguous_in(mine_b, in);
       if (unpacks) x.traffic.unpack_bytes += volume(in) * es;
-      x.scratch += side_scratch(in, unpacks, k, es);
+      if (unpacks) scratch.add_chunks(in, k);
     }
   }
+  x.scratch = scratch.total();
   return x;
 }
 
@@ -60,11 +51,6 @@ std::vector<int> representatives(const RankBoxes& boxes) {
 }
 
 }  // namespace
-
-Index aligned_elements(Index elements, int element_size) {
-  Index align = std::max<Index>(1, kAlignBytes / element_size);
-  return (elements + align - 1) / align * align;
-}
 
 StepPrice StepPricer::collective(const RankBoxes& a, const RankBoxes& b, StepKind kind,
                                  std::span<const int> dims) const {
@@ -172,6 +158,9 @@ PricedStep StepPricer::p2p(const OverlapIndex& index, const TransferFilter& keep
   ps.step.kind = StepKind::kP2P;
   ps.step.from = a.layout().placements();
   ps.step.to = b.layout().placements();
+  std::vector<StageScratch> scratch(n, StageScratch(es_));
+  // A step that reduces Partial contributions copies every received one out of scratch (the reduction).
+  const bool reduces = index.partial_roles().contributions > 1;
   std::vector<Transfer> buffer;
   // From the destination side every transfer is visited exactly once (the source side would also visit the
   // destinations that another replica serves).
@@ -190,17 +179,19 @@ PricedStep StepPricer::p2p(const OverlapIndex& index, const TransferFilter& keep
       in.in_bytes[c] += t.bytes;
       ++out.peers_out;
       ++in.peers_in;
-      const int k = chunk_count(t.region, a[t.src], b[t.dst], es_, chunk_bytes_);
+      const int k = chunk_count(t.region, a[t.src], b[t.dst], es_, chunk_bytes_, reduces);
       out.stages = std::max(out.stages, k);
       in.stages = std::max(in.stages, k);
-      const bool packs = !is_contiguous_in(a[t.src], t.region), unpacks = !is_contiguous_in(b[t.dst], t.region);
+      const bool packs = !is_contiguous_in(a[t.src], t.region);
+      const bool unpacks = reduces || !is_contiguous_in(b[t.dst], t.region);
       if (packs) out.pack_bytes += t.bytes;
       if (unpacks) in.unpack_bytes += t.bytes;
-      ps.scratch[t.src] += side_scratch(t.region, packs, k, es_);
-      ps.scratch[t.dst] += side_scratch(t.region, unpacks, k, es_);
+      if (packs) scratch[t.src].add_chunks(t.region, k);
+      if (unpacks) scratch[t.dst].add_chunks(t.region, k);
       ps.step.bytes_moved += t.bytes;
     }
   }
+  for (int r = 0; r < n; ++r) ps.scratch[r] = scratch[r].total();
   for (const RankTraffic& t : traffic)
     ps.step.estimated_us = std::max(ps.step.estimated_us, model_.exchange_rank_us(t, false));
   if (ps.step.bytes_moved > 0) ps.step.estimated_us = model_.with_overhead(ps.step.estimated_us);  // local: copies only

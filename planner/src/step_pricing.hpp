@@ -7,6 +7,7 @@
 #include <optional>
 #include <span>
 
+#include "chunking.hpp"
 #include "reshard/cost_model.hpp"
 #include "reshard/overlap.hpp"
 #include "reshard/plan.hpp"
@@ -37,15 +38,14 @@ struct TransferFilter {
   }
 };
 
-// Elements rounded up to the lowering's 256-byte alignment of scratch areas.
-Index aligned_elements(Index elements, int element_size);
 
 class StepPricer {
  public:
-  StepPricer(const CostModel& model, int element_size, Index chunk_bytes)
-      : model_(model), es_(element_size), chunk_bytes_(chunk_bytes) {}
+  StepPricer(const CostModel& model, DType dtype, Index chunk_bytes)
+      : model_(model), dtype_(dtype), es_(reshard::element_size(dtype)), chunk_bytes_(chunk_bytes) {}
 
   const CostModel& model() const { return model_; }
+  DType dtype() const { return dtype_; }
   int element_size() const { return es_; }
 
   // A collective or local step from a to b on `dims`. Wire time from the largest member; packing and unpacking
@@ -62,6 +62,7 @@ class StepPricer {
 
  private:
   const CostModel& model_;
+  DType dtype_;
   int es_;
   Index chunk_bytes_;
 };

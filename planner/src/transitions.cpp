@@ -110,7 +110,7 @@ std::optional<StepKind> transition_kind(const std::vector<Placement>& from, cons
     std::optional<StepKind> here;
     if (x.is_shard() && y.is_replicate()) here = StepKind::kAllGather;
     if (x.is_shard() && y.is_shard() && x.dim() != y.dim()) here = StepKind::kAllToAll;
-    if (x.is_replicate() && y.is_shard()) here = StepKind::kLocal;
+    if (x.is_replicate() && (y.is_shard() || y.is_partial())) here = StepKind::kLocal;
     if (x.is_partial() && y.is_replicate()) here = StepKind::kAllReduce;
     if (x.is_partial() && y.is_shard()) here = StepKind::kReduceScatter;
     if (!here || (kind && *kind != *here)) return std::nullopt;

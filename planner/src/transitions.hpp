@@ -12,7 +12,7 @@
 namespace reshard::detail {
 
 // The kind of the single collective that turns placements `from` into `to`, which differ exactly on `dims`:
-//   every dim S->R: all_gather; every dim S(i)->S(j): all_to_all; every dim R->S: local;
+//   every dim S->R: all_gather; every dim S(i)->S(j): all_to_all; every dim R->S or R->P: local (chunk, partition);
 //   every dim P->R: all_reduce; every dim P->S: reduce_scatter (one reduce op for all dims).
 // nullopt when no single collective does it.
 std::optional<StepKind> transition_kind(const std::vector<Placement>& from, const std::vector<Placement>& to,

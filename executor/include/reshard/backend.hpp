@@ -64,7 +64,8 @@ struct BufferBases {
   void* work = nullptr;
 };
 
-// A batch of copies prepared once (descriptors uploaded) and run many times, one kernel launch per run.
+// A batch of copies (or reductions) prepared once (descriptors uploaded) and run many times, one kernel launch per
+// run.
 class CopyBatch {
  public:
   virtual ~CopyBatch() = default;
@@ -105,6 +106,8 @@ class Device {
   virtual std::unique_ptr<CopyBatch> prepare_lane_copies(const std::vector<CopyRegion>& regions, int element_size) {
     return prepare_copies(regions, element_size);
   }
+  // A batch of elementwise reductions (program.hpp's ReduceRegion) over `dtype`, prepared once, one launch per run.
+  virtual std::unique_ptr<CopyBatch> prepare_reductions(const std::vector<ReduceRegion>& regions, DType dtype) = 0;
   // Whether [data, data + bytes) is memory this device can use (kInvalidArgument naming `what` otherwise).
   virtual void check_buffer(const void* data, size_t bytes, const char* what) const = 0;
 };

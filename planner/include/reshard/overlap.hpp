@@ -16,12 +16,19 @@
 // the balance rule. Every byte a rank needs and does not hold crosses a link exactly once, so the p2p step moves
 // the minimum possible number of bytes: sum over r of |target(r)| - |target(r) ∩ source(r)| elements.
 //
+// Partial sources (partial.hpp): a block is a box together with the contribution it holds. A receiver gets one
+// transfer per contribution of every region — the coordinates of the reduced Partial dims, each from a holder with
+// those coordinates, chosen by the rules above — and reduces them; on kept Partial dims data moves only between
+// ranks with the same coordinate. The step moves no more than a reduce-scatter would: a rank receives each other
+// contribution of its target box once.
+//
 // Both directions can be enumerated for one rank in time proportional to its transfers (O(N) at most), so a rank
 // of a large job never materialises all N^2 pairs.
 #pragma once
 
 #include <vector>
 
+#include "reshard/partial.hpp"
 #include "reshard/plan.hpp"
 #include "reshard/rank_boxes.hpp"
 
@@ -29,7 +36,8 @@ namespace reshard {
 
 class OverlapIndex {
  public:
-  // Layouts on the same mesh and shape; the source must not be Partial (kInvalidArgument otherwise).
+  // Layouts on the same mesh and shape. kInvalidArgument when the target creates a Partial placement, or the
+  // reduced Partial dims of the source mix reduce ops.
   OverlapIndex(const Layout& src, const Layout& dst, const Topology& topology, int element_size);
 
   // Transfers into `dst_rank` (its local copy included), appended to `out` in row-major block order.
@@ -44,6 +52,7 @@ class OverlapIndex {
   const RankBoxes& src_boxes() const { return src_; }
   const RankBoxes& dst_boxes() const { return dst_; }
   const Topology& topology() const { return topology_; }
+  const PartialRoles& partial_roles() const { return roles_; }
 
  private:
   struct Chunk {
@@ -68,7 +77,8 @@ class OverlapIndex {
   std::vector<ChunkList> src_chunks_, dst_chunks_;
   std::vector<int> src_free_dims_;  // mesh dims where the source is Replicate (size > 1)
   std::vector<int> dst_free_dims_;
-  std::vector<int> src_sharding_dims_;
+  std::vector<int> src_sharding_dims_;  // mesh dims whose coordinates select a block: Shard, and Partial
+  PartialRoles roles_;
   Dims mesh_strides_;                         // row-major strides of the mesh
   std::vector<std::pair<int, int>> holders_;  // (node, rank) of every holder, grouped by block, node-sorted
   std::vector<Index> holders_begin_;          // per block: first entry in holders_ (size blocks + 1)

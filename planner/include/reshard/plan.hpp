@@ -5,14 +5,17 @@
 // L0 = src and Lk = dst (up to mesh dims of size 1, whose placement never changes any box). Step kinds:
 //  - p2p:            a set of transfers run concurrently (one NCCL group). A transfer moves a region (global
 //                    coordinates) from rank `src`'s local tensor in L_i to rank `dst`'s local tensor in L_i+1;
-//                    src == dst is a local copy. The transfers into each rank tile its L_i+1 box exactly.
+//                    src == dst is a local copy. The transfers into each rank tile its L_i+1 box exactly — once
+//                    per contribution when L_i is Partial on mesh dims that L_i+1 is not (partial.hpp): the
+//                    receiver reduces the contributions of each region (a local one included).
 //  - all_gather:     on the group of each rank over `mesh_dims`: every member contributes its L_i tensor and
 //                    keeps its L_i+1 box out of the union.
 //  - all_to_all:     on the same groups: every member sends member g the part of its L_i box inside g's L_i+1
 //                    box (grouped send/recv).
 //  - reduce_scatter: Partial -> Shard over `mesh_dims`: member g receives the reduction of its L_i+1 box.
 //  - all_reduce:     Partial -> Replicate over `mesh_dims`.
-//  - local:          no communication: each rank copies its L_i+1 box out of its L_i tensor.
+//  - local:          no communication: each rank copies its L_i+1 box out of its L_i tensor, partitioning the
+//                    value on mesh dims that go from Replicate to Partial (partial.hpp).
 #pragma once
 
 #include <optional>

@@ -30,6 +30,20 @@ struct CopyRegion {
   Dims shape, src_strides, dst_strides;
 };
 
+// An elementwise reduction: dst = reduce(op, srcs...) / divisor over a box of `shape` elements, every view strided
+// (innermost stride 1, as for copies). Reduces the contributions of a Partial source in a p2p step (f16 and bf16
+// accumulate in f32, integers in 64 bits; contributions in the order listed) and partitions a Replicate value
+// into a Partial one in a local step (divisor: the group size for sum on floating types; no sources: zeros).
+struct ReduceRegion {
+  Dims shape;
+  BufferRef dst;
+  Dims dst_strides;
+  std::vector<BufferRef> srcs;
+  std::vector<Dims> src_strides;
+  ReduceOp op = ReduceOp::kSum;
+  Index divisor = 1;
+};
+
 struct PeerTransfer {
   int peer = 0;  // rank in the mesh's communicator
   BufferRef buffer;
@@ -52,6 +66,7 @@ struct Stage {
   std::vector<PeerTransfer> sends, recvs;  // one group
   std::optional<CollectiveOp> collective;  // collective steps (one stage)
   std::vector<CopyRegion> unpack;
+  std::vector<ReduceRegion> reduce;  // after the communication (with unpack), or alone in a local step
 };
 
 struct ProgramStep {
@@ -73,7 +88,8 @@ struct RankProgram {
 // Lowers one rank's part of a plan. For a rank-scoped plan the rank must be the plan's rank.
 RankProgram lower(const Plan& plan, int rank);
 
-// Sum of the bytes of a list of copies.
+// Elements written by a list of copies or reductions.
 Index copy_elements(const std::vector<CopyRegion>& regions);
+Index reduce_elements(const std::vector<ReduceRegion>& regions);
 
 }  // namespace reshard

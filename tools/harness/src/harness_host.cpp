@@ -38,7 +38,6 @@ using Clock = std::chrono::steady_clock;
 
 RunResult run_host(const Plan& plan, const RunOptions& options) {
   const int n = plan.src().mesh().size();
-  const Dims& shape = plan.src().global_shape();
   HostWorld world(n, HostWorldOptions{options.timeout});
   std::vector<std::vector<double>> times(n);
   std::vector<Index> wrong(n, 0), checked(n, 0);
@@ -51,12 +50,12 @@ RunResult run_host(const Plan& plan, const RunOptions& options) {
         HostDevice device;
         Executor exec(plan, comm, device, ExecutorOptions{options.timeout, options.trace});
         workspace[r] = exec.workspace_bytes();
-        Box in_box = plan.src().box(r), out_box = plan.dst().box(r);
+        const Box out_box = plan.dst().box(r);
         std::vector<std::byte> input(exec.input_bytes()), output(exec.output_bytes());
-        fill_pattern(input.data(), in_box, shape, plan.dtype());
+        fill_local(input.data(), plan.src(), r, plan.dtype());
         auto run = [&] { exec.run({input.data(), input.size()}, {output.data(), output.size()}, nullptr); };
         auto verify = [&] {
-          wrong[r] += count_mismatches(output.data(), out_box, shape, plan.dtype());
+          wrong[r] += count_local_mismatches(output.data(), plan.src(), plan.dst(), r, plan.dtype());
           checked[r] += volume(out_box);
         };
         for (int poison : {0xA5, 0x5A}) {

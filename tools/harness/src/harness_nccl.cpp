@@ -5,6 +5,7 @@
 
 #include "reshard/cuda_check.hpp"
 #include "reshard/cuda_device.hpp"
+#include "reshard/pattern.hpp"
 #include "reshard/executor.hpp"
 #include "reshard/harness.hpp"
 #include "reshard/host_backend.hpp"
@@ -59,11 +60,26 @@ RankOutcome run_rank(const Plan& plan, Communicator& comm, int device_ordinal, c
   Box in_box = plan.src().box(r), out_box = plan.dst().box(r);
   auto input = device.allocate(exec.input_bytes());
   auto output = device.allocate(exec.output_bytes());
-  device.fill_pattern(input->data(), in_box, shape, plan.dtype(), stream.get());
+  // Partial layouts: contributions and expected values are made on the host (pattern.hpp); otherwise on the GPU.
+  const bool partial = plan.src().has_partial() || plan.dst().has_partial();
+  if (partial) {
+    std::vector<unsigned char> host(input->bytes());
+    fill_local(host.data(), plan.src(), r, plan.dtype());
+    if (!host.empty()) RESHARD_CUDA_CHECK(cudaMemcpy(input->data(), host.data(), host.size(), cudaMemcpyHostToDevice));
+  } else {
+    device.fill_pattern(input->data(), in_box, shape, plan.dtype(), stream.get());
+  }
   auto run = [&] { exec.run({input->data(), input->bytes()}, {output->data(), output->bytes()}, stream.handle()); };
   auto verify = [&] {
     exec.wait(stream.handle());
-    out.wrong += device.count_mismatches(output->data(), out_box, shape, plan.dtype(), stream.get());
+    if (partial) {
+      std::vector<unsigned char> host(output->bytes());
+      if (!host.empty())
+        RESHARD_CUDA_CHECK(cudaMemcpy(host.data(), output->data(), host.size(), cudaMemcpyDeviceToHost));
+      out.wrong += count_local_mismatches(host.data(), plan.src(), plan.dst(), r, plan.dtype());
+    } else {
+      out.wrong += device.count_mismatches(output->data(), out_box, shape, plan.dtype(), stream.get());
+    }
     out.checked += volume(out_box);
   };
   for (int poison : {0xA5, 0x5A}) {

@@ -54,6 +54,7 @@ class CudaDevice : public Device {
   StreamHandle lane(Lane lane) override;
   std::unique_ptr<CopyBatch> prepare_copies(const std::vector<CopyRegion>& regions, int element_size) override;
   std::unique_ptr<CopyBatch> prepare_lane_copies(const std::vector<CopyRegion>& regions, int element_size) override;
+  std::unique_ptr<CopyBatch> prepare_reductions(const std::vector<ReduceRegion>& regions, DType dtype) override;
   void check_buffer(const void* data, size_t bytes, const char* what) const override;
 
   // The deterministic test tensor (reshard/pattern.hpp) on the GPU.

@@ -1,0 +1,92 @@
+// CudaDevice::prepare_reductions: descriptors of a batch of reductions uploaded once, one kernel launch per run.
+#include <algorithm>
+
+#include "reduce_kernels.hpp"
+#include "reshard/cuda_check.hpp"
+#include "reshard/cuda_device.hpp"
+
+namespace reshard {
+namespace {
+
+constexpr long long kTileElements = 16 * 1024;
+
+class CudaReduceBatch : public CopyBatch {
+ public:
+  CudaReduceBatch(CudaDevice& device, const std::vector<ReduceRegion>& regions, DType dtype)
+      : count_(regions.size()), dtype_code_(static_cast<int>(dtype)) {
+    std::vector<cuda::DeviceReduceRegion> rs;
+    std::vector<cuda::DeviceReduceSource> srcs;
+    std::vector<cuda::DeviceReduceTile> tiles;
+    for (const ReduceRegion& r : regions) {
+      const int nd = r.shape.size();
+      RESHARD_REQUIRE(nd <= cuda::kMaxReduceDims, "reduction region has ", nd, " dims; at most ",
+                      cuda::kMaxReduceDims);
+      RESHARD_REQUIRE(r.srcs.size() == r.src_strides.size(), "reduction region: ", r.srcs.size(), " sources but ",
+                      r.src_strides.size(), " stride sets");
+      const long long n = r.shape.product();
+      if (n == 0) continue;
+      cuda::DeviceReduceRegion d;
+      d.dst_buffer = static_cast<int>(r.dst.buffer);
+      d.ndim = nd;
+      d.first_src = static_cast<int>(srcs.size());
+      d.src_count = static_cast<int>(r.srcs.size());
+      d.op = static_cast<int>(r.op);
+      d.divisor = r.divisor;
+      d.dst_offset = r.dst.offset;
+      for (int k = 0; k < nd; ++k) {
+        d.shape[k] = r.shape[k];
+        d.dst_stride[k] = r.dst_strides[k];
+      }
+      for (size_t j = 0; j < r.srcs.size(); ++j) {
+        cuda::DeviceReduceSource s;
+        s.buffer = static_cast<int>(r.srcs[j].buffer);
+        s.offset = r.srcs[j].offset;
+        for (int k = 0; k < nd; ++k) s.stride[k] = r.src_strides[j][k];
+        srcs.push_back(s);
+      }
+      const int index = static_cast<int>(rs.size());
+      rs.push_back(d);
+      for (long long b = 0; b < n; b += kTileElements) tiles.push_back({index, b, std::min(n, b + kTileElements)});
+    }
+    tile_count_ = static_cast<int>(tiles.size());
+    const size_t region_bytes = rs.size() * sizeof(cuda::DeviceReduceRegion),
+                 source_bytes = srcs.size() * sizeof(cuda::DeviceReduceSource),
+                 tile_bytes = tiles.size() * sizeof(cuda::DeviceReduceTile);
+    memory_ = device.allocate(region_bytes + source_bytes + tile_bytes + 16);
+    auto* base = static_cast<char*>(memory_->data());
+    regions_ = reinterpret_cast<cuda::DeviceReduceRegion*>(base);
+    sources_ = reinterpret_cast<cuda::DeviceReduceSource*>(base + region_bytes);
+    tiles_ = reinterpret_cast<cuda::DeviceReduceTile*>(base + region_bytes + source_bytes);
+    if (region_bytes) RESHARD_CUDA_CHECK(cudaMemcpy(regions_, rs.data(), region_bytes, cudaMemcpyHostToDevice));
+    if (source_bytes) RESHARD_CUDA_CHECK(cudaMemcpy(sources_, srcs.data(), source_bytes, cudaMemcpyHostToDevice));
+    if (tile_bytes) RESHARD_CUDA_CHECK(cudaMemcpy(tiles_, tiles.data(), tile_bytes, cudaMemcpyHostToDevice));
+  }
+
+  size_t regions() const override { return count_; }
+
+  void run(const BufferBases& b, StreamHandle stream) override {
+    cuda::DeviceBases bases;
+    bases.ptr[0] = b.input;
+    bases.ptr[1] = b.output;
+    bases.ptr[2] = b.work;
+    RESHARD_CUDA_CHECK(cuda::launch_reductions(regions_, sources_, tiles_, tile_count_, dtype_code_, bases,
+                                               static_cast<cudaStream_t>(stream)));
+  }
+
+ private:
+  size_t count_;
+  int dtype_code_;
+  int tile_count_ = 0;
+  std::unique_ptr<DeviceMemory> memory_;
+  cuda::DeviceReduceRegion* regions_ = nullptr;
+  cuda::DeviceReduceSource* sources_ = nullptr;
+  cuda::DeviceReduceTile* tiles_ = nullptr;
+};
+
+}  // namespace
+
+std::unique_ptr<CopyBatch> CudaDevice::prepare_reductions(const std::vector<ReduceRegion>& regions, DType dtype) {
+  return std::make_unique<CudaReduceBatch>(*this, regions, dtype);
+}
+
+}  // namespace reshard

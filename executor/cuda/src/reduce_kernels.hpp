@@ -1,0 +1,41 @@
+// Plain-data interface of the batched reduction kernel (Device::prepare_reductions on CUDA).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include "kernels.hpp"
+
+namespace reshard::cuda {
+
+constexpr int kMaxReduceDims = 8;
+
+// One reduction region in elements: dst = reduce(op, srcs[first_src .. first_src + src_count)) / divisor over a
+// box whose innermost dim is contiguous in every view.
+struct DeviceReduceRegion {
+  int dst_buffer = 0;  // 0 input, 1 output, 2 workspace
+  int ndim = 0;
+  int first_src = 0, src_count = 0;
+  int op = 0;  // ReduceOp: sum, avg, max, min
+  long long divisor = 1;
+  long long dst_offset = 0;
+  long long shape[kMaxReduceDims] = {};
+  long long dst_stride[kMaxReduceDims] = {};
+};
+
+struct DeviceReduceSource {
+  int buffer = 0;
+  long long offset = 0;
+  long long stride[kMaxReduceDims] = {};
+};
+
+// A block's share of a region: its elements [begin, end) in row-major order.
+struct DeviceReduceTile {
+  int region = 0;
+  long long begin = 0, end = 0;
+};
+
+cudaError_t launch_reductions(const DeviceReduceRegion* regions, const DeviceReduceSource* sources,
+                              const DeviceReduceTile* tiles, int tile_count, int dtype_code, DeviceBases bases,
+                              cudaStream_t stream);
+
+}  // namespace reshard::cuda
