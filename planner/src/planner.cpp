@@ -34,7 +34,11 @@ std::string route_text(const std::vector<detail::PricedStep>& steps) {
 struct Built {
   Candidate summary;
   std::vector<detail::PricedStep> steps;
+  Index chunk_bytes = 0;  // the pipeline chunk its exchanges were priced (and will be lowered) with
 };
+
+// Memory budgets pipeline exchanges in chunks down to this size.
+constexpr Index kMinChunkBytes = 256;
 
 class Planner {
  public:
@@ -53,10 +57,11 @@ class Planner {
 
   Plan build() {
     std::vector<Built> all;
-    all.push_back(collective());
-    all.push_back(p2p());
-    all.push_back(hybrid());
-    for (Built& b : all) finish(b);
+    for (Strategy s : {Strategy::kCollective, Strategy::kP2P, Strategy::kHybrid}) {
+      all.push_back(build_strategy(s, pricer_));
+      finish(all.back(), pricer_);
+    }
+    if (options_.memory_budget_bytes) fit_budget(all);
 
     const Built* chosen = choose(all);
     PlanSpec spec;
@@ -67,7 +72,7 @@ class Planner {
     spec.profile_name = options_.profile.name;
     spec.memory_budget_bytes = options_.memory_budget_bytes;
     spec.scope_rank = rank_;
-    spec.pipeline_chunk_bytes = options_.pipeline_chunk_bytes;
+    spec.pipeline_chunk_bytes = chosen->chunk_bytes;
     spec.strategy = chosen->summary.strategy;
     spec.estimated_us = chosen->summary.estimated_us;
     spec.bytes_moved = chosen->summary.bytes_moved;
@@ -109,6 +114,47 @@ class Planner {
                       src_.mesh().str());
   }
 
+  Built build_strategy(Strategy s, const detail::StepPricer& pricer) {
+    switch (s) {
+      case Strategy::kCollective:
+        return collective(pricer);
+      case Strategy::kP2P:
+        return p2p(pricer);
+      default:
+        return hybrid(pricer);
+    }
+  }
+
+  // Candidates over the memory budget are rebuilt with their exchanges pipelined in ever smaller chunks, whose
+  // scratch rotates through two slots (chunking.hpp), until they fit or chunking stops shrinking them. A candidate
+  // that never fits keeps its smallest version, for the error message.
+  void fit_budget(std::vector<Built>& all) {
+    const Index budget = *options_.memory_budget_bytes;
+    const Index tensor_bytes = src_.global_volume() * element_size(dtype_);
+    for (Built& b : all) {
+      if (!b.summary.available || b.summary.fits_budget) continue;
+      Index chunk = options_.pipeline_chunk_bytes > 0 ? options_.pipeline_chunk_bytes / 2 : tensor_bytes / 2;
+      Index last_peak = b.summary.peak_workspace_bytes;
+      int stalled = 0;  // halvings without a smaller workspace since the last one that helped
+      bool helped = false;
+      for (; chunk >= kMinChunkBytes && stalled < 2; chunk /= 2) {
+        detail::StepPricer pricer(model_, dtype_, chunk);
+        Built t = build_strategy(b.summary.strategy, pricer);
+        if (!t.summary.available) break;
+        finish(t, pricer);
+        const bool smaller = t.summary.peak_workspace_bytes < last_peak;
+        helped = helped || smaller;
+        stalled = smaller ? 0 : stalled + (helped ? 1 : 0);
+        last_peak = std::min(last_peak, t.summary.peak_workspace_bytes);
+        if (t.summary.peak_workspace_bytes <= budget) {
+          b = std::move(t);
+          break;
+        }
+        if (t.summary.peak_workspace_bytes < b.summary.peak_workspace_bytes) b = std::move(t);
+      }
+    }
+  }
+
   static Built unavailable(Strategy s, std::string reason) {
     Built b;
     b.summary.strategy = s;
@@ -133,10 +179,10 @@ class Planner {
     return from_route(s, Route{{detail::PricedStep{copy, {}}}, copy.estimated_us});
   }
 
-  Built collective() {
+  Built collective(const detail::StepPricer& pricer) {
     if (csrc_.placements() == cdst_.placements()) return identity(Strategy::kCollective);
     std::string reason;
-    std::optional<Route> r = detail::search_collective_route(csrc_, cdst_, pricer_, options_.max_collectives, &reason);
+    std::optional<Route> r = detail::search_collective_route(csrc_, cdst_, pricer, options_.max_collectives, &reason);
     return r ? from_route(Strategy::kCollective, std::move(*r)) : unavailable(Strategy::kCollective, reason);
   }
 
@@ -159,26 +205,26 @@ class Planner {
     return r;
   }
 
-  Built p2p() const {
+  Built p2p(const detail::StepPricer& pricer) const {
     const PartialRoles roles = partial_roles(csrc_.mesh(), csrc_.placements(), cdst_.placements());
     if (roles.mixed_reduce_ops)
       return unavailable(Strategy::kP2P, "the source's Partial mesh dims mix reduce ops; a p2p step reduces one");
     OverlapIndex index(csrc_, communicated_target(), options_.topology, element_size(dtype_));
-    detail::PricedStep step = pricer_.p2p(index, detail::TransferFilter::none());
+    detail::PricedStep step = pricer.p2p(index, detail::TransferFilter::none());
     double us = step.step.estimated_us;
     return from_route(Strategy::kP2P, with_partition(Route{{std::move(step)}, us}));
   }
 
-  Built hybrid() const {
+  Built hybrid(const detail::StepPricer& pricer) const {
     const Layout mid = communicated_target();
     if (csrc_.placements() == mid.placements()) return unavailable(Strategy::kHybrid, "nothing to communicate");
     std::string reason;
-    std::optional<Route> r = detail::best_hybrid_route(csrc_, mid, pricer_, &reason);
+    std::optional<Route> r = detail::best_hybrid_route(csrc_, mid, pricer, &reason);
     return r ? from_route(Strategy::kHybrid, with_partition(std::move(*r))) : unavailable(Strategy::kHybrid, reason);
   }
 
   // Peak workspace over ranks, as lower_steps() lays it out: two intermediate tensors and the largest scratch.
-  Index peak_workspace(std::vector<detail::PricedStep>& steps) {
+  Index peak_workspace(std::vector<detail::PricedStep>& steps, const detail::StepPricer& pricer) {
     const int es = element_size(dtype_);
     const int n = src_.mesh().size();
     std::vector<Index> temp[2] = {std::vector<Index>(n, 0), std::vector<Index>(n, 0)};
@@ -187,7 +233,7 @@ class Planner {
       detail::PricedStep& ps = steps[i];
       const RankBoxes& to = boxes(ps.step.to);
       if (ps.scratch.empty())
-        ps.scratch = pricer_.collective_scratch(boxes(ps.step.from), to, ps.step.kind, ps.step.mesh_dims);
+        ps.scratch = pricer.collective_scratch(boxes(ps.step.from), to, ps.step.kind, ps.step.mesh_dims);
       for (int r = 0; r < n; ++r) {
         scratch[r] = std::max(scratch[r], ps.scratch[r]);
         if (i + 1 < steps.size()) temp[i % 2][r] = std::max(temp[i % 2][r], to.volume(r));
@@ -207,11 +253,12 @@ class Planner {
     return it->second;
   }
 
-  void finish(Built& b) {
+  void finish(Built& b, const detail::StepPricer& pricer) {
+    b.chunk_bytes = pricer.chunk_bytes();
     if (!b.summary.available) return;
     b.summary.steps = static_cast<int>(b.steps.size());
     for (const detail::PricedStep& s : b.steps) b.summary.bytes_moved += s.step.bytes_moved;
-    b.summary.peak_workspace_bytes = peak_workspace(b.steps);
+    b.summary.peak_workspace_bytes = peak_workspace(b.steps, pricer);
     b.summary.fits_budget =
         !options_.memory_budget_bytes || b.summary.peak_workspace_bytes <= *options_.memory_budget_bytes;
     b.summary.route = route_text(b.steps);

@@ -47,6 +47,7 @@ class StepPricer {
   const CostModel& model() const { return model_; }
   DType dtype() const { return dtype_; }
   int element_size() const { return es_; }
+  Index chunk_bytes() const { return chunk_bytes_; }
 
   // A collective or local step from a to b on `dims`. Wire time from the largest member; packing and unpacking
   // from representative ranks (the first, the last and the one with the largest tensor).
