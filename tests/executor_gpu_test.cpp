@@ -131,6 +131,68 @@ TEST_F(Gpu, EveryDType) {
   }
 }
 
+// Partial sources and targets over NCCL: every pair of R, S0, S1 and P(op) for every op, every available strategy
+// (the p2p reduction runs in the CUDA unpack kernel), exact for integers, within partial_tolerance for floats.
+// Mesh (2) over shapes and dtypes; meshes (1,2) and (2,1) (size-1 dims) on one small shape.
+TEST_F(Gpu, PartialEveryPairAndStrategy) {
+  struct Sweep {
+    std::vector<int> mesh;
+    std::vector<Dims> shapes;
+    std::vector<DType> dtypes;
+  };
+  std::vector<Sweep> sweeps{
+      {{2}, {Dims{1, 1}, Dims{7, 5}, Dims{1000, 1003}}, {DType::kF32, DType::kBF16, DType::kI32, DType::kF16}},
+      {{1, 2}, {Dims{7, 5}}, {DType::kF32}},
+      {{2, 1}, {Dims{7, 5}}, {DType::kI32}}};
+  std::vector<ReduceOp> ops{ReduceOp::kSum, ReduceOp::kAvg, ReduceOp::kMax, ReduceOp::kMin};
+  if (light()) {
+    sweeps = {{{2}, {Dims{7, 5}, Dims{64, 33}}, {DType::kF32, DType::kBF16}}, {{1, 2}, {Dims{7, 5}}, {DType::kF32}}};
+    ops = {ReduceOp::kSum, ReduceOp::kMax};
+  }
+  for (ReduceOp op : ops) {
+    for (const Sweep& sw : sweeps) {
+      Mesh mesh(sw.mesh);
+      std::vector<std::vector<Placement>> all{{}};
+      for (int k = 0; k < mesh.ndim(); ++k) {
+        std::vector<std::vector<Placement>> next;
+        for (const auto& p : all)
+          for (Placement q : {Placement::replicate(), Placement::shard(0), Placement::shard(1), Placement::partial(op)}) {
+            next.push_back(p);
+            next.back().push_back(q);
+          }
+        all = std::move(next);
+      }
+      for (const Dims& shape : sw.shapes)
+        for (const auto& from : all)
+          for (const auto& to : all) {
+            bool partial = false;
+            for (const auto* ps : {&from, &to})
+              for (const Placement& p : *ps) partial = partial || p.is_partial();
+            if (!partial) continue;
+            for (DType t : sw.dtypes)
+              for (const Plan& plan : plans_for(Layout(mesh, from, shape), Layout(mesh, to, shape), t)) check(plan);
+          }
+    }
+  }
+}
+
+// A memory budget of 1/8 of the received bytes: the executor's workspace (measured) stays within it.
+TEST_F(Gpu, MemoryBudgetIsHonoured) {
+  Mesh mesh({2});
+  const Dims shape = light() ? Dims{256, 192} : Dims{4096, 4096};
+  for (const char* pair : {"S0>S1", "P>S0", "S1>S0"}) {
+    std::string p(pair);
+    auto gt = p.find('>');
+    Layout src(mesh, parse_placements(p.substr(0, gt)), shape), dst(mesh, parse_placements(p.substr(gt + 1)), shape);
+    PlanOptions o;
+    const Index received = shape[0] * shape[1] * 4 / 4;  // S0 -> S1: a quarter of the tensor crosses into a rank
+    o.memory_budget_bytes = received / 8;
+    Plan plan = make_plan(src, dst, DType::kF32, o);
+    RunResult r = check(plan);
+    EXPECT_LE(static_cast<Index>(r.workspace_bytes), received / 8) << pair;
+  }
+}
+
 TEST_F(Gpu, OneGiBTensors) {
   if (light()) GTEST_SKIP() << "light mode";
   Mesh mesh({2});
