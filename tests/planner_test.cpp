@@ -217,3 +217,59 @@ TEST(PlannerScale, RankPlansMatchTheGlobalPlan) {
 
 }  // namespace
 }  // namespace reshard
+
+namespace reshard {
+namespace {
+
+// Random layouts with Partial placements (one reduce op per layout): every available strategy's plan passes the
+// reference simulator (contributions reduced exactly once, kept contributions separate, partitions per
+// partial.hpp), and the p2p candidate always exists.
+TEST(PlannerRandom, ThreeThousandRandomPartialCases) {
+  std::mt19937 rng(20261123);
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  int partial_p2p = 0;
+  for (int i = 0; i < 3000; ++i) {
+    std::vector<int> mesh_shape(pick(1, 3));
+    for (int& m : mesh_shape) m = pick(1, 3);
+    int nd = pick(1, 3);
+    Dims shape(nd);
+    for (int d = 0; d < nd; ++d) shape[d] = pick(0, 7);
+    Mesh mesh(mesh_shape);
+    auto random_placements = [&] {
+      std::vector<Placement> ps;
+      const auto op = static_cast<ReduceOp>(pick(0, 3));
+      for (size_t k = 0; k < mesh_shape.size(); ++k) {
+        int c = pick(0, nd + 1);
+        ps.push_back(c == 0 ? Placement::replicate() : c == nd + 1 ? Placement::partial(op) : Placement::shard(c - 1));
+      }
+      return ps;
+    };
+    Layout src(mesh, random_placements(), shape), dst(mesh, random_placements(), shape);
+    const DType dtype = kAllDTypes[i % 8];
+    PlanOptions o;
+    o.topology.ranks_per_node = pick(1, 4);
+    Plan automatic = make_plan(src, dst, dtype, o);
+    for (const Candidate& c : automatic.candidates()) {
+      if (!c.available) {
+        ASSERT_NE(c.strategy, Strategy::kP2P) << "case " << i << ": " << c.reason;
+        continue;
+      }
+      o.strategy = c.strategy;
+      Plan plan = make_plan(src, dst, dtype, o);
+      std::string err;
+      try {
+        ASSERT_EQ(testing::count_wrong(src, dst, simulate(plan, distribute(src)), dtype, &err), 0)
+            << "case " << i << " " << src.str() << " -> [" << to_string(dst.placements()) << "] "
+            << to_string(c.strategy) << ": " << err;
+      } catch (const std::exception& e) {
+        FAIL() << "case " << i << " " << src.str() << " -> [" << to_string(dst.placements()) << "] "
+               << to_string(c.strategy) << ": " << e.what();
+      }
+      partial_p2p += c.strategy == Strategy::kP2P && src.has_partial();
+    }
+  }
+  EXPECT_GT(partial_p2p, 500);
+}
+
+}  // namespace
+}  // namespace reshard

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "reshard/partial.hpp"
 #include "reshard/plan.hpp"
 
 namespace reshard::testing {
@@ -46,16 +47,119 @@ inline Index local_index(const Box& box, const Dims& x) {
   return idx;
 }
 
-// The local tensors of a layout without Partial placements.
+// The Partial mesh dims (size > 1) of a layout, their one op, and a rank's contribution index over them.
+struct PartialInfo {
+  std::vector<int> dims;
+  ReduceOp op = ReduceOp::kSum;
+  Index count = 1;
+  Index index_of(const Mesh& mesh, int rank) const {
+    Dims c = mesh.coord_of(rank);
+    Index q = 0;
+    for (int k : dims) q = q * mesh.dim_size(k) + c[k];
+    return q;
+  }
+};
+inline PartialInfo partial_info(const Layout& layout) {
+  PartialInfo p;
+  for (int k = 0; k < layout.mesh().ndim(); ++k) {
+    const Placement& pl = layout.placement(k);
+    if (!pl.is_partial() || layout.mesh().dim_size(k) == 1) continue;
+    p.dims.push_back(k);
+    p.op = pl.op();
+    p.count *= layout.mesh().dim_size(k);
+  }
+  return p;
+}
+
+// Contribution q of `count` for value v: they reduce to v under op (small integers: exact in doubles).
+inline double contribution(double v, Index q, Index count, ReduceOp op) {
+  switch (op) {
+    case ReduceOp::kSum:
+      return q == 0 ? v - static_cast<double>(count - 1) : 1.0;
+    case ReduceOp::kAvg:
+      return q == 0 ? v - static_cast<double>(count - 1) : v + 1.0;
+    case ReduceOp::kMax:
+      return q == 0 ? v : v - 1.0;
+    case ReduceOp::kMin:
+      return q == 0 ? v : v + 1.0;
+  }
+  return v;
+}
+
+inline double combine(double a, double b, ReduceOp op) {
+  return op == ReduceOp::kMax ? std::max(a, b) : op == ReduceOp::kMin ? std::min(a, b) : a + b;
+}
+
+// The local tensors of a layout; on Partial mesh dims every rank holds its contribution.
 inline std::vector<Tensor> distribute(const Layout& layout) {
   std::vector<Tensor> locals(layout.mesh().size());
+  const PartialInfo p = partial_info(layout);
   for (int r = 0; r < layout.mesh().size(); ++r) {
     Box b = layout.box(r);
     locals[r].resize(volume(b));
-    for_each_element(b,
-                     [&](const Dims& x, Index i) { locals[r][i] = pattern(global_index(layout.global_shape(), x)); });
+    const Index q = p.index_of(layout.mesh(), r);
+    for_each_element(b, [&](const Dims& x, Index i) {
+      locals[r][i] = contribution(pattern(global_index(layout.global_shape(), x)), q, p.count, p.op);
+    });
   }
   return locals;
+}
+
+// Every element of every rank of a redistribution from `src` against what its target layout must hold: the global
+// tensor, or on kept Partial dims the reduction of the source contributions over the reduced dims, and on created
+// ones the partition of the value (partial.hpp; floating semantics unless `dtype` is an integer type). Values that
+// are not exact (partitions, averages) compare within 1e-9 relative.
+inline Index count_wrong(const Layout& src, const Layout& layout, const std::vector<Tensor>& locals, DType dtype,
+                         std::string* first_error) {
+  const Mesh& mesh = layout.mesh();
+  const PartialInfo sp = partial_info(src);
+  const PartialRoles roles = partial_roles(mesh, canonical_placements(mesh, src.placements()),
+                                           canonical_placements(mesh, layout.placements()));
+  Index wrong = 0;
+  for (int r = 0; r < mesh.size(); ++r) {
+    Box b = layout.box(r);
+    if (static_cast<Index>(locals[r].size()) != volume(b)) {
+      if (first_error && first_error->empty())
+        *first_error = cat("rank ", r, " holds ", locals[r].size(), " elements, expected ", volume(b));
+      wrong += volume(b);
+      continue;
+    }
+    const Dims coord = mesh.coord_of(r);
+    const Partition part = partition_for(mesh, canonical_placements(mesh, layout.placements()), roles.created, dtype,
+                                         coord);
+    // Source contributions this rank's value reduces (kept dims: its own coordinates).
+    std::vector<Index> qs;
+    if (!roles.kept.empty()) {
+      for (Index c = 0; c < roles.contributions; ++c) {
+        Dims at = coord;
+        Index rest = c;
+        for (int j = static_cast<int>(roles.reduced.size()) - 1; j >= 0; --j) {
+          at[roles.reduced[j]] = rest % mesh.dim_size(roles.reduced[j]);
+          rest /= mesh.dim_size(roles.reduced[j]);
+        }
+        Index q = 0;
+        for (int k : sp.dims) q = q * mesh.dim_size(k) + at[k];
+        qs.push_back(q);
+      }
+    }
+    for_each_element(b, [&](const Dims& x, Index i) {
+      const double v = pattern(global_index(layout.global_shape(), x));
+      double want = v;
+      for (size_t j = 0; j < qs.size(); ++j) {
+        double c = contribution(v, qs[j], sp.count, sp.op);
+        want = j == 0 ? c : combine(want, c, sp.op);
+      }
+      if (!qs.empty() && sp.op == ReduceOp::kAvg) want /= static_cast<double>(qs.size());
+      if (part.zero) want = 0;
+      want /= static_cast<double>(part.divisor);
+      if (!(std::abs(locals[r][i] - want) <= 1e-9 * (std::abs(want) + 1))) {
+        if (first_error && first_error->empty())
+          *first_error = cat("rank ", r, " element ", to_list_string(x), ": got ", locals[r][i], " want ", want);
+        ++wrong;
+      }
+    });
+  }
+  return wrong;
 }
 
 // Every element of every rank against the global tensor; returns the number of wrong elements.
@@ -95,7 +199,35 @@ inline std::vector<Tensor> simulate(const Plan& plan, std::vector<Tensor> cur) {
     auto fail_step = [&](const std::string& what) {
       throw std::runtime_error(cat("step ", s, " (", to_string(step.kind), "): ", what));
     };
-    if (step.kind == StepKind::kP2P) {
+    const PartialRoles roles = partial_roles(mesh, canonical_placements(mesh, step.from),
+                                             canonical_placements(mesh, step.to));
+    if (step.kind == StepKind::kP2P && roles.contributions > 1) {
+      // Reducing p2p: each element of a receiver gets exactly one contribution per coordinate of the reduced dims.
+      std::vector<std::vector<Index>> count(n);
+      std::vector<std::vector<std::vector<char>>> seen(n);
+      for (int r = 0; r < n; ++r) count[r].assign(next[r].size(), 0);
+      for (const Transfer& t : step.transfers) {
+        Box from = a.box(t.src), to = b.box(t.dst);
+        const Dims sc = mesh.coord_of(t.src), dc = mesh.coord_of(t.dst);
+        for (int k : roles.kept)
+          if (sc[k] != dc[k]) fail_step(cat("rank ", t.src, " sends a kept contribution to rank ", t.dst));
+        for_each_element(t.region, [&](const Dims& x, Index) {
+          const Index li = local_index(to, x);
+          double& slot = next[t.dst][li];
+          const double v = cur[t.src][local_index(from, x)];
+          slot = count[t.dst][li] == 0 ? v : combine(slot, v, roles.reduce_op);
+          ++count[t.dst][li];
+        });
+      }
+      for (int r = 0; r < n; ++r)
+        for (size_t i = 0; i < next[r].size(); ++i) {
+          if (count[r][i] == 0) continue;
+          if (count[r][i] != roles.contributions)
+            fail_step(cat("rank ", r, " element ", i, " got ", count[r][i], " contributions, expected ",
+                          roles.contributions));
+          if (roles.reduce_op == ReduceOp::kAvg) next[r][i] /= static_cast<double>(roles.contributions);
+        }
+    } else if (step.kind == StepKind::kP2P) {
       for (const Transfer& t : step.transfers) {
         Box from = a.box(t.src), to = b.box(t.dst);
         for_each_element(t.region, [&](const Dims& x, Index) {
@@ -114,7 +246,9 @@ inline std::vector<Tensor> simulate(const Plan& plan, std::vector<Tensor> cur) {
               Box from = a.box(r);
               if (!contains(from, Box{x, Dims(x.size(), 1)}))
                 fail_step(cat("rank ", r, " does not hold ", to_list_string(x)));
-              next[r][i] = cur[r][local_index(from, x)];
+              const Partition part = partition_for(mesh, canonical_placements(mesh, step.to), roles.created,
+                                                   plan.dtype(), mesh.coord_of(r));
+              next[r][i] = part.zero ? 0.0 : cur[r][local_index(from, x)] / static_cast<double>(part.divisor);
               break;
             }
             case StepKind::kAllGather:

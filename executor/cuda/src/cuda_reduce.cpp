@@ -23,6 +23,9 @@ class CudaReduceBatch : public CopyBatch {
                       cuda::kMaxReduceDims);
       RESHARD_REQUIRE(r.srcs.size() == r.src_strides.size(), "reduction region: ", r.srcs.size(), " sources but ",
                       r.src_strides.size(), " stride sets");
+      RESHARD_REQUIRE(nd >= 1 && r.dst_strides[nd - 1] == 1, "reduction region: the innermost dim must be contiguous");
+      for (const Dims& st : r.src_strides)
+        RESHARD_REQUIRE(st[nd - 1] == 1, "reduction region: the innermost dim must be contiguous in every source");
       const long long n = r.shape.product();
       if (n == 0) continue;
       cuda::DeviceReduceRegion d;
@@ -46,7 +49,14 @@ class CudaReduceBatch : public CopyBatch {
       }
       const int index = static_cast<int>(rs.size());
       rs.push_back(d);
-      for (long long b = 0; b < n; b += kTileElements) tiles.push_back({index, b, std::min(n, b + kTileElements)});
+      const long long row = r.shape[nd - 1], rows = n / row;
+      if (row >= kTileElements) {
+        for (long long i = 0; i < rows; ++i)
+          for (long long c = 0; c < row; c += kTileElements) tiles.push_back({index, i, i + 1, c, std::min(row, c + kTileElements)});
+      } else {
+        const long long per_tile = std::max(1LL, kTileElements / row);
+        for (long long i = 0; i < rows; i += per_tile) tiles.push_back({index, i, std::min(rows, i + per_tile), 0, row});
+      }
     }
     tile_count_ = static_cast<int>(tiles.size());
     const size_t region_bytes = rs.size() * sizeof(cuda::DeviceReduceRegion),

@@ -36,6 +36,8 @@ struct BF16 {
   }
 };
 
+// Blocks walk tiles grid-stride; within a tile, rows one after another (outer coordinates decoded once per row,
+// no division per element) and threads stride along each row, so loads and stores coalesce.
 template <class E>
 __global__ void __launch_bounds__(kThreads)
     batched_reduce(const DeviceReduceRegion* regions, const DeviceReduceSource* sources, const DeviceReduceTile* tiles,
@@ -45,24 +47,27 @@ __global__ void __launch_bounds__(kThreads)
     const DeviceReduceTile t = tiles[ti];
     const DeviceReduceRegion& r = regions[t.region];
     void* dst = const_cast<void*>(bases.ptr[r.dst_buffer]);
-    for (long long e = t.begin + threadIdx.x; e < t.end; e += kThreads) {
+    const int outer = r.ndim - 1;
+    for (long long row = t.row_begin; row < t.row_end; ++row) {
       long long idx[kMaxReduceDims];
-      long long rest = e;
-      for (int d = r.ndim - 1; d >= 0; --d) {
+      long long rest = row;
+      for (int d = outer - 1; d >= 0; --d) {
         idx[d] = rest % r.shape[d];
         rest /= r.shape[d];
       }
-      long long dof = r.dst_offset;
-      for (int d = 0; d < r.ndim; ++d) dof += idx[d] * r.dst_stride[d];
-      Acc acc = Acc(0);
-      for (int j = 0; j < r.src_count; ++j) {
-        const DeviceReduceSource& s = sources[r.first_src + j];
-        long long so = s.offset;
-        for (int d = 0; d < r.ndim; ++d) so += idx[d] * s.stride[d];
-        Acc v = E::load(bases.ptr[s.buffer], so);
-        acc = j == 0 ? v : detail::combine(acc, v, r.op);
+      long long drow = r.dst_offset;
+      for (int d = 0; d < outer; ++d) drow += idx[d] * r.dst_stride[d];
+      for (long long col = t.col_begin + threadIdx.x; col < t.col_end; col += kThreads) {
+        Acc acc = Acc(0);
+        for (int j = 0; j < r.src_count; ++j) {
+          const DeviceReduceSource& s = sources[r.first_src + j];
+          long long so = s.offset + col;
+          for (int d = 0; d < outer; ++d) so += idx[d] * s.stride[d];
+          Acc v = E::load(bases.ptr[s.buffer], so);
+          acc = j == 0 ? v : detail::combine(acc, v, r.op);
+        }
+        E::store(dst, drow + col, r.src_count == 0 ? Acc(0) : detail::finish(acc, r.divisor));
       }
-      E::store(dst, dof, r.src_count == 0 ? Acc(0) : detail::finish(acc, r.divisor));
     }
   }
 }

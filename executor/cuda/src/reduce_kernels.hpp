@@ -10,7 +10,8 @@ namespace reshard::cuda {
 constexpr int kMaxReduceDims = 8;
 
 // One reduction region in elements: dst = reduce(op, srcs[first_src .. first_src + src_count)) / divisor over a
-// box whose innermost dim is contiguous in every view.
+// box whose innermost dim is contiguous in every view (stride 1): rows of shape[ndim - 1] elements, indexed
+// row-major over the outer dims.
 struct DeviceReduceRegion {
   int dst_buffer = 0;  // 0 input, 1 output, 2 workspace
   int ndim = 0;
@@ -28,10 +29,11 @@ struct DeviceReduceSource {
   long long stride[kMaxReduceDims] = {};
 };
 
-// A block's share of a region: its elements [begin, end) in row-major order.
+// A block's share of a region: rows [row_begin, row_end), elements [col_begin, col_end) of each row.
 struct DeviceReduceTile {
   int region = 0;
-  long long begin = 0, end = 0;
+  long long row_begin = 0, row_end = 0;
+  long long col_begin = 0, col_end = 0;
 };
 
 cudaError_t launch_reductions(const DeviceReduceRegion* regions, const DeviceReduceSource* sources,
