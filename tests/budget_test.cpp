@@ -67,6 +67,9 @@ TEST(MemoryBudget, AnEighthOfTheReceivedBytesIsHonouredAndCorrect) {
     EXPECT_EQ(r.wrong_elements, 0) << src.str() << " -> " << c.to << ": " << r.first_error;
     EXPECT_LE(static_cast<Index>(r.workspace_bytes), budget) << src.str() << " -> " << c.to;  // measured
     EXPECT_EQ(static_cast<Index>(r.workspace_bytes), plan.peak_workspace_bytes()) << src.str();
+    RunOptions serial = quick();
+    serial.stage_overlap = StageOverlap::kSerial;  // the same slots, stage after stage
+    EXPECT_EQ(run_plan(plan, serial).wrong_elements, 0) << src.str() << " -> " << c.to << " (serial stages)";
   }
   EXPECT_GE(chunked, 5);  // most cases need chunking to fit
 }

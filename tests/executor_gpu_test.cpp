@@ -190,6 +190,9 @@ TEST_F(Gpu, MemoryBudgetIsHonoured) {
     Plan plan = make_plan(src, dst, DType::kF32, o);
     RunResult r = check(plan);
     EXPECT_LE(static_cast<Index>(r.workspace_bytes), received / 8) << pair;
+    RunOptions serial = quick();
+    serial.stage_overlap = StageOverlap::kSerial;
+    check(plan, serial);
   }
 }
 

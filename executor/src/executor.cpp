@@ -72,7 +72,7 @@ Executor::Executor(const Plan& plan, Communicator& comm, Device& device, Executo
     for (size_t s = 0; s < ps.stages.size(); ++s) {
       const Stage& st = ps.stages[s];
       StageRuntime& sr = rt.stages[s];
-      const bool pipelined = ps.stages.size() > 1;
+      const bool pipelined = ps.stages.size() > 1 && options_.stage_overlap == StageOverlap::kLanes;
       std::vector<CopyRegion> pack = st.pack;
       if (s == 0 && !overlap_local) pack.insert(pack.end(), ps.local.begin(), ps.local.end());  // one launch
       sr.pack = prepare(device, pack, es, pipelined);
@@ -158,7 +158,23 @@ void Executor::run(ConstBuffer input, MutableBuffer output, StreamHandle stream)
 
   for (StepRuntime& rt : steps_) {
     mark(rt, 0);
-    if (!rt.pipelined()) {
+    if (rt.pipelined() && options_.stage_overlap == StageOverlap::kSerial) {
+      // Stage after stage on the main stream; large local copies overlap them on their lane.
+      if (rt.local) {
+        StreamHandle lane = device_.lane(Lane::kLocalCopy);
+        rt.fork->record(stream);
+        rt.fork->wait(lane);
+        rt.local->run(bases, lane);
+        rt.local_done->record(lane);
+      }
+      for (StageRuntime& st : rt.stages) {
+        if (st.pack) st.pack->run(bases, stream);
+        communicate(st);
+        st.run_unpack(bases, stream);
+      }
+      mark(rt, 1);
+      mark(rt, 2);
+    } else if (!rt.pipelined()) {
       // Pack (with small local copies) -> large local copies start on their lane, overlapping the communication
       // (not the pack, which would compete for memory bandwidth) -> communication -> unpack.
       StageRuntime* sr = rt.stages.empty() ? nullptr : &rt.stages.front();

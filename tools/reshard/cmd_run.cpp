@@ -115,6 +115,7 @@ Command add_run_command(CLI::App& app) {
     double link_GBps = 0;
     std::string rendezvous;
     std::string inject_fault;
+    std::string stages = "lanes";
   };
   auto flags = std::make_shared<Flags>();
   CLI::App* cmd =
@@ -135,6 +136,9 @@ Command add_run_command(CLI::App& app) {
   cmd->add_option("--rendezvous", flags->rendezvous,
                   "One process per rank (RANK, WORLD_SIZE, LOCAL_RANK from the launcher): file:PATH or tcp:HOST:PORT "
                   "(default with MASTER_ADDR/MASTER_PORT set: tcp:MASTER_ADDR:MASTER_PORT+1)");
+  cmd->add_option("--stages", flags->stages,
+                  "Pipelined steps: lanes (pack and unpack on side streams, overlapping the wire) or serial")
+      ->capture_default_str();
   cmd->add_option("--inject-fault", flags->inject_fault,
                   "Testing aid: RANK:after-prepare or RANK:mid-run makes that rank's process exit abruptly (nccl)");
   return [flags] {
@@ -151,6 +155,9 @@ Command add_run_command(CLI::App& app) {
     options.cuda_graph = flags->graph;
     options.trace = flags->trace;
     options.nccl_blocking = flags->nccl_blocking;
+    RESHARD_REQUIRE(flags->stages == "lanes" || flags->stages == "serial", "--stages must be lanes or serial, got '",
+                    flags->stages, "'");
+    options.stage_overlap = flags->stages == "serial" ? StageOverlap::kSerial : StageOverlap::kLanes;
     if (!flags->inject_fault.empty()) {
       std::vector<std::string_view> parts = split(flags->inject_fault, ':');
       std::optional<long long> r = parts.size() == 2 ? parse_integer(parts[0]) : std::nullopt;

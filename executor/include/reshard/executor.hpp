@@ -17,9 +17,16 @@
 
 namespace reshard {
 
+// How the stages of a pipelined step (chunked exchanges, chunking.hpp) run.
+enum class StageOverlap {
+  kLanes,   // stage s+1 packs on a side stream while stage s is on the wire; unpacking on another side stream
+  kSerial,  // pack, communicate, unpack stage by stage on the main stream (full-grid copies, nothing racing NCCL)
+};
+
 struct ExecutorOptions {
   std::chrono::milliseconds timeout{std::chrono::seconds(120)};  // for wait(): a stuck peer aborts instead of hanging
   bool trace = false;  // record events around each step's phases; read them with step_times() after wait()
+  StageOverlap stage_overlap = StageOverlap::kLanes;
 };
 
 // Per step of the last traced run, in microseconds: pack, communication, unpack (serial steps), and the whole step

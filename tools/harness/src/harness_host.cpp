@@ -48,7 +48,7 @@ RunResult run_host(const Plan& plan, const RunOptions& options) {
       [&](int r) {
         HostCommunicator comm(world, r);
         HostDevice device;
-        Executor exec(plan, comm, device, ExecutorOptions{options.timeout, options.trace});
+        Executor exec(plan, comm, device, ExecutorOptions{options.timeout, options.trace, options.stage_overlap});
         workspace[r] = exec.workspace_bytes();
         const Box out_box = plan.dst().box(r);
         std::vector<std::byte> input(exec.input_bytes()), output(exec.output_bytes());

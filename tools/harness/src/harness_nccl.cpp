@@ -47,7 +47,7 @@ RankOutcome run_rank(const Plan& plan, Communicator& comm, int device_ordinal, c
   const Dims& shape = plan.src().global_shape();
   CudaDevice device(device_ordinal);
   CudaStream stream(device_ordinal);
-  Executor exec(plan, comm, device, ExecutorOptions{options.timeout, options.trace});
+  Executor exec(plan, comm, device, ExecutorOptions{options.timeout, options.trace, options.stage_overlap});
   auto fault = [&](RunOptions::FaultPoint point) {
     if (options.fault_point == point && options.fault_rank == r) {
       std::fprintf(stderr, "rank %d: injected fault, exiting\n", r);

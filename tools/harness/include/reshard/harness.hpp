@@ -25,6 +25,7 @@ struct RunOptions {
   bool cuda_graph = false;     // capture one run in a CUDA graph and time its replays (NCCL backend)
   bool trace = false;          // one more run with per-step event timings (RunResult::steps)
   bool nccl_blocking = false;  // blocking NCCL communicators (the default)
+  StageOverlap stage_overlap = StageOverlap::kLanes;  // how pipelined steps run their stages (executor.hpp)
   // Testing aid: the process of rank `fault_rank` exits abruptly (std::_Exit(3)) at `fault_point`, as a crashed rank
   // would, so that tests can check the other ranks fail within their timeout instead of hanging.
   enum class FaultPoint { kNone, kAfterPrepare, kMidRun } fault_point = FaultPoint::kNone;
