@@ -27,6 +27,8 @@ double CostModel::exchange_rank_us(const RankTraffic& t, bool all_to_all) const 
   double wire = 0;
   double alpha = 0;
   bool any = false;
+  const int stages = std::max(1, t.stages);
+  double staged = 0;  // pipelined: every stage sends a chunk, at the (calibrated) efficiency of its size
   for (LinkClass c : {LinkClass::kIntraNode, LinkClass::kInterNode}) {
     int i = static_cast<int>(c);
     Index bytes = std::max(t.out_bytes[i], t.in_bytes[i]);
@@ -34,11 +36,12 @@ double CostModel::exchange_rank_us(const RankTraffic& t, bool all_to_all) const 
     const AlphaBeta& ab = all_to_all ? link(c).all_to_all : link(c).p2p;
     wire = std::max(wire, static_cast<double>(bytes) / (ab.bandwidth_GBps * 1e3));
     alpha = std::max(alpha, ab.alpha_us);
+    staged = std::max(staged, stages * ab.time_us(static_cast<double>(bytes) / stages));
     any = true;
   }
   const int peers = std::max(t.peers_out, t.peers_in);
-  const int stages = std::max(1, t.stages);
   double network = any || peers > 0 ? stages * alpha + profile_.p2p_per_peer_us * peers + wire : 0.0;
+  if (stages > 1 && any) network = std::max(network, staged + profile_.p2p_per_peer_us * peers);
   if (stages == 1) return copy_us(t.pack_bytes) + std::max(network, copy_us(t.local_bytes)) + copy_us(t.unpack_bytes);
   const double pack = copy_us(t.pack_bytes), unpack = copy_us(t.unpack_bytes);
   return pack / stages + std::max({network, pack, unpack, copy_us(t.local_bytes)}) + unpack / stages;
