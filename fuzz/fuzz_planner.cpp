@@ -37,7 +37,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   o.pipeline_chunk_bytes = in.next(0, 1) ? 8 : 0;
   DType dtype = kAllDTypes[in.next(0, 7)];
   fuzz::only_reshard_errors([&] {
-    Plan plan = in.next(0, 1) ? make_plan(src, dst, dtype, o) : make_rank_plan(src, dst, dtype, in.next(0, ranks - 1), o);
+    Plan plan =
+        in.next(0, 1) ? make_plan(src, dst, dtype, o) : make_rank_plan(src, dst, dtype, in.next(0, ranks - 1), o);
     if (plan.scope_rank()) return;  // rank plans hold one rank's transfers: the simulator needs them all
     std::string err;
     if (testing::count_wrong(src, dst, testing::simulate(plan, testing::distribute(src)), dtype, &err) != 0) {

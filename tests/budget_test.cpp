@@ -41,9 +41,12 @@ TEST(MemoryBudget, AnEighthOfTheReceivedBytesIsHonouredAndCorrect) {
     DType dtype;
   };
   const Case cases[] = {
-      {{2}, "S0", "S1", {256, 192}, DType::kF32},         {{2, 2}, "S0,S1", "S1,S0", {128, 200}, DType::kBF16},
-      {{4}, "P", "S0", {256, 96}, DType::kI32},           {{4}, "S1", "S0", {301, 277}, DType::kF32},
-      {{2, 2}, "P,P", "S0,S1", {256, 128}, DType::kF32},  {{3}, "S0", "S1", {450, 190}, DType::kI8},
+      {{2}, "S0", "S1", {256, 192}, DType::kF32},
+      {{2, 2}, "S0,S1", "S1,S0", {128, 200}, DType::kBF16},
+      {{4}, "P", "S0", {256, 96}, DType::kI32},
+      {{4}, "S1", "S0", {301, 277}, DType::kF32},
+      {{2, 2}, "P,P", "S0,S1", {256, 128}, DType::kF32},
+      {{3}, "S0", "S1", {450, 190}, DType::kI8},
       {{2, 2}, "S0,S0", "S1,S1", {128, 256}, DType::kF64},
   };
   int chunked = 0;

@@ -6,8 +6,8 @@
 #include <unistd.h>
 #include <atomic>
 #include <chrono>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <thread>
 
 #include "cli_runner.hpp"
@@ -156,7 +156,8 @@ TEST_F(Gpu, PartialEveryPairAndStrategy) {
       for (int k = 0; k < mesh.ndim(); ++k) {
         std::vector<std::vector<Placement>> next;
         for (const auto& p : all)
-          for (Placement q : {Placement::replicate(), Placement::shard(0), Placement::shard(1), Placement::partial(op)}) {
+          for (Placement q :
+               {Placement::replicate(), Placement::shard(0), Placement::shard(1), Placement::partial(op)}) {
             next.push_back(p);
             next.back().push_back(q);
           }

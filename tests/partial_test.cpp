@@ -94,8 +94,10 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(PartialCase{{2}, ReduceOp::kSum, DType::kI32}, PartialCase{{3}, ReduceOp::kSum, DType::kF32},
                       PartialCase{{3}, ReduceOp::kAvg, DType::kI32}, PartialCase{{2}, ReduceOp::kMax, DType::kBF16},
                       PartialCase{{2}, ReduceOp::kMin, DType::kI8}, PartialCase{{2, 2}, ReduceOp::kSum, DType::kI32},
-                      PartialCase{{2, 2}, ReduceOp::kSum, DType::kF16}, PartialCase{{2, 2}, ReduceOp::kAvg, DType::kF32},
-                      PartialCase{{2, 2}, ReduceOp::kMax, DType::kI64}, PartialCase{{2, 3}, ReduceOp::kMin, DType::kF64},
+                      PartialCase{{2, 2}, ReduceOp::kSum, DType::kF16},
+                      PartialCase{{2, 2}, ReduceOp::kAvg, DType::kF32},
+                      PartialCase{{2, 2}, ReduceOp::kMax, DType::kI64},
+                      PartialCase{{2, 3}, ReduceOp::kMin, DType::kF64},
                       PartialCase{{1, 2}, ReduceOp::kSum, DType::kU8}),
     [](const ::testing::TestParamInfo<PartialCase>& p) {
       std::string s = "mesh";
@@ -112,11 +114,11 @@ TEST(Partial, PyTorchRedistributeCases) {
     Dims shape;
   };
   const Case cases[] = {
-      {{4}, "P", "R", {12, 3}},          {{4}, "P", "S0", {13, 3}},         {{4}, "P", "S1", {5, 11}},
-      {{4}, "P(avg)", "S0", {9, 4}},     {{2, 2}, "P,P", "S0,S1", {8, 6}},  {{2, 2}, "P,P", "R,S0", {7, 5}},
-      {{2, 2}, "P,S0", "S1,R", {5, 9}},  {{2, 2}, "S0,P", "R,S1", {6, 7}},  {{4, 2}, "P,P", "S0,S1", {16, 10}},
-      {{4, 2}, "P,R", "S1,S0", {13, 9}}, {{4, 2}, "R,P", "S0,R", {9, 3}},   {{2, 2}, "R,R", "P,P", {4, 4}},
-      {{4, 2}, "S0,S1", "P,R", {8, 8}},  {{2, 2}, "P,P", "P,S1", {6, 6}},   {{2, 2}, "P(max),P(max)", "S1,S0", {7, 3}},
+      {{4}, "P", "R", {12, 3}},          {{4}, "P", "S0", {13, 3}},        {{4}, "P", "S1", {5, 11}},
+      {{4}, "P(avg)", "S0", {9, 4}},     {{2, 2}, "P,P", "S0,S1", {8, 6}}, {{2, 2}, "P,P", "R,S0", {7, 5}},
+      {{2, 2}, "P,S0", "S1,R", {5, 9}},  {{2, 2}, "S0,P", "R,S1", {6, 7}}, {{4, 2}, "P,P", "S0,S1", {16, 10}},
+      {{4, 2}, "P,R", "S1,S0", {13, 9}}, {{4, 2}, "R,P", "S0,R", {9, 3}},  {{2, 2}, "R,R", "P,P", {4, 4}},
+      {{4, 2}, "S0,S1", "P,R", {8, 8}},  {{2, 2}, "P,P", "P,S1", {6, 6}},  {{2, 2}, "P(max),P(max)", "S1,S0", {7, 3}},
   };
   for (const Case& c : cases) {
     Mesh mesh(c.mesh);
@@ -192,8 +194,8 @@ TEST(Partial, PartitionSemanticsAreExact) {
             if (t == DType::kF32) {
               float got;
               std::memcpy(&got, out[r].data() + 4 * i, 4);
-              const float want = part.divisor > 1 ? static_cast<float>(v) / static_cast<float>(part.divisor)
-                                                  : static_cast<float>(v);
+              const float want =
+                  part.divisor > 1 ? static_cast<float>(v) / static_cast<float>(part.divisor) : static_cast<float>(v);
               ASSERT_EQ(got, want) << to << " rank " << r << " element " << i;
             } else {
               std::int32_t got;

@@ -125,8 +125,8 @@ inline Index count_wrong(const Layout& src, const Layout& layout, const std::vec
       continue;
     }
     const Dims coord = mesh.coord_of(r);
-    const Partition part = partition_for(mesh, canonical_placements(mesh, layout.placements()), roles.created, dtype,
-                                         coord);
+    const Partition part =
+        partition_for(mesh, canonical_placements(mesh, layout.placements()), roles.created, dtype, coord);
     // Source contributions this rank's value reduces (kept dims: its own coordinates).
     std::vector<Index> qs;
     if (!roles.kept.empty()) {
@@ -199,8 +199,8 @@ inline std::vector<Tensor> simulate(const Plan& plan, std::vector<Tensor> cur) {
     auto fail_step = [&](const std::string& what) {
       throw std::runtime_error(cat("step ", s, " (", to_string(step.kind), "): ", what));
     };
-    const PartialRoles roles = partial_roles(mesh, canonical_placements(mesh, step.from),
-                                             canonical_placements(mesh, step.to));
+    const PartialRoles roles =
+        partial_roles(mesh, canonical_placements(mesh, step.from), canonical_placements(mesh, step.to));
     if (step.kind == StepKind::kP2P && roles.contributions > 1) {
       // Reducing p2p: each element of a receiver gets exactly one contribution per coordinate of the reduced dims.
       std::vector<std::vector<Index>> count(n);

@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "reshard/detail/half.hpp"
+#include "reshard/detail/reduce_math.hpp"
 
 namespace reshard {
 
@@ -273,7 +274,7 @@ void reduce_typed(T* dst, const T* src, size_t n, ReduceOp op) {
     switch (op) {
       case ReduceOp::kSum:
       case ReduceOp::kAvg:
-        dst[i] = static_cast<T>(dst[i] + src[i]);
+        dst[i] = detail::combine(dst[i], src[i], static_cast<int>(op));  // integers wrap (two's complement)
         break;
       case ReduceOp::kMax:
         dst[i] = std::max(dst[i], src[i]);

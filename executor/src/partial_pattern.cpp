@@ -77,8 +77,8 @@ void store(unsigned char* p, double x, DType t) {
     }
     case DType::kF16:
     case DType::kBF16: {
-      std::uint16_t h = t == DType::kF16 ? detail::float_to_f16(static_cast<float>(x))
-                                         : detail::float_to_bf16(static_cast<float>(x));
+      std::uint16_t h =
+          t == DType::kF16 ? detail::float_to_f16(static_cast<float>(x)) : detail::float_to_bf16(static_cast<float>(x));
       std::memcpy(p, &h, 2);
       return;
     }
@@ -207,8 +207,10 @@ Index count_local_mismatches(const void* data, const Layout& src, const Layout& 
     if (!qs.empty()) {
       for (size_t j = 0; j < qs.size(); ++j) {
         double c = contribution(v, g, qs[j], sp.count, sp.op, dtype);
-        want = j == 0 ? c : sp.op == ReduceOp::kMax ? std::max(want, c) : sp.op == ReduceOp::kMin ? std::min(want, c)
-                                                                                                     : want + c;
+        want = j == 0                    ? c
+               : sp.op == ReduceOp::kMax ? std::max(want, c)
+               : sp.op == ReduceOp::kMin ? std::min(want, c)
+                                         : want + c;
       }
       if (sp.op == ReduceOp::kAvg) want /= static_cast<double>(qs.size());
       if (!is_floating(dtype)) want = std::trunc(want);

@@ -161,7 +161,8 @@ Index lower_exchange(ProgramStep& ps, const RankTransfers& t, const ExchangeSide
         Box c = chunk_of(tr.region, k, i);
         Index n = volume(c);
         if (!copies_out(tr)) {
-          stage(i).recvs.push_back(PeerTransfer{tr.src, BufferRef{x.out.buffer, x.out.offset + local_offset(to, c)}, n});
+          stage(i).recvs.push_back(
+              PeerTransfer{tr.src, BufferRef{x.out.buffer, x.out.offset + local_offset(to, c)}, n});
         } else {
           BufferRef area = take(i, n);
           stage(i).unpack.push_back(box_copy(area, c, x.out, to, c));
@@ -280,8 +281,8 @@ RankProgram lower_steps(const Layout& src, const std::vector<Step>& steps, DType
     switch (step.kind) {
       case StepKind::kP2P: {
         const PartialRoles roles = partial_roles(mesh, step.from, step.to);
-        exchange_scratch =
-            lower_exchange(ps, transfers.at(i), ExchangeSide{a, b, rank, in, out, scratch_base, es, chunk_bytes, &roles});
+        exchange_scratch = lower_exchange(ps, transfers.at(i),
+                                          ExchangeSide{a, b, rank, in, out, scratch_base, es, chunk_bytes, &roles});
         break;
       }
       case StepKind::kAllToAll:
@@ -295,7 +296,8 @@ RankProgram lower_steps(const Layout& src, const std::vector<Step>& steps, DType
         if (part.zero) {
           ps.stages.emplace_back().reduce.push_back(box_reduce({}, out, to, to, ReduceOp::kSum, 1));
         } else if (part.divisor > 1) {
-          ps.stages.emplace_back().reduce.push_back(box_reduce({{in, from}}, out, to, to, ReduceOp::kSum, part.divisor));
+          ps.stages.emplace_back().reduce.push_back(
+              box_reduce({{in, from}}, out, to, to, ReduceOp::kSum, part.divisor));
         } else {
           ps.local.push_back(box_copy(in, from, out, to, to));
         }

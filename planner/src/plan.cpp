@@ -61,8 +61,8 @@ void validate_p2p(const PlanSpec& spec, size_t i, const RankBoxes& a, const Rank
   // dims the sender has the receiver's coordinate.
   const Mesh& mesh = a.layout().mesh();
   const PartialRoles roles = partial_roles(mesh, step.from, step.to);
-  RESHARD_REQUIRE(roles.created.empty(), "step ", i, " (p2p) cannot create a Partial placement: [", to_string(step.from),
-                  "] -> [", to_string(step.to), "]");
+  RESHARD_REQUIRE(roles.created.empty(), "step ", i, " (p2p) cannot create a Partial placement: [",
+                  to_string(step.from), "] -> [", to_string(step.to), "]");
   RESHARD_REQUIRE(!roles.mixed_reduce_ops, "step ", i, " (p2p) reduces mesh dims with different reduce ops");
   for (int r = 0; r < n; ++r) {
     if (spec.scope_rank && r != *spec.scope_rank) continue;

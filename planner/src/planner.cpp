@@ -197,9 +197,8 @@ class Planner {
     if (created.empty()) return r;
     const std::vector<Placement> mid = communicated_target().placements();
     Step part{StepKind::kLocal, created, mid, cdst_.placements(), {}, 0, 0};
-    part.estimated_us = pricer_.collective(RankBoxes(communicated_target()), RankBoxes(cdst_), StepKind::kLocal,
-                                           created)
-                            .us;
+    part.estimated_us =
+        pricer_.collective(RankBoxes(communicated_target()), RankBoxes(cdst_), StepKind::kLocal, created).us;
     r.us += part.estimated_us;
     r.steps.push_back(detail::PricedStep{std::move(part), {}});
     return r;

@@ -38,7 +38,6 @@ struct TransferFilter {
   }
 };
 
-
 class StepPricer {
  public:
   StepPricer(const CostModel& model, DType dtype, Index chunk_bytes)

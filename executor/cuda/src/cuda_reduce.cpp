@@ -19,8 +19,7 @@ class CudaReduceBatch : public CopyBatch {
     std::vector<cuda::DeviceReduceTile> tiles;
     for (const ReduceRegion& r : regions) {
       const int nd = r.shape.size();
-      RESHARD_REQUIRE(nd <= cuda::kMaxReduceDims, "reduction region has ", nd, " dims; at most ",
-                      cuda::kMaxReduceDims);
+      RESHARD_REQUIRE(nd <= cuda::kMaxReduceDims, "reduction region has ", nd, " dims; at most ", cuda::kMaxReduceDims);
       RESHARD_REQUIRE(r.srcs.size() == r.src_strides.size(), "reduction region: ", r.srcs.size(), " sources but ",
                       r.src_strides.size(), " stride sets");
       RESHARD_REQUIRE(nd >= 1 && r.dst_strides[nd - 1] == 1, "reduction region: the innermost dim must be contiguous");
@@ -52,10 +51,12 @@ class CudaReduceBatch : public CopyBatch {
       const long long row = r.shape[nd - 1], rows = n / row;
       if (row >= kTileElements) {
         for (long long i = 0; i < rows; ++i)
-          for (long long c = 0; c < row; c += kTileElements) tiles.push_back({index, i, i + 1, c, std::min(row, c + kTileElements)});
+          for (long long c = 0; c < row; c += kTileElements)
+            tiles.push_back({index, i, i + 1, c, std::min(row, c + kTileElements)});
       } else {
         const long long per_tile = std::max(1LL, kTileElements / row);
-        for (long long i = 0; i < rows; i += per_tile) tiles.push_back({index, i, std::min(rows, i + per_tile), 0, row});
+        for (long long i = 0; i < rows; i += per_tile)
+          tiles.push_back({index, i, std::min(rows, i + per_tile), 0, row});
       }
     }
     tile_count_ = static_cast<int>(tiles.size());

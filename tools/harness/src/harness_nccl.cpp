@@ -5,11 +5,11 @@
 
 #include "reshard/cuda_check.hpp"
 #include "reshard/cuda_device.hpp"
-#include "reshard/pattern.hpp"
 #include "reshard/executor.hpp"
 #include "reshard/harness.hpp"
 #include "reshard/host_backend.hpp"
 #include "reshard/nccl_communicator.hpp"
+#include "reshard/pattern.hpp"
 
 namespace reshard {
 namespace {

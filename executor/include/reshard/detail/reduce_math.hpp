@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #ifdef __CUDACC__
 #define RESHARD_HOST_DEVICE __host__ __device__
@@ -23,7 +24,13 @@ RESHARD_HOST_DEVICE inline Acc combine(Acc a, Acc b, int op) {
     case 3:
       return b < a ? b : a;
     default:
-      return a + b;
+      if constexpr (std::is_integral_v<Acc>) {
+        // Wraps like the hardware (and NCCL) instead of signed overflow, which C++ leaves undefined.
+        using U = std::make_unsigned_t<Acc>;
+        return static_cast<Acc>(static_cast<U>(static_cast<U>(a) + static_cast<U>(b)));
+      } else {
+        return a + b;
+      }
   }
 }
 
