@@ -2,6 +2,7 @@
 // executor's allocated workspace (measured) stays within the budget and every element is still right.
 #include <gtest/gtest.h>
 
+#include "host_runs.hpp"
 #include "reshard/harness.hpp"
 #include "reshard/overlap.hpp"
 #include "reshard/planner.hpp"
@@ -9,14 +10,7 @@
 namespace reshard {
 namespace {
 
-RunOptions quick() {
-  RunOptions o;
-  o.backend = Backend::kHost;
-  o.warmup = 0;
-  o.iters = 1;
-  o.timeout = std::chrono::seconds(30);
-  return o;
-}
+RunOptions quick() { return testing::quick_host_run(); }
 
 // The most bytes any rank receives from others under the p2p source choice.
 Index max_received(const Layout& src, const Layout& dst, int es) {

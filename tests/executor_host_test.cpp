@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "reshard/executor.hpp"
+#include "host_runs.hpp"
 #include "reshard/harness.hpp"
 #include "reshard/host_backend.hpp"
 #include "reshard/pattern.hpp"
@@ -16,14 +17,7 @@
 namespace reshard {
 namespace {
 
-RunOptions quick() {
-  RunOptions o;
-  o.backend = Backend::kHost;
-  o.warmup = 0;
-  o.iters = 1;
-  o.timeout = std::chrono::seconds(30);
-  return o;
-}
+RunOptions quick() { return testing::quick_host_run(); }
 
 std::vector<std::vector<Placement>> all_placements(int mesh_ndim, int tensor_ndim) {
   std::vector<std::vector<Placement>> out{{}};

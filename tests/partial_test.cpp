@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "reshard/executor.hpp"
+#include "host_runs.hpp"
 #include "reshard/harness.hpp"
 #include "reshard/host_backend.hpp"
 #include "reshard/partial.hpp"
@@ -18,14 +19,7 @@
 namespace reshard {
 namespace {
 
-RunOptions quick() {
-  RunOptions o;
-  o.backend = Backend::kHost;
-  o.warmup = 0;
-  o.iters = 1;
-  o.timeout = std::chrono::seconds(30);
-  return o;
-}
+RunOptions quick() { return testing::quick_host_run(); }
 
 // Every assignment of R, S(0..nd-1) and P(op) to the mesh dims.
 std::vector<std::vector<Placement>> placements_with(ReduceOp op, int mesh_ndim, int tensor_ndim) {

@@ -152,6 +152,15 @@ void Executor::run(ConstBuffer input, MutableBuffer output, StreamHandle stream)
       }
     }
   };
+  // Large local copies start on their lane (forked from `stream`), overlapping what follows.
+  auto start_local = [&](StepRuntime& rt) {
+    if (!rt.local) return;
+    StreamHandle lane = device_.lane(Lane::kLocalCopy);
+    rt.fork->record(stream);
+    rt.fork->wait(lane);
+    rt.local->run(bases, lane);
+    rt.local_done->record(lane);
+  };
   auto mark = [&](StepRuntime& rt, int i) {
     if (options_.trace) rt.marks[i]->record(stream);
   };
@@ -160,13 +169,7 @@ void Executor::run(ConstBuffer input, MutableBuffer output, StreamHandle stream)
     mark(rt, 0);
     if (rt.pipelined() && options_.stage_overlap == StageOverlap::kSerial) {
       // Stage after stage on the main stream; large local copies overlap them on their lane.
-      if (rt.local) {
-        StreamHandle lane = device_.lane(Lane::kLocalCopy);
-        rt.fork->record(stream);
-        rt.fork->wait(lane);
-        rt.local->run(bases, lane);
-        rt.local_done->record(lane);
-      }
+      start_local(rt);
       for (StageRuntime& st : rt.stages) {
         if (st.pack) st.pack->run(bases, stream);
         communicate(st);
@@ -180,13 +183,7 @@ void Executor::run(ConstBuffer input, MutableBuffer output, StreamHandle stream)
       StageRuntime* sr = rt.stages.empty() ? nullptr : &rt.stages.front();
       if (sr && sr->pack) sr->pack->run(bases, stream);
       mark(rt, 1);
-      if (rt.local) {
-        StreamHandle lane = device_.lane(Lane::kLocalCopy);
-        rt.fork->record(stream);
-        rt.fork->wait(lane);
-        rt.local->run(bases, lane);
-        rt.local_done->record(lane);
-      }
+      start_local(rt);
       if (sr) communicate(*sr);
       mark(rt, 2);
       if (sr) sr->run_unpack(bases, stream);
@@ -194,13 +191,8 @@ void Executor::run(ConstBuffer input, MutableBuffer output, StreamHandle stream)
       // Stage s is packed on the pack lane while stage s-1 is on the wire; stage s is unpacked on the unpack lane
       // while stage s+1 is on the wire; large local copies overlap everything. Stages s and s-2 share a scratch
       // slot (chunking.hpp): stage s packs once stage s-2 has sent, and receives once stage s-2 is unpacked.
-      rt.fork->record(stream);
-      if (rt.local) {
-        StreamHandle lane = device_.lane(Lane::kLocalCopy);
-        rt.fork->wait(lane);
-        rt.local->run(bases, lane);
-        rt.local_done->record(lane);
-      }
+      start_local(rt);
+      rt.fork->record(stream);  // (again, when start_local recorded it: the same point of `stream`)
       StreamHandle pack_lane = device_.lane(Lane::kPack), unpack_lane = device_.lane(Lane::kUnpack);
       rt.fork->wait(pack_lane);
       bool any_unpack = false;

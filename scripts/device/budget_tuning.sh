@@ -8,15 +8,10 @@ OUT=${OUT:-/tmp}
 bash scripts/device/build.sh || exit 1
 R=build-device/tools/reshard
 T=build-device/tests/executor_gpu_tests
+source scripts/device/lib.sh
 { date -u; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; } > "$OUT/machine.txt" 2>&1
 timeout 150 $T --gtest_filter='Gpu.Partial*:Gpu.MemoryBudget*:Gpu.EveryDType' > "$OUT/gpu_tests.log" 2>&1
 grep -E "^\[  (PASSED|FAILED) |^\[       OK|GPU SUMMARY|Failure" "$OUT/gpu_tests.log" | head -20
-bench() {  # label, then reshard run flags
-  local label=$1; shift
-  $R run --backend nccl --iters 30 "$@" > "$OUT/run.txt" 2>&1
-  echo "$label | $(grep -E '^  ' "$OUT/run.txt" | tail -1) | $(grep -E 'verified' "$OUT/run.txt")" | tee -a "$OUT/bench.txt"
-  grep -E "^# step" "$OUT/run.txt" >> "$OUT/traces.txt" && echo "  ^ $label" >> "$OUT/traces.txt"
-}
 for spec in "16384x16384 f32 32MiB" "16384x16384 bf16 16MiB" "8192x8192 f32 8MiB" "32768x16384 bf16 64MiB"; do
   set -- $spec
   bench "S0>S1 $1 $2 unlimited" --mesh 2 --from S0 --to S1 --shape $1 --dtype $2 --trace

@@ -10,16 +10,12 @@ OUT=${OUT:-/tmp}
 bash scripts/device/build.sh || exit 1
 R=build-device/tools/reshard
 T=build-device/tests/executor_gpu_tests
+source scripts/device/lib.sh
 { date -u; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; } > "$OUT/machine.txt" 2>&1
 echo "== GPU suite"
 timeout 220 $T > "$OUT/gpu_tests.log" 2>&1
 grep -E "^\[  (PASSED|FAILED) |^\[       OK|GPU SUMMARY|Failure" "$OUT/gpu_tests.log" | head -30
 echo "== budget and partial benchmarks"
-bench() {  # label, then reshard run flags
-  local label=$1; shift
-  $R run --backend nccl --iters 30 "$@" > "$OUT/run.txt" 2>&1
-  echo "$label | $(grep -E '^  ' "$OUT/run.txt" | tail -1) | $(grep -E 'verified' "$OUT/run.txt")" | tee -a "$OUT/bench.txt"
-}
 for spec in "16384x16384 f32 32MiB" "16384x16384 bf16 16MiB" "8192x8192 f32 8MiB" "32768x16384 bf16 64MiB"; do
   set -- $spec
   bench "S0>S1 $1 $2 unlimited" --mesh 2 --from S0 --to S1 --shape $1 --dtype $2
@@ -37,11 +33,4 @@ for t in f32 bf16; do
 done
 echo "== compute-sanitizer"
 FILTER='Gpu.EveryPair*:Gpu.EveryDType:Gpu.CudaGraph*:Gpu.ZeroCopy*:Gpu.HostPointers*:Gpu.Partial*:Gpu.MemoryBudget*'
-compute-sanitizer --version | head -2 > "$OUT/sanitizer.log"
-for tool in memcheck racecheck; do
-  echo "== $tool" >> "$OUT/sanitizer.log"
-  RESHARD_GPU_TESTS_LIGHT=1 timeout 110 compute-sanitizer --tool $tool --kernel-name kns=reshard \
-    --report-api-errors no --error-exitcode 9 $T --gtest_filter="$FILTER" >> "$OUT/sanitizer.log" 2>&1
-  echo "exit $?" >> "$OUT/sanitizer.log"
-done
-grep -E "^== |ERROR SUMMARY|RACECHECK SUMMARY|exit |GPU SUMMARY|PASSED|FAILED" "$OUT/sanitizer.log"
+sanitize "$T" "$FILTER"

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "device_bases.hpp"
 #include "kernels.hpp"
 #include "reshard/cuda_check.hpp"
 
@@ -112,17 +113,10 @@ class CudaCopyBatch : public CopyBatch {
 
   void run(const BufferBases& b, StreamHandle stream) override {
     RESHARD_CUDA_CHECK(
-        cuda::launch_copies(regions_, tiles_, tile_count_, max_blocks_, bases(b), static_cast<cudaStream_t>(stream)));
+        cuda::launch_copies(regions_, tiles_, tile_count_, max_blocks_, cuda::device_bases(b), static_cast<cudaStream_t>(stream)));
   }
 
  private:
-  static cuda::DeviceBases bases(const BufferBases& b) {
-    cuda::DeviceBases d;
-    d.ptr[0] = b.input;
-    d.ptr[1] = b.output;
-    d.ptr[2] = b.work;
-    return d;
-  }
   size_t count_;
   int max_blocks_;
   int tile_count_ = 0;

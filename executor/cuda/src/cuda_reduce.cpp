@@ -1,6 +1,7 @@
 // CudaDevice::prepare_reductions: descriptors of a batch of reductions uploaded once, one kernel launch per run.
 #include <algorithm>
 
+#include "device_bases.hpp"
 #include "reduce_kernels.hpp"
 #include "reshard/cuda_check.hpp"
 #include "reshard/cuda_device.hpp"
@@ -76,11 +77,7 @@ class CudaReduceBatch : public CopyBatch {
   size_t regions() const override { return count_; }
 
   void run(const BufferBases& b, StreamHandle stream) override {
-    cuda::DeviceBases bases;
-    bases.ptr[0] = b.input;
-    bases.ptr[1] = b.output;
-    bases.ptr[2] = b.work;
-    RESHARD_CUDA_CHECK(cuda::launch_reductions(regions_, sources_, tiles_, tile_count_, dtype_code_, bases,
+    RESHARD_CUDA_CHECK(cuda::launch_reductions(regions_, sources_, tiles_, tile_count_, dtype_code_, cuda::device_bases(b),
                                                static_cast<cudaStream_t>(stream)));
   }
 

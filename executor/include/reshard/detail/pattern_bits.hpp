@@ -5,11 +5,7 @@
 
 #include <cstdint>
 
-#ifdef __CUDACC__
-#define RESHARD_HOST_DEVICE __host__ __device__
-#else
-#define RESHARD_HOST_DEVICE
-#endif
+#include "reshard/detail/host_device.hpp"
 
 namespace reshard::detail {
 
