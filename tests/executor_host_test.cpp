@@ -262,3 +262,27 @@ TEST(HostReduce, HalfPrecisionAccumulatesInFloat) {
 
 }  // namespace
 }  // namespace reshard
+
+namespace reshard {
+namespace {
+
+// Groups are cached per mesh and dims: mesh dim 0 of (4) and of (2,2) are different groups (found on 4 GPUs, where
+// one runner served both meshes and reused the 4-rank group for (2,2)).
+TEST(HostCommunicatorGroups, CachedPerMeshNotPerDims) {
+  HostWorld world(4);
+  run_ranks(
+      4,
+      [&](int r) {
+        HostCommunicator comm(world, r);
+        EXPECT_EQ(comm.group(Mesh({4}), {0}).size(), 4);
+        Communicator& g = comm.group(Mesh({2, 2}), {0});
+        EXPECT_EQ(g.size(), 2);
+        EXPECT_EQ(g.rank(), r / 2);
+        EXPECT_EQ(&comm.group(Mesh({2, 2}), {0}), &g);
+        EXPECT_EQ(comm.group(Mesh({2, 2}), {1}).size(), 2);
+      },
+      &world);
+}
+
+}  // namespace
+}  // namespace reshard

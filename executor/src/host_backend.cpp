@@ -60,9 +60,9 @@ std::vector<int> iota(int n) {
   return v;
 }
 
-std::uint64_t child_context(std::uint64_t parent, const std::vector<int>& dims) {
+std::uint64_t child_context(std::uint64_t parent, const std::string& group_key) {
   std::uint64_t h = parent * 1000003u + 0x9e3779b97f4a7c15ull;
-  for (int d : dims) h = (h ^ static_cast<std::uint64_t>(d + 1)) * 0x100000001b3ull;
+  for (unsigned char c : group_key) h = (h ^ c) * 0x100000001b3ull;
   return h;
 }
 
@@ -134,7 +134,8 @@ void HostCommunicator::all_reduce(const void* send, void* recv, size_t count, DT
 }
 
 Communicator& HostCommunicator::group(const Mesh& mesh, const std::vector<int>& mesh_dims) {
-  auto it = groups_.find(mesh_dims);
+  const std::string key = group_key(mesh, mesh_dims);
+  auto it = groups_.find(key);
   if (it != groups_.end()) return *it->second;
   RESHARD_REQUIRE(mesh.size() == size(), "mesh ", mesh.str(), " has ", mesh.size(), " ranks; this communicator ",
                   size());
@@ -142,8 +143,8 @@ Communicator& HostCommunicator::group(const Mesh& mesh, const std::vector<int>& 
   std::vector<int> world_ranks;
   for (int r : local) world_ranks.push_back(members_[r]);
   auto child = std::unique_ptr<HostCommunicator>(new HostCommunicator(
-      world_, std::move(world_ranks), mesh.group_index(index_, mesh_dims), child_context(context_, mesh_dims)));
-  return *groups_.emplace(mesh_dims, std::move(child)).first->second;
+      world_, std::move(world_ranks), mesh.group_index(index_, mesh_dims), child_context(context_, key)));
+  return *groups_.emplace(key, std::move(child)).first->second;
 }
 
 void HostCommunicator::wait(StreamHandle, std::chrono::milliseconds) {}  // host work is done when enqueued

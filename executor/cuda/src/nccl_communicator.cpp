@@ -178,9 +178,10 @@ void NcclCommunicator::all_reduce(const void* send, void* recv, size_t count, DT
 }
 
 Communicator& NcclCommunicator::group(const Mesh& mesh, const std::vector<int>& mesh_dims) {
+  const std::string group = group_key(mesh, mesh_dims);
   {
     std::lock_guard<std::mutex> lock(abort_mutex_);
-    auto it = groups_.find(mesh_dims);
+    auto it = groups_.find(group);
     if (it != groups_.end()) return *it->second;
   }
   RESHARD_REQUIRE(mesh.size() == size_, "mesh ", mesh.str(), " has ", mesh.size(), " ranks; the communicator ", size_);
@@ -226,7 +227,7 @@ Communicator& NcclCommunicator::group(const Mesh& mesh, const std::vector<int>& 
   }
   auto sub = std::make_unique<NcclCommunicator>(child, true, options_);
   std::lock_guard<std::mutex> lock(abort_mutex_);
-  return *groups_.emplace(mesh_dims, std::move(sub)).first->second;
+  return *groups_.emplace(group, std::move(sub)).first->second;
 }
 
 void NcclCommunicator::wait(StreamHandle stream, std::chrono::milliseconds timeout) {

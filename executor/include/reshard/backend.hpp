@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "reshard/dtype.hpp"
@@ -56,6 +57,15 @@ class Communicator {
   // communicator (and its groups) are aborted and kTimeout is thrown: a stuck peer never hangs the caller.
   virtual void wait(StreamHandle stream, std::chrono::milliseconds timeout) = 0;
 };
+
+// Identifies the partition of a communicator into groups over `mesh_dims` of `mesh`: communicators cache their groups
+// under it. The same on every rank (so cache hits and collective splits agree), and different for different meshes
+// of the same size (mesh dim 0 of (4) and of (2,2) are different groups).
+inline std::string group_key(const Mesh& mesh, const std::vector<int>& mesh_dims) {
+  std::string key = mesh.str() + ":";
+  for (int d : mesh_dims) key += std::to_string(d) + ",";
+  return key;
+}
 
 // Base pointers of the three buffers a RankProgram references.
 struct BufferBases {

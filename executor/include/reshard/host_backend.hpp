@@ -76,7 +76,7 @@ class HostCommunicator : public Communicator {
   std::vector<int> members_;  // world ranks, in group order
   int index_;                 // this rank's position in members_
   std::uint64_t context_;
-  std::map<std::vector<int>, std::unique_ptr<HostCommunicator>> groups_;
+  std::map<std::string, std::unique_ptr<HostCommunicator>> groups_;  // by group_key(mesh, dims)
 };
 
 // Device memory and copies on the CPU.

@@ -72,7 +72,7 @@ class NcclCommunicator : public Communicator {
   std::thread watchdog_thread_;
   NcclOptions options_;
   int rank_ = 0, size_ = 0;
-  std::map<std::vector<int>, std::unique_ptr<NcclCommunicator>> groups_;
+  std::map<std::string, std::unique_ptr<NcclCommunicator>> groups_;  // by group_key(mesh, dims)
 };
 
 // One communicator per local GPU (devices 0..n-1, rank i on device i), all in this process: a caller runs rank i
