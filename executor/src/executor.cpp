@@ -152,11 +152,12 @@ void Executor::run(ConstBuffer input, MutableBuffer output, StreamHandle stream)
       }
     }
   };
-  // Large local copies start on their lane (forked from `stream`), overlapping what follows.
+  // Marks the step's fork point on `stream` (when a side stream will start from it) and starts large local copies on
+  // their lane from there, overlapping what follows.
   auto start_local = [&](StepRuntime& rt) {
+    if (rt.fork) rt.fork->record(stream);
     if (!rt.local) return;
     StreamHandle lane = device_.lane(Lane::kLocalCopy);
-    rt.fork->record(stream);
     rt.fork->wait(lane);
     rt.local->run(bases, lane);
     rt.local_done->record(lane);
@@ -192,7 +193,6 @@ void Executor::run(ConstBuffer input, MutableBuffer output, StreamHandle stream)
       // while stage s+1 is on the wire; large local copies overlap everything. Stages s and s-2 share a scratch
       // slot (chunking.hpp): stage s packs once stage s-2 has sent, and receives once stage s-2 is unpacked.
       start_local(rt);
-      rt.fork->record(stream);  // (again, when start_local recorded it: the same point of `stream`)
       StreamHandle pack_lane = device_.lane(Lane::kPack), unpack_lane = device_.lane(Lane::kUnpack);
       rt.fork->wait(pack_lane);
       bool any_unpack = false;

@@ -2,6 +2,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "box_walk.hpp"
 #include "reshard/detail/half.hpp"
 #include "reshard/detail/pattern_bits.hpp"
 #include "reshard/partial.hpp"
@@ -117,24 +118,6 @@ std::uint64_t int_bits(double x, DType t) {
   return es == 8 ? bits : bits & ((std::uint64_t(1) << (8 * es)) - 1);
 }
 
-// Calls f(local index, global index) over a box, row-major.
-template <class F>
-void for_each(const Box& box, const Dims& shape, F f) {
-  const Index n = volume(box);
-  if (n == 0) return;
-  const int nd = box.ndim();
-  Dims stride = row_major_strides(shape), x(nd, 0);
-  for (Index i = 0; i < n; ++i) {
-    Index g = 0;
-    for (int d = 0; d < nd; ++d) g += (x[d] + box.offset[d]) * stride[d];
-    f(i, g);
-    for (int d = nd - 1; d >= 0; --d) {
-      if (++x[d] < box.shape[d]) break;
-      x[d] = 0;
-    }
-  }
-}
-
 }  // namespace
 
 double partial_tolerance(DType dtype, double want, Index contributions) {
@@ -167,7 +150,7 @@ void fill_local(void* data, const Layout& layout, int rank, DType dtype) {
   const Index q = index_over(mesh, p.dims, mesh.coord_of(rank));
   const int es = element_size(dtype), code = static_cast<int>(dtype);
   auto* out = static_cast<unsigned char*>(data);
-  for_each(box, layout.global_shape(), [&](Index local, Index g) {
+  detail::for_each_element(box, layout.global_shape(), [&](Index local, Index g) {
     double v = static_cast<double>(detail::pattern_int(g, code));
     store(out + local * es, contribution(v, g, q, p.count, p.op, dtype), dtype);
   });
@@ -201,7 +184,7 @@ Index count_local_mismatches(const void* data, const Layout& src, const Layout& 
   const int es = element_size(dtype), code = static_cast<int>(dtype);
   const auto* in = static_cast<const unsigned char*>(data);
   Index wrong = 0;
-  for_each(box, dst.global_shape(), [&](Index local, Index g) {
+  detail::for_each_element(box, dst.global_shape(), [&](Index local, Index g) {
     const double v = static_cast<double>(detail::pattern_int(g, code));
     double want = v;
     if (!qs.empty()) {

@@ -386,12 +386,6 @@ RankProgram lower(const Plan& plan, int rank) {
   return detail::lower_steps(plan.src(), plan.steps(), plan.dtype(), rank, mine, plan.pipeline_chunk_bytes());
 }
 
-Index reduce_elements(const std::vector<ReduceRegion>& regions) {
-  Index n = 0;
-  for (const ReduceRegion& r : regions) n += r.shape.product();
-  return n;
-}
-
 Index copy_elements(const std::vector<CopyRegion>& regions) {
   Index n = 0;
   for (const CopyRegion& r : regions) n += r.shape.product();

@@ -3,14 +3,9 @@
 # chunk size) vs forced p2p; compute-sanitizer over the Partial and budget tests (row-based reduction kernel).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-export NCCL_NVLS_ENABLE=0 RESHARD_CLI="$PWD/build-device/tools/reshard"
-OUT=${OUT:-/tmp}
-bash scripts/device/build.sh || exit 1
-R=build-device/tools/reshard
-T=build-device/tests/executor_gpu_tests
 source scripts/device/lib.sh
+device_setup || exit 1
 P=bench/profiles/h200x2.json
-{ date -u; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; } > "$OUT/machine.txt" 2>&1
 for spec in "16384x16384 f32 32MiB" "16384x16384 bf16 16MiB" "8192x8192 f32 8MiB" "32768x16384 bf16 64MiB"; do
   set -- $spec
   bench "S0>S1 $1 $2 unlimited auto" --mesh 2 --from S0 --to S1 --shape $1 --dtype $2

@@ -3,13 +3,8 @@
 # chunk size, and the p2p reduction kernel (row-based) on Partial sources. Logs under $OUT.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-export NCCL_NVLS_ENABLE=0 RESHARD_CLI="$PWD/build-device/tools/reshard"
-OUT=${OUT:-/tmp}
-bash scripts/device/build.sh || exit 1
-R=build-device/tools/reshard
-T=build-device/tests/executor_gpu_tests
 source scripts/device/lib.sh
-{ date -u; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; } > "$OUT/machine.txt" 2>&1
+device_setup || exit 1
 timeout 150 $T --gtest_filter='Gpu.Partial*:Gpu.MemoryBudget*:Gpu.EveryDType' > "$OUT/gpu_tests.log" 2>&1
 grep -E "^\[  (PASSED|FAILED) |^\[       OK|GPU SUMMARY|Failure" "$OUT/gpu_tests.log" | head -20
 for spec in "16384x16384 f32 32MiB" "16384x16384 bf16 16MiB" "8192x8192 f32 8MiB" "32768x16384 bf16 64MiB"; do

@@ -1,9 +1,24 @@
-# Shared by the device scripts (source it after setting R, P (optional profile) and OUT).
-# bench LABEL FLAGS...: one verified `reshard run` on NCCL; appends "LABEL | result row | verification" to
+# Shared by the device scripts: source it from the repository root, then call device_setup.
+
+# device_setup: NCCL settings, $OUT (default /tmp), the build (build-device/), $R (the CLI), $T (the GPU test binary)
+# and $OUT/machine.txt. Returns non-zero when the build fails.
+device_setup() {
+  export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+  export RESHARD_CLI="$PWD/build-device/tools/reshard"
+  OUT=${OUT:-/tmp}
+  R=build-device/tools/reshard
+  T=build-device/tests/executor_gpu_tests
+  bash scripts/device/build.sh || return 1
+  { date -u; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; nvidia-smi topo -m
+    python3 -c 'import torch; print("torch", torch.__version__, "nccl", torch.cuda.nccl.version())'
+  } > "$OUT/machine.txt" 2>&1
+}
+
+# bench LABEL FLAGS...: one verified `reshard run` on NCCL ($P: optional profile); appends "LABEL | result row | verification" to
 # $OUT/bench.txt and any --trace lines to $OUT/traces.txt.
 bench() {
   local label=$1; shift
-  $R run --backend nccl --iters 30 ${P:+--profile $P} "$@" > "$OUT/run.txt" 2>&1
+  timeout 120 $R run --backend nccl --iters 30 ${P:+--profile $P} "$@" > "$OUT/run.txt" 2>&1
   echo "$label | $(grep -E '^  ' "$OUT/run.txt" | tail -1) | $(grep -E 'verified' "$OUT/run.txt")" | tee -a "$OUT/bench.txt"
   if grep -qE "^# step" "$OUT/run.txt"; then
     grep -E "^# step" "$OUT/run.txt" >> "$OUT/traces.txt"

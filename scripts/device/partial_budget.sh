@@ -5,13 +5,8 @@
 # and Partial benchmarks. Logs and CSVs under $OUT.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-export NCCL_NVLS_ENABLE=0 RESHARD_CLI="$PWD/build-device/tools/reshard"
-OUT=${OUT:-/tmp}
-bash scripts/device/build.sh || exit 1
-R=build-device/tools/reshard
-T=build-device/tests/executor_gpu_tests
 source scripts/device/lib.sh
-{ date -u; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; } > "$OUT/machine.txt" 2>&1
+device_setup || exit 1
 echo "== GPU suite"
 timeout 220 $T > "$OUT/gpu_tests.log" 2>&1
 grep -E "^\[  (PASSED|FAILED) |^\[       OK|GPU SUMMARY|Failure" "$OUT/gpu_tests.log" | head -30

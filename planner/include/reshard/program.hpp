@@ -88,8 +88,7 @@ struct RankProgram {
 // Lowers one rank's part of a plan. For a rank-scoped plan the rank must be the plan's rank.
 RankProgram lower(const Plan& plan, int rank);
 
-// Elements written by a list of copies or reductions.
+// Elements written by a list of copies.
 Index copy_elements(const std::vector<CopyRegion>& regions);
-Index reduce_elements(const std::vector<ReduceRegion>& regions);
 
 }  // namespace reshard
