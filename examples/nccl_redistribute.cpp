@@ -11,7 +11,7 @@
 #include "reshard/cuda_device.hpp"
 #include "reshard/executor.hpp"
 #include "reshard/nccl_communicator.hpp"
-#include "reshard/pattern.hpp"
+#include "reshard/cuda_pattern.hpp"
 #include "reshard/planner.hpp"
 
 int main() {
@@ -38,12 +38,13 @@ int main() {
     reshard::CudaStream stream(rank);
     reshard::Executor exec(plan, comm, device);
     auto in = device.allocate(exec.input_bytes()), out = device.allocate(exec.output_bytes());
-    device.fill_pattern(in->data(), src.box(rank), src.global_shape(), reshard::DType::kBF16, stream.get());
+    reshard::CudaPatternChecker pattern(device);  // the deterministic test tensor, to check the result
+    pattern.fill(in->data(), src.box(rank), src.global_shape(), reshard::DType::kBF16, stream.get());
     // 3. Run: enqueues only (no allocation, no host sync); wait() polls with a timeout instead of hanging.
     for (int i = 0; i < 3; ++i) exec.run({in->data(), in->bytes()}, {out->data(), out->bytes()}, stream.handle());
     exec.wait(stream.handle());
     wrong[rank] =
-        device.count_mismatches(out->data(), dst.box(rank), dst.global_shape(), reshard::DType::kBF16, stream.get());
+        pattern.count_mismatches(out->data(), dst.box(rank), dst.global_shape(), reshard::DType::kBF16, stream.get());
   };
   try {
     std::thread t0(rank_main, 0), t1(rank_main, 1);

@@ -38,19 +38,6 @@ class CudaMemory : public DeviceMemory {
   size_t bytes_;
 };
 
-cuda::PatternBox pattern_box(const Box& box, const Dims& global_shape) {
-  cuda::PatternBox p;
-  p.ndim = box.ndim();
-  Dims strides = row_major_strides(global_shape);
-  for (int d = 0; d < box.ndim(); ++d) {
-    p.shape[d] = box.shape[d];
-    p.offset[d] = box.offset[d];
-    p.global_stride[d] = strides[d];
-  }
-  p.elements = volume(box);
-  return p;
-}
-
 unsigned int alignment_of(long long x) {
   unsigned int a = 16;
   while (a > 1 && x % a != 0) a /= 2;
@@ -179,7 +166,6 @@ CudaDevice::CudaDevice(int device) : device_(device) {
   RESHARD_CUDA_CHECK(cudaSetDevice(device));
   for (auto& lane : lanes_) lane = std::make_unique<CudaStream>(device);
   RESHARD_CUDA_CHECK(cudaDeviceGetAttribute(&sm_count_, cudaDevAttrMultiProcessorCount, device));
-  counter_ = std::make_unique<CudaMemory>(device, sizeof(unsigned long long));
 }
 
 std::unique_ptr<DeviceEvent> CudaDevice::create_event() { return std::make_unique<CudaDeviceEvent>(); }
@@ -214,23 +200,6 @@ void CudaDevice::check_buffer(const void* data, size_t bytes, const char* what) 
                   " is not device memory (a host pointer?)");
   RESHARD_REQUIRE(attr.type == cudaMemoryTypeManaged || attr.device == device_, what, " buffer ", data,
                   " lives on GPU ", attr.device, ", not on this rank's GPU ", device_);
-}
-
-void CudaDevice::fill_pattern(void* data, const Box& box, const Dims& global_shape, DType dtype, cudaStream_t stream) {
-  RESHARD_CUDA_CHECK(cuda::launch_fill_pattern(data, pattern_box(box, global_shape), static_cast<int>(dtype),
-                                               element_size(dtype), stream));
-}
-
-Index CudaDevice::count_mismatches(const void* data, const Box& box, const Dims& global_shape, DType dtype,
-                                   cudaStream_t stream) {
-  auto* counter = static_cast<unsigned long long*>(counter_->data());
-  RESHARD_CUDA_CHECK(cudaMemsetAsync(counter, 0, sizeof(*counter), stream));
-  RESHARD_CUDA_CHECK(cuda::launch_count_mismatches(data, pattern_box(box, global_shape), static_cast<int>(dtype),
-                                                   element_size(dtype), counter, stream));
-  unsigned long long host = 0;
-  RESHARD_CUDA_CHECK(cudaMemcpyAsync(&host, counter, sizeof(host), cudaMemcpyDeviceToHost, stream));
-  RESHARD_CUDA_CHECK(cudaStreamSynchronize(stream));
-  return static_cast<Index>(host);
 }
 
 }  // namespace reshard

@@ -6,7 +6,6 @@
 namespace reshard::cuda {
 
 constexpr int kMaxOuterDims = 7;
-constexpr int kMaxPatternDims = 8;
 
 // One copy region in bytes: rows of `row_bytes` contiguous bytes, indexed row-major over the outer dims.
 struct DeviceCopyRegion {
@@ -31,20 +30,8 @@ struct DeviceBases {
   const void* ptr[3] = {nullptr, nullptr, nullptr};
 };
 
-struct PatternBox {
-  int ndim = 0;
-  long long shape[kMaxPatternDims] = {};          // the box's extents
-  long long offset[kMaxPatternDims] = {};         // its global offset
-  long long global_stride[kMaxPatternDims] = {};  // row-major strides of the global tensor
-  long long elements = 0;
-};
 
 // max_blocks > 0 caps the grid (blocks then walk several tiles), leaving SMs to work running alongside.
 cudaError_t launch_copies(const DeviceCopyRegion* regions, const DeviceCopyTile* tiles, int tile_count, int max_blocks,
                           DeviceBases bases, cudaStream_t stream);
-cudaError_t launch_fill_pattern(void* data, PatternBox box, int dtype_code, int element_size, cudaStream_t stream);
-// Adds the number of elements differing from the pattern to *counter (device memory).
-cudaError_t launch_count_mismatches(const void* data, PatternBox box, int dtype_code, int element_size,
-                                    unsigned long long* counter, cudaStream_t stream);
-
 }  // namespace reshard::cuda

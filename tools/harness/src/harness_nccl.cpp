@@ -5,6 +5,7 @@
 
 #include "reshard/cuda_check.hpp"
 #include "reshard/cuda_device.hpp"
+#include "reshard/cuda_pattern.hpp"
 #include "reshard/executor.hpp"
 #include "reshard/harness.hpp"
 #include "reshard/host_backend.hpp"
@@ -47,6 +48,7 @@ RankOutcome run_rank(const Plan& plan, Communicator& comm, int device_ordinal, c
   const Dims& shape = plan.src().global_shape();
   CudaDevice device(device_ordinal);
   CudaStream stream(device_ordinal);
+  CudaPatternChecker pattern(device);
   Executor exec(plan, comm, device, ExecutorOptions{options.timeout, options.trace, options.stage_overlap});
   auto fault = [&](RunOptions::FaultPoint point) {
     if (options.fault_point == point && options.fault_rank == r) {
@@ -67,7 +69,7 @@ RankOutcome run_rank(const Plan& plan, Communicator& comm, int device_ordinal, c
     fill_local(host.data(), plan.src(), r, plan.dtype());
     if (!host.empty()) RESHARD_CUDA_CHECK(cudaMemcpy(input->data(), host.data(), host.size(), cudaMemcpyHostToDevice));
   } else {
-    device.fill_pattern(input->data(), in_box, shape, plan.dtype(), stream.get());
+    pattern.fill(input->data(), in_box, shape, plan.dtype(), stream.get());
   }
   auto run = [&] { exec.run({input->data(), input->bytes()}, {output->data(), output->bytes()}, stream.handle()); };
   auto verify = [&] {
@@ -78,7 +80,7 @@ RankOutcome run_rank(const Plan& plan, Communicator& comm, int device_ordinal, c
         RESHARD_CUDA_CHECK(cudaMemcpy(host.data(), output->data(), host.size(), cudaMemcpyDeviceToHost));
       out.wrong += count_local_mismatches(host.data(), plan.src(), plan.dst(), r, plan.dtype());
     } else {
-      out.wrong += device.count_mismatches(output->data(), out_box, shape, plan.dtype(), stream.get());
+      out.wrong += pattern.count_mismatches(output->data(), out_box, shape, plan.dtype(), stream.get());
     }
     out.checked += volume(out_box);
   };

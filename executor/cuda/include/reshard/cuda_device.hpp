@@ -57,16 +57,10 @@ class CudaDevice : public Device {
   std::unique_ptr<CopyBatch> prepare_reductions(const std::vector<ReduceRegion>& regions, DType dtype) override;
   void check_buffer(const void* data, size_t bytes, const char* what) const override;
 
-  // The deterministic test tensor (reshard/pattern.hpp) on the GPU.
-  void fill_pattern(void* data, const Box& box, const Dims& global_shape, DType dtype, cudaStream_t stream);
-  // Counts mismatching elements (synchronises `stream`).
-  Index count_mismatches(const void* data, const Box& box, const Dims& global_shape, DType dtype, cudaStream_t stream);
-
  private:
   int device_;
   int sm_count_ = 0;
   std::unique_ptr<CudaStream> lanes_[3];  // local copies, packing, unpacking (overlap the main stream)
-  std::unique_ptr<DeviceMemory> counter_;
 };
 
 }  // namespace reshard

@@ -1,0 +1,23 @@
+// Plain-data interface between the CUDA verifier and its kernels (compiled as C++17 by nvcc).
+#pragma once
+
+#include <cuda_runtime.h>
+
+namespace reshard::cuda {
+
+constexpr int kMaxPatternDims = 8;
+
+struct PatternBox {
+  int ndim = 0;
+  long long shape[kMaxPatternDims] = {};          // the box's extents
+  long long offset[kMaxPatternDims] = {};         // its global offset
+  long long global_stride[kMaxPatternDims] = {};  // row-major strides of the global tensor
+  long long elements = 0;
+};
+
+cudaError_t launch_fill_pattern(void* data, PatternBox box, int dtype_code, int element_size, cudaStream_t stream);
+// Adds the number of elements differing from the pattern to *counter (device memory).
+cudaError_t launch_count_mismatches(const void* data, PatternBox box, int dtype_code, int element_size,
+                                    unsigned long long* counter, cudaStream_t stream);
+
+}  // namespace reshard::cuda
