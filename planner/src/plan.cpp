@@ -125,6 +125,24 @@ std::string_view to_string(StepKind k) {
   return "?";
 }
 
+std::string_view to_string(Transport t) {
+  switch (t) {
+    case Transport::kAuto:
+      return "auto";
+    case Transport::kNccl:
+      return "nccl";
+    case Transport::kNvlink:
+      return "nvlink";
+  }
+  return "?";
+}
+
+Transport parse_transport(std::string_view text) {
+  for (Transport t : {Transport::kAuto, Transport::kNccl, Transport::kNvlink})
+    if (to_string(t) == text) return t;
+  fail(ErrorKind::kParse, cat("unknown transport '", text, "'; expected auto, nccl or nvlink"));
+}
+
 Strategy parse_strategy(std::string_view text) {
   for (Strategy s : {Strategy::kAuto, Strategy::kCollective, Strategy::kP2P, Strategy::kHybrid})
     if (to_string(s) == text) return s;

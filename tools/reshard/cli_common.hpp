@@ -26,6 +26,7 @@ struct PlanFlags {
   std::string from, to;
   std::string dtype = "f32";
   std::string strategy = "auto";
+  std::string transport = "auto";
   int ranks_per_node = 8;
   std::string profile;
   std::string memory_budget;

@@ -15,6 +15,9 @@ void add_plan_flags(CLI::App& cmd, PlanFlags& flags) {
   cmd.add_option("--to", flags.to, "Target placements, one per mesh dim (e.g. S1,S0)")->required();
   cmd.add_option("--dtype", flags.dtype, "Element type: f64 f32 f16 bf16 i64 i32 i8 u8")->capture_default_str();
   cmd.add_option("--strategy", flags.strategy, "auto, collective, p2p or hybrid")->capture_default_str();
+  cmd.add_option("--transport", flags.transport,
+                 "auto, nccl (two-sided, staged) or nvlink (one-sided peer copies, one host)")
+      ->capture_default_str();
   cmd.add_option("--ranks-per-node", flags.ranks_per_node, "Ranks (GPUs) per node, for the cost model")
       ->capture_default_str();
   cmd.add_option("--profile", flags.profile, "Cost-model profile JSON (default: built-in H100/H200 + IB400)");
@@ -28,6 +31,7 @@ PlanRequest make_plan_request(const PlanFlags& flags) {
   PlanRequest req{make_layout(flags.tensor, flags.from), make_layout(flags.tensor, flags.to), parse_dtype(flags.dtype),
                   PlanOptions{}};
   req.options.strategy = parse_strategy(flags.strategy);
+  req.options.transport = parse_transport(flags.transport);
   RESHARD_REQUIRE(flags.ranks_per_node >= 1, "--ranks-per-node must be >= 1, got ", flags.ranks_per_node);
   req.options.topology.ranks_per_node = flags.ranks_per_node;
   if (!flags.profile.empty()) req.options.profile = load_profile(flags.profile);

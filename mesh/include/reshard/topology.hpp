@@ -9,6 +9,7 @@ enum class LinkClass { kIntraNode, kInterNode };
 
 struct Topology {
   int ranks_per_node = 8;  // ranks (GPUs) on one node; a mesh smaller than this lives on one node
+  bool peer_access = true;  // the GPUs of a node can address each other's memory (NVLink / PCIe peer access)
 
   int node_of(int rank) const { return rank / ranks_per_node; }
   bool same_node(int a, int b) const { return node_of(a) == node_of(b); }

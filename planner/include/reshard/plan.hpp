@@ -30,10 +30,17 @@ namespace reshard {
 
 enum class Strategy { kAuto, kCollective, kP2P, kHybrid };
 enum class StepKind { kP2P, kAllGather, kAllToAll, kReduceScatter, kAllReduce, kLocal };
+// How a communicating step moves its data. nccl: two-sided (NCCL send/recv and collectives; staged through
+// workspace where regions are strided), everywhere NCCL runs. nvlink: one-sided copies straight from the sender's
+// source tensor into the receiver's target tensor, for ranks that can address each other's memory (one host, peer
+// access). A step never holds kAuto; PlanOptions::transport does (the planner prices both).
+enum class Transport { kAuto, kNccl, kNvlink };
 
 std::string_view to_string(Strategy s);
 std::string_view to_string(StepKind k);
+std::string_view to_string(Transport t);
 Strategy parse_strategy(std::string_view text);  // auto | collective | p2p | hybrid
+Transport parse_transport(std::string_view text);  // auto | nccl | nvlink
 StepKind parse_step_kind(std::string_view text);
 // Whether a step of this kind communicates (everything but local).
 bool is_communication(StepKind k);

@@ -18,6 +18,9 @@ namespace reshard {
 
 struct PlanOptions {
   Strategy strategy = Strategy::kAuto;
+  // nccl or nvlink for every communicating step that can take it; auto prices both per candidate. nvlink is
+  // offered only where Topology::peer_access holds and never across nodes.
+  Transport transport = Transport::kAuto;
   Topology topology{};
   Profile profile = default_profile();
   std::optional<Index> memory_budget_bytes;  // per rank; unset: no limit
