@@ -20,22 +20,52 @@ Index extent(const CopyRegion& r, bool src) {
   return (src ? r.src.offset : r.dst.offset) + last + 1;
 }
 
+// The operations of one step whose body is a T.
+template <class T>
+std::vector<const T*> bodies(const RankProgram& p, int step) {
+  std::vector<const T*> out;
+  for (const Op& op : p.ops)
+    if (op.step == step)
+      if (const T* b = std::get_if<T>(&op.body)) out.push_back(b);
+  return out;
+}
+
+// Ordering is explicit and complete: every wait names an earlier operation on another lane, and every side-lane
+// operation is followed, on the main lane, by an operation that waits for it or for a later one of its lane.
+void check_order(const RankProgram& p, const std::string& where) {
+  for (size_t i = 0; i < p.ops.size(); ++i) {
+    for (int dep : p.ops[i].after) {
+      ASSERT_GE(dep, 0) << where;
+      ASSERT_LT(static_cast<size_t>(dep), i) << where;
+      ASSERT_NE(p.ops[dep].lane, p.ops[i].lane) << where << ": op " << i << " waits for its own lane";
+    }
+    if (i > 0) ASSERT_GE(p.ops[i].step, p.ops[i - 1].step) << where;
+  }
+  for (size_t i = 0; i < p.ops.size(); ++i) {
+    if (p.ops[i].lane == Lane::kMain) continue;
+    bool joined = false;
+    for (size_t j = i + 1; j < p.ops.size() && !joined; ++j) {
+      if (p.ops[j].lane != Lane::kMain || p.ops[j].step != p.ops[i].step) continue;
+      for (int dep : p.ops[j].after)
+        joined = joined || (dep >= static_cast<int>(i) && p.ops[dep].lane == p.ops[i].lane);
+    }
+    EXPECT_TRUE(joined) << where << ": side-lane op " << i << " is never joined into the main lane in its step";
+  }
+}
+
 void check_program(const Plan& plan, const RankProgram& p, const std::string& where) {
-  for (size_t i = 0; i < p.steps.size(); ++i) {
-    const ProgramStep& s = p.steps[i];
-    std::vector<const std::vector<CopyRegion>*> copies{&s.local};
+  check_order(p, where);
+  for (int i = 0; i < p.step_count; ++i) {
     Index sent = 0, received = 0;
-    for (const Stage& st : s.stages) {
-      copies.push_back(&st.pack);
-      copies.push_back(&st.unpack);
-      for (const auto* list : {&st.sends, &st.recvs})
+    for (const Exchange* x : bodies<Exchange>(p, i)) {
+      for (const auto* list : {&x->sends, &x->recvs})
         for (const PeerTransfer& t : *list)
           ASSERT_LE(t.buffer.offset + t.elements, buffer_size(p, t.buffer.buffer)) << where;
-      for (const PeerTransfer& t : st.sends) sent += t.elements;
-      for (const PeerTransfer& t : st.recvs) received += t.elements;
+      for (const PeerTransfer& t : x->sends) sent += t.elements;
+      for (const PeerTransfer& t : x->recvs) received += t.elements;
     }
-    for (const auto* list : copies) {
-      for (const CopyRegion& r : *list) {
+    for (const Copies* c : bodies<Copies>(p, i)) {
+      for (const CopyRegion& r : c->regions) {
         ASSERT_EQ(r.src_strides[r.shape.size() - 1], 1) << where;
         ASSERT_EQ(r.dst_strides[r.shape.size() - 1], 1) << where;
         ASSERT_LE(extent(r, true), buffer_size(p, r.src.buffer)) << where << " step " << i;
@@ -107,15 +137,15 @@ TEST(Lowering, SeedP2PIsZeroCopy) {
   o.strategy = Strategy::kP2P;
   Plan plan = make_plan(src, src.with_placements(parse_placements("S1,S0")), DType::kBF16, o);
   RankProgram p1 = lower(plan, 1);
-  ASSERT_EQ(p1.steps.size(), 1u);
-  ASSERT_EQ(p1.steps[0].stages.size(), 1u);  // contiguous: not pipelined
-  const Stage& st = p1.steps[0].stages[0];
-  EXPECT_TRUE(st.pack.empty());
-  EXPECT_TRUE(st.unpack.empty());
-  ASSERT_EQ(st.sends.size(), 1u);
-  EXPECT_EQ(st.sends[0].peer, 2);
-  EXPECT_EQ(st.sends[0].buffer.buffer, Buffer::kInput);
-  EXPECT_EQ(st.recvs[0].buffer.buffer, Buffer::kOutput);
+  ASSERT_EQ(p1.step_count, 1);
+  EXPECT_TRUE(bodies<Copies>(p1, 0).empty());  // nothing packed or unpacked (and no local copy: rank 1 keeps nothing)
+  const auto exchanges = bodies<Exchange>(p1, 0);
+  ASSERT_EQ(exchanges.size(), 1u);  // contiguous: not pipelined
+  const Exchange& x = *exchanges[0];
+  ASSERT_EQ(x.sends.size(), 1u);
+  EXPECT_EQ(x.sends[0].peer, 2);
+  EXPECT_EQ(x.sends[0].buffer.buffer, Buffer::kInput);
+  EXPECT_EQ(x.recvs[0].buffer.buffer, Buffer::kOutput);
   EXPECT_EQ(p1.work_elements, 0);
 }
 
@@ -125,15 +155,27 @@ TEST(Lowering, LargeNonContiguousTransfersArePipelinedInMatchingChunks) {
   o.strategy = Strategy::kP2P;
   o.pipeline_chunk_bytes = 4 << 20;  // each rank sends 16 MiB of columns: 4 chunks
   Plan plan = make_plan(src, src.with_placements(parse_placements("S1")), DType::kF32, o);
-  RankProgram p0 = lower(plan, 0), p1 = lower(plan, 1);
-  ASSERT_EQ(p0.steps[0].stages.size(), 4u);
-  ASSERT_EQ(p1.steps[0].stages.size(), 4u);
-  for (int s = 0; s < 4; ++s) {
-    EXPECT_EQ(p0.steps[0].stages[s].sends[0].elements, p1.steps[0].stages[s].recvs[0].elements);
-    EXPECT_EQ(p0.steps[0].stages[s].pack.size(), 1u);  // rank 0 sends columns: packed chunk by chunk
-    // Rank 1 receives whole rows of its own block: in place, nothing to unpack.
-    EXPECT_TRUE(p1.steps[0].stages[s].unpack.empty());
-    EXPECT_EQ(p1.steps[0].stages[s].recvs[0].buffer.buffer, Buffer::kOutput);
+  for (StageOverlap overlap : {StageOverlap::kLanes, StageOverlap::kSerial}) {
+    RankProgram p0 = lower(plan, 0, {overlap}), p1 = lower(plan, 1, {overlap});
+    const auto x0 = bodies<Exchange>(p0, 0), x1 = bodies<Exchange>(p1, 0);
+    ASSERT_EQ(x0.size(), 4u);
+    ASSERT_EQ(x1.size(), 4u);
+    for (int s = 0; s < 4; ++s) {
+      EXPECT_EQ(x0[s]->sends[0].elements, x1[s]->recvs[0].elements);
+      // Rank 1 receives whole rows of its own block: in place, nothing to unpack.
+      EXPECT_EQ(x1[s]->recvs[0].buffer.buffer, Buffer::kOutput);
+    }
+    // Rank 0 sends columns: packed chunk by chunk, one pack launch per stage; its 16 MiB local block is copied on
+    // the local-copy lane, overlapping the stages.
+    const Lane pack_lane = overlap == StageOverlap::kLanes ? Lane::kPack : Lane::kMain;
+    int packs = 0, locals = 0;
+    for (const Op& op : p0.ops) {
+      if (!std::holds_alternative<Copies>(op.body)) continue;
+      packs += op.lane == pack_lane;
+      locals += op.lane == Lane::kLocalCopy;
+    }
+    EXPECT_EQ(packs, 4);
+    EXPECT_EQ(locals, 1);
   }
 }
 

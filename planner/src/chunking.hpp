@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "reshard/box.hpp"
+#include "reshard/error.hpp"
 
 namespace reshard::detail {
 
@@ -65,6 +66,25 @@ class StageScratch {
   Index total() const { return pipelined() ? 2 * slot() : slot(); }
   // Where stage i's areas start, relative to the step's scratch.
   Index stage_offset(int stage) const { return pipelined() ? (stage % 2) * slot() : 0; }
+
+  // Hands out the areas add_chunks accounted, stage by stage (in any order within a stage): element offsets
+  // relative to the step's scratch. Taking more than was accounted is a bug (kInternal).
+  class Cursor {
+   public:
+    explicit Cursor(const StageScratch& scratch) : s_(scratch), used_(scratch.need_.size(), 0) {}
+    Index take(int stage, Index elements) {
+      const Index size = aligned_elements(elements, s_.es_);
+      if (stage < 0 || stage >= static_cast<int>(used_.size()) || used_[stage] + size > s_.need_[stage])
+        fail(ErrorKind::kInternal, "lowering takes scratch the step geometry did not account for");
+      const Index at = s_.stage_offset(stage) + used_[stage];
+      used_[stage] += size;
+      return at;
+    }
+
+   private:
+    const StageScratch& s_;
+    std::vector<Index> used_;
+  };
 
  private:
   int es_;

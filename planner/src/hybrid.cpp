@@ -152,7 +152,7 @@ class HybridSearch {
     if (it != p2p_cache_.end()) return &it->second;
     OverlapIndex index(src_.with_placements(x), src_.with_placements(y), pricer_.model().topology(),
                        pricer_.element_size());
-    return &p2p_cache_.emplace(key, pricer_.p2p(index, TransferFilter::none())).first->second;
+    return &p2p_cache_.emplace(key, pricer_.p2p(index)).first->second;
   }
 
   const Layout& src_;

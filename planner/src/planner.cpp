@@ -209,7 +209,7 @@ class Planner {
     if (roles.mixed_reduce_ops)
       return unavailable(Strategy::kP2P, "the source's Partial mesh dims mix reduce ops; a p2p step reduces one");
     OverlapIndex index(csrc_, communicated_target(), options_.topology, element_size(dtype_));
-    detail::PricedStep step = pricer.p2p(index, detail::TransferFilter::none());
+    detail::PricedStep step = pricer.p2p(index);
     double us = step.step.estimated_us;
     return from_route(Strategy::kP2P, with_partition(Route{{std::move(step)}, us}));
   }
@@ -222,26 +222,23 @@ class Planner {
     return r ? from_route(Strategy::kHybrid, with_partition(std::move(*r))) : unavailable(Strategy::kHybrid, reason);
   }
 
-  // Peak workspace over ranks, as lower_steps() lays it out: two intermediate tensors and the largest scratch.
+  // Peak workspace over ranks, laid out as the lowering does (step_geometry.hpp's WorkspaceLayout).
   Index peak_workspace(std::vector<detail::PricedStep>& steps, const detail::StepPricer& pricer) {
     const int es = element_size(dtype_);
     const int n = src_.mesh().size();
-    std::vector<Index> temp[2] = {std::vector<Index>(n, 0), std::vector<Index>(n, 0)};
-    std::vector<Index> scratch(n, 0);
-    for (size_t i = 0; i < steps.size(); ++i) {
-      detail::PricedStep& ps = steps[i];
-      const RankBoxes& to = boxes(ps.step.to);
+    for (detail::PricedStep& ps : steps)
       if (ps.scratch.empty())
-        ps.scratch = pricer.collective_scratch(boxes(ps.step.from), to, ps.step.kind, ps.step.mesh_dims);
-      for (int r = 0; r < n; ++r) {
-        scratch[r] = std::max(scratch[r], ps.scratch[r]);
-        if (i + 1 < steps.size()) temp[i % 2][r] = std::max(temp[i % 2][r], to.volume(r));
-      }
-    }
+        ps.scratch = pricer.collective_scratch(boxes(ps.step.from), boxes(ps.step.to), ps.step.kind, ps.step.mesh_dims);
+    std::vector<const RankBoxes*> after;
+    for (size_t i = 0; i + 1 < steps.size(); ++i) after.push_back(&boxes(steps[i].step.to));
     Index peak = 0;
-    for (int r = 0; r < n; ++r)
-      peak = std::max(peak,
-                      detail::aligned_elements(temp[0][r], es) + detail::aligned_elements(temp[1][r], es) + scratch[r]);
+    std::vector<Index> intermediate(after.size());
+    for (int r = 0; r < n; ++r) {
+      Index scratch = 0;
+      for (const detail::PricedStep& ps : steps) scratch = std::max(scratch, ps.scratch[r]);
+      for (size_t i = 0; i < after.size(); ++i) intermediate[i] = after[i]->volume(r);
+      peak = std::max(peak, detail::WorkspaceLayout(intermediate, es).total(scratch));
+    }
     return peak * es;
   }
 

@@ -1,17 +1,17 @@
 // Prices and workspace of single steps under the cost model (internal to the planner).
 //
-// Scratch sizes are computed the way lower_steps() allocates them (tests/planner_test.cpp checks that the two
-// agree on every rank), so candidates are priced with their true peak workspace without lowering every rank.
+// Every figure comes from the step geometry (step_geometry.hpp) that the lowering lays out, so candidates are priced
+// with their true peak workspace without lowering every rank (tests/lowering_test.cpp keeps checking that they agree).
 #pragma once
 
 #include <optional>
 #include <span>
 
-#include "chunking.hpp"
 #include "reshard/cost_model.hpp"
 #include "reshard/overlap.hpp"
 #include "reshard/plan.hpp"
 #include "reshard/rank_boxes.hpp"
+#include "step_geometry.hpp"
 
 namespace reshard::detail {
 
@@ -24,18 +24,6 @@ struct StepPrice {
 struct PricedStep {
   Step step;
   std::vector<Index> scratch;  // empty until computed (collective steps found by searches)
-};
-
-// Which transfers a priced p2p step keeps: none (pricing only), all, or those one rank sends or receives.
-struct TransferFilter {
-  enum class Mode { kNone, kAll, kRank } mode = Mode::kNone;
-  int rank = 0;
-  static TransferFilter none() { return {}; }
-  static TransferFilter all() { return {Mode::kAll, 0}; }
-  static TransferFilter of_rank(int r) { return {Mode::kRank, r}; }
-  bool keeps(const Transfer& t) const {
-    return mode == Mode::kAll || (mode == Mode::kRank && (t.src == rank || t.dst == rank));
-  }
 };
 
 class StepPricer {
@@ -57,10 +45,13 @@ class StepPricer {
   std::vector<Index> collective_scratch(const RankBoxes& a, const RankBoxes& b, StepKind kind,
                                         std::span<const int> dims) const;
 
-  // A p2p step: streams every transfer once, pricing the slowest rank and sizing every rank's scratch.
-  PricedStep p2p(const OverlapIndex& index, const TransferFilter& keep) const;
+  // A p2p step on `transport`: streams every transfer once, pricing the slowest rank and sizing every rank's scratch.
+  // The step holds no transfers (the planner materialises them for the plan it keeps).
+  PricedStep p2p(const OverlapIndex& index, Transport transport = Transport::kNccl) const;
 
  private:
+  ExchangeRules exchange_rules(Transport transport, bool reduces) const;
+
   const CostModel& model_;
   DType dtype_;
   int es_;

@@ -46,8 +46,7 @@ unsigned int alignment_of(long long x) {
 
 class CudaCopyBatch : public CopyBatch {
  public:
-  CudaCopyBatch(int device, const std::vector<CopyRegion>& regions, int es, int max_blocks)
-      : count_(regions.size()), max_blocks_(max_blocks) {
+  CudaCopyBatch(int device, const std::vector<CopyRegion>& regions, int es, int max_blocks) : max_blocks_(max_blocks) {
     std::vector<cuda::DeviceCopyRegion> rs;
     std::vector<cuda::DeviceCopyTile> tiles;
     for (const CopyRegion& r : regions) {
@@ -96,15 +95,12 @@ class CudaCopyBatch : public CopyBatch {
     if (tile_bytes) RESHARD_CUDA_CHECK(cudaMemcpy(tiles_, tiles.data(), tile_bytes, cudaMemcpyHostToDevice));
   }
 
-  size_t regions() const override { return count_; }
-
   void run(const BufferBases& b, StreamHandle stream) override {
-    RESHARD_CUDA_CHECK(
-        cuda::launch_copies(regions_, tiles_, tile_count_, max_blocks_, cuda::device_bases(b), static_cast<cudaStream_t>(stream)));
+    RESHARD_CUDA_CHECK(cuda::launch_copies(regions_, tiles_, tile_count_, max_blocks_, cuda::device_bases(b),
+                                           static_cast<cudaStream_t>(stream)));
   }
 
  private:
-  size_t count_;
   int max_blocks_;
   int tile_count_ = 0;
   std::unique_ptr<DeviceMemory> memory_;
@@ -170,7 +166,10 @@ CudaDevice::CudaDevice(int device) : device_(device) {
 
 std::unique_ptr<DeviceEvent> CudaDevice::create_event() { return std::make_unique<CudaDeviceEvent>(); }
 
-StreamHandle CudaDevice::lane(Lane lane) { return lanes_[static_cast<int>(lane)]->handle(); }
+StreamHandle CudaDevice::lane(Lane lane) {
+  RESHARD_REQUIRE(lane != Lane::kMain, "internal: the main lane is the caller's stream");
+  return lanes_[static_cast<int>(lane) - 1]->handle();
+}
 
 CudaDevice::~CudaDevice() = default;
 
@@ -178,13 +177,10 @@ std::unique_ptr<DeviceMemory> CudaDevice::allocate(size_t bytes) {
   return std::make_unique<CudaMemory>(device_, bytes);
 }
 
-std::unique_ptr<CopyBatch> CudaDevice::prepare_copies(const std::vector<CopyRegion>& regions, int element_size) {
-  return std::make_unique<CudaCopyBatch>(device_, regions, element_size, 0);
-}
-
-std::unique_ptr<CopyBatch> CudaDevice::prepare_lane_copies(const std::vector<CopyRegion>& regions, int element_size) {
-  // Copies on the pack and unpack lanes run while NCCL kernels move data: cap them at half the SMs.
-  return std::make_unique<CudaCopyBatch>(device_, regions, element_size, std::max(1, sm_count_ / 2) * 2);
+std::unique_ptr<CopyBatch> CudaDevice::prepare_copies(const Copies& copies, int element_size) {
+  // Copies beside communication run while NCCL kernels move data: cap them at half the SMs.
+  const int max_blocks = copies.beside_communication ? std::max(1, sm_count_ / 2) * 2 : 0;
+  return std::make_unique<CudaCopyBatch>(device_, copies.regions, element_size, max_blocks);
 }
 
 void CudaDevice::check_buffer(const void* data, size_t bytes, const char* what) const {

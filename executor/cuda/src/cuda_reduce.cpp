@@ -74,7 +74,6 @@ class CudaReduceBatch : public CopyBatch {
     if (tile_bytes) RESHARD_CUDA_CHECK(cudaMemcpy(tiles_, tiles.data(), tile_bytes, cudaMemcpyHostToDevice));
   }
 
-  size_t regions() const override { return count_; }
 
   void run(const BufferBases& b, StreamHandle stream) override {
     RESHARD_CUDA_CHECK(cuda::launch_reductions(regions_, sources_, tiles_, tile_count_, dtype_code_, cuda::device_bases(b),

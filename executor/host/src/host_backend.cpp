@@ -167,7 +167,6 @@ class HostMemory : public DeviceMemory {
 class HostCopyBatch : public CopyBatch {
  public:
   HostCopyBatch(std::vector<CopyRegion> regions, int es) : regions_(std::move(regions)), es_(es) {}
-  size_t regions() const override { return regions_.size(); }
   void run(const BufferBases& b, StreamHandle) override {
     for (const CopyRegion& r : regions_) copy(b, r);
   }
@@ -222,8 +221,8 @@ std::unique_ptr<DeviceMemory> HostDevice::allocate(size_t bytes) { return std::m
 
 std::unique_ptr<DeviceEvent> HostDevice::create_event() { return std::make_unique<HostEvent>(); }
 
-std::unique_ptr<CopyBatch> HostDevice::prepare_copies(const std::vector<CopyRegion>& regions, int element_size) {
-  return std::make_unique<HostCopyBatch>(regions, element_size);
+std::unique_ptr<CopyBatch> HostDevice::prepare_copies(const Copies& copies, int element_size) {
+  return std::make_unique<HostCopyBatch>(copies.regions, element_size);
 }
 
 void HostDevice::check_buffer(const void* data, size_t bytes, const char* what) const {

@@ -40,7 +40,6 @@ struct Half {
 class HostReduceBatch : public CopyBatch {
  public:
   HostReduceBatch(std::vector<ReduceRegion> regions, DType dtype) : regions_(std::move(regions)), dtype_(dtype) {}
-  size_t regions() const override { return regions_.size(); }
   void run(const BufferBases& b, StreamHandle) override {
     for (const ReduceRegion& r : regions_) {
       switch (dtype_) {

@@ -74,12 +74,11 @@ struct BufferBases {
   void* work = nullptr;
 };
 
-// A batch of copies (or reductions) prepared once (descriptors uploaded) and run many times, one kernel launch per
-// run.
+// A batch of copies (or reductions) prepared once (descriptors uploaded) and run many times, one kernel launch (or
+// one set of copy-engine calls) per run.
 class CopyBatch {
  public:
   virtual ~CopyBatch() = default;
-  virtual size_t regions() const = 0;
   virtual void run(const BufferBases& bases, StreamHandle stream) = 0;
 };
 
@@ -101,21 +100,16 @@ class DeviceMemory {
   virtual size_t bytes() const = 0;
 };
 
-// The device's helper streams for work that overlaps the main stream.
-enum class Lane { kLocalCopy, kPack, kUnpack };
-
 class Device {
  public:
   virtual ~Device() = default;
   virtual std::unique_ptr<DeviceMemory> allocate(size_t bytes) = 0;
   virtual std::unique_ptr<DeviceEvent> create_event() = 0;
+  // The device's side stream for a lane other than kMain (program.hpp), for work that overlaps the main stream.
   virtual StreamHandle lane(Lane lane) = 0;
-  virtual std::unique_ptr<CopyBatch> prepare_copies(const std::vector<CopyRegion>& regions, int element_size) = 0;
-  // Copies that run on a lane alongside communication (pipelined packing and unpacking): they may use fewer
-  // resources so as not to slow the transfers down.
-  virtual std::unique_ptr<CopyBatch> prepare_lane_copies(const std::vector<CopyRegion>& regions, int element_size) {
-    return prepare_copies(regions, element_size);
-  }
+  // A batch of copies (program.hpp's Copies: on kernels or the copy engines; with fewer SMs when beside
+  // communication), prepared once, run many times.
+  virtual std::unique_ptr<CopyBatch> prepare_copies(const Copies& copies, int element_size) = 0;
   // A batch of elementwise reductions (program.hpp's ReduceRegion) over `dtype`, prepared once, one launch per run.
   virtual std::unique_ptr<CopyBatch> prepare_reductions(const std::vector<ReduceRegion>& regions, DType dtype) = 0;
   // Whether [data, data + bytes) is memory this device can use (kInvalidArgument naming `what` otherwise).

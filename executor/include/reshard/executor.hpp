@@ -3,11 +3,11 @@
 //   reshard::Executor exec(plan, comm, device);          // collective over the plan's ranks: all construct together
 //   exec.run({in, exec.input_bytes()}, {out, exec.output_bytes()}, stream);   // per iteration
 //
-// Construction lowers the plan for comm.rank(), creates the group communicators its collectives need (once), uploads
-// the copy descriptors and allocates the workspace. run() only enqueues work: no allocation and no host
-// synchronisation, so it can be captured in a CUDA graph and replayed (run it once first: NCCL sets up its
-// connections on first use). Each p2p step is one batched pack kernel, all sends and receives in one group, the
-// local copy on a side stream overlapping them, and one batched unpack kernel.
+// Construction lowers the plan for comm.rank() (program.hpp), creates the group communicators its collectives need
+// (once), uploads the copy descriptors and allocates the workspace. run() only enqueues work: no allocation and no
+// host synchronisation, so it can be captured in a CUDA graph and replayed (run it once first: NCCL sets up its
+// connections on first use). It walks the program's operations in order, each on its lane after the operations it
+// waits for: one code path for every step kind, stage layout and transport.
 #pragma once
 
 #include <chrono>
@@ -17,23 +17,17 @@
 
 namespace reshard {
 
-// How the stages of a pipelined step (chunked exchanges, chunking.hpp) run.
-enum class StageOverlap {
-  kLanes,   // stage s+1 packs on a side stream while stage s is on the wire; unpacking on another side stream
-  kSerial,  // pack, communicate, unpack stage by stage on the main stream (full-grid copies, nothing racing NCCL)
-};
-
 struct ExecutorOptions {
   std::chrono::milliseconds timeout{std::chrono::seconds(120)};  // for wait(): a stuck peer aborts instead of hanging
   bool trace = false;  // record events around each step's phases; read them with step_times() after wait()
-  StageOverlap stage_overlap = StageOverlap::kLanes;
+  StageOverlap stage_overlap = StageOverlap::kLanes;  // how pipelined exchanges run their stages (program.hpp)
 };
 
-// Per step of the last traced run, in microseconds: pack, communication, unpack (serial steps), and the whole step
-// (local copies and pipelined stages included).
+// Per step of the last traced run, in microseconds, on the main lane: before the first communication ("pack"), from
+// its start to the end of the last one ("comm"), after it ("unpack"), and the whole step (side lanes joined).
 struct StepTime {
   double pack_us = 0, comm_us = 0, unpack_us = 0, total_us = 0;
-  bool pipelined = false;
+  bool pipelined = false;  // more than one communication in the step: the phases overlap and mean less
 };
 
 struct ConstBuffer {
@@ -69,8 +63,11 @@ class Executor {
   std::vector<StepTime> step_times() const;
 
  private:
-  struct StageRuntime;
-  struct StepRuntime;
+  struct OpRuntime;
+  struct StepMarks;
+  void prepare(const Mesh& mesh);
+  void execute(size_t index, const BufferBases& bases, StreamHandle stream);
+
   Communicator& comm_;
   Device& device_;
   ExecutorOptions options_;
@@ -79,7 +76,8 @@ class Executor {
   std::unique_ptr<DeviceMemory> workspace_;
   const void* checked_input_ = nullptr;  // buffers validated by the last run
   const void* checked_output_ = nullptr;
-  std::vector<StepRuntime> steps_;
+  std::vector<OpRuntime> ops_;
+  std::vector<StepMarks> marks_;  // options.trace: per step
 };
 
 }  // namespace reshard

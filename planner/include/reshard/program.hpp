@@ -1,14 +1,21 @@
-// RankProgram: one rank's part of a plan, lowered to buffer-relative operations the executor carries out.
+// RankProgram: one rank's part of a plan, lowered to a list of buffer-relative operations the executor carries out
+// in order, one loop, deriving nothing.
 //
-// Buffers are the run's input tensor, its output tensor and one workspace; every reference is an element
-// offset into one of them, so a program is independent of where the buffers live and can be replayed (or
-// captured in a CUDA graph) with no host work. Each step is, in order:
-//   pack (copies into contiguous send buffers) -> local copies, which may overlap the communication ->
-//   one communication (an exchange of sends/receives in one group, or one collective) -> unpack.
+// Buffers are the run's input tensor, its output tensor and one workspace; every reference is an element offset into
+// one of them (this rank's, or a peer's for one-sided steps), so a program is independent of where the buffers live
+// and can be replayed (or captured in a CUDA graph) with no host work. Every operation runs on a lane (the caller's
+// stream, or one of the device's side streams) after the operations listed in its `after` (on other lanes; the
+// operations of one lane run in list order). A step is, on the NCCL transport:
+//   pack (copies into contiguous send buffers) -> one communication (an exchange of sends/receives in one group, or
+//   one collective) -> unpack, with large local copies on a side lane overlapping the communication;
+// pipelined exchanges repeat pack -> exchange -> unpack per stage, on lanes (stage s+1 packs while stage s is on the
+// wire) or serially. On the NVLink transport a step is: tell the peers this rank is ready -> wait for the peers it
+// reads -> copies straight from the peers' tensors (and reductions reading them in place) -> tell the peers it is
+// done -> wait for the peers that read this rank's tensors.
 // The workspace holds two intermediate tensors (for plans of several steps) and the largest step's scratch.
 #pragma once
 
-#include <optional>
+#include <variant>
 #include <vector>
 
 #include "reshard/plan.hpp"
@@ -20,6 +27,7 @@ enum class Buffer : unsigned char { kInput, kOutput, kWork };
 struct BufferRef {
   Buffer buffer = Buffer::kInput;
   Index offset = 0;  // elements
+  int peer = -1;     // -1: this rank's buffer; otherwise that rank's (communicator rank), read one-sided
   friend bool operator==(const BufferRef&, const BufferRef&) = default;
 };
 
@@ -58,21 +66,46 @@ struct CollectiveOp {
   ReduceOp op = ReduceOp::kSum;
 };
 
-// One stage of a step: pack -> one communication -> unpack. A p2p or all_to_all step with large transfers that
-// must be packed or unpacked is pipelined over several stages (chunks of those transfers), so that stage s+1 is
-// packed while stage s is on the wire.
-struct Stage {
-  std::vector<CopyRegion> pack;
-  std::vector<PeerTransfer> sends, recvs;  // one group
-  std::optional<CollectiveOp> collective;  // collective steps (one stage)
-  std::vector<CopyRegion> unpack;
-  std::vector<ReduceRegion> reduce;  // after the communication (with unpack), or alone in a local step
+// The streams a program's operations run on: the caller's, and the device's side streams.
+enum class Lane : unsigned char { kMain, kLocalCopy, kPack, kUnpack };
+inline constexpr int kLaneCount = 4;
+
+// Who does a batch of copies: SM kernels (one batched launch), or the copy engines (2-D/3-D copies, no SMs).
+enum class CopyEngine : unsigned char { kKernel, kCopyEngine };
+
+struct Copies {
+  std::vector<CopyRegion> regions;
+  CopyEngine engine = CopyEngine::kKernel;
+  bool beside_communication = false;  // runs while communication moves data: a kernel may take fewer SMs
 };
 
-struct ProgramStep {
-  StepKind kind = StepKind::kLocal;
-  std::vector<CopyRegion> local;  // local copies, which may run concurrently with the stages
-  std::vector<Stage> stages;
+struct Reductions {
+  std::vector<ReduceRegion> regions;
+};
+
+// Every send and receive of one stage, as one group.
+struct Exchange {
+  std::vector<PeerTransfer> sends, recvs;
+};
+
+// One-sided ordering (NVLink steps): post `phase` to the ranks in `notify`, then wait until every rank in `await`
+// posted it. kReady: "my source tensor is final, you may read it"; kDone: "I finished reading yours".
+enum class SyncPhase : unsigned char { kReady, kDone };
+struct PeerSync {
+  SyncPhase phase = SyncPhase::kReady;
+  std::vector<int> notify, await;
+};
+
+// A point on a lane that operations on other lanes can wait for (the run's fork points and joins).
+struct Mark {};
+
+using OpBody = std::variant<Mark, Copies, Reductions, Exchange, CollectiveOp, PeerSync>;
+
+struct Op {
+  OpBody body;
+  Lane lane = Lane::kMain;
+  std::vector<int> after;  // indices of earlier operations, on other lanes, this one waits for
+  int step = 0;            // the plan step it belongs to
 };
 
 struct RankProgram {
@@ -81,12 +114,24 @@ struct RankProgram {
   Index input_elements = 0;   // the rank's source local tensor
   Index output_elements = 0;  // the rank's target local tensor
   Index work_elements = 0;    // workspace the executor allocates at prepare
-  std::vector<ProgramStep> steps;
+  int step_count = 0;
+  std::vector<Op> ops;  // in issue order; every side lane's last operation is waited for by a later main-lane one
   std::vector<std::vector<int>> communicator_dims;  // distinct mesh-dim sets of the collectives, in first-use order
+  bool one_sided = false;                           // reads peers' buffers (needs peer access)
+};
+
+// How the stages of a pipelined exchange (chunking.hpp) run.
+enum class StageOverlap {
+  kLanes,   // stage s+1 packs on a side lane while stage s is on the wire; unpacking on another side lane
+  kSerial,  // pack, communicate, unpack stage by stage on the main lane (full-grid copies, nothing racing NCCL)
+};
+
+struct LowerOptions {
+  StageOverlap stage_overlap = StageOverlap::kLanes;
 };
 
 // Lowers one rank's part of a plan. For a rank-scoped plan the rank must be the plan's rank.
-RankProgram lower(const Plan& plan, int rank);
+RankProgram lower(const Plan& plan, int rank, const LowerOptions& options = {});
 
 // Elements written by a list of copies.
 Index copy_elements(const std::vector<CopyRegion>& regions);

@@ -14,11 +14,11 @@
 namespace reshard {
 namespace {
 
-using Op = std::function<void(int rank, Communicator& comm, void* a, void* b, size_t bytes, StreamHandle s)>;
+using CommOp = std::function<void(int rank, Communicator& comm, void* a, void* b, size_t bytes, StreamHandle s)>;
 
 // Median time of `op` on both ranks (the slower of the two), per size.
 std::vector<Sample> measure(std::vector<std::unique_ptr<NcclCommunicator>>& comms, const std::vector<double>& sizes,
-                            const CalibrateOptions& o, const Op& op, double (*x_of)(double bytes, int n)) {
+                            const CalibrateOptions& o, const CommOp& op, double (*x_of)(double bytes, int n)) {
   std::vector<Sample> out;
   size_t max_bytes = 0;
   for (double s : sizes) max_bytes = std::max(max_bytes, static_cast<size_t>(s));
@@ -77,16 +77,16 @@ Calibration calibrate(const CalibrateOptions& in) {
   auto ring = [](double bytes, int n) { return bytes * (n - 1); };                 // all_gather / reduce_scatter chunk
   auto allreduce = [](double bytes, int n) { return 2.0 * (n - 1) / n * bytes; };  // ring all_reduce
 
-  Op p2p = [](int r, Communicator& c, void* a, void* b, size_t bytes, StreamHandle s) {
+  CommOp p2p = [](int r, Communicator& c, void* a, void* b, size_t bytes, StreamHandle s) {
     SendOp so{1 - r, a, bytes};
     RecvOp ro{1 - r, b, bytes};
     c.exchange(std::span<const SendOp>(&so, 1), std::span<const RecvOp>(&ro, 1), s);
   };
-  Op ag = [](int, Communicator& c, void* a, void* b, size_t bytes, StreamHandle s) { c.all_gather(a, b, bytes, s); };
-  Op rs = [](int, Communicator& c, void* a, void* b, size_t bytes, StreamHandle s) {
+  CommOp ag = [](int, Communicator& c, void* a, void* b, size_t bytes, StreamHandle s) { c.all_gather(a, b, bytes, s); };
+  CommOp rs = [](int, Communicator& c, void* a, void* b, size_t bytes, StreamHandle s) {
     c.reduce_scatter(a, b, bytes / 4, DType::kF32, ReduceOp::kSum, s);
   };
-  Op ar = [](int, Communicator& c, void* a, void* b, size_t bytes, StreamHandle s) {
+  CommOp ar = [](int, Communicator& c, void* a, void* b, size_t bytes, StreamHandle s) {
     c.all_reduce(a, b, bytes / 4, DType::kF32, ReduceOp::kSum, s);
   };
   // Link operations keep their samples for interpolation; the copy keeps its line (its samples come from a strided
@@ -125,7 +125,7 @@ Calibration calibrate(const CalibrateOptions& in) {
       Index cols = elems / rows;
       CopyRegion region{BufferRef{Buffer::kInput, cols / 2}, BufferRef{Buffer::kWork, 0}, Dims{rows, cols / 2},
                         Dims{cols, 1}, Dims{cols / 2, 1}};
-      auto batch = dev.prepare_copies({region}, 4);
+      auto batch = dev.prepare_copies(Copies{{region}}, 4);
       BufferBases bases{src->data(), nullptr, dst->data()};
       for (int i = 0; i < o.warmup; ++i) batch->run(bases, stream.handle());
       std::vector<std::unique_ptr<CudaEvent>> ev;

@@ -52,8 +52,7 @@ class CudaDevice : public Device {
   std::unique_ptr<DeviceMemory> allocate(size_t bytes) override;
   std::unique_ptr<DeviceEvent> create_event() override;
   StreamHandle lane(Lane lane) override;
-  std::unique_ptr<CopyBatch> prepare_copies(const std::vector<CopyRegion>& regions, int element_size) override;
-  std::unique_ptr<CopyBatch> prepare_lane_copies(const std::vector<CopyRegion>& regions, int element_size) override;
+  std::unique_ptr<CopyBatch> prepare_copies(const Copies& copies, int element_size) override;
   std::unique_ptr<CopyBatch> prepare_reductions(const std::vector<ReduceRegion>& regions, DType dtype) override;
   void check_buffer(const void* data, size_t bytes, const char* what) const override;
 

@@ -85,7 +85,7 @@ class HostDevice : public Device {
   std::unique_ptr<DeviceMemory> allocate(size_t bytes) override;
   std::unique_ptr<DeviceEvent> create_event() override;
   StreamHandle lane(Lane) override { return nullptr; }
-  std::unique_ptr<CopyBatch> prepare_copies(const std::vector<CopyRegion>& regions, int element_size) override;
+  std::unique_ptr<CopyBatch> prepare_copies(const Copies& copies, int element_size) override;
   std::unique_ptr<CopyBatch> prepare_reductions(const std::vector<ReduceRegion>& regions, DType dtype) override;
   void check_buffer(const void* data, size_t bytes, const char* what) const override;
 };

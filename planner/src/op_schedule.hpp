@@ -1,0 +1,48 @@
+// Scheduling one lowered step into the program's operations: which lane each runs on and what it waits for
+// (internal to the planner's lowering). The executor follows the result, deriving nothing.
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "reshard/program.hpp"
+
+namespace reshard::detail {
+
+// One stage of a two-sided step: pack -> one communication -> unpack (and reductions).
+struct StageParts {
+  std::vector<CopyRegion> pack, unpack;
+  std::vector<PeerTransfer> sends, recvs;
+  std::optional<CollectiveOp> collective;
+  std::vector<ReduceRegion> reduce;
+};
+
+// A one-sided step (NVLink): ready -> copies and reductions reading the peers' tensors -> done.
+struct OneSidedParts {
+  PeerSync ready, done;
+  std::vector<CopyRegion> engine_copies, kernel_copies;  // peer regions on the copy engines, or one kernel
+  std::vector<ReduceRegion> reduce;
+};
+
+// Everything one rank does in one step: its local copies and either stages or a one-sided part.
+struct StepParts {
+  std::vector<CopyRegion> local;
+  CopyEngine local_engine = CopyEngine::kKernel;
+  std::vector<StageParts> stages;
+  std::optional<OneSidedParts> one_sided;
+};
+
+// Local copies larger than this run on a side lane, overlapping the communication; smaller ones ride in the first
+// pack launch (forking a lane costs more than the overlap saves).
+inline constexpr Index kOverlapLocalBytes = 4 << 20;
+
+// Appends the step's operations to `ops`:
+//  - two-sided, one stage: pack (with small local copies) -> [large local copies start on their lane] ->
+//    communication -> unpack -> reductions -> join;
+//  - pipelined, kLanes: stage s packs on the pack lane once stage s-2 has sent (the two scratch slots rotate), its
+//    communication waits for its pack and for stage s-2's unpack, and it unpacks on the unpack lane; kSerial: the
+//    stages one after another on the main lane; large local copies on their lane either way;
+//  - one-sided: [local copies on their lane] -> ready -> copies and reductions -> done -> join.
+void schedule_step(StepParts parts, int step, int element_size, StageOverlap overlap, std::vector<Op>& ops);
+
+}  // namespace reshard::detail

@@ -1,0 +1,88 @@
+#include "step_geometry.hpp"
+
+#include <algorithm>
+
+#include "transitions.hpp"
+
+namespace reshard::detail {
+
+Movement movement(const Box& region, const Box& sender_box, const Box& receiver_box, const ExchangeRules& rules) {
+  Movement m;
+  if (rules.transport == Transport::kNvlink) return m;  // straight from tensor to tensor, one piece
+  m.sender_stages = !is_contiguous_in(sender_box, region);
+  m.receiver_stages = rules.reduces || !is_contiguous_in(receiver_box, region);
+  m.chunks = chunk_count(region, sender_box, receiver_box, rules.element_size, rules.chunk_bytes, rules.reduces);
+  return m;
+}
+
+Movement RankExchange::send(const Transfer& t, const Box& sender_box, const Box& receiver_box, LinkClass link) {
+  const Movement m = movement(t.region, sender_box, receiver_box, rules_);
+  traffic_.out_bytes[static_cast<int>(link)] += t.bytes;
+  ++traffic_.peers_out;
+  traffic_.stages = std::max(traffic_.stages, m.chunks);
+  if (m.sender_stages) {
+    traffic_.pack_bytes += t.bytes;
+    scratch_.add_chunks(t.region, m.chunks);
+  }
+  return m;
+}
+
+Movement RankExchange::receive(const Transfer& t, const Box& sender_box, const Box& receiver_box, LinkClass link) {
+  const Movement m = movement(t.region, sender_box, receiver_box, rules_);
+  traffic_.in_bytes[static_cast<int>(link)] += t.bytes;
+  ++traffic_.peers_in;
+  traffic_.stages = std::max(traffic_.stages, m.chunks);
+  if (m.receiver_stages) {
+    traffic_.unpack_bytes += t.bytes;
+    scratch_.add_chunks(t.region, m.chunks);
+  }
+  return m;
+}
+
+void RankExchange::local(const Transfer& t) { traffic_.local_bytes += t.bytes; }
+
+RankTransfers all_to_all_transfers(const RankBoxes& a, const RankBoxes& b, std::span<const int> dims, int rank,
+                                   int element_size) {
+  RankTransfers t;
+  const Box &mine_a = a[rank], &mine_b = b[rank];
+  auto transfer = [&](int src, int dst, const Box& region) {
+    return Transfer{src, dst, region, volume(region) * element_size};
+  };
+  for (int g : a.layout().mesh().group(rank, dims)) {
+    Box out = intersect(mine_a, b[g]);
+    Box in = intersect(a[g], mine_b);
+    if (g == rank) {
+      if (!is_empty(out)) t.local.push_back(transfer(rank, rank, out));
+      continue;
+    }
+    if (!is_empty(out)) t.sends.push_back(transfer(rank, g, out));
+    if (!is_empty(in)) t.recvs.push_back(transfer(g, rank, in));
+  }
+  return t;
+}
+
+RankExchange rank_exchange(const RankTransfers& t, const RankBoxes& a, const RankBoxes& b, int rank,
+                           const ExchangeRules& rules, const Topology& topology) {
+  RankExchange x(rules);
+  for (const Transfer& tr : t.sends) x.send(tr, a[rank], b[tr.dst], topology.link(rank, tr.dst));
+  for (const Transfer& tr : t.recvs) x.receive(tr, a[tr.src], b[rank], topology.link(tr.src, rank));
+  for (const Transfer& tr : t.local) x.local(tr);
+  return x;
+}
+
+CollectiveScratch collective_scratch(StepKind kind, const RankBoxes& a, const RankBoxes& b, std::span<const int> dims,
+                                     int rank) {
+  CollectiveScratch s;
+  if (kind == StepKind::kAllGather) {
+    const GatherGeometry g = gather_geometry(a, b, dims, rank);
+    if (!g.send_in_place) s.send = g.chunk;
+    if (!g.recv_in_place) s.recv = g.chunk * static_cast<Index>(g.group.size());
+  } else if (kind == StepKind::kReduceScatter) {
+    const ScatterGeometry g = scatter_geometry(a, b, dims, rank);
+    if (!g.send_in_place) s.send = g.chunk * static_cast<Index>(g.group.size());
+    if (!g.recv_in_place) s.recv = g.chunk;
+  }
+  return s;
+}
+
+}  // namespace reshard::detail
