@@ -50,10 +50,11 @@ TEST(MemoryBudget, AnEighthOfTheReceivedBytesIsHonouredAndCorrect) {
     const Index budget = max_received(src, dst, element_size(c.dtype)) / 8;
     ASSERT_GT(budget, 0);
     PlanOptions unlimited;
+    unlimited.transport = Transport::kNccl;  // the staged transport: budgets pipeline it
     Plan free_plan = make_plan(src, dst, c.dtype, unlimited);
     const bool needs_chunking = free_plan.peak_workspace_bytes() > budget;
     chunked += needs_chunking;
-    PlanOptions o;
+    PlanOptions o = unlimited;
     o.memory_budget_bytes = budget;
     Plan plan = make_plan(src, dst, c.dtype, o);
     EXPECT_LE(plan.peak_workspace_bytes(), budget) << src.str();
@@ -71,10 +72,28 @@ TEST(MemoryBudget, AnEighthOfTheReceivedBytesIsHonouredAndCorrect) {
   EXPECT_GE(chunked, 5);  // most cases need chunking to fit
 }
 
+// Below what the staged path needs, auto still finds the pack-free one-sided plan: no workspace at all.
+TEST(MemoryBudget, OneSidedPlansNeedNoWorkspace) {
+  Layout src(Mesh({2, 2}), parse_placements("S0,S1"), Dims{128, 200});
+  Layout dst = src.with_placements(parse_placements("S1,S0"));
+  for (Index budget : {Index(0), Index(100)}) {
+    PlanOptions o;
+    o.memory_budget_bytes = budget;
+    o.strategy = Strategy::kP2P;
+    Plan plan = make_plan(src, dst, DType::kF32, o);
+    EXPECT_EQ(plan.steps()[0].transport, Transport::kNvlink);
+    EXPECT_EQ(plan.peak_workspace_bytes(), 0);
+    RunResult r = run_plan(plan, quick());
+    EXPECT_EQ(r.wrong_elements, 0) << r.first_error;
+    EXPECT_EQ(r.workspace_bytes, 0u);
+  }
+}
+
 TEST(MemoryBudget, ABudgetNoPlanMeetsIsAClearError) {
   Layout src(Mesh({2}), parse_placements("S0"), Dims{256, 256});
   Layout dst = src.with_placements(parse_placements("S1"));
   PlanOptions o;
+  o.transport = Transport::kNccl;  // (nvlink plans need no workspace)
   o.memory_budget_bytes = 100;
   try {
     make_plan(src, dst, DType::kF32, o);

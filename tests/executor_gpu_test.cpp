@@ -91,6 +91,7 @@ std::vector<Plan> plans_for(const Layout& src, const Layout& dst, DType t) {
   for (const Candidate& c : automatic.candidates()) {
     if (!c.available) continue;
     o.strategy = c.strategy;
+    o.transport = c.transport;  // every candidate: both transports
     plans.push_back(make_plan(src, dst, t, o));
   }
   return plans;
@@ -239,12 +240,15 @@ TEST_F(Gpu, ZeroCopyPathsSendAndReceiveInPlace) {
   Layout src(Mesh({2}), parse_placements("S0"), Dims{4096, 1024});
   PlanOptions po;
   po.strategy = Strategy::kP2P;
+  po.transport = Transport::kNccl;
   Plan plan = make_plan(src, src.with_placements(parse_placements("R")), DType::kF32, po);
   for (int r = 0; r < 2; ++r) {
     RankProgram p = lower(plan, r);
     const Exchange* x = nullptr;
     for (const Op& op : p.ops) {
-      if (const auto* c = std::get_if<Copies>(&op.body)) EXPECT_EQ(c->regions.size(), 1u);  // the local block only
+      if (const auto* c = std::get_if<Copies>(&op.body)) {
+        EXPECT_EQ(c->regions.size(), 1u);  // the local block only
+      }
       if (const auto* e = std::get_if<Exchange>(&op.body)) x = e;
     }
     ASSERT_NE(x, nullptr);

@@ -61,15 +61,24 @@ TEST_P(HostExecutorExhaustive, EveryStrategyEveryElement) {
       for (const auto& to : placements) {
         Layout src(mesh, from, shape), dst(mesh, to, shape);
         PlanOptions o;
-        o.topology.ranks_per_node = 2;
+        // Two ranks per node (nvlink only where transfers stay on a node), or one node (nvlink everywhere).
+        o.topology.ranks_per_node = (runs / 2) % 2 ? 2 : 8;
         o.pipeline_chunk_bytes = runs % 2 ? 8 : 16 << 20;  // every other case pipelined in tiny chunks
         Plan automatic = make_plan(src, dst, DType::kI32, o);
         for (const Candidate& c : automatic.candidates()) {
           if (!c.available) continue;
           o.strategy = c.strategy;
+          o.transport = c.transport;
           Plan plan = make_plan(src, dst, DType::kI32, o);
-          RunResult r = run_plan(plan, quick());
-          ASSERT_EQ(r.wrong_elements, 0) << src.str() << " -> [" << to_string(to) << "] " << to_string(c.strategy);
+          const std::string where =
+              cat(src.str(), " -> [", to_string(to), "] ", to_string(c.strategy), " ", to_string(c.transport));
+          RunResult r;
+          try {
+            r = run_plan(plan, quick());
+          } catch (const Error& e) {
+            FAIL() << where << ": " << e.what();
+          }
+          ASSERT_EQ(r.wrong_elements, 0) << where;
           Index expected = 0;
           for (int rank = 0; rank < mesh.size(); ++rank) expected += 3 * dst.local_volume(rank);
           ASSERT_EQ(r.checked_elements, expected);  // two poisoned runs and the final one, every element
@@ -240,6 +249,7 @@ TEST(HostExecutor, ZeroCopyStepsHaveNoPackingAndAreCorrect) {
   Layout src(Mesh({2, 2}), parse_placements("S0,S1"), Dims{64, 64});
   PlanOptions o;
   o.strategy = Strategy::kP2P;
+  o.transport = Transport::kNccl;
   Plan plan = make_plan(src, src.with_placements(parse_placements("S1,S0")), DType::kF32, o);
   for (int r = 0; r < 4; ++r) {
     RankProgram p = lower(plan, r);

@@ -53,8 +53,11 @@ void check_order(const RankProgram& p, const std::string& where) {
   }
 }
 
-void check_program(const Plan& plan, const RankProgram& p, const std::string& where) {
+// Checks rank p's program against the plan; `all` holds every rank's program (one-sided steps read peers' buffers).
+void check_program(const Plan& plan, const RankProgram& p, const std::vector<RankProgram>& all,
+                   const std::string& where) {
   check_order(p, where);
+  auto size_of = [&](const BufferRef& ref) { return buffer_size(ref.peer < 0 ? p : all[ref.peer], ref.buffer); };
   for (int i = 0; i < p.step_count; ++i) {
     Index sent = 0, received = 0;
     for (const Exchange* x : bodies<Exchange>(p, i)) {
@@ -68,10 +71,17 @@ void check_program(const Plan& plan, const RankProgram& p, const std::string& wh
       for (const CopyRegion& r : c->regions) {
         ASSERT_EQ(r.src_strides[r.shape.size() - 1], 1) << where;
         ASSERT_EQ(r.dst_strides[r.shape.size() - 1], 1) << where;
-        ASSERT_LE(extent(r, true), buffer_size(p, r.src.buffer)) << where << " step " << i;
-        ASSERT_LE(extent(r, false), buffer_size(p, r.dst.buffer)) << where << " step " << i;
+        ASSERT_LE(extent(r, true), size_of(r.src)) << where << " step " << i;
+        ASSERT_LE(extent(r, false), size_of(r.dst)) << where << " step " << i;
+        ASSERT_LT(r.dst.peer, 0) << where << ": a copy writes into a peer's buffer";
+        if (r.src.peer >= 0) received += r.shape.product();  // one-sided: pulled from the peer
       }
     }
+    // One-sided steps: what this rank sends is what the others pull from it.
+    for (const RankProgram& q : all)
+      for (const Copies* c : bodies<Copies>(q, i))
+        for (const CopyRegion& r : c->regions)
+          if (r.src.peer == p.rank) sent += r.shape.product();
     if (plan.steps()[i].kind == StepKind::kP2P) {
       Index want_sent = 0, want_received = 0;
       for (const Transfer& t : plan.steps()[i].transfers) {
@@ -101,29 +111,36 @@ TEST(Lowering, ProgramsFitTheirBuffersAndThePricedWorkspace) {
         }
         for (const Dims& shape : shapes) {
           Layout src(mesh, pa, shape), dst(mesh, pb, shape);
-          for (Strategy s : {Strategy::kCollective, Strategy::kP2P, Strategy::kHybrid}) {
+          for (auto [s, t] :
+               {std::pair{Strategy::kCollective, Transport::kNccl}, std::pair{Strategy::kP2P, Transport::kNccl},
+                std::pair{Strategy::kP2P, Transport::kNvlink}, std::pair{Strategy::kHybrid, Transport::kNccl},
+                std::pair{Strategy::kHybrid, Transport::kNvlink}}) {
             PlanOptions o;
             o.strategy = s;
+            o.transport = t;
             o.pipeline_chunk_bytes = (a + b) % 2 ? 16 << 20 : 8;  // tiny chunks: pipelined steps too
             o.topology.ranks_per_node = 2;
             std::optional<Plan> plan;
             try {
               plan.emplace(make_plan(src, dst, DType::kBF16, o));
             } catch (const Error&) {
-              ASSERT_EQ(s, Strategy::kHybrid) << src.str();  // only hybrid may be unavailable
+              // Only hybrid may be unavailable, and nvlink where the mesh spans nodes (2 ranks per node here).
+              ASSERT_TRUE(s == Strategy::kHybrid || (t == Transport::kNvlink && mesh.size() > 2)) << src.str();
               continue;
             }
             Index peak = 0;
+            std::vector<RankProgram> all;
+            for (int r = 0; r < mesh.size(); ++r) all.push_back(lower(*plan, r));
             for (int r = 0; r < mesh.size(); ++r) {
-              RankProgram p = lower(*plan, r);
+              const RankProgram& p = all[r];
               std::string where = cat(src.str(), " -> [", to_string(pb), "] ", to_string(s), " rank ", r);
               EXPECT_EQ(p.input_elements, src.local_volume(r)) << where;
               EXPECT_EQ(p.output_elements, dst.local_volume(r)) << where;
-              check_program(*plan, p, where);
+              check_program(*plan, p, all, where);
               peak = std::max(peak, p.work_elements * 2);
             }
             EXPECT_EQ(peak, plan->peak_workspace_bytes())
-                << src.str() << " -> " << to_string(pb) << " " << to_string(s);
+                << src.str() << " -> " << to_string(pb) << " " << to_string(s) << " " << to_string(t);
           }
         }
       }
@@ -135,6 +152,7 @@ TEST(Lowering, SeedP2PIsZeroCopy) {
   Layout src(Mesh({2, 2}), parse_placements("S0,S1"), Dims{8192, 8192});
   PlanOptions o;
   o.strategy = Strategy::kP2P;
+  o.transport = Transport::kNccl;
   Plan plan = make_plan(src, src.with_placements(parse_placements("S1,S0")), DType::kBF16, o);
   RankProgram p1 = lower(plan, 1);
   ASSERT_EQ(p1.step_count, 1);
@@ -154,6 +172,7 @@ TEST(Lowering, LargeNonContiguousTransfersArePipelinedInMatchingChunks) {
   PlanOptions o;
   o.strategy = Strategy::kP2P;
   o.pipeline_chunk_bytes = 4 << 20;  // each rank sends 16 MiB of columns: 4 chunks
+  o.transport = Transport::kNccl;
   Plan plan = make_plan(src, src.with_placements(parse_placements("S1")), DType::kF32, o);
   for (StageOverlap overlap : {StageOverlap::kLanes, StageOverlap::kSerial}) {
     RankProgram p0 = lower(plan, 0, {overlap}), p1 = lower(plan, 1, {overlap});

@@ -7,8 +7,8 @@
 #include <cmath>
 #include <cstring>
 
-#include "reshard/executor.hpp"
 #include "host_runs.hpp"
+#include "reshard/executor.hpp"
 #include "reshard/harness.hpp"
 #include "reshard/host_backend.hpp"
 #include "reshard/partial.hpp"
@@ -60,12 +60,13 @@ TEST_P(PartialExhaustive, EveryPairEveryStrategyEveryElement) {
         if (!any_partial) continue;  // covered by executor_host_tests
         Layout src(mesh, from, shape), dst(mesh, to, shape);
         PlanOptions o;
-        o.topology.ranks_per_node = 2;
-        o.pipeline_chunk_bytes = runs % 3 == 0 ? 8 : 0;  // every third case pipelined in tiny chunks
+        o.topology.ranks_per_node = (runs / 3) % 2 ? 2 : 8;  // nvlink where transfers stay on a node
+        o.pipeline_chunk_bytes = runs % 3 == 0 ? 8 : 0;      // every third case pipelined in tiny chunks
         Plan automatic = make_plan(src, dst, c.dtype, o);
         for (const Candidate& cand : automatic.candidates()) {
           if (!cand.available) continue;
           o.strategy = cand.strategy;
+          o.transport = cand.transport;
           Plan plan = make_plan(src, dst, c.dtype, o);
           RunResult r = run_plan(plan, quick());
           ASSERT_EQ(r.wrong_elements, 0) << src.str() << " -> [" << to_string(to) << "] " << to_string(cand.strategy)

@@ -36,8 +36,15 @@ TEST(PlanCli, AutoListsEveryCandidateWithItsPrice) {
   EXPECT_NE(r.out.find("est. us"), std::string::npos);
   testing::CliResult j = run_cli(std::string(kSeed) + " --json");
   nlohmann::json plan = nlohmann::json::parse(j.out);
-  ASSERT_EQ(plan["candidates"].size(), 3u);
-  for (const auto& c : plan["candidates"]) EXPECT_GT(c["estimated_us"].get<double>(), 0.0) << c.dump();
+  ASSERT_EQ(plan["candidates"].size(), 5u);  // collective; p2p and hybrid on nccl and on nvlink
+  int nvlink = 0;
+  for (const auto& c : plan["candidates"]) {
+    EXPECT_GT(c["estimated_us"].get<double>(), 0.0) << c.dump();
+    nvlink += c["transport"] == "nvlink";
+  }
+  EXPECT_EQ(nvlink, 2);
+  testing::CliResult nccl = run_cli(std::string(kSeed) + " --json --transport nccl");
+  EXPECT_EQ(nlohmann::json::parse(nccl.out)["candidates"].size(), 3u);
 }
 
 TEST(PlanCli, SvgPicture) {
@@ -85,7 +92,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadPlan{"UnknownStrategy", std::string(kSeed) + " --strategy fastest", "unknown strategy 'fastest'"},
         BadPlan{"NegativeBudget", std::string(kSeed) + " --memory-budget -5", "--memory-budget must be >= 0"},
         BadPlan{"BadBudgetText", std::string(kSeed) + " --memory-budget lots", "is not a byte count"},
-        BadPlan{"ImpossibleBudget", "plan --mesh 2x2 --from S0,S0 --to S1,S1 --shape 4096x4096 --memory-budget 1",
+        BadPlan{"ImpossibleBudget",
+                "plan --mesh 2x2 --from S0,S0 --to S1,S1 --shape 4096x4096 --memory-budget 1 --transport nccl",
                 "no plan fits"},
         BadPlan{"MissingProfile", std::string(kSeed) + " --profile /nonexistent.json", "cannot read profile"},
         BadPlan{"BadRanksPerNode", std::string(kSeed) + " --ranks-per-node 0", "--ranks-per-node must be >= 1"},

@@ -45,7 +45,10 @@ TEST(PlanJson, ContainsTheDocumentedFields) {
   EXPECT_EQ(j["dtype"], "bf16");
   EXPECT_EQ(j["element_size"], 2);
   EXPECT_EQ(j["steps"][0]["kind"], "p2p");
-  EXPECT_EQ(j["candidates"].size(), 3u);
+  ASSERT_EQ(j["candidates"].size(), 2u);  // the requested strategy on both transports
+  EXPECT_EQ(j["candidates"][0]["transport"], "nccl");
+  EXPECT_EQ(j["candidates"][1]["transport"], "nvlink");
+  EXPECT_TRUE(j["steps"][0].contains("transport"));
   const json& t = j["steps"][0]["transfers"][1];
   EXPECT_EQ(t["src"], 1);
   EXPECT_EQ(t["dst"], 2);

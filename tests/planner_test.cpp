@@ -52,9 +52,9 @@ std::string check_pair(const Layout& src, const Layout& dst, DType dtype, const 
   Plan automatic = make_plan(src, dst, dtype, options);
   for (Strategy s : {Strategy::kAuto, Strategy::kCollective, Strategy::kP2P, Strategy::kHybrid}) {
     options.strategy = s;
-    const Candidate* cand = nullptr;
+    const Candidate* cand = nullptr;  // the strategy on its best transport (nvlink is unavailable across nodes)
     for (const Candidate& c : automatic.candidates())
-      if (c.strategy == s) cand = &c;
+      if (c.strategy == s && (!cand || (!cand->available && c.available))) cand = &c;
     if (s != Strategy::kAuto && !cand->available) {
       if (s != Strategy::kHybrid) return where + cat(to_string(s), " unavailable: ", cand->reason);
       continue;
@@ -250,11 +250,13 @@ TEST(PlannerRandom, ThreeThousandRandomPartialCases) {
     o.topology.ranks_per_node = pick(1, 4);
     Plan automatic = make_plan(src, dst, dtype, o);
     for (const Candidate& c : automatic.candidates()) {
-      if (!c.available) {
-        ASSERT_NE(c.strategy, Strategy::kP2P) << "case " << i << ": " << c.reason;
+      if (!c.available) {  // p2p is always available on nccl (nvlink not across nodes)
+        ASSERT_TRUE(c.strategy != Strategy::kP2P || c.transport == Transport::kNvlink)
+            << "case " << i << ": " << c.reason;
         continue;
       }
       o.strategy = c.strategy;
+      o.transport = c.transport;
       Plan plan = make_plan(src, dst, dtype, o);
       std::string err;
       try {

@@ -22,14 +22,11 @@ struct Executor::StepMarks {
 
 namespace {
 
-const void* address(const BufferBases& b, const BufferRef& ref, int es) {
-  const void* base = ref.buffer == Buffer::kInput ? b.input : ref.buffer == Buffer::kOutput ? b.output : b.work;
-  return static_cast<const std::byte*>(base) + ref.offset * es;
-}
+const void* address(const BufferBases& b, const BufferRef& ref, int es) { return address_of(b, ref, es); }
 
 void* mutable_address(const BufferBases& b, const BufferRef& ref, int es) {
-  RESHARD_REQUIRE(ref.buffer != Buffer::kInput, "internal: a program writes into its input");
-  return static_cast<std::byte*>(ref.buffer == Buffer::kOutput ? b.output : b.work) + ref.offset * es;
+  RESHARD_REQUIRE(ref.buffer != Buffer::kInput && ref.peer < 0, "internal: a program writes into an input");
+  return const_cast<void*>(address_of(b, ref, es));
 }
 
 }  // namespace
@@ -53,6 +50,8 @@ Executor::~Executor() = default;
 void Executor::prepare(const Mesh& mesh) {
   // Group communicators, in the program's first-use order (the same on every rank).
   for (const std::vector<int>& dims : program_.communicator_dims) comm_.group(mesh, dims);
+  // One-sided steps: every rank of the plan connects (collective; every rank's program has the same steps).
+  if (program_.one_sided) peers_ = device_.connect_peers(comm_);
   const int es = element_size(program_.dtype);
   ops_.resize(program_.ops.size());
   for (size_t i = 0; i < program_.ops.size(); ++i) {
@@ -73,7 +72,9 @@ void Executor::prepare(const Mesh& mesh) {
             rt.group = &comm_.group(mesh, body.mesh_dims);
             rt.communicates = true;
           } else if constexpr (std::is_same_v<T, PeerSync>) {
-            fail(ErrorKind::kInternal, "one-sided steps need peer access, which this executor does not have yet");
+            for (int p : body.notify) peers_->require(p);
+            for (int p : body.await) peers_->require(p);
+            rt.communicates = true;
           }
         },
         op.body);
@@ -101,6 +102,8 @@ void Executor::execute(size_t index, const BufferBases& bases, StreamHandle stre
         using T = std::decay_t<decltype(body)>;
         if constexpr (std::is_same_v<T, Copies> || std::is_same_v<T, Reductions>) {
           rt.batch->run(bases, stream);
+        } else if constexpr (std::is_same_v<T, PeerSync>) {
+          peers_->sync(body, stream);
         } else if constexpr (std::is_same_v<T, Exchange>) {
           if (body.sends.empty() && body.recvs.empty()) return;
           for (size_t j = 0; j < body.sends.size(); ++j) {
@@ -138,13 +141,17 @@ void Executor::run(ConstBuffer input, MutableBuffer output, StreamHandle stream)
   RESHARD_REQUIRE(output.bytes >= output_bytes_, "output buffer has ", output.bytes, " bytes; rank ", program_.rank,
                   "'s target tensor needs ", output_bytes_);
   // Pointer checks ask the driver; repeated runs on the same buffers skip them.
-  if (input.data != checked_input_ || output.data != checked_output_) {
+  if (input.data != checked_input_ || output.data != checked_output_ || !checked_) {
     if (input_bytes_ > 0) device_.check_buffer(input.data, input_bytes_, "input");
     if (output_bytes_ > 0) device_.check_buffer(output.data, output_bytes_, "output");
+    // One-sided plans map the peers' buffers: collectively, so every rank must pass new buffers on the same call.
+    if (peers_) peers_->expose(RankBuffers{input.data, output.data, workspace_ ? workspace_->data() : nullptr});
     checked_input_ = input.data;
     checked_output_ = output.data;
+    checked_ = true;
   }
-  const BufferBases bases{input.data, output.data, workspace_ ? workspace_->data() : nullptr};
+  const BufferBases bases{input.data, output.data, workspace_ ? workspace_->data() : nullptr,
+                          peers_ ? peers_->peers() : nullptr};
   size_t i = 0;
   for (int step = 0; step < program_.step_count; ++step) {
     StepMarks* marks = options_.trace ? &marks_[step] : nullptr;
@@ -169,7 +176,14 @@ void Executor::run(ConstBuffer input, MutableBuffer output, StreamHandle stream)
   }
 }
 
-void Executor::wait(StreamHandle stream) { comm_.wait(stream, options_.timeout); }
+void Executor::wait(StreamHandle stream) {
+  try {
+    comm_.wait(stream, options_.timeout);
+  } catch (const Error& e) {
+    if (peers_ && e.kind() == ErrorKind::kTimeout) peers_->release();  // let the stream drain: no spin forever
+    throw;
+  }
+}
 
 std::vector<StepTime> Executor::step_times() const {
   std::vector<StepTime> out;

@@ -23,6 +23,25 @@ double CostModel::copy_us(Index bytes) const {
   return bytes > 0 ? profile_.copy.time_us(static_cast<double>(bytes)) : 0.0;
 }
 
+double CostModel::copy_engine_us(Index bytes) const {
+  return bytes > 0 ? profile_.copy_engine.time_us(static_cast<double>(bytes)) : 0.0;
+}
+
+double CostModel::one_sided_rank_us(const RankTraffic& t) const {
+  const OneSidedProfile& n = profile_.nvlink;
+  double pull = 0;
+  if (t.engine_in_bytes > 0)
+    pull += t.engine_calls * n.copy_engine.alpha_us +
+            static_cast<double>(t.engine_in_bytes) / (n.copy_engine.bandwidth_GBps * 1e3);
+  if (t.kernel_in_bytes > 0) pull += n.kernel.time_us(static_cast<double>(t.kernel_in_bytes));
+  Index out = 0;
+  for (Index b : t.out_bytes) out += b;
+  const double serve = static_cast<double>(out) / (n.copy_engine.bandwidth_GBps * 1e3);
+  const double local = copy_us(t.local_bytes) + copy_engine_us(t.local_engine_bytes);
+  const bool communicates = t.peers_in > 0 || t.peers_out > 0;
+  return (communicates ? n.sync_us : 0.0) + std::max({pull, serve, local});
+}
+
 double CostModel::exchange_rank_us(const RankTraffic& t, bool all_to_all) const {
   double wire = 0;
   double alpha = 0;

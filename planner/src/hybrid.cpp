@@ -15,7 +15,8 @@ constexpr int kMaxEnumeratedDims = 5;  // 3^5 role assignments, each with its or
 
 class HybridSearch {
  public:
-  HybridSearch(const Layout& src, const Layout& dst, const StepPricer& pricer) : src_(src), dst_(dst), pricer_(pricer) {
+  HybridSearch(const Layout& src, const Layout& dst, const StepPricer& pricer, Transport transport)
+      : src_(src), dst_(dst), pricer_(pricer), transport_(transport) {
     for (int k = 0; k < src.mesh().ndim(); ++k)
       if (!(src.placement(k) == dst.placement(k))) changing_.push_back(k);
   }
@@ -53,7 +54,8 @@ class HybridSearch {
       }
       if (ok && has_p2p && has_coll) try_roles(roles);
     }
-    if (!best_ && reason) *reason = "no valid combination of collectives and one p2p step";
+    if (!best_ && reason)
+      *reason = unavailable_.empty() ? "no valid combination of collectives and one p2p step" : unavailable_;
     return best_;
   }
 
@@ -102,6 +104,10 @@ class HybridSearch {
     if (x == y) return;
     if (!reduction_exact(src_.mesh(), x, y, dst_.placements(), pricer_.dtype(), false)) return;
     const PricedStep* p2p = p2p_step(x, y);
+    if (!p2p->unavailable.empty()) {
+      unavailable_ = p2p->unavailable;
+      return;
+    }
     std::sort(post.begin(), post.end());
     do {
       std::vector<PricedStep> steps = pre_steps;
@@ -152,12 +158,14 @@ class HybridSearch {
     if (it != p2p_cache_.end()) return &it->second;
     OverlapIndex index(src_.with_placements(x), src_.with_placements(y), pricer_.model().topology(),
                        pricer_.element_size());
-    return &p2p_cache_.emplace(key, pricer_.p2p(index)).first->second;
+    return &p2p_cache_.emplace(key, pricer_.p2p(index, transport_)).first->second;
   }
 
   const Layout& src_;
   const Layout& dst_;
   const StepPricer& pricer_;
+  Transport transport_;
+  std::string unavailable_;  // why a p2p step could not run on the transport (when no route was found)
   std::vector<int> changing_;
   std::map<std::string, RankBoxes> boxes_;
   std::map<std::pair<std::string, std::string>, PricedStep> p2p_cache_;
@@ -167,8 +175,8 @@ class HybridSearch {
 }  // namespace
 
 std::optional<Route> best_hybrid_route(const Layout& src, const Layout& dst, const StepPricer& pricer,
-                                       std::string* reason) {
-  return HybridSearch(src, dst, pricer).run(reason);
+                                       Transport transport, std::string* reason) {
+  return HybridSearch(src, dst, pricer, transport).run(reason);
 }
 
 }  // namespace reshard::detail

@@ -14,8 +14,9 @@ namespace reshard::detail {
 //   p2p  — the p2p step handles it.
 // with at least one p2p dim and one pre/post dim, every order of the pre and post collectives that is valid,
 // and every d for the post dims; prices each and returns the cheapest. nullopt with `reason` when none exists.
-// P2P steps are priced without keeping their transfers (materialise them for the route that is used).
+// The p2p step runs on `transport`. P2P steps are priced without keeping their transfers (materialise them for the
+// route that is used).
 std::optional<Route> best_hybrid_route(const Layout& src, const Layout& dst, const StepPricer& pricer,
-                                       std::string* reason);
+                                       Transport transport, std::string* reason);
 
 }  // namespace reshard::detail

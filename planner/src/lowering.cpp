@@ -130,6 +130,62 @@ Index lower_exchange(StepParts& ps, const RankTransfers& t, const RankBoxes& a, 
   return account.scratch().total();
 }
 
+// One rank's side of a p2p step on the NVLink transport: it tells the ranks that read its L_i tensor that it is
+// ready, waits for the ranks it reads, copies every region it receives straight out of their L_i tensors into its
+// L_i+1 tensor (copy engines or one kernel, as the geometry says) or reduces their contributions in place, then tells
+// its sources it is done and waits until its readers are. Nothing is staged. `peer_in(p)`: rank p's L_i tensor.
+template <class PeerIn>
+void lower_one_sided(StepParts& ps, const RankTransfers& t, const RankBoxes& a, const RankBoxes& b, int rank,
+                     const StepBuffers& buf, const ExchangeRules& rules, const PartialRoles& roles, PeerIn peer_in) {
+  const Box &from = a[rank], &to = b[rank];
+  OneSidedParts one;
+  std::vector<int> readers, sources;
+  for (const Transfer& tr : t.sends) readers.push_back(tr.dst);
+  for (const Transfer& tr : t.recvs) sources.push_back(tr.src);
+  for (std::vector<int>* v : {&readers, &sources}) {
+    std::sort(v->begin(), v->end());
+    v->erase(std::unique(v->begin(), v->end()), v->end());
+  }
+  one.ready = PeerSync{SyncPhase::kReady, readers, sources};
+  one.done = PeerSync{SyncPhase::kDone, sources, readers};
+  if (!rules.reduces) {
+    for (const Transfer& tr : t.local) {
+      (copy_engine_for(tr.region, from, to, rules.element_size, rules.copy_engine_min_row_bytes) ==
+               CopyEngine::kCopyEngine
+           ? ps.local_engine
+           : ps.local)
+          .push_back(box_copy(buf.in, from, buf.out, to, tr.region));
+    }
+    for (const Transfer& tr : t.recvs) {
+      const Movement m = movement(tr.region, a[tr.src], to, rules);
+      (m.engine == CopyEngine::kCopyEngine ? one.engine_copies : one.kernel_copies)
+          .push_back(box_copy(peer_in(tr.src), a[tr.src], buf.out, to, tr.region));
+    }
+  } else {
+    // Every region's contributions, in sender-rank order, reduced straight from the senders' tensors.
+    std::vector<const Transfer*> into;
+    for (const Transfer& tr : t.recvs) into.push_back(&tr);
+    for (const Transfer& tr : t.local) into.push_back(&tr);
+    std::stable_sort(into.begin(), into.end(), [](const Transfer* p, const Transfer* q) {
+      BoxLess less;
+      if (less(p->region, q->region)) return true;
+      if (less(q->region, p->region)) return false;
+      return p->src < q->src;
+    });
+    const Index divisor = roles.reduce_op == ReduceOp::kAvg ? roles.contributions : 1;
+    for (size_t g = 0; g < into.size();) {
+      size_t e = g;
+      while (e < into.size() && into[e]->region == into[g]->region) ++e;
+      std::vector<std::pair<BufferRef, Box>> srcs;
+      for (size_t j = g; j < e; ++j)
+        srcs.emplace_back(into[j]->is_local() ? buf.in : peer_in(into[j]->src), a[into[j]->src]);
+      one.reduce.push_back(box_reduce(srcs, buf.out, to, into[g]->region, roles.reduce_op, divisor));
+      g = e;
+    }
+  }
+  ps.one_sided = std::move(one);
+}
+
 ReduceOp partial_op(const std::vector<Placement>& from, const std::vector<int>& dims) {
   return from[dims.front()].op();
 }
@@ -137,7 +193,8 @@ ReduceOp partial_op(const std::vector<Placement>& from, const std::vector<int>& 
 // Lowers `steps` (starting from layout `src`) for `rank`. `transfers[i]` holds the rank's transfers of step i
 // (ignored for steps that are not p2p); staged transfers are pipelined in chunks of `chunk_bytes`.
 RankProgram lower_steps(const Layout& src, const std::vector<Step>& steps, DType dtype, int rank,
-                        const std::vector<RankTransfers>& transfers, Index chunk_bytes, const LowerOptions& options) {
+                        const std::vector<RankTransfers>& transfers, Index chunk_bytes, Index engine_min_row_bytes,
+                        const LowerOptions& options) {
   const int es = element_size(dtype);
   const Mesh& mesh = src.mesh();
   RankProgram prog;
@@ -163,13 +220,20 @@ RankProgram lower_steps(const Layout& src, const std::vector<Step>& steps, DType
     switch (step.kind) {
       case StepKind::kP2P: {
         const PartialRoles roles = partial_roles(mesh, step.from, step.to);
-        const ExchangeRules rules{Transport::kNccl, es, chunk_bytes, roles.contributions > 1};
-        step_scratch = lower_exchange(ps, transfers.at(i), a, b, rank, buf, rules, &roles);
+        const ExchangeRules rules{step.transport, es, chunk_bytes, roles.contributions > 1, engine_min_row_bytes};
+        if (step.transport == Transport::kNvlink) {
+          prog.one_sided = true;
+          auto peer_in = [&](int p) { return step_buffers(workspace_of(layouts, p, es), i, steps.size(), p).in; };
+          lower_one_sided(ps, transfers.at(i), a, b, rank, buf, rules, roles, peer_in);
+        } else {
+          step_scratch = lower_exchange(ps, transfers.at(i), a, b, rank, buf, rules, &roles);
+        }
         break;
       }
       case StepKind::kAllToAll:
-        step_scratch = lower_exchange(ps, all_to_all_transfers(a, b, step.mesh_dims, rank, es), a, b, rank, buf,
-                                      ExchangeRules{Transport::kNccl, es, chunk_bytes, false}, nullptr);
+        step_scratch =
+            lower_exchange(ps, all_to_all_transfers(a, b, step.mesh_dims, rank, es), a, b, rank, buf,
+                           ExchangeRules{Transport::kNccl, es, chunk_bytes, false, engine_min_row_bytes}, nullptr);
         break;
       case StepKind::kLocal: {
         if (is_empty(to)) break;
@@ -181,7 +245,9 @@ RankProgram lower_steps(const Layout& src, const std::vector<Step>& steps, DType
           ps.stages.emplace_back().reduce.push_back(
               box_reduce({{buf.in, from}}, buf.out, to, to, ReduceOp::kSum, part.divisor));
         } else {
-          ps.local.push_back(box_copy(buf.in, from, buf.out, to, to));
+          (copy_engine_for(to, from, to, es, engine_min_row_bytes) == CopyEngine::kCopyEngine ? ps.local_engine
+                                                                                              : ps.local)
+              .push_back(box_copy(buf.in, from, buf.out, to, to));
         }
         break;
       }
@@ -267,7 +333,8 @@ RankProgram lower(const Plan& plan, int rank, const LowerOptions& options) {
         mine[i].recvs.push_back(t);
     }
   }
-  return detail::lower_steps(plan.src(), plan.steps(), plan.dtype(), rank, mine, plan.pipeline_chunk_bytes(), options);
+  return detail::lower_steps(plan.src(), plan.steps(), plan.dtype(), rank, mine, plan.pipeline_chunk_bytes(),
+                             plan.copy_engine_min_row_bytes(), options);
 }
 
 }  // namespace reshard

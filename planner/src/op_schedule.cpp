@@ -35,12 +35,18 @@ OpBody communication(StageParts& s) {
   return Exchange{std::move(s.sends), std::move(s.recvs)};
 }
 
-// Starts large local copies on their lane from `fork` (a point on the main lane; made here when -1); returns the
-// copies' operation, or -1 when there are none.
+// Starts local copies on their lane from `fork` (a point on the main lane; made here when -1); returns the last
+// operation on that lane, or -1 when there are none.
 int start_local(StepOps& out, StepParts& parts, int fork = -1) {
-  if (parts.local.empty()) return -1;
+  if (parts.local.empty() && parts.local_engine.empty()) return -1;
   if (fork < 0) fork = out.fork();
-  return out.copies(std::move(parts.local), Lane::kLocalCopy, {fork}, parts.local_engine, true);
+  int last = -1;
+  if (!parts.local_engine.empty())
+    last = out.copies(std::move(parts.local_engine), Lane::kLocalCopy, {fork}, CopyEngine::kCopyEngine, true);
+  if (!parts.local.empty())
+    last = out.copies(std::move(parts.local), Lane::kLocalCopy, last < 0 ? std::vector<int>{fork} : std::vector<int>{},
+                      CopyEngine::kKernel, true);
+  return last;
 }
 
 void schedule_one_sided(StepOps& out, StepParts& parts) {
@@ -60,6 +66,10 @@ void schedule_step(StepParts parts, int step, int element_size, StageOverlap ove
   StepOps out(ops, step);
   if (parts.one_sided) return schedule_one_sided(out, parts);
   std::vector<StageParts>& stages = parts.stages;
+  if (!parts.local_engine.empty()) {  // local steps only: the copy engines on the main lane
+    out.copies(std::move(parts.local_engine), Lane::kMain, {}, CopyEngine::kCopyEngine);
+    parts.local_engine.clear();
+  }
   const bool overlap_local = !stages.empty() && copy_elements(parts.local) * element_size > kOverlapLocalBytes;
   if (!overlap_local && !parts.local.empty()) {  // small local copies ride in the first pack launch
     if (stages.empty()) stages.emplace_back();

@@ -24,10 +24,10 @@ struct OneSidedParts {
   std::vector<ReduceRegion> reduce;
 };
 
-// Everything one rank does in one step: its local copies and either stages or a one-sided part.
+// Everything one rank does in one step: its local copies (on a kernel, or on the copy engines) and either stages or
+// a one-sided part.
 struct StepParts {
-  std::vector<CopyRegion> local;
-  CopyEngine local_engine = CopyEngine::kKernel;
+  std::vector<CopyRegion> local, local_engine;
   std::vector<StageParts> stages;
   std::optional<OneSidedParts> one_sided;
 };
@@ -42,7 +42,8 @@ inline constexpr Index kOverlapLocalBytes = 4 << 20;
 //  - pipelined, kLanes: stage s packs on the pack lane once stage s-2 has sent (the two scratch slots rotate), its
 //    communication waits for its pack and for stage s-2's unpack, and it unpacks on the unpack lane; kSerial: the
 //    stages one after another on the main lane; large local copies on their lane either way;
-//  - one-sided: [local copies on their lane] -> ready -> copies and reductions -> done -> join.
+//  - one-sided: [local copies on their lane] -> ready -> copies and reductions -> done -> join;
+//  - local steps: copy-engine copies, then kernel copies or reductions, on the main lane.
 void schedule_step(StepParts parts, int step, int element_size, StageOverlap overlap, std::vector<Op>& ops);
 
 }  // namespace reshard::detail

@@ -179,6 +179,8 @@ void validate_plan(const PlanSpec& spec) {
                     " is not in mesh ", mesh.str());
   RESHARD_REQUIRE(!spec.steps.empty(), "a plan needs at least one step");
   RESHARD_REQUIRE(spec.pipeline_chunk_bytes >= 0, "pipeline chunk bytes must be >= 0, got ", spec.pipeline_chunk_bytes);
+  RESHARD_REQUIRE(spec.copy_engine_min_row_bytes >= 0, "copy-engine minimum row bytes must be >= 0, got ",
+                  spec.copy_engine_min_row_bytes);
   RESHARD_REQUIRE(spec.strategy != Strategy::kAuto, "a plan's strategy is the one chosen: collective, p2p or hybrid");
   auto canon = [&](const std::vector<Placement>& p) {
     RESHARD_REQUIRE(static_cast<int>(p.size()) == mesh.ndim(), p.size(), " placements given for a ", mesh.ndim(),
@@ -192,6 +194,17 @@ void validate_plan(const PlanSpec& spec) {
     RESHARD_REQUIRE(from == current, "step ", i, " starts from [", to_string(s.from), "] but the previous layout is [",
                     to_string(current), "]");
     Layout a = spec.src.with_placements(s.from), b = spec.src.with_placements(s.to);
+    RESHARD_REQUIRE(s.transport != Transport::kAuto, "step ", i, ": a step's transport is nccl or nvlink, not auto");
+    if (s.transport == Transport::kNvlink) {
+      RESHARD_REQUIRE(s.kind == StepKind::kP2P, "step ", i, " (", to_string(s.kind),
+                      "): only p2p steps run on nvlink; collectives run on nccl");
+      RESHARD_REQUIRE(spec.topology.peer_access, "step ", i,
+                      " runs on nvlink, but the plan's topology has no peer access between GPUs");
+      for (const Transfer& t : s.transfers)
+        RESHARD_REQUIRE(spec.topology.same_node(t.src, t.dst), "step ", i, " runs on nvlink, but rank ", t.src,
+                        " sends to rank ", t.dst, " on another node (", spec.topology.ranks_per_node,
+                        " ranks per node)");
+    }
     if (s.kind == StepKind::kP2P) {
       RESHARD_REQUIRE(s.mesh_dims.empty(), "step ", i, " (p2p) must not name mesh dims");
       validate_p2p(spec, i, RankBoxes(a), RankBoxes(b));

@@ -104,6 +104,13 @@ struct Reader {
   }
 };
 
+// A step's or candidate's transport: nccl or nvlink (absent in plans written before transports: nccl).
+Transport read_transport(const json& obj, const std::string& path) {
+  const Transport t = parse_transport(Reader::string(obj, "transport", path));
+  RESHARD_REQUIRE(t != Transport::kAuto, "plan field '", path, ".transport' must be nccl or nvlink, got auto");
+  return t;
+}
+
 Layout read_layout(const json& root, const std::string& key, const Dims& shape) {
   const json& l = Reader::at(root, key, "");
   std::vector<int> mesh_shape = Reader::ints(l, "mesh", key);
@@ -126,6 +133,7 @@ std::string plan_to_json(const Plan& plan) {
   if (plan.memory_budget_bytes()) j["memory_budget_bytes"] = *plan.memory_budget_bytes();
   if (plan.scope_rank()) j["rank"] = *plan.scope_rank();
   j["pipeline_chunk_bytes"] = plan.pipeline_chunk_bytes();
+  j["copy_engine_min_row_bytes"] = plan.copy_engine_min_row_bytes();
   j["strategy"] = std::string(to_string(plan.strategy()));
   j["estimated_us"] = plan.estimated_us();
   j["bytes_moved"] = plan.bytes_moved();
@@ -134,6 +142,7 @@ std::string plan_to_json(const Plan& plan) {
   for (const Candidate& c : plan.candidates()) {
     json x;
     x["strategy"] = std::string(to_string(c.strategy));
+    x["transport"] = std::string(to_string(c.transport));
     x["available"] = c.available;
     if (!c.available) x["reason"] = c.reason;
     x["estimated_us"] = c.estimated_us;
@@ -149,6 +158,7 @@ std::string plan_to_json(const Plan& plan) {
   for (const Step& s : plan.steps()) {
     json x;
     x["kind"] = std::string(to_string(s.kind));
+    if (is_communication(s.kind)) x["transport"] = std::string(to_string(s.transport));
     x["mesh_dims"] = s.mesh_dims;
     x["from"] = placement_strings(s.from);
     x["to"] = placement_strings(s.to);
@@ -197,6 +207,8 @@ Plan plan_from_json(const std::string& text) {
   if (j.contains("memory_budget_bytes")) spec.memory_budget_bytes = R::integer(j, "memory_budget_bytes", "");
   if (j.contains("rank")) spec.scope_rank = static_cast<int>(R::integer(j, "rank", ""));
   spec.pipeline_chunk_bytes = R::integer(j, "pipeline_chunk_bytes", "");
+  if (j.contains("copy_engine_min_row_bytes"))
+    spec.copy_engine_min_row_bytes = R::integer(j, "copy_engine_min_row_bytes", "");
   spec.strategy = parse_strategy(R::string(j, "strategy", ""));
   spec.estimated_us = R::number(j, "estimated_us", "");
   spec.bytes_moved = R::integer(j, "bytes_moved", "");
@@ -207,6 +219,7 @@ Plan plan_from_json(const std::string& text) {
     const json& c = cands[i];
     Candidate x;
     x.strategy = parse_strategy(R::string(c, "strategy", path));
+    if (c.contains("transport")) x.transport = read_transport(c, path);
     x.available = R::boolean(c, "available", path);
     if (!x.available) x.reason = R::string(c, "reason", path);
     x.estimated_us = R::number(c, "estimated_us", path);
@@ -223,6 +236,7 @@ Plan plan_from_json(const std::string& text) {
     const json& s = steps[i];
     Step x;
     x.kind = parse_step_kind(R::string(s, "kind", path));
+    if (s.contains("transport")) x.transport = read_transport(s, path);
     x.mesh_dims = R::ints(s, "mesh_dims", path);
     x.from = R::placements(s, "from", path);
     x.to = R::placements(s, "to", path);

@@ -21,6 +21,7 @@ std::string route_text(const std::vector<detail::PricedStep>& steps) {
     const Step& st = ps.step;
     s += " -";
     s += to_string(st.kind);
+    if (st.kind == StepKind::kP2P && st.transport == Transport::kNvlink) s += "/nvlink";
     if (!st.mesh_dims.empty()) {
       s += "[";
       s += join(st.mesh_dims);
@@ -56,10 +57,14 @@ class Planner {
   }
 
   Plan build() {
+    // Only the requested strategy is built (every one under auto): planning cost stays with what was asked.
     std::vector<Built> all;
     for (Strategy s : {Strategy::kCollective, Strategy::kP2P, Strategy::kHybrid}) {
-      all.push_back(build_strategy(s, pricer_));
-      finish(all.back(), pricer_);
+      if (options_.strategy != Strategy::kAuto && options_.strategy != s) continue;
+      for (Transport t : s == Strategy::kCollective ? std::vector<Transport>{Transport::kNccl} : p2p_transports()) {
+        all.push_back(build_strategy(s, t, pricer_));
+        finish(all.back(), pricer_);
+      }
     }
     if (options_.memory_budget_bytes) fit_budget(all);
 
@@ -73,6 +78,7 @@ class Planner {
     spec.memory_budget_bytes = options_.memory_budget_bytes;
     spec.scope_rank = rank_;
     spec.pipeline_chunk_bytes = chosen->chunk_bytes;
+    spec.copy_engine_min_row_bytes = options_.profile.nvlink.copy_engine_min_row_bytes;
     spec.strategy = chosen->summary.strategy;
     spec.estimated_us = chosen->summary.estimated_us;
     spec.bytes_moved = chosen->summary.bytes_moved;
@@ -114,15 +120,39 @@ class Planner {
                       src_.mesh().str());
   }
 
-  Built build_strategy(Strategy s, const detail::StepPricer& pricer) {
+  // The transports p2p steps are priced on: the one asked for, or both where the topology has peer access (a step
+  // whose transfers cross nodes is then unavailable on nvlink; the pricer says so).
+  std::vector<Transport> p2p_transports() const {
+    switch (options_.transport) {
+      case Transport::kNccl:
+        return {Transport::kNccl};
+      case Transport::kNvlink:
+        RESHARD_REQUIRE(options_.topology.peer_access,
+                        "transport nvlink needs GPUs that can address each other's memory, and the topology says "
+                        "they cannot (peer access off); use --transport nccl or auto");
+        return {Transport::kNvlink};
+      case Transport::kAuto:
+        break;
+    }
+    if (!options_.topology.peer_access) return {Transport::kNccl};
+    return {Transport::kNccl, Transport::kNvlink};
+  }
+
+  Built build_strategy(Strategy s, Transport t, const detail::StepPricer& pricer) {
+    Built b;
     switch (s) {
       case Strategy::kCollective:
-        return collective(pricer);
+        b = collective(pricer);
+        break;
       case Strategy::kP2P:
-        return p2p(pricer);
+        b = p2p(pricer, t);
+        break;
       default:
-        return hybrid(pricer);
+        b = hybrid(pricer, t);
+        break;
     }
+    b.summary.transport = t;
+    return b;
   }
 
   // Candidates over the memory budget are rebuilt with their exchanges pipelined in ever smaller chunks, whose
@@ -139,7 +169,7 @@ class Planner {
       bool helped = false;
       for (; chunk >= kMinChunkBytes && stalled < 2; chunk /= 2) {
         detail::StepPricer pricer(model_, dtype_, chunk);
-        Built t = build_strategy(b.summary.strategy, pricer);
+        Built t = build_strategy(b.summary.strategy, b.summary.transport, pricer);
         if (!t.summary.available) break;
         finish(t, pricer);
         const bool smaller = t.summary.peak_workspace_bytes < last_peak;
@@ -204,21 +234,22 @@ class Planner {
     return r;
   }
 
-  Built p2p(const detail::StepPricer& pricer) const {
+  Built p2p(const detail::StepPricer& pricer, Transport transport) const {
     const PartialRoles roles = partial_roles(csrc_.mesh(), csrc_.placements(), cdst_.placements());
     if (roles.mixed_reduce_ops)
       return unavailable(Strategy::kP2P, "the source's Partial mesh dims mix reduce ops; a p2p step reduces one");
     OverlapIndex index(csrc_, communicated_target(), options_.topology, element_size(dtype_));
-    detail::PricedStep step = pricer.p2p(index);
+    detail::PricedStep step = pricer.p2p(index, transport);
+    if (!step.unavailable.empty()) return unavailable(Strategy::kP2P, step.unavailable);
     double us = step.step.estimated_us;
     return from_route(Strategy::kP2P, with_partition(Route{{std::move(step)}, us}));
   }
 
-  Built hybrid(const detail::StepPricer& pricer) const {
+  Built hybrid(const detail::StepPricer& pricer, Transport transport) const {
     const Layout mid = communicated_target();
     if (csrc_.placements() == mid.placements()) return unavailable(Strategy::kHybrid, "nothing to communicate");
     std::string reason;
-    std::optional<Route> r = detail::best_hybrid_route(csrc_, mid, pricer, &reason);
+    std::optional<Route> r = detail::best_hybrid_route(csrc_, mid, pricer, transport, &reason);
     return r ? from_route(Strategy::kHybrid, with_partition(std::move(*r))) : unavailable(Strategy::kHybrid, reason);
   }
 
@@ -261,16 +292,16 @@ class Planner {
   }
 
   const Built* choose(const std::vector<Built>& all) const {
-    if (options_.strategy != Strategy::kAuto) {
-      for (const Built& b : all) {
-        if (b.summary.strategy != options_.strategy) continue;
-        RESHARD_REQUIRE(b.summary.available, "strategy ", to_string(options_.strategy), " has no plan for ", src_.str(),
-                        " -> [", to_string(dst_.placements()), "]: ", b.summary.reason);
-        RESHARD_REQUIRE(b.summary.fits_budget, "the ", to_string(b.summary.strategy), " plan needs ",
-                        b.summary.peak_workspace_bytes, " bytes of workspace per rank, over the memory budget of ",
-                        *options_.memory_budget_bytes);
-        return &b;
-      }
+    if (options_.strategy != Strategy::kAuto) {  // only the requested strategy was built, on one or two transports
+      const Built* usable = nullptr;
+      for (const Built& b : all)
+        if (b.summary.available && (!usable || !usable->summary.fits_budget)) usable = &b;
+      const Built& b = usable ? *usable : all.front();
+      RESHARD_REQUIRE(b.summary.available, "strategy ", to_string(options_.strategy), " has no plan for ", src_.str(),
+                      " -> [", to_string(dst_.placements()), "]: ", b.summary.reason);
+      RESHARD_REQUIRE(b.summary.fits_budget, "the ", to_string(b.summary.strategy), " plan needs ",
+                      b.summary.peak_workspace_bytes, " bytes of workspace per rank, over the memory budget of ",
+                      *options_.memory_budget_bytes);
     }
     const Built* best = nullptr;
     Index least_workspace = std::numeric_limits<Index>::max();

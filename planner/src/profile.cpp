@@ -94,10 +94,10 @@ Profile default_profile() {
   p.name = "h100-h200-nvlink-ib400";
   p.source =
       "intra_node: NCCL send/recv 360 GB/s per direction and cudaMemcpyPeer 396 GB/s measured on 2x H200 NV18 "
-      "(shared/DESIGN.md); collective bus bandwidths set to the same NVLink figure; latencies are typical "
+      "(docs/benchmarks.md); collective bus bandwidths set to the same NVLink figure; latencies are typical "
       "small-message NCCL times on NVLink (estimates until calibrated). inter_node: 400 Gb/s InfiniBand = 50 GB/s "
       "per GPU NIC, 45 GB/s achievable (90%, estimate), latencies estimates. copy: 2.1 TB/s device copy measured on "
-      "H200 (shared/DESIGN.md), 3 us launch. step_overhead_us: the executor's fixed cost per step per call "
+      "H200 (docs/benchmarks.md), 3 us launch. step_overhead_us: the executor's fixed cost per step per call "
       "(launches, events, NCCL group), about 20 us seen on 2x H200 on 2026-11-22. Run `reshard calibrate` to replace "
       "these with fitted values.";
   p.intra_node.p2p = {8.0, 360.0};
@@ -113,6 +113,15 @@ Profile default_profile() {
   p.p2p_per_peer_us = 1.5;
   p.step_overhead_us = 20.0;
   p.copy = {3.0, 2100.0};
+  // NVLink one-sided (2x/4x H200 NV18, 2026-11-23): cudaMemcpy2DAsync of a peer's strided 256 MiB block 380 GB/s
+  // each way with both directions busy, a push kernel 356 GB/s, a pull kernel 326 GB/s; local device copy 2.1 TB/s.
+  // Latencies are estimates until calibrated.
+  p.copy_engine = {4.0, 2100.0};
+  p.nvlink.copy_engine = {4.0, 380.0};
+  p.nvlink.kernel = {4.0, 326.0};
+  p.nvlink.sync_us = 8.0;
+  p.nvlink.step_overhead_us = 12.0;
+  p.nvlink.copy_engine_min_row_bytes = 2048;
   return p;
 }
 
@@ -143,10 +152,26 @@ Profile profile_from_json(const std::string& text) {
   p.p2p_per_peer_us = number(j, "p2p_per_peer_us", "", false);
   p.step_overhead_us = number(j, "step_overhead_us", "", false);
   p.copy = alpha_beta(j, "copy", "");
+  const Profile defaults = default_profile();
+  p.copy_engine = j.contains("copy_engine") ? alpha_beta(j, "copy_engine", "") : defaults.copy_engine;
+  p.nvlink = defaults.nvlink;
+  if (j.contains("nvlink")) {
+    const json& n = j["nvlink"];
+    p.nvlink.copy_engine = alpha_beta(n, "copy_engine", "nvlink");
+    p.nvlink.kernel = alpha_beta(n, "kernel", "nvlink");
+    p.nvlink.sync_us = number(n, "sync_us", "nvlink", false);
+    p.nvlink.step_overhead_us = number(n, "step_overhead_us", "nvlink", false);
+    const double row = number(n, "copy_engine_min_row_bytes", "nvlink", false);
+    if (!(row <= 1e15) || row != std::floor(row))
+      fail(ErrorKind::kInvalidArgument,
+           cat("profile field 'nvlink.copy_engine_min_row_bytes' must be a whole number of bytes, got ", row));
+    p.nvlink.copy_engine_min_row_bytes = static_cast<long long>(row);
+  }
   json extra = json::object();
   for (auto it = j.begin(); it != j.end(); ++it) {
     static const std::string known[] = {
-        "schema", "name", "source", "intra_node", "inter_node", "p2p_per_peer_us", "step_overhead_us", "copy"};
+        "schema",           "name", "source",      "intra_node", "inter_node", "p2p_per_peer_us",
+        "step_overhead_us", "copy", "copy_engine", "nvlink"};
     if (std::find(std::begin(known), std::end(known), it.key()) == std::end(known)) extra[it.key()] = it.value();
   }
   if (!extra.empty()) p.extra_json = extra.dump();
@@ -176,6 +201,12 @@ std::string profile_to_json(const Profile& p) {
   j["p2p_per_peer_us"] = p.p2p_per_peer_us;
   j["step_overhead_us"] = p.step_overhead_us;
   j["copy"] = to_json(p.copy);
+  j["copy_engine"] = to_json(p.copy_engine);
+  j["nvlink"] = json{{"copy_engine", to_json(p.nvlink.copy_engine)},
+                     {"kernel", to_json(p.nvlink.kernel)},
+                     {"sync_us", p.nvlink.sync_us},
+                     {"step_overhead_us", p.nvlink.step_overhead_us},
+                     {"copy_engine_min_row_bytes", p.nvlink.copy_engine_min_row_bytes}};
   if (!p.extra_json.empty()) {
     json extra = json::parse(p.extra_json);
     for (auto it = extra.begin(); it != extra.end(); ++it) j[it.key()] = it.value();

@@ -2,13 +2,25 @@
 
 #include <algorithm>
 
+#include "region_views.hpp"
 #include "transitions.hpp"
 
 namespace reshard::detail {
 
+CopyEngine copy_engine_for(const Box& region, const Box& from, const Box& to, int element_size, Index min_row_bytes) {
+  const CopyRegion view = box_copy(BufferRef{}, from, BufferRef{}, to, region);
+  const int nd = view.shape.size();
+  const Index row_bytes = view.shape[nd - 1] * element_size;
+  return nd <= 3 && row_bytes >= min_row_bytes ? CopyEngine::kCopyEngine : CopyEngine::kKernel;
+}
+
 Movement movement(const Box& region, const Box& sender_box, const Box& receiver_box, const ExchangeRules& rules) {
   Movement m;
-  if (rules.transport == Transport::kNvlink) return m;  // straight from tensor to tensor, one piece
+  if (rules.transport == Transport::kNvlink) {  // straight from tensor to tensor, one piece
+    if (!rules.reduces)
+      m.engine = copy_engine_for(region, sender_box, receiver_box, rules.element_size, rules.copy_engine_min_row_bytes);
+    return m;
+  }
   m.sender_stages = !is_contiguous_in(sender_box, region);
   m.receiver_stages = rules.reduces || !is_contiguous_in(receiver_box, region);
   m.chunks = chunk_count(region, sender_box, receiver_box, rules.element_size, rules.chunk_bytes, rules.reduces);
@@ -32,6 +44,14 @@ Movement RankExchange::receive(const Transfer& t, const Box& sender_box, const B
   traffic_.in_bytes[static_cast<int>(link)] += t.bytes;
   ++traffic_.peers_in;
   traffic_.stages = std::max(traffic_.stages, m.chunks);
+  if (rules_.transport == Transport::kNvlink) {
+    if (m.engine == CopyEngine::kCopyEngine) {
+      traffic_.engine_in_bytes += t.bytes;
+      ++traffic_.engine_calls;
+    } else {
+      traffic_.kernel_in_bytes += t.bytes;
+    }
+  }
   if (m.receiver_stages) {
     traffic_.unpack_bytes += t.bytes;
     scratch_.add_chunks(t.region, m.chunks);
@@ -39,7 +59,14 @@ Movement RankExchange::receive(const Transfer& t, const Box& sender_box, const B
   return m;
 }
 
-void RankExchange::local(const Transfer& t) { traffic_.local_bytes += t.bytes; }
+void RankExchange::local(const Transfer& t, const Box& from, const Box& to) {
+  if (rules_.transport == Transport::kNvlink && !rules_.reduces &&
+      copy_engine_for(t.region, from, to, rules_.element_size, rules_.copy_engine_min_row_bytes) ==
+          CopyEngine::kCopyEngine)
+    traffic_.local_engine_bytes += t.bytes;
+  else
+    traffic_.local_bytes += t.bytes;
+}
 
 RankTransfers all_to_all_transfers(const RankBoxes& a, const RankBoxes& b, std::span<const int> dims, int rank,
                                    int element_size) {
@@ -66,7 +93,7 @@ RankExchange rank_exchange(const RankTransfers& t, const RankBoxes& a, const Ran
   RankExchange x(rules);
   for (const Transfer& tr : t.sends) x.send(tr, a[rank], b[tr.dst], topology.link(rank, tr.dst));
   for (const Transfer& tr : t.recvs) x.receive(tr, a[tr.src], b[rank], topology.link(tr.src, rank));
-  for (const Transfer& tr : t.local) x.local(tr);
+  for (const Transfer& tr : t.local) x.local(tr, a[rank], b[rank]);
   return x;
 }
 

@@ -20,6 +20,7 @@
 #include "chunking.hpp"
 #include "reshard/cost_model.hpp"
 #include "reshard/plan.hpp"
+#include "reshard/program.hpp"
 #include "reshard/rank_boxes.hpp"
 
 namespace reshard::detail {
@@ -35,14 +36,20 @@ struct ExchangeRules {
   int element_size = 1;
   Index chunk_bytes = 0;  // nccl: staged transfers are pipelined in chunks of this many bytes (0: whole)
   bool reduces = false;   // the receiver reduces the contributions of a Partial source instead of copying them
+  Index copy_engine_min_row_bytes = 0;  // copies with shorter contiguous rows (or over 3-D) run on a kernel
 };
 
 // How one transfer moves.
 struct Movement {
-  int chunks = 1;                // pipeline chunks (chunking.hpp's chunk_of), chunk i in stage i
-  bool sender_stages = false;    // packed into the sender's scratch before it is sent
-  bool receiver_stages = false;  // received into the receiver's scratch, then copied or reduced out
+  int chunks = 1;                           // pipeline chunks (chunking.hpp's chunk_of), chunk i in stage i
+  bool sender_stages = false;               // packed into the sender's scratch before it is sent
+  bool receiver_stages = false;             // received into the receiver's scratch, then copied or reduced out
+  CopyEngine engine = CopyEngine::kKernel;  // nvlink: who pulls the region (reductions: always a kernel)
 };
+
+// Who copies `region` from a tensor holding `from` to one holding `to`: the copy engines when the copy is at most
+// 3-D with contiguous rows of at least `min_row_bytes`, a kernel otherwise.
+CopyEngine copy_engine_for(const Box& region, const Box& from, const Box& to, int element_size, Index min_row_bytes);
 
 // The rule, in one place.
 Movement movement(const Box& region, const Box& sender_box, const Box& receiver_box, const ExchangeRules& rules);
@@ -56,7 +63,7 @@ class RankExchange {
   // A transfer this rank sends (over `link`), or receives; the movement it was given.
   Movement send(const Transfer& t, const Box& sender_box, const Box& receiver_box, LinkClass link);
   Movement receive(const Transfer& t, const Box& sender_box, const Box& receiver_box, LinkClass link);
-  void local(const Transfer& t);
+  void local(const Transfer& t, const Box& from, const Box& to);
 
   const ExchangeRules& rules() const { return rules_; }
   const RankTraffic& traffic() const { return traffic_; }

@@ -30,9 +30,13 @@ StepPrice StepPricer::collective_wire(const RankBoxes& a, const RankBoxes& b, St
   const LinkClass link = group_link(mesh, dims, model_.topology());
   StepPrice p;
   switch (kind) {
-    case StepKind::kLocal:
-      p.us = model_.copy_us(b.max_volume() * es_);
+    case StepKind::kLocal: {
+      const int r = b.max_volume_rank();
+      const bool engine = copy_engine_for(b[r], a[r], b[r], es_, model_.profile().nvlink.copy_engine_min_row_bytes) ==
+                          CopyEngine::kCopyEngine;
+      p.us = engine ? model_.copy_engine_us(b.max_volume() * es_) : model_.copy_us(b.max_volume() * es_);
       return p;
+    }
     case StepKind::kAllGather: {
       double pack = 0, unpack = 0;
       for (int r : representatives(a)) {
@@ -114,6 +118,8 @@ PricedStep StepPricer::p2p(const OverlapIndex& index, Transport transport) const
   // A step that reduces Partial contributions copies every received one out of scratch (the reduction).
   const ExchangeRules rules = exchange_rules(transport, index.partial_roles().contributions > 1);
   std::vector<RankExchange> ranks(n, RankExchange(rules));
+  const bool one_sided = transport == Transport::kNvlink;
+  ps.step.transport = transport;
   std::vector<Transfer> buffer;
   // From the destination side every transfer is visited exactly once (the source side would also visit the
   // destinations that another replica serves); each is accounted on both of its ranks.
@@ -122,10 +128,13 @@ PricedStep StepPricer::p2p(const OverlapIndex& index, Transport transport) const
     index.transfers_into(r, buffer);
     for (const Transfer& t : buffer) {
       if (t.is_local()) {
-        ranks[t.dst].local(t);
+        ranks[t.dst].local(t, a[t.dst], b[t.dst]);
         continue;
       }
       const LinkClass link = model_.topology().link(t.src, t.dst);
+      if (one_sided && link != LinkClass::kIntraNode && ps.unavailable.empty())
+        ps.unavailable =
+            cat("nvlink moves data within a node only; rank ", t.src, " sends to rank ", t.dst, " on another node");
       ranks[t.src].send(t, a[t.src], b[t.dst], link);
       ranks[t.dst].receive(t, a[t.src], b[t.dst], link);
       ps.step.bytes_moved += t.bytes;
@@ -134,14 +143,18 @@ PricedStep StepPricer::p2p(const OverlapIndex& index, Transport transport) const
   ps.scratch.resize(n);
   for (int r = 0; r < n; ++r) {
     ps.scratch[r] = ranks[r].scratch().total();
-    ps.step.estimated_us = std::max(ps.step.estimated_us, model_.exchange_rank_us(ranks[r].traffic(), false));
+    const RankTraffic& t = ranks[r].traffic();
+    ps.step.estimated_us =
+        std::max(ps.step.estimated_us, one_sided ? model_.one_sided_rank_us(t) : model_.exchange_rank_us(t, false));
   }
-  if (ps.step.bytes_moved > 0) ps.step.estimated_us = model_.with_overhead(ps.step.estimated_us);  // local: copies only
+  if (ps.step.bytes_moved > 0)  // a step that moves nothing only copies locally
+    ps.step.estimated_us =
+        one_sided ? model_.one_sided_with_overhead(ps.step.estimated_us) : model_.with_overhead(ps.step.estimated_us);
   return ps;
 }
 
 ExchangeRules StepPricer::exchange_rules(Transport transport, bool reduces) const {
-  return ExchangeRules{transport, es_, chunk_bytes_, reduces};
+  return ExchangeRules{transport, es_, chunk_bytes_, reduces, model_.profile().nvlink.copy_engine_min_row_bytes};
 }
 
 }  // namespace reshard::detail

@@ -6,6 +6,7 @@
 
 #include <optional>
 #include <span>
+#include <string>
 
 #include "reshard/cost_model.hpp"
 #include "reshard/overlap.hpp"
@@ -24,6 +25,7 @@ struct StepPrice {
 struct PricedStep {
   Step step;
   std::vector<Index> scratch;  // empty until computed (collective steps found by searches)
+  std::string unavailable;     // set when the step cannot run (an nvlink step with transfers across nodes)
 };
 
 class StepPricer {
@@ -49,9 +51,10 @@ class StepPricer {
   // The step holds no transfers (the planner materialises them for the plan it keeps).
   PricedStep p2p(const OverlapIndex& index, Transport transport = Transport::kNccl) const;
 
- private:
+  // The exchange rules of this pricer's steps (transport, element size, chunking, copy-engine rule).
   ExchangeRules exchange_rules(Transport transport, bool reduces) const;
 
+ private:
   const CostModel& model_;
   DType dtype_;
   int es_;

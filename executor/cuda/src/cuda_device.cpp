@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
-#include "device_bases.hpp"
-#include "kernels.hpp"
+#include "copy_batches.hpp"
+#include "cuda_peer_link.hpp"
 #include "reshard/cuda_check.hpp"
 
 namespace reshard {
@@ -18,8 +18,6 @@ void throw_cuda(cudaError_t err, const char* call, const char* file, int line) {
 }  // namespace detail
 
 namespace {
-
-constexpr long long kTileBytes = 64 * 1024;
 
 class CudaMemory : public DeviceMemory {
  public:
@@ -36,76 +34,6 @@ class CudaMemory : public DeviceMemory {
  private:
   void* data_ = nullptr;
   size_t bytes_;
-};
-
-unsigned int alignment_of(long long x) {
-  unsigned int a = 16;
-  while (a > 1 && x % a != 0) a /= 2;
-  return a;
-}
-
-class CudaCopyBatch : public CopyBatch {
- public:
-  CudaCopyBatch(int device, const std::vector<CopyRegion>& regions, int es, int max_blocks) : max_blocks_(max_blocks) {
-    std::vector<cuda::DeviceCopyRegion> rs;
-    std::vector<cuda::DeviceCopyTile> tiles;
-    for (const CopyRegion& r : regions) {
-      const int nd = r.shape.size();
-      RESHARD_REQUIRE(nd - 1 <= cuda::kMaxOuterDims, "copy region has too many dims");
-      cuda::DeviceCopyRegion d;
-      d.src_buffer = static_cast<int>(r.src.buffer);
-      d.dst_buffer = static_cast<int>(r.dst.buffer);
-      d.outer_dims = nd - 1;
-      d.src_offset = r.src.offset * es;
-      d.dst_offset = r.dst.offset * es;
-      d.row_bytes = r.shape[nd - 1] * es;
-      long long align_bits = d.src_offset | d.dst_offset | d.row_bytes;
-      long long rows = 1;
-      for (int k = 0; k < nd - 1; ++k) {
-        d.outer_shape[k] = r.shape[k];
-        d.src_stride[k] = r.src_strides[k] * es;
-        d.dst_stride[k] = r.dst_strides[k] * es;
-        align_bits |= d.src_stride[k] | d.dst_stride[k];
-        rows *= r.shape[k];
-      }
-      d.align = alignment_of(align_bits == 0 ? 16 : align_bits);
-      if (rows == 0 || d.row_bytes == 0) continue;
-      const int index = static_cast<int>(rs.size());
-      rs.push_back(d);
-      if (d.row_bytes >= kTileBytes) {
-        // Long rows: one row per tile, cut into 64 KiB pieces (16-byte multiples).
-        for (long long row = 0; row < rows; ++row)
-          for (long long c = 0; c < d.row_bytes; c += kTileBytes)
-            tiles.push_back({index, row, row + 1, c, std::min(d.row_bytes, c + kTileBytes)});
-      } else {
-        long long per_tile = std::max(1LL, kTileBytes / d.row_bytes);
-        for (long long row = 0; row < rows; row += per_tile)
-          tiles.push_back({index, row, std::min(rows, row + per_tile), 0, d.row_bytes});
-      }
-    }
-    tile_count_ = static_cast<int>(tiles.size());
-    RESHARD_CUDA_CHECK(cudaSetDevice(device));
-    size_t region_bytes = rs.size() * sizeof(cuda::DeviceCopyRegion),
-           tile_bytes = tiles.size() * sizeof(cuda::DeviceCopyTile);
-    memory_ = std::make_unique<CudaMemory>(device, region_bytes + tile_bytes + 16);
-    auto* base = static_cast<char*>(memory_->data());
-    regions_ = reinterpret_cast<cuda::DeviceCopyRegion*>(base);
-    tiles_ = reinterpret_cast<cuda::DeviceCopyTile*>(base + region_bytes);
-    if (region_bytes) RESHARD_CUDA_CHECK(cudaMemcpy(regions_, rs.data(), region_bytes, cudaMemcpyHostToDevice));
-    if (tile_bytes) RESHARD_CUDA_CHECK(cudaMemcpy(tiles_, tiles.data(), tile_bytes, cudaMemcpyHostToDevice));
-  }
-
-  void run(const BufferBases& b, StreamHandle stream) override {
-    RESHARD_CUDA_CHECK(cuda::launch_copies(regions_, tiles_, tile_count_, max_blocks_, cuda::device_bases(b),
-                                           static_cast<cudaStream_t>(stream)));
-  }
-
- private:
-  int max_blocks_;
-  int tile_count_ = 0;
-  std::unique_ptr<DeviceMemory> memory_;
-  cuda::DeviceCopyRegion* regions_ = nullptr;
-  cuda::DeviceCopyTile* tiles_ = nullptr;
 };
 
 class CudaDeviceEvent : public DeviceEvent {
@@ -178,9 +106,14 @@ std::unique_ptr<DeviceMemory> CudaDevice::allocate(size_t bytes) {
 }
 
 std::unique_ptr<CopyBatch> CudaDevice::prepare_copies(const Copies& copies, int element_size) {
+  if (copies.engine == CopyEngine::kCopyEngine) return cuda::make_engine_copies(copies.regions, element_size);
   // Copies beside communication run while NCCL kernels move data: cap them at half the SMs.
   const int max_blocks = copies.beside_communication ? std::max(1, sm_count_ / 2) * 2 : 0;
-  return std::make_unique<CudaCopyBatch>(device_, copies.regions, element_size, max_blocks);
+  return cuda::make_kernel_copies(*this, device_, copies.regions, element_size, max_blocks);
+}
+
+std::unique_ptr<PeerLink> CudaDevice::connect_peers(Communicator& comm) {
+  return cuda::connect_cuda_peers(comm, device_);
 }
 
 void CudaDevice::check_buffer(const void* data, size_t bytes, const char* what) const {

@@ -14,7 +14,7 @@ constexpr long long kTileElements = 16 * 1024;
 class CudaReduceBatch : public CopyBatch {
  public:
   CudaReduceBatch(CudaDevice& device, const std::vector<ReduceRegion>& regions, DType dtype)
-      : count_(regions.size()), dtype_code_(static_cast<int>(dtype)) {
+      : dtype_code_(static_cast<int>(dtype)) {
     std::vector<cuda::DeviceReduceRegion> rs;
     std::vector<cuda::DeviceReduceSource> srcs;
     std::vector<cuda::DeviceReduceTile> tiles;
@@ -29,7 +29,7 @@ class CudaReduceBatch : public CopyBatch {
       const long long n = r.shape.product();
       if (n == 0) continue;
       cuda::DeviceReduceRegion d;
-      d.dst_buffer = static_cast<int>(r.dst.buffer);
+      d.dst_buffer = bases_.code(r.dst);
       d.ndim = nd;
       d.first_src = static_cast<int>(srcs.size());
       d.src_count = static_cast<int>(r.srcs.size());
@@ -42,7 +42,7 @@ class CudaReduceBatch : public CopyBatch {
       }
       for (size_t j = 0; j < r.srcs.size(); ++j) {
         cuda::DeviceReduceSource s;
-        s.buffer = static_cast<int>(r.srcs[j].buffer);
+        s.buffer = bases_.code(r.srcs[j]);
         s.offset = r.srcs[j].offset;
         for (int k = 0; k < nd; ++k) s.stride[k] = r.src_strides[j][k];
         srcs.push_back(s);
@@ -74,14 +74,13 @@ class CudaReduceBatch : public CopyBatch {
     if (tile_bytes) RESHARD_CUDA_CHECK(cudaMemcpy(tiles_, tiles.data(), tile_bytes, cudaMemcpyHostToDevice));
   }
 
-
   void run(const BufferBases& b, StreamHandle stream) override {
-    RESHARD_CUDA_CHECK(cuda::launch_reductions(regions_, sources_, tiles_, tile_count_, dtype_code_, cuda::device_bases(b),
+    RESHARD_CUDA_CHECK(cuda::launch_reductions(regions_, sources_, tiles_, tile_count_, dtype_code_, bases_.fill(b),
                                                static_cast<cudaStream_t>(stream)));
   }
 
  private:
-  size_t count_;
+  cuda::BaseTable bases_;
   int dtype_code_;
   int tile_count_ = 0;
   std::unique_ptr<DeviceMemory> memory_;

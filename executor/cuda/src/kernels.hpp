@@ -6,10 +6,14 @@
 namespace reshard::cuda {
 
 constexpr int kMaxOuterDims = 7;
+// A batch's buffers: this rank's input, output and workspace (codes 0, 1, 2), then those of up to kMaxPeerSlots peers
+// (code 3 + 3 * slot + buffer) for one-sided steps.
+constexpr int kMaxPeerSlots = 15;
+constexpr int kMaxBases = 3 * (1 + kMaxPeerSlots);
 
 // One copy region in bytes: rows of `row_bytes` contiguous bytes, indexed row-major over the outer dims.
 struct DeviceCopyRegion {
-  int src_buffer = 0;  // 0 input, 1 output, 2 workspace
+  int src_buffer = 0;  // buffer code (DeviceBases)
   int dst_buffer = 0;
   int outer_dims = 0;
   long long src_offset = 0, dst_offset = 0;
@@ -27,9 +31,8 @@ struct DeviceCopyTile {
 };
 
 struct DeviceBases {
-  const void* ptr[3] = {nullptr, nullptr, nullptr};
+  const void* ptr[kMaxBases] = {};
 };
-
 
 // max_blocks > 0 caps the grid (blocks then walk several tiles), leaving SMs to work running alongside.
 cudaError_t launch_copies(const DeviceCopyRegion* regions, const DeviceCopyTile* tiles, int tile_count, int max_blocks,

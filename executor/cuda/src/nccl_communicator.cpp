@@ -158,6 +158,30 @@ void NcclCommunicator::exchange(std::span<const SendOp> sends, std::span<const R
   RESHARD_NCCL(ncclGroupEnd());
 }
 
+void NcclCommunicator::all_gather_host(const void* send, void* recv, size_t bytes) {
+  int device = 0;
+  RESHARD_NCCL(ncclCommCuDevice(comm_, &device));
+  RESHARD_CUDA_CHECK(cudaSetDevice(device));
+  // Setup time only: a scratch buffer and a stream of its own, released on every path.
+  struct Scratch {
+    void* data = nullptr;
+    cudaStream_t stream = nullptr;
+    ~Scratch() {
+      if (stream) cudaStreamDestroy(stream);
+      if (data) cudaFree(data);
+    }
+  } x;
+  const size_t total = bytes * static_cast<size_t>(size_ + 1);
+  RESHARD_CUDA_CHECK(cudaMalloc(&x.data, total > 0 ? total : 1));
+  RESHARD_CUDA_CHECK(cudaStreamCreateWithFlags(&x.stream, cudaStreamNonBlocking));
+  auto* gathered = static_cast<char*>(x.data) + bytes;
+  if (bytes > 0) RESHARD_CUDA_CHECK(cudaMemcpyAsync(x.data, send, bytes, cudaMemcpyHostToDevice, x.stream));
+  all_gather(x.data, gathered, bytes, x.stream);
+  wait(x.stream, options_.timeout);
+  if (bytes > 0)
+    RESHARD_CUDA_CHECK(cudaMemcpy(recv, gathered, bytes * static_cast<size_t>(size_), cudaMemcpyDeviceToHost));
+}
+
 void NcclCommunicator::all_gather(const void* send, void* recv, size_t bytes_per_rank, StreamHandle stream) {
   WatchedCall watched(*this);
   RESHARD_NCCL(ncclAllGather(send, recv, bytes_per_rank, ncclUint8, comm_, static_cast<cudaStream_t>(stream)));

@@ -13,6 +13,36 @@ namespace reshard {
 
 HostWorld::HostWorld(int size, HostWorldOptions options) : size_(size), options_(options) {
   RESHARD_REQUIRE(size >= 1, "a host world needs at least one rank, got ", size);
+  released_.assign(size, 0);
+}
+
+void HostWorld::post_signal(std::uint64_t context, int src, int dst, int phase) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++signals_[SignalKey{context, src, dst, phase}];
+  }
+  cv_.notify_all();
+}
+
+void HostWorld::await_signal(std::uint64_t context, int src, int dst, int phase, std::uint64_t count) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  std::uint64_t& have = signals_[SignalKey{context, src, dst, phase}];
+  bool ready =
+      cv_.wait_for(lock, options_.timeout, [&] { return have >= count || released_[dst] || !abort_reason_.empty(); });
+  if (released_[dst]) return;
+  if (!abort_reason_.empty())
+    fail(ErrorKind::kBackend, cat("rank ", dst, " stopped waiting for rank ", src, ": ", abort_reason_));
+  if (!ready)
+    fail(ErrorKind::kTimeout, cat("rank ", dst, " timed out after ", options_.timeout.count(), " ms waiting for rank ",
+                                  src, " to reach the same one-sided step"));
+}
+
+void HostWorld::release_signals(int dst) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    released_.at(dst) = 1;
+  }
+  cv_.notify_all();
 }
 
 void HostWorld::post(std::uint64_t context, int src, int dst, const void* data, size_t bytes) {
@@ -149,6 +179,8 @@ Communicator& HostCommunicator::group(const Mesh& mesh, const std::vector<int>& 
 
 void HostCommunicator::wait(StreamHandle, std::chrono::milliseconds) {}  // host work is done when enqueued
 
+void HostCommunicator::all_gather_host(const void* send, void* recv, size_t bytes) { gather_all(send, recv, bytes); }
+
 // ---- HostDevice --------------------------------------------------------------------------------------------------
 
 namespace {
@@ -173,17 +205,12 @@ class HostCopyBatch : public CopyBatch {
 
  private:
   void copy(const BufferBases& b, const CopyRegion& r) const {
-    auto base = [&](Buffer buf) -> std::byte* {
-      return static_cast<std::byte*>(buf == Buffer::kInput    ? const_cast<void*>(b.input)
-                                     : buf == Buffer::kOutput ? b.output
-                                                              : b.work);
-    };
     const int nd = r.shape.size();
     const size_t row = static_cast<size_t>(r.shape[nd - 1]) * es_;
     Index rows = 1;
     for (int d = 0; d < nd - 1; ++d) rows *= r.shape[d];
-    std::byte* src = base(r.src.buffer) + r.src.offset * es_;
-    std::byte* dst = base(r.dst.buffer) + r.dst.offset * es_;
+    const auto* src = static_cast<const std::byte*>(address_of(b, r.src, es_));
+    auto* dst = static_cast<std::byte*>(const_cast<void*>(address_of(b, r.dst, es_)));
     Dims idx(nd, 0);
     for (Index i = 0; i < rows; ++i) {
       Index so = 0, dof = 0;

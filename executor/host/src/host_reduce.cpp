@@ -72,20 +72,14 @@ class HostReduceBatch : public CopyBatch {
   }
 
  private:
-  static std::byte* base(const BufferBases& b, Buffer buf) {
-    return static_cast<std::byte*>(buf == Buffer::kInput    ? const_cast<void*>(b.input)
-                                   : buf == Buffer::kOutput ? b.output
-                                                            : b.work);
-  }
-
   template <class E>
   void reduce(const BufferBases& b, const ReduceRegion& r, int es) const {
     using Acc = typename E::acc;
     const int nd = r.shape.size();
     const size_t m = r.srcs.size();
     std::vector<const std::byte*> srcs(m);
-    for (size_t j = 0; j < m; ++j) srcs[j] = base(b, r.srcs[j].buffer) + r.srcs[j].offset * es;
-    std::byte* dst = base(b, r.dst.buffer) + r.dst.offset * es;
+    for (size_t j = 0; j < m; ++j) srcs[j] = static_cast<const std::byte*>(address_of(b, r.srcs[j], es));
+    auto* dst = static_cast<std::byte*>(const_cast<void*>(address_of(b, r.dst, es)));
     const Index n = r.shape.product();
     Dims idx(nd, 0);
     for (Index i = 0; i < n; ++i) {

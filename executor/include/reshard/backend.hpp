@@ -56,6 +56,10 @@ class Communicator {
   // Blocks until the work enqueued on `stream` is done, polling for asynchronous errors. After `timeout` the
   // communicator (and its groups) are aborted and kTimeout is thrown: a stuck peer never hangs the caller.
   virtual void wait(StreamHandle stream, std::chrono::milliseconds timeout) = 0;
+
+  // Setup-time exchange on the host: every rank's `bytes` into recv (rank order). Blocking and collective; for small
+  // descriptors (memory handles), never on a run's hot path.
+  virtual void all_gather_host(const void* send, void* recv, size_t bytes) = 0;
 };
 
 // Identifies the partition of a communicator into groups over `mesh_dims` of `mesh`: communicators cache their groups
@@ -67,11 +71,52 @@ inline std::string group_key(const Mesh& mesh, const std::vector<int>& mesh_dims
   return key;
 }
 
-// Base pointers of the three buffers a RankProgram references.
+// The three buffers of one rank.
+struct RankBuffers {
+  const void* input = nullptr;
+  void* output = nullptr;
+  void* work = nullptr;
+};
+
+// Base pointers of the buffers a RankProgram references: this rank's, and for one-sided steps every rank's as this
+// rank can address them (`peers`, indexed by communicator rank; null when the program reads no peer).
 struct BufferBases {
   const void* input = nullptr;
   void* output = nullptr;
   void* work = nullptr;
+  const RankBuffers* peers = nullptr;
+};
+
+// The address of a buffer reference's element 0 (`element_size` bytes per element).
+inline const void* address_of(const BufferBases& b, const BufferRef& ref, int element_size) {
+  const void* base = nullptr;
+  if (ref.peer < 0) {
+    base = ref.buffer == Buffer::kInput ? b.input : ref.buffer == Buffer::kOutput ? b.output : b.work;
+  } else {
+    const RankBuffers& p = b.peers[ref.peer];
+    base = ref.buffer == Buffer::kInput ? p.input : ref.buffer == Buffer::kOutput ? p.output : p.work;
+  }
+  return static_cast<const std::byte*>(base) + ref.offset * element_size;
+}
+
+// One-sided access among the ranks of a communicator whose devices can address each other's memory (the NVLink
+// transport). Made by Device::connect_peers, collectively over the communicator.
+class PeerLink {
+ public:
+  virtual ~PeerLink() = default;
+  // Collective over the communicator: publishes this rank's buffers and maps every peer's into this rank's address
+  // space. Mappings are cached per allocation: exposing buffers of already mapped allocations exchanges offsets only.
+  virtual void expose(const RankBuffers& mine) = 0;
+  // Every rank's buffers as this rank addresses them (index: communicator rank); valid after expose().
+  virtual const RankBuffers* peers() const = 0;
+  // kInvalidArgument, saying why, when this rank cannot address `peer`'s memory (another host, no peer access).
+  virtual void require(int peer) const = 0;
+  // Device-side ordering, enqueued on `stream`: posts `sync.phase` to the ranks in `sync.notify`, then waits until
+  // every rank in `sync.await` has posted it. Holds no SMs while waiting where the device can avoid it; a peer that
+  // never posts is caught by the executor's wait() timeout, after which release() unblocks the stream.
+  virtual void sync(const PeerSync& sync, StreamHandle stream) = 0;
+  // Releases every pending wait of this rank (after a timeout): its streams drain; results are then garbage.
+  virtual void release() = 0;
 };
 
 // A batch of copies (or reductions) prepared once (descriptors uploaded) and run many times, one kernel launch (or
@@ -114,6 +159,9 @@ class Device {
   virtual std::unique_ptr<CopyBatch> prepare_reductions(const std::vector<ReduceRegion>& regions, DType dtype) = 0;
   // Whether [data, data + bytes) is memory this device can use (kInvalidArgument naming `what` otherwise).
   virtual void check_buffer(const void* data, size_t bytes, const char* what) const = 0;
+  // One-sided access to the other ranks of `comm` (collective over comm). kInvalidArgument, naming the ranks, when
+  // some of them cannot address each other's memory (another host, no peer access).
+  virtual std::unique_ptr<PeerLink> connect_peers(Communicator& comm) = 0;
 };
 
 }  // namespace reshard

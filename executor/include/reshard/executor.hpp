@@ -74,8 +74,10 @@ class Executor {
   RankProgram program_;
   size_t input_bytes_ = 0, output_bytes_ = 0, workspace_bytes_ = 0;
   std::unique_ptr<DeviceMemory> workspace_;
+  std::unique_ptr<PeerLink> peers_;      // one-sided steps
   const void* checked_input_ = nullptr;  // buffers validated by the last run
   const void* checked_output_ = nullptr;
+  bool checked_ = false;
   std::vector<OpRuntime> ops_;
   std::vector<StepMarks> marks_;  // options.trace: per step
 };

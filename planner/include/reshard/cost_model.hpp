@@ -12,7 +12,14 @@
 // where c runs over the link classes (intra-node, inter-node), S_r is the number of pipeline stages (each its own
 // NCCL group, hence S_r alphas; packing stage s+1 and unpacking stage s-1 overlap stage s on the wire) and the
 // local copy overlaps everything. With S_r = 1 this is pack + max(network, local) + unpack.
-// Copies cost copy.alpha (a kernel launch) plus bytes / copy bandwidth; nothing to copy costs nothing.
+// A one-sided (NVLink) p2p step costs its slowest rank:
+//   t_r = sync + max(pull_r, serve_r, local_r)
+//   pull_r  = calls_r * nvlink.copy_engine.alpha + engine_in_r / nvlink.copy_engine.bw + nvlink.kernel(kernel_in_r)
+//   serve_r = out_r / nvlink.copy_engine.bw         (peers pulling this rank's regions over its links)
+//   local_r = copy(local_kernel_r) + copy_engine(local_engine_r)
+// with nothing staged (no pack, no unpack, no scratch); its host work is nvlink.step_overhead_us.
+// Copies cost copy.alpha (a kernel launch) plus bytes / copy bandwidth, or on the copy engines copy_engine's;
+// nothing to copy costs nothing.
 // A step that communicates costs at least step_overhead_us, the executor's fixed host work per call (launches,
 // events, NCCL group calls), which overlaps the GPU work: t = max(step_overhead, t_gpu). It dominates small
 // tensors. Local steps cost their copy.
@@ -34,8 +41,12 @@ struct RankTraffic {
   int peers_in = 0;
   Index pack_bytes = 0;    // outgoing bytes that must be packed into a contiguous buffer
   Index unpack_bytes = 0;  // incoming bytes that must be scattered from a contiguous buffer
-  Index local_bytes = 0;   // bytes copied locally (src == dst)
+  Index local_bytes = 0;   // bytes copied locally (src == dst) by a kernel
   int stages = 1;          // pipeline stages: packing stage s+1 overlaps the transfer of stage s
+  // One-sided steps: incoming bytes pulled by the copy engines (in that many calls) or by a kernel (reductions
+  // reading peers' contributions included), and local bytes copied on the copy engines.
+  Index engine_in_bytes = 0, kernel_in_bytes = 0, local_engine_bytes = 0;
+  int engine_calls = 0;
 };
 
 class CostModel {
@@ -49,11 +60,15 @@ class CostModel {
   double reduce_scatter_us(int n, Index chunk_bytes, LinkClass link) const;
   double all_reduce_us(int n, Index bytes, LinkClass link) const;
   double copy_us(Index bytes) const;
+  double copy_engine_us(Index bytes) const;  // a local copy on the copy engines
   double step_overhead_us() const { return profile_.step_overhead_us; }
   // A communicating step's time: its GPU time, or the host work that issues it when that is longer.
   double with_overhead(double gpu_us) const { return std::max(gpu_us, profile_.step_overhead_us); }
   // Time of one rank's side of a p2p (all_to_all = false) or all_to_all step.
   double exchange_rank_us(const RankTraffic& t, bool all_to_all) const;
+  // Time of one rank's side of a one-sided (NVLink) p2p step, and that step's host work.
+  double one_sided_rank_us(const RankTraffic& t) const;
+  double one_sided_with_overhead(double gpu_us) const { return std::max(gpu_us, profile_.nvlink.step_overhead_us); }
 
  private:
   const LinkProfile& link(LinkClass c) const {

@@ -39,7 +39,7 @@ enum class Transport { kAuto, kNccl, kNvlink };
 std::string_view to_string(Strategy s);
 std::string_view to_string(StepKind k);
 std::string_view to_string(Transport t);
-Strategy parse_strategy(std::string_view text);  // auto | collective | p2p | hybrid
+Strategy parse_strategy(std::string_view text);    // auto | collective | p2p | hybrid
 Transport parse_transport(std::string_view text);  // auto | nccl | nvlink
 StepKind parse_step_kind(std::string_view text);
 // Whether a step of this kind communicates (everything but local).
@@ -61,12 +61,14 @@ struct Step {
   std::vector<Placement> from, to;  // placements of L_i and L_i+1
   std::vector<Transfer> transfers;  // p2p only
   double estimated_us = 0;
-  Index bytes_moved = 0;  // bytes crossing between ranks in this step, summed over ranks
+  Index bytes_moved = 0;                   // bytes crossing between ranks in this step, summed over ranks
+  Transport transport = Transport::kNccl;  // communicating steps: nccl, or nvlink (p2p steps within one host)
 };
 
 // One priced strategy, as listed in a plan.
 struct Candidate {
   Strategy strategy = Strategy::kCollective;
+  Transport transport = Transport::kNccl;  // of its p2p step (collective candidates: nccl)
   bool available = false;
   std::string reason;  // why it is not available, when it is not
   double estimated_us = 0;
@@ -86,6 +88,9 @@ struct PlanSpec {
   std::optional<Index> memory_budget_bytes;
   std::optional<int> scope_rank;   // set: p2p steps hold only the transfers this rank sends or receives
   Index pipeline_chunk_bytes = 0;  // p2p transfers that need packing are pipelined in chunks of this size (0: off)
+  // Copies (nvlink steps' peer regions, local steps) with contiguous rows at least this long, at most 3-D, run on the
+  // copy engines; others on a kernel (step_geometry's rule, from the profile).
+  Index copy_engine_min_row_bytes = 2048;
   Strategy strategy = Strategy::kCollective;
   double estimated_us = 0;
   Index bytes_moved = 0;
@@ -108,6 +113,7 @@ class Plan {
   const std::optional<Index>& memory_budget_bytes() const { return s_.memory_budget_bytes; }
   const std::optional<int>& scope_rank() const { return s_.scope_rank; }
   Index pipeline_chunk_bytes() const { return s_.pipeline_chunk_bytes; }
+  Index copy_engine_min_row_bytes() const { return s_.copy_engine_min_row_bytes; }
   Strategy strategy() const { return s_.strategy; }
   double estimated_us() const { return s_.estimated_us; }
   Index bytes_moved() const { return s_.bytes_moved; }

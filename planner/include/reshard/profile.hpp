@@ -9,7 +9,10 @@
 //   "inter_node": { same five },
 //   "p2p_per_peer_us": x,
 //   "step_overhead_us": y,
-//   "copy": {"alpha_us": a, "bandwidth_GBps": b}
+//   "copy": {"alpha_us": a, "bandwidth_GBps": b},
+//   "copy_engine": {"alpha_us": a, "bandwidth_GBps": b},                       (optional: defaults)
+//   "nvlink": {"copy_engine": {..}, "kernel": {..}, "sync_us": s, "step_overhead_us": o,
+//              "copy_engine_min_row_bytes": n}                                    (optional: defaults)
 // }
 // Bandwidths are decimal GB/s (1e9 bytes/s): for collectives the bus bandwidth of nccl-tests, for p2p the
 // per-direction bandwidth of one rank, for copy the bytes copied per second by a device-to-device kernel.
@@ -37,6 +40,15 @@ struct LinkProfile {
   AlphaBeta p2p, all_gather, reduce_scatter, all_reduce, all_to_all;
 };
 
+// The NVLink one-sided transport (ranks of one host with peer access): regions pulled straight from a peer's tensor.
+struct OneSidedProfile {
+  AlphaBeta copy_engine;  // a peer region pulled by the copy engines: alpha per copy call, bandwidth per direction
+  AlphaBeta kernel;       // peer regions pulled (or reduced in place) by one load/store kernel
+  double sync_us = 0;     // a step's ordering: ready and done flags written into the peers and waited for
+  double step_overhead_us = 0;              // host work per one-sided step per call (copy calls, flag operations)
+  long long copy_engine_min_row_bytes = 0;  // regions with shorter contiguous rows (or over 3-D) go to the kernel
+};
+
 struct Profile {
   std::string name;
   std::string source;  // where the numbers come from
@@ -44,7 +56,9 @@ struct Profile {
   double p2p_per_peer_us = 0;   // added latency per peer of a p2p step (NCCL per-peer setup and progress)
   double step_overhead_us = 0;  // fixed cost of every step that communicates (launches, events, NCCL group calls)
   AlphaBeta copy;               // pack, unpack and local-copy kernels
-  std::string extra_json;       // other top-level keys, verbatim (calibration fits)
+  AlphaBeta copy_engine;        // local device-to-device copies on the copy engines (one way)
+  OneSidedProfile nvlink;
+  std::string extra_json;  // other top-level keys, verbatim (calibration fits)
 };
 
 // Defaults for H100/H200 NVLink within a node and 400 Gb/s InfiniBand (one NIC per GPU) between nodes.

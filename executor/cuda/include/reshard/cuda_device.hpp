@@ -55,6 +55,9 @@ class CudaDevice : public Device {
   std::unique_ptr<CopyBatch> prepare_copies(const Copies& copies, int element_size) override;
   std::unique_ptr<CopyBatch> prepare_reductions(const std::vector<ReduceRegion>& regions, DType dtype) override;
   void check_buffer(const void* data, size_t bytes, const char* what) const override;
+  // Ranks of this host whose GPUs can access each other: peers' buffers mapped directly (same process) or through
+  // CUDA IPC (other processes), ordering flags posted by copy engines and awaited by stream memory operations.
+  std::unique_ptr<PeerLink> connect_peers(Communicator& comm) override;
 
  private:
   int device_;

@@ -48,6 +48,7 @@ class NcclCommunicator : public Communicator {
   void all_reduce(const void* send, void* recv, size_t count, DType dtype, ReduceOp op, StreamHandle stream) override;
   Communicator& group(const Mesh& mesh, const std::vector<int>& mesh_dims) override;
   void wait(StreamHandle stream, std::chrono::milliseconds timeout) override;
+  void all_gather_host(const void* send, void* recv, size_t bytes) override;
 
   // Aborts this communicator and its groups (any thread; pending work is abandoned).
   void abort();

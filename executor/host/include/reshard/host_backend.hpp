@@ -42,13 +42,23 @@ class HostWorld {
   // Wakes every waiting rank with an error naming `reason`.
   void abort(const std::string& reason);
 
+  // One-sided ordering flags (the host PeerLink): post() bumps the count of (context, src, dst, phase); await()
+  // blocks until that count reaches `count` (kTimeout after the configured time, kBackend when aborted).
+  void post_signal(std::uint64_t context, int src, int dst, int phase);
+  void await_signal(std::uint64_t context, int src, int dst, int phase, std::uint64_t count);
+  // Makes every await of `dst` return at once (after a timeout: the rank's remaining work runs on garbage).
+  void release_signals(int dst);
+
  private:
   using Key = std::tuple<std::uint64_t, int, int>;
+  using SignalKey = std::tuple<std::uint64_t, int, int, int>;
   int size_;
   HostWorldOptions options_;
   std::mutex mutex_;
   std::condition_variable cv_;
   std::map<Key, std::deque<std::vector<std::byte>>> mailboxes_;
+  std::map<SignalKey, std::uint64_t> signals_;
+  std::vector<char> released_;  // per world rank
   std::string abort_reason_;
 };
 
@@ -66,6 +76,11 @@ class HostCommunicator : public Communicator {
   void all_reduce(const void* send, void* recv, size_t count, DType dtype, ReduceOp op, StreamHandle stream) override;
   Communicator& group(const Mesh& mesh, const std::vector<int>& mesh_dims) override;
   void wait(StreamHandle stream, std::chrono::milliseconds timeout) override;
+  void all_gather_host(const void* send, void* recv, size_t bytes) override;
+
+  HostWorld& world() const { return world_; }
+  std::uint64_t context() const { return context_; }
+  int world_rank(int rank) const { return members_.at(rank); }
 
  private:
   HostCommunicator(HostWorld& world, std::vector<int> members, int index, std::uint64_t context);
@@ -88,6 +103,9 @@ class HostDevice : public Device {
   std::unique_ptr<CopyBatch> prepare_copies(const Copies& copies, int element_size) override;
   std::unique_ptr<CopyBatch> prepare_reductions(const std::vector<ReduceRegion>& regions, DType dtype) override;
   void check_buffer(const void* data, size_t bytes, const char* what) const override;
+  // Every rank of a host world shares this process's memory: peers' buffers are plain pointers, and the ordering
+  // flags live in the world. `comm` must be a HostCommunicator.
+  std::unique_ptr<PeerLink> connect_peers(Communicator& comm) override;
 };
 
 // Runs fn(rank) on one thread per rank and rethrows the first failure (after every thread ended). When a rank

@@ -1,0 +1,20 @@
+// The CUDA device's copy batches (internal to the CUDA backend).
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "reshard/backend.hpp"
+
+namespace reshard::cuda {
+
+// Copies on SM kernels, one launch per run; max_blocks > 0 caps the grid (copies beside communication).
+std::unique_ptr<CopyBatch> make_kernel_copies(Device& device, int ordinal, const std::vector<CopyRegion>& regions,
+                                              int element_size, int max_blocks);
+
+// Copies on the copy engines: one cudaMemcpyAsync / cudaMemcpy2DAsync / cudaMemcpy3DAsync per region (at most 3-D
+// after simplification; kInvalidArgument otherwise), addresses resolved per run from the bases (peer regions
+// included: the engines read the peer's memory over NVLink). Capturable in a CUDA graph.
+std::unique_ptr<CopyBatch> make_engine_copies(const std::vector<CopyRegion>& regions, int element_size);
+
+}  // namespace reshard::cuda

@@ -1,0 +1,273 @@
+// One-sided access among the GPUs of one host (the NVLink transport): peers' buffers mapped into this rank's address
+// space, and ordering flags in peer-visible memory.
+//
+// Mapping: ranks of the same process address each other's memory directly (peer access enabled); ranks of other
+// processes on the same host share allocations through CUDA IPC handles (cudaIpcGetMemHandle on the allocation's
+// base; cached by handle, so re-exposing buffers of mapped allocations opens nothing). Handles and pointers are
+// exchanged through the communicator the runtime gave us (Communicator::all_gather_host), at connect and whenever a
+// rank's buffers change.
+//
+// Ordering (the pattern of NCCL's copy-engine collectives): every rank owns a flag array, one 32-bit slot per phase
+// and peer. Posting writes 1 into the peer's slot for this rank with a 4-byte copy (a copy engine, no SM); waiting is a
+// stream memory operation (CU_STREAM_MEM_OP_WAIT_VALUE_32, no SM) on this rank's own slots, followed by a reset to 0
+// in the same batch. A slot is posted again only after its owner reset it: the next post of the same (phase, pair)
+// needs the other phase's sync between the two ranks, which the owner issues after its reset. The values never depend
+// on host counters, so the same operations replay correctly from a CUDA graph.
+#include <unistd.h>
+
+#include <array>
+#include <cstring>
+#include <map>
+#include <string>
+
+#include "cuda_peer_link.hpp"
+#include "driver_api.hpp"
+#include "reshard/cuda_check.hpp"
+
+namespace reshard::cuda {
+namespace {
+
+std::uint64_t host_id() {
+  char name[256] = {};
+  ::gethostname(name, sizeof(name) - 1);
+  std::uint64_t h = 1469598103934665603ull;
+  for (const char* c = name; *c; ++c) h = (h ^ static_cast<unsigned char>(*c)) * 1099511628211ull;
+  return h;
+}
+
+// What a rank publishes when it connects.
+struct Card {
+  std::uint64_t host = 0;
+  std::int64_t pid = 0;
+  std::int32_t device = 0;
+  char pci_bus_id[32] = {};
+  cudaIpcMemHandle_t flags_handle{};
+  std::uint64_t flags = 0;  // address in the owner's process
+};
+
+// One buffer as a rank exposes it.
+struct Exposed {
+  std::uint64_t base = 0, offset = 0;  // allocation base (owner's address space) and the buffer's offset in it
+  cudaIpcMemHandle_t handle{};
+  std::uint32_t present = 0;
+};
+
+constexpr int kPhases = 2;
+
+class CudaPeerLink : public PeerLink {
+ public:
+  CudaPeerLink(Communicator& comm, int ordinal) : comm_(comm), ordinal_(ordinal), n_(comm.size()), me_(comm.rank()) {
+    RESHARD_CUDA_CHECK(cudaSetDevice(ordinal_));
+    const size_t bytes = static_cast<size_t>(kPhases) * n_ * sizeof(std::uint32_t);
+    RESHARD_CUDA_CHECK(cudaMalloc(&flags_, bytes));
+    RESHARD_CUDA_CHECK(cudaMemset(flags_, 0, bytes));
+    RESHARD_CUDA_CHECK(cudaMalloc(&one_, sizeof(std::uint32_t)));
+    const std::uint32_t one = 1;
+    RESHARD_CUDA_CHECK(cudaMemcpy(one_, &one, sizeof(one), cudaMemcpyHostToDevice));
+    RESHARD_CUDA_CHECK(cudaStreamCreateWithFlags(&side_, cudaStreamNonBlocking));
+
+    Card mine;
+    mine.host = host_id();
+    mine.pid = static_cast<std::int64_t>(::getpid());
+    mine.device = ordinal_;
+    RESHARD_CUDA_CHECK(cudaDeviceGetPCIBusId(mine.pci_bus_id, sizeof(mine.pci_bus_id), ordinal_));
+    RESHARD_CUDA_CHECK(cudaIpcGetMemHandle(&mine.flags_handle, flags_));
+    mine.flags = reinterpret_cast<std::uint64_t>(flags_);
+    cards_.resize(n_);
+    comm_.all_gather_host(&mine, cards_.data(), sizeof(Card));
+
+    peer_flags_.assign(n_, nullptr);
+    reachable_.assign(n_, false);
+    peers_.assign(n_, RankBuffers{});
+    for (int p = 0; p < n_; ++p) {
+      if (p == me_) continue;
+      const Card& c = cards_[p];
+      if (c.host != mine.host) {
+        why_[p] = cat("rank ", p, " runs on another host");
+        continue;
+      }
+      int their = -1;
+      if (cudaDeviceGetByPCIBusId(&their, c.pci_bus_id) == cudaSuccess) {
+        int can = 0;
+        RESHARD_CUDA_CHECK(cudaDeviceCanAccessPeer(&can, ordinal_, their));
+        if (!can) {
+          why_[p] = cat("GPU ", ordinal_, " cannot access the memory of rank ", p, "'s GPU ", c.pci_bus_id);
+          continue;
+        }
+        if (c.pid == mine.pid) {
+          cudaError_t e = cudaDeviceEnablePeerAccess(their, 0);
+          if (e != cudaSuccess && e != cudaErrorPeerAccessAlreadyEnabled) RESHARD_CUDA_CHECK(e);
+          cudaGetLastError();  // clear "already enabled"
+        }
+      } else {
+        cudaGetLastError();  // not visible in this process (CUDA_VISIBLE_DEVICES): IPC still maps it
+      }
+      peer_flags_[p] = c.pid == mine.pid ? reinterpret_cast<std::uint32_t*>(c.flags)
+                                         : static_cast<std::uint32_t*>(open(p, c.flags_handle));
+      reachable_[p] = true;
+    }
+  }
+
+  ~CudaPeerLink() override {
+    cudaSetDevice(ordinal_);
+    for (auto& [key, mapped] : mapped_) cudaIpcCloseMemHandle(mapped);
+    if (side_) cudaStreamDestroy(side_);
+    if (one_) cudaFree(one_);
+    if (flags_) cudaFree(flags_);
+  }
+
+  void require(int peer) const override {
+    if (peer == me_ || reachable_[peer]) return;
+    auto it = why_.find(peer);
+    fail(ErrorKind::kInvalidArgument,
+         cat("the plan has rank ", me_, " read rank ", peer, "'s memory one-sided (nvlink), but ",
+             it == why_.end() ? std::string("it is not reachable") : it->second,
+             "; plan with --transport nccl for these ranks"));
+  }
+
+  void expose(const RankBuffers& mine) override {
+    RESHARD_CUDA_CHECK(cudaSetDevice(ordinal_));
+    std::array<Exposed, 3> out{describe(mine.input), describe(mine.output), describe(mine.work)};
+    std::vector<std::array<Exposed, 3>> all(n_);
+    comm_.all_gather_host(out.data(), all.data(), sizeof(out));
+    std::map<std::pair<int, std::string>, void*> keep;
+    for (int p = 0; p < n_; ++p) {
+      if (p == me_) {
+        peers_[p] = mine;
+        continue;
+      }
+      if (!reachable_[p]) continue;
+      void* bases[3] = {};
+      for (int b = 0; b < 3; ++b) {
+        const Exposed& e = all[p][b];
+        if (!e.present) continue;
+        if (cards_[p].pid == cards_[me_].pid) {
+          bases[b] = reinterpret_cast<void*>(e.base);
+        } else {
+          const auto key = std::make_pair(p, handle_key(e.handle));
+          bases[b] = keep[key] = open(p, e.handle);
+        }
+        bases[b] = static_cast<std::byte*>(bases[b]) + e.offset;
+      }
+      peers_[p] = RankBuffers{bases[0], bases[1], bases[2]};
+    }
+    // Mappings of allocations no longer exposed are closed (the flags' mappings stay).
+    for (auto it = mapped_.begin(); it != mapped_.end();) {
+      if (keep.count(it->first) || is_flags(it->first)) {
+        ++it;
+      } else {
+        cudaIpcCloseMemHandle(it->second);
+        it = mapped_.erase(it);
+      }
+    }
+  }
+
+  const RankBuffers* peers() const override { return peers_.data(); }
+
+  void sync(const PeerSync& sync, StreamHandle stream) override {
+    auto s = static_cast<cudaStream_t>(stream);
+    const int phase = static_cast<int>(sync.phase);
+    for (int p : sync.notify)
+      RESHARD_CUDA_CHECK(
+          cudaMemcpyAsync(peer_flags_[p] + slot(phase, me_), one_, sizeof(std::uint32_t), cudaMemcpyDeviceToDevice, s));
+    if (sync.await.empty()) return;
+    ops_.clear();
+    for (int p : sync.await) {
+      CUstreamBatchMemOpParams op{};
+      op.waitValue.operation = CU_STREAM_MEM_OP_WAIT_VALUE_32;
+      op.waitValue.address = reinterpret_cast<CUdeviceptr>(flags_ + slot(phase, p));
+      op.waitValue.value = 1;
+      op.waitValue.flags = CU_STREAM_WAIT_VALUE_EQ;
+      ops_.push_back(op);
+    }
+    for (int p : sync.await) {
+      CUstreamBatchMemOpParams op{};
+      op.writeValue.operation = CU_STREAM_MEM_OP_WRITE_VALUE_32;
+      op.writeValue.address = reinterpret_cast<CUdeviceptr>(flags_ + slot(phase, p));
+      op.writeValue.value = 0;
+      op.writeValue.flags = CU_STREAM_WRITE_VALUE_DEFAULT;
+      ops_.push_back(op);
+    }
+    RESHARD_CU_CHECK(driver_api().stream_batch_mem_op(reinterpret_cast<CUstream>(s),
+                                                      static_cast<unsigned int>(ops_.size()), ops_.data(), 0));
+  }
+
+  void release() override {
+    cudaSetDevice(ordinal_);
+    std::vector<std::uint32_t> ones(static_cast<size_t>(kPhases) * n_, 1);
+    cudaMemcpyAsync(flags_, ones.data(), ones.size() * sizeof(std::uint32_t), cudaMemcpyHostToDevice, side_);
+    cudaStreamSynchronize(side_);
+    cudaGetLastError();
+  }
+
+ private:
+  size_t slot(int phase, int rank) const { return static_cast<size_t>(phase) * n_ + rank; }
+
+  static std::string handle_key(const cudaIpcMemHandle_t& h) { return std::string(h.reserved, sizeof(h.reserved)); }
+
+  bool is_flags(const std::pair<int, std::string>& key) const {
+    return key.second == handle_key(cards_[key.first].flags_handle);
+  }
+
+  // Maps rank `peer`'s allocation (cached by handle).
+  void* open(int peer, const cudaIpcMemHandle_t& handle) {
+    const auto key = std::make_pair(peer, handle_key(handle));
+    auto it = mapped_.find(key);
+    if (it != mapped_.end()) return it->second;
+    void* p = nullptr;
+    cudaError_t e = cudaIpcOpenMemHandle(&p, handle, cudaIpcMemLazyEnablePeerAccess);
+    if (e != cudaSuccess) {
+      cudaGetLastError();
+      fail(ErrorKind::kBackend, cat("rank ", me_, " cannot map rank ", peer,
+                                    "'s GPU memory (cudaIpcOpenMemHandle: ", cudaGetErrorString(e), ")"));
+    }
+    mapped_.emplace(key, p);
+    return p;
+  }
+
+  Exposed describe(const void* ptr) {
+    Exposed e;
+    if (!ptr) return e;
+    CUdeviceptr base = 0;
+    size_t size = 0;
+    RESHARD_CU_CHECK(driver_api().mem_get_address_range(&base, &size, reinterpret_cast<CUdeviceptr>(ptr)));
+    e.base = static_cast<std::uint64_t>(base);
+    e.offset = reinterpret_cast<std::uint64_t>(ptr) - e.base;
+    e.present = 1;
+    bool other_process = false;
+    for (int p = 0; p < n_; ++p) other_process = other_process || (reachable_[p] && cards_[p].pid != cards_[me_].pid);
+    if (other_process) {  // (not cached: a freed and reallocated base gets a new handle)
+      cudaError_t err = cudaIpcGetMemHandle(&e.handle, reinterpret_cast<void*>(base));
+      if (err != cudaSuccess) {
+        cudaGetLastError();
+        fail(
+            ErrorKind::kInvalidArgument,
+            cat("buffer ", ptr, " cannot be shared with peer processes (cudaIpcGetMemHandle: ", cudaGetErrorString(err),
+                "; memory from cudaMallocAsync pools or virtual-memory allocators is not exportable); allocate it "
+                "with cudaMalloc or use the nccl transport"));
+      }
+    }
+    return e;
+  }
+
+  Communicator& comm_;
+  int ordinal_, n_, me_;
+  std::uint32_t* flags_ = nullptr;  // [phase][rank]: 1 when that rank posted the phase to this one
+  std::uint32_t* one_ = nullptr;    // the posted value, copied into peers' slots
+  cudaStream_t side_ = nullptr;     // release() only
+  std::vector<Card> cards_;
+  std::vector<std::uint32_t*> peer_flags_;
+  std::vector<bool> reachable_;
+  std::map<int, std::string> why_;
+  std::vector<RankBuffers> peers_;
+  std::map<std::pair<int, std::string>, void*> mapped_;  // (peer, IPC handle) -> mapping
+  std::vector<CUstreamBatchMemOpParams> ops_;
+};
+
+}  // namespace
+
+std::unique_ptr<PeerLink> connect_cuda_peers(Communicator& comm, int ordinal) {
+  return std::make_unique<CudaPeerLink>(comm, ordinal);
+}
+
+}  // namespace reshard::cuda

@@ -1,0 +1,45 @@
+// The host backend's one-sided access: ranks are threads of one process, so a peer's buffers are plain pointers, and
+// the ordering flags are counters in the host world. Work is done when enqueued, so sync() blocks the calling rank
+// until its peers posted (with the world's timeout).
+#include <vector>
+
+#include "reshard/host_backend.hpp"
+
+namespace reshard {
+namespace {
+
+class HostPeerLink : public PeerLink {
+ public:
+  explicit HostPeerLink(HostCommunicator& comm) : comm_(comm), peers_(comm.size()) {
+    for (int phase = 0; phase < 2; ++phase) awaited_[phase].assign(comm.size(), 0);
+  }
+
+  void expose(const RankBuffers& mine) override { comm_.all_gather_host(&mine, peers_.data(), sizeof(RankBuffers)); }
+  const RankBuffers* peers() const override { return peers_.data(); }
+  void require(int) const override {}  // one process: every rank's memory is this process's
+
+  void sync(const PeerSync& sync, StreamHandle) override {
+    const int phase = static_cast<int>(sync.phase);
+    HostWorld& world = comm_.world();
+    const int me = comm_.world_rank(comm_.rank());
+    for (int p : sync.notify) world.post_signal(comm_.context(), me, comm_.world_rank(p), phase);
+    for (int p : sync.await) world.await_signal(comm_.context(), comm_.world_rank(p), me, phase, ++awaited_[phase][p]);
+  }
+
+  void release() override { comm_.world().release_signals(comm_.world_rank(comm_.rank())); }
+
+ private:
+  HostCommunicator& comm_;
+  std::vector<RankBuffers> peers_;
+  std::vector<std::uint64_t> awaited_[2];  // per phase and peer: how many posts this rank has waited for
+};
+
+}  // namespace
+
+std::unique_ptr<PeerLink> HostDevice::connect_peers(Communicator& comm) {
+  auto* host = dynamic_cast<HostCommunicator*>(&comm);
+  RESHARD_REQUIRE(host != nullptr, "the host device reaches its peers through a host communicator");
+  return std::make_unique<HostPeerLink>(*host);
+}
+
+}  // namespace reshard
