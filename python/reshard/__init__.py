@@ -119,7 +119,7 @@ def run_host(mesh, src, dst, shards, *, shape=None, dtype=None, strategy="auto",
     """
     from . import _core
 
-    shards = [_np.ascontiguousarray(s) for s in shards]
+    shards = [_np.asarray(s, order="C") for s in shards]  # (ascontiguousarray makes 0-d arrays 1-d)
     if not shards:
         raise ValueError("run_host needs one shard per rank; none were given")
     np_dtype = shards[0].dtype

@@ -1,6 +1,7 @@
 #include "buffers.hpp"
 
 #include <dlpack/dlpack.h>
+#include <pybind11/stl.h>
 
 #include <vector>
 
