@@ -29,6 +29,7 @@ void bind_layout(py::module_& m) {
 }
 
 void bind_buffers(py::module_& m) {
+  m.attr("HAVE_DLPACK") = dlpack_supported();
   m.def(
       "describe_buffer",
       [](py::handle obj, std::uintptr_t stream) {

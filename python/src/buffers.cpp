@@ -1,7 +1,12 @@
 #include "buffers.hpp"
 
-#include <dlpack/dlpack.h>
 #include <pybind11/stl.h>
+#ifndef RESHARD_HAVE_DLPACK
+#define RESHARD_HAVE_DLPACK 0
+#endif
+#if RESHARD_HAVE_DLPACK
+#include <dlpack/dlpack.h>
+#endif
 
 #include <vector>
 
@@ -35,6 +40,7 @@ size_t dense_bytes(const std::vector<std::int64_t>& shape, const std::vector<std
   return static_cast<size_t>(checked_mul(count, static_cast<Index>(element_bits / 8), what));
 }
 
+#if RESHARD_HAVE_DLPACK
 BufferRef from_dlpack(py::handle obj, std::uintptr_t stream, const char* what) {
   BufferRef buf;
   py::tuple dev = obj.attr("__dlpack_device__")();
@@ -67,6 +73,12 @@ BufferRef from_dlpack(py::handle obj, std::uintptr_t stream, const char* what) {
   buf.keepalive = std::move(capsule);
   return buf;
 }
+#else
+BufferRef from_dlpack(py::handle, std::uintptr_t, const char* what) {
+  fail(ErrorKind::kInvalidArgument, cat(what, ": this reshard was built without DLPack (dlpack/dlpack.h); pass ",
+                                        "__cuda_array_interface__ or a data address"));
+}
+#endif
 
 int typestr_bits(const std::string& typestr, const char* what) {
   RESHARD_REQUIRE(typestr.size() >= 3, what, ": __cuda_array_interface__ typestr '", typestr, "' is malformed");
@@ -103,6 +115,8 @@ BufferRef from_cuda_array_interface(py::handle obj, const char* what) {
 }
 
 }  // namespace
+
+bool dlpack_supported() { return RESHARD_HAVE_DLPACK != 0; }
 
 BufferRef buffer_from(py::handle obj, std::uintptr_t stream, const char* what) {
   if (py::isinstance<py::int_>(obj) && !py::isinstance<py::bool_>(obj)) {

@@ -29,6 +29,9 @@ struct BufferRef {
 // names the argument in errors (ValueError: not a tensor, not contiguous, wrong device).
 BufferRef buffer_from(pybind11::handle obj, std::uintptr_t stream, const char* what);
 
+// Whether this build reads DLPack capsules (dlpack/dlpack.h was found).
+bool dlpack_supported();
+
 // Checks that a buffer holds at least `bytes` bytes on the expected memory (kInvalidArgument naming `what`).
 void check_buffer_size(const BufferRef& buf, size_t bytes, MemoryKind memory, const char* what);
 

@@ -7,6 +7,7 @@ import pytest
 from reshard import _core
 
 
+@pytest.mark.skipif(not _core.HAVE_DLPACK, reason="built without dlpack/dlpack.h")
 def test_dlpack_numpy():
     a = np.arange(12, dtype=np.float32).reshape(3, 4)
     d = _core.describe_buffer(a)
