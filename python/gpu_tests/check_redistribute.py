@@ -215,7 +215,11 @@ def main():
             if time.time() - t0 > args.time_limit:
                 skipped += 1
                 continue
-            r = run_case(mesh, mesh_shape, src, dst, dtype_name, shape, seed=1000 + i)
+            try:
+                r = run_case(mesh, mesh_shape, src, dst, dtype_name, shape, seed=1000 + i)
+            except Exception as e:  # noqa: BLE001 - a failure of the harness or of an API, recorded as failing
+                r = {"mesh": list(mesh_shape), "src": src, "dst": dst, "dtype": dtype_name, "ok": False,
+                     "error": f"{type(e).__name__}: {e}"}
             r["size"] = size_name
             results.append(r)
             if not r["ok"]:
@@ -224,6 +228,7 @@ def main():
                 rt.clear_cache()  # 1 GiB workspaces do not stay around
         common.log(f"mesh {mesh_shape} {size_name} {dtype_name}: {len(results)} cases so far, "
                    f"{sum(not r['ok'] for r in results)} failing, {time.time() - t0:.0f} s")
+        common.write_json(args.out, "redistribute.json", results)  # so far (a killed run leaves what it did)
     graph = cuda_graph_cases(meshes[mesh_shapes[0]])
     casts = dtype_cast_cases(meshes[mesh_shapes[0]])
     stats = rt.stats()

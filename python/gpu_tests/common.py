@@ -1,5 +1,6 @@
 """Shared by the GPU checks and the benchmark (run under torchrun, one process per GPU)."""
 
+import datetime
 import json
 import os
 import pathlib
@@ -17,7 +18,8 @@ def setup():
     """Initialises torch.distributed (NCCL) on this process's GPU; returns (rank, world size)."""
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
     torch.cuda.set_device(local_rank)
-    dist.init_process_group("nccl", device_id=torch.device("cuda", local_rank))
+    # A short timeout: a rank stuck in a collective ends the job instead of holding the GPUs for PyTorch's default.
+    dist.init_process_group("nccl", device_id=torch.device("cuda", local_rank), timeout=datetime.timedelta(seconds=180))
     return dist.get_rank(), dist.get_world_size()
 
 

@@ -14,7 +14,9 @@ void bind_layout(py::module_& m) {
   m.def(
       "layout_json",
       [](const std::string& mesh, std::optional<std::vector<int>> ranks, const std::string& placements,
-         const ShapeArg& shape) { return layout_json(make_layout({mesh, std::move(ranks), placements, shape})); },
+         const ShapeArg& shape) {
+        return layout_json(make_layout({mesh, std::move(ranks), placements, shape}));
+      },
       py::arg("mesh"), py::arg("ranks"), py::arg("placements"), py::arg("shape"),
       "The text `reshard layout --json` prints (without its final newline).");
   m.def(

@@ -18,10 +18,10 @@ struct BufferRef {
   void* data = nullptr;
   std::optional<size_t> bytes;  // unset for a raw address
   MemoryKind memory = MemoryKind::kUnknown;
-  int device = 0;                // CUDA ordinal for kCuda
-  int element_bits = 0;          // 0 for a raw address
+  int device = 0;        // CUDA ordinal for kCuda
+  int element_bits = 0;  // 0 for a raw address
   bool readonly = false;
-  pybind11::object keepalive;    // holds the DLPack capsule until the buffer is no longer used
+  pybind11::object keepalive;  // holds the DLPack capsule until the buffer is no longer used
 };
 
 // Reads a buffer. For CUDA DLPack producers `stream` (a cudaStream_t as an integer, 0 for the legacy default stream)

@@ -54,8 +54,8 @@ struct CudaRedistributor {
 std::unique_ptr<CudaRedistributor> make_redistributor(std::shared_ptr<NcclCommunicator> comm,
                                                       std::shared_ptr<CudaDevice> device, const PlanArgs& args) {
   PlanRequest req = make_plan_request(args);
-  RESHARD_REQUIRE(req.src.mesh().size() == comm->size(), "mesh ", req.src.mesh().str(), " has ",
-                  req.src.mesh().size(), " ranks but the communicator has ", comm->size());
+  RESHARD_REQUIRE(req.src.mesh().size() == comm->size(), "mesh ", req.src.mesh().str(), " has ", req.src.mesh().size(),
+                  " ranks but the communicator has ", comm->size());
   auto out = std::make_unique<CudaRedistributor>();
   out->comm = std::move(comm);
   out->device = std::move(device);
@@ -116,8 +116,7 @@ PYBIND11_MODULE(_cuda, m) {
       .def(py::init(&make_redistributor), py::arg("comm"), py::arg("device"), py::arg("args"),
            "Plans (for this rank) and prepares; collective over the communicator's ranks.")
       .def_property_readonly("input_bytes", [](const CudaRedistributor& r) { return r.redistributor->input_bytes(); })
-      .def_property_readonly("output_bytes",
-                             [](const CudaRedistributor& r) { return r.redistributor->output_bytes(); })
+      .def_property_readonly("output_bytes", [](const CudaRedistributor& r) { return r.redistributor->output_bytes(); })
       .def_property_readonly("workspace_bytes",
                              [](const CudaRedistributor& r) { return r.redistributor->workspace_bytes(); })
       .def_property_readonly("plan", [](const CudaRedistributor& r) { return r.redistributor->plan(); })
@@ -145,7 +144,9 @@ PYBIND11_MODULE(_cuda, m) {
           "run() for data addresses only: the hot path of reshard.torch.")
       .def(
           "wait",
-          [](CudaRedistributor& r, std::uintptr_t stream) { r.redistributor->wait(reinterpret_cast<StreamHandle>(stream)); },
+          [](CudaRedistributor& r, std::uintptr_t stream) {
+            r.redistributor->wait(reinterpret_cast<StreamHandle>(stream));
+          },
           py::arg("stream"), py::call_guard<py::gil_scoped_release>(),
           "Blocks until the work on `stream` is done (with the communicator's timeout).");
 }

@@ -76,6 +76,7 @@ def configure(*, strategy=None, transport=None, memory_budget=None, ranks_per_no
     if cache_size is not None:
         s.cache_size = int(cache_size)
     _ops._decisions.clear()  # plans depend on the settings: decide and prepare again
+    _ops._routes.clear()
     _runtime.clear_cache()
     return {k: getattr(s, k) for k in ("strategy", "transport", "memory_budget", "ranks_per_node", "timeout_s",
                                       "cache_size")}

@@ -99,10 +99,52 @@ def _check_shard_order(spec):
         raise Unsupported("non-default shard order")
 
 
+_routes = {}  # (current spec, target spec, is_backward, strategy, dtype) -> route (eager calls: DTensorSpec is hashable)
+_ROUTES_KEPT = 4096
+
+
 def redistribute_local(local, current_spec, target_spec, *, is_backward=False, strategy=None):
     """This rank's local tensor redistributed from current_spec to target_spec by reshard (a new tensor), or `local`
     itself when nothing moves (as PyTorch returns it). Raises Unsupported(reason) for what reshard leaves to PyTorch;
     the decision depends only on what every rank of the mesh sees alike (mesh, placements, global shape, dtype)."""
+    strategy = strategy or _runtime.settings.strategy
+    tracing = _are_we_tracing()
+    route = key = None
+    if not tracing:  # a repeat skips the analysis below
+        key = (current_spec, target_spec, is_backward, strategy, local.dtype)
+        try:
+            route = _routes.get(key)
+        except TypeError:  # an unhashable spec
+            key = None
+    if route is None:
+        try:
+            route = _route(local.dtype, current_spec, target_spec, is_backward, strategy)
+        except Unsupported as e:
+            route = ("pytorch", str(e))
+        if key is not None:
+            if len(_routes) >= _ROUTES_KEPT:
+                _routes.clear()
+            _routes[key] = route
+    if route[0] == "pytorch":
+        raise Unsupported(route[1])
+    if local.device.type != "cuda":
+        raise Unsupported(f"{local.device.type} tensors")
+    if route[0] == "noop":
+        _runtime.count("noop")
+        return local
+    _, mesh_shape, mesh_ranks, src, dst, shape = route
+    if tracing:
+        _runtime.count("traced")
+        return torch.ops.reshard.redistribute(local, list(mesh_shape), list(mesh_ranks), ",".join(src), ",".join(dst),
+                                              list(shape), strategy)
+    if torch.cuda.is_current_stream_capturing() and not _runtime.is_prepared(
+            mesh_shape, mesh_ranks, src, dst, shape, local.dtype, strategy, local.device.index):
+        raise Unsupported("first use inside CUDA graph capture (run it once before capturing)")
+    return _runtime.run(local, mesh_shape, mesh_ranks, src, dst, shape, strategy)
+
+
+def _route(dtype, current_spec, target_spec, is_backward, strategy):
+    """("noop",), ("reshard", mesh shape, mesh ranks, src, dst, global shape), or raises Unsupported(reason)."""
     reason = _runtime.cuda_unavailable_reason()
     if reason:
         raise Unsupported(reason)
@@ -111,10 +153,8 @@ def redistribute_local(local, current_spec, target_spec, *, is_backward=False, s
     mesh_shape, mesh_ranks, position = mesh_info(current_spec.mesh)
     if position is None:
         raise Unsupported("this rank is not in the mesh")
-    if local.device.type != "cuda":
-        raise Unsupported(f"{local.device.type} tensors")
-    if local.dtype not in _layout.DTYPES:
-        raise Unsupported(f"dtype {local.dtype}")
+    if dtype not in _layout.DTYPES:
+        raise Unsupported(f"dtype {dtype}")
     _check_shard_order(current_spec)
     _check_shard_order(target_spec)
     meta = current_spec.tensor_meta
@@ -123,6 +163,7 @@ def redistribute_local(local, current_spec, target_spec, *, is_backward=False, s
     shape = tuple(meta.shape)
     if not _layout.is_concrete(shape):
         raise Unsupported("symbolic (dynamic) shape")
+    shape = tuple(int(s) for s in shape)
     src = _layout.placements_text(current_spec.placements, len(shape))
     dst = _layout.placements_text(target_spec.placements, len(shape))
     if is_backward:
@@ -130,23 +171,13 @@ def redistribute_local(local, current_spec, target_spec, *, is_backward=False, s
     src = _layout.canonical(src, mesh_shape)
     dst = _layout.canonical(dst, mesh_shape)
     if src == dst:
-        _runtime.count("noop")
-        return local
-    strategy = strategy or _runtime.settings.strategy
-    key = (mesh_shape, mesh_ranks, src, dst, shape, local.dtype, strategy)
+        return ("noop",)
+    key = (mesh_shape, mesh_ranks, src, dst, shape, dtype, strategy)
     if key not in _decisions:
-        _decisions[key] = _decide(mesh_shape, src, dst, shape, local.dtype, strategy)
+        _decisions[key] = _decide(mesh_shape, src, dst, shape, dtype, strategy)
     if _decisions[key] is not None:
         raise Unsupported(_decisions[key])
-    if _are_we_tracing():
-        _runtime.count("traced")
-        return torch.ops.reshard.redistribute(local, list(mesh_shape), list(mesh_ranks), ",".join(src), ",".join(dst),
-                                              list(shape), strategy)
-    device = local.device.index
-    if torch.cuda.is_current_stream_capturing() and not _runtime.is_prepared(
-            mesh_shape, mesh_ranks, src, dst, shape, local.dtype, strategy, device):
-        raise Unsupported("first use inside CUDA graph capture (run it once before capturing)")
-    return _runtime.run(local, mesh_shape, mesh_ranks, src, dst, shape, strategy)
+    return ("reshard", mesh_shape, mesh_ranks, src, dst, shape)
 
 
 def _decide(mesh_shape, src, dst, shape, dtype, strategy):
