@@ -30,16 +30,19 @@ clear_cache = _runtime.clear_cache
 
 
 def redistribute(dtensor, device_mesh=None, placements=None, *, async_op=False, forward_dtype=None,
-                 backward_dtype=None, strategy=None):
+                 backward_dtype=None, strategy=None, **kwargs):
     """DTensor.redistribute through reshard: the same result (bitwise), placements, DTensorSpec and autograd.
 
     placements: PyTorch placement objects, or reshard's text ("S0,R", ["S1", "R"]). strategy: auto (default: the
     configured one), collective, p2p or hybrid. Inside torch.compile this traces as DTensor.redistribute, which
-    goes through reshard when enable() is on.
+    goes through reshard when enable() is on. Other keywords of DTensor.redistribute (such as a shard order) are
+    passed to PyTorch, which then does the redistribution (counted in stats()).
     """
-    if torch.compiler.is_compiling():
+    if torch.compiler.is_compiling() or kwargs:
+        if kwargs and not torch.compiler.is_compiling():
+            _runtime.count("pytorch", "DTensor.redistribute keywords " + ",".join(sorted(kwargs)))
         return dtensor.redistribute(device_mesh, placements, async_op=async_op, forward_dtype=forward_dtype,
-                                    backward_dtype=backward_dtype)
+                                    backward_dtype=backward_dtype, **kwargs)
     device_mesh = device_mesh or dtensor.device_mesh
     if placements is None:
         raise RuntimeError("placements is needed for redistribute!")
@@ -50,8 +53,11 @@ def redistribute(dtensor, device_mesh=None, placements=None, *, async_op=False, 
                 f"Can not redistribute from {dtensor.placements[i]} to {placement}, "
                 "redistributing to Partial is for internal use only!"
             )
-        elif isinstance(placement, Shard) and placement.dim < 0:
-            placements[i] = Shard(placement.dim + dtensor.ndim)
+        elif isinstance(placement, Shard) and placement.dim < 0:  # normalise the shard dim, keeping the class
+            if type(placement) is Shard:
+                placements[i] = Shard(placement.dim + dtensor.ndim)
+            else:  # _StridedShard
+                placements[i] = type(placement)(placement.dim + dtensor.ndim, split_factor=placement.split_factor)
     return Redistribute.apply(dtensor, device_mesh, tuple(placements), async_op, forward_dtype, backward_dtype,
                               strategy)
 
