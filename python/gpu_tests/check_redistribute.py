@@ -146,19 +146,30 @@ def cuda_graph_cases(mesh):
         full = common.make_global((1024, 1024), torch.float32, 11)
         local = common.local_of(full, mesh, src_p, 11, noise(torch.float32))
         x = DTensor.from_local(local, mesh, src_p, shape=full.shape, stride=full.stride())
+        record = {"src": src, "dst": dst}
         with torch.no_grad():
             eager = rt.redistribute(x, mesh, dst_p).to_local().clone()
             torch.cuda.synchronize()
-            graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(graph):
-                y = rt.redistribute(x, mesh, dst_p)
-            ok = True
-            for _ in range(3):
-                y.to_local().zero_()
-                graph.replay()
-                torch.cuda.synchronize()
-                ok = ok and common.same_bits(y.to_local(), eager)
-        out.append({"src": src, "dst": dst, "graph_equal": ok, "ok": common.all_ranks_true(ok)})
+            ok = False
+            for mode in ("global", "relaxed"):  # PyTorch's default capture mode first
+                try:
+                    graph = torch.cuda.CUDAGraph()
+                    with torch.cuda.graph(graph, capture_error_mode=mode):
+                        y = rt.redistribute(x, mesh, dst_p)
+                except Exception as e:  # noqa: BLE001 - recorded
+                    record[f"{mode}_error"] = f"{type(e).__name__}: {str(e)[:300]}"
+                    torch.cuda.synchronize()
+                    continue
+                ok = True
+                for _ in range(3):
+                    y.to_local().zero_()
+                    graph.replay()
+                    torch.cuda.synchronize()
+                    ok = ok and common.same_bits(y.to_local(), eager)
+                record["capture_mode"] = mode
+                break
+        record.update(graph_equal=ok, ok=common.all_ranks_true(ok and record.get("capture_mode") == "global"))
+        out.append(record)
     return out
 
 

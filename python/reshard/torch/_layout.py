@@ -1,6 +1,6 @@
-"""DTensor layouts in reshard's terms, without touching a GPU: placement text, the rank's mesh coordinate and local
-shape (PyTorch's chunking: full = ceil(s / n), chunk i starts at full * i), and whether reshard takes a
-redistribution or leaves it to PyTorch (with the reason)."""
+"""DTensor layouts in reshard's terms: the dtypes reshard moves, placement text from PyTorch placement objects (and
+back), and the Unsupported exception that carries why a redistribution is left to PyTorch. The layout arithmetic is
+in reshard/_shapes.py."""
 
 import numbers
 
@@ -73,31 +73,6 @@ def to_torch_placements(placements, ndim):
             else:
                 out.append(Partial(t[2:-1] if "(" in t else "sum"))
     return out
-
-
-def mesh_coord(position, mesh_shape):
-    coord = []
-    for n in reversed(mesh_shape):
-        coord.append(position % n)
-        position //= n
-    return coord[::-1]
-
-
-def local_shape(global_shape, mesh_shape, placements, coord):
-    """The local shape at a mesh coordinate (placements: canonical text)."""
-    shape = list(global_shape)
-    for m, p in enumerate(placements):
-        if p[0] == "S":
-            d, n, i = int(p[1:]), mesh_shape[m], coord[m]
-            s = shape[d]
-            full = (s + n - 1) // n
-            shape[d] = max(0, min(s, full * (i + 1)) - full * i)
-    return shape
-
-
-def canonical(placements, mesh_shape):
-    """Size-1 mesh dims never change a box: treat them as Replicate (as reshard's planner does)."""
-    return tuple("R" if mesh_shape[m] == 1 else p for m, p in enumerate(placements))
 
 
 def is_concrete(shape):

@@ -12,6 +12,8 @@ from typing import List
 import torch
 import torch.distributed as dist
 
+from .. import _shapes
+from .._shapes import backward_target
 from . import _layout, _runtime
 from ._layout import Unsupported
 
@@ -31,12 +33,6 @@ except ImportError:  # pragma: no cover
     _disable_current_modes = contextlib.nullcontext
 
 
-def backward_target(grad_placements, input_placements):
-    """PyTorch's backward rule: a mesh dim whose input was Partial and whose gradient arrives Shard or Replicate goes to
-    Replicate (R->P is skipped, S->P becomes S->R); every other dim returns to the input's placement."""
-    return tuple("R" if t[0] == "P" and c[0] != "P" else t for c, t in zip(grad_placements, input_placements))
-
-
 @torch.library.custom_op("reshard::redistribute", mutates_args=())
 def redistribute_op(local: torch.Tensor, mesh_shape: List[int], mesh_ranks: List[int], src: str, dst: str,
                     global_shape: List[int], strategy: str) -> torch.Tensor:
@@ -49,7 +45,7 @@ def redistribute_op(local: torch.Tensor, mesh_shape: List[int], mesh_ranks: List
 @redistribute_op.register_fake
 def _redistribute_fake(local, mesh_shape, mesh_ranks, src, dst, global_shape, strategy):
     position = list(mesh_ranks).index(dist.get_rank())
-    shape = _layout.local_shape(global_shape, mesh_shape, dst.split(","), _layout.mesh_coord(position, mesh_shape))
+    shape = _shapes.local_shape(global_shape, mesh_shape, dst.split(","), _shapes.mesh_coord(position, mesh_shape))
     return local.new_empty(shape)
 
 
@@ -60,7 +56,7 @@ def _setup_context(ctx, inputs, output):
 def _backward(ctx, grad):
     mesh_shape, mesh_ranks, src, dst, global_shape, strategy = ctx.args
     target = backward_target(dst.split(","), src.split(","))
-    if _layout.canonical(target, mesh_shape) == _layout.canonical(tuple(dst.split(",")), mesh_shape):
+    if _shapes.canonical(target, mesh_shape) == _shapes.canonical(tuple(dst.split(",")), mesh_shape):
         return grad, None, None, None, None, None, None
     out = torch.ops.reshard.redistribute(grad, mesh_shape, mesh_ranks, dst, ",".join(target), global_shape, strategy)
     return out, None, None, None, None, None, None
@@ -168,8 +164,8 @@ def _route(dtype, current_spec, target_spec, is_backward, strategy):
     dst = _layout.placements_text(target_spec.placements, len(shape))
     if is_backward:
         dst = list(backward_target(src, dst))
-    src = _layout.canonical(src, mesh_shape)
-    dst = _layout.canonical(dst, mesh_shape)
+    src = _shapes.canonical(src, mesh_shape)
+    dst = _shapes.canonical(dst, mesh_shape)
     if src == dst:
         return ("noop",)
     key = (mesh_shape, mesh_ranks, src, dst, shape, dtype, strategy)

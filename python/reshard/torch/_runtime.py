@@ -19,7 +19,7 @@ import threading
 import torch
 import torch.distributed as dist
 
-from .. import _args, _core
+from .. import _args, _core, _shapes
 from . import _layout
 
 try:
@@ -69,7 +69,7 @@ def stats():
     with _lock:
         return {
             "reshard": _stats["reshard"],  # eager runs through reshard's executor (compiled graphs' runs included)
-            "traced": _stats["traced"],  # redistributions reshard put into a traced graph (torch.compile, make_fx)
+            "traced": _stats["traced"],  # calls made while tracing (torch.compile, make_fx): reshard::redistribute nodes
             "noop": _stats["noop"],  # nothing to move (same placements up to size-1 mesh dims)
             "pytorch": _stats["pytorch"],  # left to PyTorch; why: fallback_reasons
             "fallback_reasons": dict(_reasons),
@@ -159,8 +159,8 @@ def _build(key, mesh_shape, mesh_ranks, src, dst, shape, dtype_name, is_complex,
     comm = communicator(mesh_ranks, device)
     args = plan_args(mesh_shape, src, dst, shape, dtype_name, strategy)
     redistributor = _cuda.Redistributor(comm, cuda_device(device), args)
-    coord = _layout.mesh_coord(mesh_ranks.index(dist.get_rank()), mesh_shape)
-    out_shape = _layout.local_shape(shape, mesh_shape, dst, coord)
+    coord = _shapes.mesh_coord(mesh_ranks.index(dist.get_rank()), mesh_shape)
+    out_shape = _shapes.local_shape(shape, mesh_shape, dst, coord)
     if is_complex:
         out_shape = out_shape[:-1]  # the trailing 2 of the real view
     entry = Entry(redistributor, tuple(out_shape), is_complex)
