@@ -1,0 +1,181 @@
+"""reshard.torch against PyTorch's DTensor.redistribute, from Python, in the same run (torch.cuda.Event timings).
+
+    torchrun --nproc-per-node 2 python/bench/bench_torch.py --out DIR
+
+Cases: mesh (2) (and (2,2) on 4 GPUs), S0->S1, S0->R, R->S0, P->R, P->S0 for f32 1024x1024 (4 MiB) and f32 16384x16384
+(1 GiB), and S0->S1 in bf16 at both sizes. Each call is timed as DTensor programs see it, Python overhead included:
+ranks meet at a barrier, the GPU is idle, a CUDA event is recorded, the call is made, a second event is recorded, the
+host waits; the time of an iteration is the slowest rank's, the median over iterations is reported. Three variants
+per case, interleaved: DTensor.redistribute (PyTorch), reshard.torch.redistribute, and DTensor.redistribute with
+reshard.torch.enable(). Every result is compared with PyTorch's, every element. Then the tensor-parallel MLP of
+python/examples/tp_mlp.py: median step time (forward, backward, SGD step) with and without enable(), eager (and
+compiled with --compile-mlp). Results: DIR/bench.json and a table on stdout.
+"""
+
+import argparse
+import pathlib
+import statistics
+import sys
+import time
+
+import torch
+import torch.distributed as dist
+from torch.distributed.device_mesh import init_device_mesh
+from torch.distributed.tensor import DTensor
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "gpu_tests"))
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "examples"))
+import common  # noqa: E402
+import reshard.torch as rt  # noqa: E402
+import tp_mlp  # noqa: E402
+
+CASES = [("S0", "S1"), ("S0", "R"), ("R", "S0"), ("P", "R"), ("P", "S0")]
+SIZES = {"4MiB": (1024, 1024), "1GiB": (16384, 16384)}
+
+
+def time_call(fn, iters, warmup):
+    """Median over iterations of the slowest rank's CUDA-event time of one call (us), and the last result."""
+    out = None
+    for _ in range(warmup):
+        out = fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(iters):
+        dist.barrier()
+        torch.cuda.synchronize()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        out = fn()
+        end.record()
+        torch.cuda.synchronize()
+        times.append(start.elapsed_time(end) * 1000.0)
+    t = torch.tensor(times, device="cuda", dtype=torch.float64)
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    return statistics.median(t.tolist()), out
+
+
+def bench_redistribute(mesh, mesh_shape, src, dst, dtype_name, shape, iters, warmup):
+    dtype = common.DTYPES[dtype_name]
+    src_p = [common.placement(t) for t in src.split(",")]
+    dst_p = [common.placement(t) for t in dst.split(",")]
+    full = common.make_global(shape, dtype, 3)
+    local = common.local_of(full, mesh, src_p, 3, lambda s, sd: common.make_global(s, dtype, sd))
+    x = DTensor.from_local(local, mesh, src_p, shape=full.shape, stride=full.stride())
+    variants = {
+        "pytorch": lambda: x.redistribute(mesh, dst_p),
+        "reshard": lambda: rt.redistribute(x, mesh, dst_p),
+    }
+    row = {"mesh": list(mesh_shape), "from": src, "to": dst, "dtype": dtype_name, "shape": list(shape),
+           "tensor_bytes": full.numel() * full.element_size()}
+    results = {}
+    with torch.no_grad():
+        for name, fn in variants.items():
+            row[f"{name}_us"], out = time_call(fn, iters, warmup)
+            results[name] = out.to_local()
+        rt.enable()
+        try:
+            row["enabled_us"], out = time_call(variants["pytorch"], iters, warmup)
+            results["enabled"] = out.to_local()
+        finally:
+            rt.disable()
+    row["reshard_equal"] = common.all_ranks_true(common.same_bits(results["pytorch"], results["reshard"]))
+    row["enabled_equal"] = common.all_ranks_true(common.same_bits(results["pytorch"], results["enabled"]))
+    row["speedup"] = row["pytorch_us"] / row["reshard_us"]
+    row["speedup_enabled"] = row["pytorch_us"] / row["enabled_us"]
+    rt.clear_cache()
+    return row
+
+
+def bench_tp_mlp(mesh, steps, warmup, compiled):
+    rows = {}
+    for name in ("pytorch", "reshard"):
+        torch._dynamo.reset()
+        if name == "reshard":
+            rt.enable()
+        model = tp_mlp.build(mesh)
+        step_fn = torch.compile(model) if compiled else None
+        opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+        xs = [tp_mlp.batch(i, 8, 1024, 1024) for i in range(2)]
+
+        def step(i):
+            out = (step_fn or model)(xs[i % 2])
+            out.float().pow(2).mean().backward()
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+
+        for i in range(warmup):
+            step(i)
+        torch.cuda.synchronize()
+        times = []
+        for i in range(steps):
+            dist.barrier()
+            torch.cuda.synchronize()
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            step(i)
+            end.record()
+            torch.cuda.synchronize()
+            times.append(start.elapsed_time(end) * 1000.0)
+        t = torch.tensor(times, device="cuda", dtype=torch.float64)
+        dist.all_reduce(t, op=dist.ReduceOp.MAX)
+        rows[f"{name}_step_us"] = statistics.median(t.tolist())
+        rt.disable()
+    rows["speedup"] = rows["pytorch_step_us"] / rows["reshard_step_us"]
+    return rows
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--iters", type=int, default=30)
+    ap.add_argument("--warmup", type=int, default=5)
+    ap.add_argument("--compile-mlp", action="store_true", help="also time the TP MLP under torch.compile")
+    args = ap.parse_args()
+    rank, world = common.setup()
+    t0 = time.time()
+    mesh_shapes = [(world,)] + ([(2, world // 2)] if world >= 4 else [])
+    rows = []
+    for mesh_shape in mesh_shapes:
+        mesh = init_device_mesh("cuda", mesh_shape)
+        cases = [(s, d, "f32") for s, d in CASES] + [("S0", "S1", "bf16")]
+        for size_name, shape in SIZES.items():
+            for src, dst, dtype_name in cases:
+                if len(mesh_shape) == 2:
+                    src, dst = f"{src},{src}", f"{dst},{dst}"
+                row = bench_redistribute(mesh, mesh_shape, src, dst, dtype_name, shape, args.iters, args.warmup)
+                row["size"] = size_name
+                rows.append(row)
+                common.log(f"{mesh_shape} {src}->{dst} {dtype_name} {size_name}: PyTorch {row['pytorch_us']:.1f} us, "
+                           f"reshard {row['reshard_us']:.1f} us ({row['speedup']:.2f}x), enable() "
+                           f"{row['enabled_us']:.1f} us ({row['speedup_enabled']:.2f}x), "
+                           f"equal {row['reshard_equal'] and row['enabled_equal']}")
+    mesh = init_device_mesh("cuda", (world,))
+    mlp = {"eager": bench_tp_mlp(mesh, 20, 3, compiled=False)}
+    if args.compile_mlp:
+        mlp["compile"] = bench_tp_mlp(mesh, 20, 3, compiled=True)
+    for mode, r in mlp.items():
+        common.log(f"TP MLP step ({mode}): PyTorch {r['pytorch_step_us']:.1f} us, with enable() "
+                   f"{r['reshard_step_us']:.1f} us ({r['speedup']:.2f}x)")
+    small = [r["speedup"] for r in rows if r["size"] == "4MiB"]
+    large = [r["speedup"] for r in rows if r["size"] == "1GiB"]
+    summary = {
+        "versions": common.versions(),
+        "method": "median of per-iteration slowest-rank CUDA-event time around one call, after a barrier and an idle "
+                  "GPU, Python overhead included",
+        "iters": args.iters,
+        "redistribute": rows,
+        "tp_mlp": mlp,
+        "all_equal": all(r["reshard_equal"] and r["enabled_equal"] for r in rows),
+        "min_speedup_4MiB": min(small) if small else None,
+        "min_speedup_1GiB": min(large) if large else None,
+        "targets": {"4MiB": ">= 5x", "1GiB": ">= 1.5x"},
+        "seconds": time.time() - t0,
+    }
+    common.write_json(args.out, "bench.json", summary)
+    common.log({k: summary[k] for k in ("all_equal", "min_speedup_4MiB", "min_speedup_1GiB", "seconds")})
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,116 @@
+"""Shared by the GPU checks and the benchmark (run under torchrun, one process per GPU)."""
+
+import datetime
+import json
+import os
+import pathlib
+import sys
+
+import torch
+import torch.distributed as dist
+
+PLACEMENT_KINDS = ["R", "S0", "S1", "P", "P(avg)"]
+DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16, "i32": torch.int32, "c64": torch.complex64,
+          "f16": torch.float16, "f64": torch.float64, "i64": torch.int64}
+
+
+def setup():
+    """Initialises torch.distributed (NCCL) on this process's GPU; returns (rank, world size)."""
+    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    torch.cuda.set_device(local_rank)
+    # A short timeout: a rank stuck in a collective ends the job instead of holding the GPUs for PyTorch's default.
+    dist.init_process_group("nccl", device_id=torch.device("cuda", local_rank), timeout=datetime.timedelta(seconds=180))
+    return dist.get_rank(), dist.get_world_size()
+
+
+def placement(text):
+    from torch.distributed.tensor import Partial, Replicate, Shard
+
+    if text == "R":
+        return Replicate()
+    if text.startswith("S"):
+        return Shard(int(text[1:]))
+    if text == "P":
+        return Partial()
+    return Partial(text[2:-1])
+
+
+def make_global(shape, dtype, seed):
+    """The same tensor on every rank: small integers (exact in every dtype) or, with scale, normal values."""
+    g = torch.Generator(device="cuda")
+    g.manual_seed(seed)
+    if dtype.is_complex:
+        real = torch.randint(-64, 64, shape, generator=g, device="cuda", dtype=torch.int32)
+        imag = torch.randint(-64, 64, shape, generator=g, device="cuda", dtype=torch.int32)
+        return torch.complex(real.float(), imag.float()).to(dtype)
+    return torch.randint(-64, 64, shape, generator=g, device="cuda", dtype=torch.int32).to(dtype)
+
+
+def random_like_global(shape, dtype, seed):
+    """Random normal values (gradients), the same on every rank."""
+    g = torch.Generator(device="cuda")
+    g.manual_seed(seed)
+    if dtype.is_complex:
+        return torch.randn(shape, generator=g, device="cuda", dtype=dtype)
+    return torch.randn(shape, generator=g, device="cuda", dtype=torch.float32).to(dtype)
+
+
+def local_of(full, mesh, placements, seed, rank_noise):
+    """This rank's local tensor of `full` placed on `mesh`: Shard slices as torch.chunk, Partial contributions that
+    differ per rank (rank_noise: a function (shape, seed) -> tensor)."""
+    try:
+        from torch.distributed.tensor._utils import compute_local_shape_and_global_offset
+
+        shape, offset = compute_local_shape_and_global_offset(full.shape, mesh, placements)
+    except ImportError:  # PyTorch moved it: reshard's layout (checked against PyTorch's in the CPU suite)
+        import reshard
+        from reshard.torch import _layout
+
+        text = _layout.placements_text(placements, full.ndim)
+        position = mesh.mesh.flatten().tolist().index(dist.get_rank())
+        entry = reshard.layout(list(mesh.mesh.shape), text, list(full.shape))["ranks"][position]
+        shape, offset = entry["local_shape"], entry["global_offset"]
+    local = full[tuple(slice(o, o + s) for o, s in zip(offset, shape))]
+    if any(p.is_partial() for p in placements):
+        local = local + rank_noise(tuple(shape), seed * 131 + dist.get_rank())
+    return local.contiguous()
+
+
+def same_bits(a, b):
+    """Bitwise equality of two local tensors (shape, dtype and every byte)."""
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    a, b = a.contiguous(), b.contiguous()
+    if a.is_complex():
+        a, b = torch.view_as_real(a), torch.view_as_real(b)
+    return torch.equal(a.reshape(-1).view(torch.uint8), b.reshape(-1).view(torch.uint8))
+
+
+def all_ranks_true(flag):
+    t = torch.tensor([1 if flag else 0], device="cuda", dtype=torch.int32)
+    dist.all_reduce(t, op=dist.ReduceOp.MIN)
+    return bool(t.item())
+
+
+def write_json(out_dir, name, obj):
+    if dist.get_rank() != 0:
+        return
+    path = pathlib.Path(out_dir)
+    path.mkdir(parents=True, exist_ok=True)
+    with open(path / name, "w") as f:
+        json.dump(obj, f, indent=1)
+
+
+def log(*args):
+    if dist.get_rank() == 0:
+        print(*args, flush=True)
+
+
+def versions():
+    import reshard
+    import reshard.torch  # noqa: F401
+    from reshard import _cuda
+
+    return {"torch": torch.__version__, "torch_nccl": ".".join(map(str, torch.cuda.nccl.version())),
+            "reshard": reshard.__version__, "reshard_nccl": _cuda.nccl_version(), "python": sys.version.split()[0],
+            "gpus": dist.get_world_size(), "gpu": torch.cuda.get_device_name()}

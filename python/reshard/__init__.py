@@ -1,0 +1,150 @@
+"""reshard: plan and execute DTensor redistributions.
+
+    import reshard
+    reshard.layout([2, 2], "S0,S1", [8, 8])                  # every rank's local shape and offset
+    p = reshard.plan([2, 2], "S0,S1", "S1,S0", [8192, 8192], "bf16")
+    p.strategy, p.estimated_us, p.bytes_moved, p.json()
+    outs = reshard.run_host([2], "S0", "S1", shards)          # NumPy shards through the executor, on host threads
+
+`reshard.torch` adapts PyTorch DTensors (needs torch and the CUDA build). Bad arguments raise ValueError with the
+message the `reshard` CLI prints for the same input; docs/python.md has the reference.
+"""
+
+import json as _json
+
+import numpy as _np
+
+from . import _args
+from ._core import Plan, __version__
+
+__all__ = ["Plan", "layout", "plan", "run_host", "__version__"]
+
+
+def layout(mesh, placements, shape, *, ranks=None):
+    """Every rank's local shard, as `reshard layout --json` prints it (a dict).
+
+    {"mesh": [..], "placements": [..], "global_shape": [..],
+     "ranks": [{"rank": r, "coord": [..], "local_shape": [..], "global_offset": [..]}, ...]}
+
+    `ranks`: an explicit rank at each row-major mesh coordinate (the CLI's --ranks).
+    """
+    text = _core_layout_json(mesh, placements, shape, ranks)
+    return _json.loads(text)
+
+
+def _core_layout_json(mesh, placements, shape, ranks):
+    from . import _core
+
+    return _core.layout_json(
+        _args.mesh_text(mesh), _rank_list(ranks), _args.placements_text(placements), _args.shape_arg(shape)
+    )
+
+
+def _rank_list(ranks):
+    if ranks is None:
+        return None
+    return [int(r) for r in ranks]
+
+
+def _plan_args(mesh, src, dst, shape, dtype, strategy, memory_budget, transport, ranks_per_node, profile, ranks,
+               allow_scalar=False):
+    from . import _core
+
+    a = _core.PlanArgs()
+    a.mesh = _args.mesh_text(mesh)
+    a.ranks = _rank_list(ranks)
+    a.src = _args.placements_text(src)
+    a.dst = _args.placements_text(dst)
+    a.shape = _args.shape_arg(shape, allow_scalar=allow_scalar)
+    a.dtype = _args.dtype_name(dtype)
+    a.strategy = str(strategy)
+    a.transport = str(transport)
+    a.memory_budget = _args.byte_count("memory_budget", memory_budget)
+    a.ranks_per_node = int(ranks_per_node)
+    a.profile = None if profile is None else str(profile)
+    return a
+
+
+def plan(mesh, src, dst, shape, dtype="f32", strategy="auto", memory_budget=None, *, transport="auto",
+         ranks_per_node=8, profile=None, ranks=None, rank=None):
+    """Plans a redistribution as `reshard plan` does; returns a Plan.
+
+    plan.json() is exactly what `reshard plan --json` prints for the same arguments; plan.strategy,
+    plan.estimated_us, plan.bytes_moved, plan.peak_workspace_bytes, plan.candidates, plan.table(), plan.svg().
+    memory_budget: bytes per rank (an int, or text such as "64MiB"); profile: path of a cost-model profile JSON;
+    rank: plan as that rank needs it (only its own transfers), as `--rank`.
+    """
+    from . import _core
+
+    args = _plan_args(mesh, src, dst, shape, dtype, strategy, memory_budget, transport, ranks_per_node, profile, ranks)
+    return _core.make_plan(args, None if rank is None else int(rank))
+
+
+def _mesh_dims(mesh_text):
+    return [int(v) for v in mesh_text.split("x")]
+
+
+def _coord(rank, dims, ranks):
+    pos = rank if ranks is None else list(ranks).index(rank)
+    coord = []
+    for n in reversed(dims):
+        coord.append(pos % n)
+        pos //= n
+    return coord[::-1]
+
+
+def _infer_shape(mesh_text, ranks, placements, shards):
+    """The global shape the shards tile: per tensor dim, the local extents summed over the ranks whose coordinates are 0
+    on every mesh dim that does not shard that dim."""
+    dims = _mesh_dims(mesh_text)
+    ndim = shards[0].ndim
+    sharding = [[m for m, p in enumerate(placements) if p.startswith("S") and int(p[1:]) == d] for d in range(ndim)]
+    shape = [0] * ndim
+    for r, shard in enumerate(shards):
+        c = _coord(r, dims, ranks)
+        for d in range(ndim):
+            if all(c[m] == 0 for m in range(len(dims)) if m not in sharding[d]):
+                shape[d] += shard.shape[d]
+    return shape
+
+
+def run_host(mesh, src, dst, shards, *, shape=None, dtype=None, strategy="auto", memory_budget=None,
+             transport="auto", ranks_per_node=8, ranks=None):
+    """Redistributes NumPy shards on the host backend (one thread per rank) through the executor.
+
+    shards: one array per rank, in rank order, each that rank's source local tensor (C order is made where needed).
+    Returns the target local tensors, one array per rank. shape: the global shape (inferred from the shards when
+    omitted); dtype: the element type (default: the arrays'; give "bf16" for bfloat16 bits held in uint16 arrays).
+    complex64/complex128 arrays move as pairs of f32/f64 (Partial sums and averages act on both parts).
+    """
+    from . import _core
+
+    shards = [_np.asarray(s, order="C") for s in shards]  # (ascontiguousarray makes 0-d arrays 1-d)
+    if not shards:
+        raise ValueError("run_host needs one shard per rank; none were given")
+    np_dtype = shards[0].dtype
+    for r, s in enumerate(shards):
+        if s.dtype != np_dtype:
+            raise ValueError(f"shard of rank {r} has dtype {s.dtype}; rank 0's has {np_dtype}")
+    mesh_text = _args.mesh_text(mesh)
+    ndim = shards[0].ndim
+    src_p = _core.normalize_placements(_args.placements_text(src), ndim)
+    dst_p = _core.normalize_placements(_args.placements_text(dst), ndim)
+    if shape is None:
+        # Check mesh and placements first (the CLI's messages), then add up the shards.
+        probe_shape = "x".join(["1"] * ndim) if ndim else []
+        layout_ranks = _json.loads(_core.layout_json(mesh_text, _rank_list(ranks), ",".join(src_p), probe_shape))["ranks"]
+        shape = _infer_shape(mesh_text, ranks, src_p, shards) if len(shards) == len(layout_ranks) else [0] * ndim
+    shape_a = _args.shape_arg(shape, allow_scalar=True)
+    complex_part = {_np.dtype(_np.complex64): _np.float32, _np.dtype(_np.complex128): _np.float64}.get(np_dtype)
+    if complex_part is not None:
+        shape_a = shape_a + "x2" if shape_a else "2"
+        shards = [s.view(complex_part).reshape(s.shape + (2,)) for s in shards]
+        if dtype is None:
+            dtype = _np.dtype(complex_part)
+    args = _plan_args(mesh_text, ",".join(src_p), ",".join(dst_p), shape_a, np_dtype if dtype is None else dtype,
+                      strategy, memory_budget, transport, ranks_per_node, None, ranks, allow_scalar=True)
+    outs = _core.run_host(args, shards)
+    if complex_part is not None:
+        outs = [o.view(np_dtype).reshape(o.shape[:-1]) for o in outs]
+    return outs

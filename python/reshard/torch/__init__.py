@@ -1,0 +1,88 @@
+"""reshard for PyTorch DTensors.
+
+    import reshard.torch as rt
+    y = rt.redistribute(x, mesh, [Shard(1)])      # as x.redistribute(mesh, [Shard(1)]), differentiable
+    rt.enable()                                    # every DTensor redistribution of the process through reshard
+    with rt.enabled(): ...                         # the same for a block
+    rt.stats()                                     # how many went where, and why some stayed with PyTorch
+
+Needs torch with torch.distributed initialized (NCCL, one GPU per process, as torchrun starts it) and reshard built
+with its CUDA backend; anything else is left to PyTorch and counted. docs/python.md has the details.
+"""
+
+import torch  # first: the process then has PyTorch's NCCL when reshard._cuda loads
+from torch.distributed.tensor import Shard
+
+from . import _layout, _ops, _patch, _runtime
+from ._autograd import Redistribute
+from ._ops import redistribute_op
+
+__all__ = ["redistribute", "enable", "disable", "enabled", "is_enabled", "stats", "reset_stats", "clear_cache",
+           "configure", "redistribute_op"]
+
+enable = _patch.enable
+disable = _patch.disable
+enabled = _patch.enabled
+is_enabled = _patch.is_enabled
+stats = _runtime.stats
+reset_stats = _runtime.reset_stats
+clear_cache = _runtime.clear_cache
+
+
+def redistribute(dtensor, device_mesh=None, placements=None, *, async_op=False, forward_dtype=None,
+                 backward_dtype=None, strategy=None, **kwargs):
+    """DTensor.redistribute through reshard: the same result (bitwise), placements, DTensorSpec and autograd.
+
+    placements: PyTorch placement objects, or reshard's text ("S0,R", ["S1", "R"]). strategy: auto (default: the
+    configured one), collective, p2p or hybrid. Inside torch.compile this traces as DTensor.redistribute, which
+    goes through reshard when enable() is on. Other keywords of DTensor.redistribute (such as a shard order) are
+    passed to PyTorch, which then does the redistribution (counted in stats()).
+    """
+    if torch.compiler.is_compiling() or kwargs:
+        if kwargs and not torch.compiler.is_compiling():
+            _runtime.count("pytorch", "DTensor.redistribute keywords " + ",".join(sorted(kwargs)))
+        return dtensor.redistribute(device_mesh, placements, async_op=async_op, forward_dtype=forward_dtype,
+                                    backward_dtype=backward_dtype, **kwargs)
+    device_mesh = device_mesh or dtensor.device_mesh
+    if placements is None:
+        raise RuntimeError("placements is needed for redistribute!")
+    placements = _layout.to_torch_placements(placements, dtensor.ndim)
+    for i, placement in enumerate(placements):
+        if placement.is_partial() and dtensor.placements[i] != placement:
+            raise RuntimeError(
+                f"Can not redistribute from {dtensor.placements[i]} to {placement}, "
+                "redistributing to Partial is for internal use only!"
+            )
+        elif isinstance(placement, Shard) and placement.dim < 0:  # normalise the shard dim, keeping the class
+            if type(placement) is Shard:
+                placements[i] = Shard(placement.dim + dtensor.ndim)
+            else:  # _StridedShard
+                placements[i] = type(placement)(placement.dim + dtensor.ndim, split_factor=placement.split_factor)
+    return Redistribute.apply(dtensor, device_mesh, tuple(placements), async_op, forward_dtype, backward_dtype,
+                              strategy)
+
+
+def configure(*, strategy=None, transport=None, memory_budget=None, ranks_per_node=None, timeout_s=None,
+              cache_size=None):
+    """Settings of reshard.torch (the same on every rank). strategy/transport: as `reshard plan`; memory_budget:
+    workspace bytes per rank (int or "64MiB"); ranks_per_node: for the cost model (default: LOCAL_WORLD_SIZE);
+    timeout_s: NCCL calls and waits longer than this abort reshard's communicators; cache_size: prepared executors
+    kept. Returns the settings in force."""
+    s = _runtime.settings
+    if strategy is not None:
+        s.strategy = str(strategy)
+    if transport is not None:
+        s.transport = str(transport)
+    if memory_budget is not None:
+        s.memory_budget = memory_budget
+    if ranks_per_node is not None:
+        s.ranks_per_node = int(ranks_per_node)
+    if timeout_s is not None:
+        s.timeout_s = float(timeout_s)
+    if cache_size is not None:
+        s.cache_size = int(cache_size)
+    _ops._decisions.clear()  # plans depend on the settings: decide and prepare again
+    _ops._routes.clear()
+    _runtime.clear_cache()
+    return {k: getattr(s, k) for k in ("strategy", "transport", "memory_budget", "ranks_per_node", "timeout_s",
+                                      "cache_size")}

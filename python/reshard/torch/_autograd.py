@@ -1,0 +1,98 @@
+"""reshard.torch.redistribute: DTensor.redistribute's semantics, placements, DTensorSpec and autograd, with the local
+redistribution done by reshard (PyTorch for what reshard leaves to it).
+
+Forward and backward follow torch.distributed.tensor._redistribute.Redistribute (PyTorch 2.11):
+- forward_dtype casts the local tensor before moving it (the result is in that dtype);
+- backward: the gradient is cast to backward_dtype (default: the input's dtype) before it moves, moved back to the
+  input's placements, where a Partial input dim whose gradient is Shard or Replicate stays Replicate (R->P is
+  skipped, S->P becomes S->R), and cast back to the input's dtype.
+"""
+
+import torch
+from torch.distributed.tensor import DTensor
+from torch.distributed.tensor._dtensor_spec import DTensorSpec, TensorMeta
+
+from . import _ops, _runtime
+from ._layout import Unsupported
+
+
+def _pytorch_redistribute_local(*args, **kwargs):
+    from . import _patch
+
+    return _patch.original()(*args, **kwargs)
+
+
+def local_redistribute(local, current_spec, target_spec, *, strategy=None, async_op=False):
+    """reshard's redistribution of a local tensor, or PyTorch's for what reshard does not take (counted)."""
+    try:
+        return _ops.redistribute_local(local, current_spec, target_spec, strategy=strategy)
+    except Unsupported as e:
+        _runtime.count("pytorch", str(e))
+        return _pytorch_redistribute_local(local, current_spec, target_spec, async_op=async_op)
+
+
+class Redistribute(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, input, device_mesh, placements, async_op=False, forward_dtype=None, backward_dtype=None,
+                strategy=None):
+        ctx.async_op = async_op
+        ctx.backward_dtype = backward_dtype
+        ctx.original_dtype = input._local_tensor.dtype
+        ctx.strategy = strategy
+        if forward_dtype is not None and forward_dtype != input._local_tensor.dtype:
+            local_tensor = input._local_tensor.to(dtype=forward_dtype)
+            current_spec = DTensorSpec(
+                mesh=device_mesh,
+                placements=input._spec.placements,
+                tensor_meta=TensorMeta(shape=input.shape, stride=input.stride(), dtype=forward_dtype),
+            )
+        else:
+            local_tensor = input._local_tensor
+            current_spec = input._spec
+        ctx.current_spec = current_spec
+        if current_spec.placements != placements:
+            target_spec = DTensorSpec(device_mesh, placements, tensor_meta=current_spec.tensor_meta)
+            output = local_redistribute(local_tensor, current_spec, target_spec, strategy=strategy,
+                                        async_op=async_op)
+        else:
+            output = local_tensor
+            target_spec = current_spec
+        return DTensor(output, target_spec, requires_grad=input.requires_grad)
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        previous_spec = ctx.current_spec
+        backward_dtype = ctx.backward_dtype or ctx.original_dtype
+        if backward_dtype != grad_output._local_tensor.dtype:
+            local_tensor = grad_output._local_tensor.to(dtype=backward_dtype)
+            current_spec = DTensorSpec(
+                mesh=grad_output._spec.device_mesh,
+                placements=grad_output._spec.placements,
+                tensor_meta=TensorMeta(shape=grad_output.shape, stride=grad_output.stride(), dtype=backward_dtype),
+            )
+            previous_spec = DTensorSpec(
+                mesh=previous_spec.device_mesh,
+                placements=previous_spec.placements,
+                tensor_meta=current_spec.tensor_meta,
+            )
+        else:
+            local_tensor = grad_output._local_tensor
+            current_spec = grad_output._spec
+        normalized = []
+        for current, target in zip(current_spec.placements, previous_spec.placements):
+            if (current.is_shard() or current.is_replicate()) and target.is_partial():
+                normalized.append(torch.distributed.tensor.Replicate())
+            else:
+                normalized.append(target)
+        previous_spec = DTensorSpec(previous_spec.device_mesh, placements=tuple(normalized),
+                                    tensor_meta=previous_spec.tensor_meta)
+        output = local_redistribute(local_tensor, current_spec, previous_spec, strategy=ctx.strategy,
+                                    async_op=ctx.async_op)
+        if output.dtype != ctx.original_dtype:
+            output = output.to(ctx.original_dtype)
+        spec = DTensorSpec(
+            previous_spec.device_mesh,
+            tuple(normalized),
+            tensor_meta=TensorMeta(shape=grad_output.shape, stride=grad_output.stride(), dtype=output.dtype),
+        )
+        return DTensor(output, spec, requires_grad=grad_output.requires_grad), None, None, None, None, None, None

@@ -1,0 +1,240 @@
+"""The GPU side of reshard.torch: NCCL communicators per mesh, prepared executors per redistribution, and the eager
+run on the caller's current stream.
+
+- Communicators: one per (mesh ranks, GPU), created the first time a mesh is used: the mesh's first rank creates an
+  ncclUniqueId and publishes it under a fresh key of the default process group's store; every member joins with
+  ncclCommInitRankConfig on its current GPU. reshard owns these communicators (PyTorch's are never touched, never
+  aborted); mesh-dim groups are split from them once, by the executor.
+- Executors: one per (mesh, placements, global shape, dtype, strategy, GPU), built on the first call (collective: every
+  rank of the mesh makes the same calls in the same order, as DTensor programs do) and kept in an LRU cache of bounded
+  size. A repeat costs a dictionary lookup, one output allocation from PyTorch's caching allocator and one run() that
+  enqueues on the current stream; the host never waits.
+"""
+
+import atexit
+import collections
+import os
+import threading
+
+import torch
+import torch.distributed as dist
+
+from .. import _args, _core, _shapes
+from . import _layout
+
+try:
+    from .. import _cuda
+except ImportError as e:  # built without the CUDA backend (as on CI)
+    _cuda = None
+    _CUDA_IMPORT_ERROR = str(e)
+else:
+    _CUDA_IMPORT_ERROR = None
+
+
+class Settings:
+    strategy = "auto"  # default strategy of enable() and of redistribute()
+    transport = "auto"
+    memory_budget = None  # bytes of workspace per rank; None: no limit
+    ranks_per_node = None  # None: torch.cuda.device_count() of this host
+    timeout_s = 600.0  # NCCL calls and waits longer than this abort reshard's communicator
+    cache_size = 256  # prepared executors kept (least recently used evicted)
+
+
+settings = Settings()
+_lock = threading.RLock()
+_comms = {}  # (mesh ranks, device) -> NcclCommunicator
+_generations = collections.Counter()  # mesh ranks -> communicators created (fresh store keys)
+_devices = {}  # device ordinal -> CudaDevice
+_executors = collections.OrderedDict()  # key -> Entry
+_stats = collections.Counter()
+_reasons = collections.Counter()
+
+
+class Entry:
+    __slots__ = ("redistributor", "out_shape", "complex")
+
+    def __init__(self, redistributor, out_shape, is_complex):
+        self.redistributor = redistributor
+        self.out_shape = out_shape
+        self.complex = is_complex
+
+
+def count(what, reason=None):
+    _stats[what] += 1
+    if reason is not None:
+        _reasons[reason] += 1
+
+
+def stats():
+    with _lock:
+        return {
+            "reshard": _stats["reshard"],  # eager runs through reshard's executor (compiled graphs' runs included)
+            "traced": _stats["traced"],  # calls made while tracing (torch.compile, make_fx): reshard::redistribute nodes
+            "noop": _stats["noop"],  # nothing to move (same placements up to size-1 mesh dims)
+            "pytorch": _stats["pytorch"],  # left to PyTorch; why: fallback_reasons
+            "fallback_reasons": dict(_reasons),
+            "executors_built": _stats["executors_built"],
+            "executors_cached": len(_executors),
+            "executors_evicted": _stats["executors_evicted"],
+            "communicators": len(_comms),
+        }
+
+
+def reset_stats():
+    with _lock:
+        for key in ("reshard", "traced", "noop", "pytorch"):
+            _stats[key] = 0
+        _reasons.clear()
+
+
+def cuda_unavailable_reason():
+    if _cuda is None:
+        return "reshard built without the CUDA backend"
+    if not dist.is_available() or not dist.is_initialized():
+        return "torch.distributed is not initialized"
+    return None
+
+
+def _default_store():
+    from torch.distributed import distributed_c10d as c10d
+
+    get = getattr(c10d, "_get_default_store", None)
+    if get is None:
+        raise _layout.Unsupported("no default process group store in this PyTorch")
+    return dist.PrefixStore("reshard", get())
+
+
+def communicator(mesh_ranks, device):
+    key = (mesh_ranks, device)
+    comm = _comms.get(key)
+    if comm is not None:
+        return comm
+    me = dist.get_rank()
+    position = mesh_ranks.index(me)
+    _generations[mesh_ranks] += 1
+    name = "nccl_id/" + "-".join(map(str, mesh_ranks)) + f"/{_generations[mesh_ranks]}"
+    store = _default_store()
+    if position == 0:
+        uid = _cuda.nccl_unique_id()
+        store.set(name, uid)
+    else:
+        uid = bytes(store.get(name))
+    comm = _cuda.NcclCommunicator(uid, len(mesh_ranks), position, device, settings.timeout_s)
+    _comms[key] = comm
+    return comm
+
+
+def cuda_device(device):
+    d = _devices.get(device)
+    if d is None:
+        d = _devices[device] = _cuda.CudaDevice(device)
+    return d
+
+
+def plan_args(mesh_shape, src, dst, shape, dtype_name, strategy):
+    a = _core.PlanArgs()
+    a.mesh = "x".join(map(str, mesh_shape))
+    a.src = ",".join(src)
+    a.dst = ",".join(dst)
+    a.shape = "x".join(map(str, shape)) if shape else []
+    a.dtype = dtype_name
+    a.strategy = strategy
+    a.transport = settings.transport
+    a.memory_budget = _args.byte_count("memory_budget", settings.memory_budget)
+    a.ranks_per_node = int(settings.ranks_per_node or _ranks_per_node())
+    return a
+
+
+def _ranks_per_node():
+    # torchrun's LOCAL_WORLD_SIZE, the same on every rank of a job; the GPUs of this host otherwise.
+    return int(os.environ.get("LOCAL_WORLD_SIZE") or max(1, torch.cuda.device_count()))
+
+
+def check_plannable(mesh_shape, src, dst, shape, dtype_name, strategy):
+    """Plans once without a GPU (same on every rank): a ValueError means reshard refuses this redistribution."""
+    _core.make_plan(plan_args(mesh_shape, src, dst, shape, dtype_name, strategy), None)
+
+
+def _build(key, mesh_shape, mesh_ranks, src, dst, shape, dtype_name, is_complex, strategy, device):
+    comm = communicator(mesh_ranks, device)
+    args = plan_args(mesh_shape, src, dst, shape, dtype_name, strategy)
+    redistributor = _cuda.Redistributor(comm, cuda_device(device), args)
+    coord = _shapes.mesh_coord(mesh_ranks.index(dist.get_rank()), mesh_shape)
+    out_shape = _shapes.local_shape(shape, mesh_shape, dst, coord)
+    if is_complex:
+        out_shape = out_shape[:-1]  # the trailing 2 of the real view
+    entry = Entry(redistributor, tuple(out_shape), is_complex)
+    _executors[key] = entry
+    _stats["executors_built"] += 1
+    while len(_executors) > max(1, int(settings.cache_size)):
+        _executors.popitem(last=False)  # destroying an executor frees its workspace; nothing collective
+        _stats["executors_evicted"] += 1
+    return entry
+
+
+try:
+    _raw_stream = torch._C._cuda_getCurrentRawStream  # the cudaStream_t of the current stream, as an int
+except AttributeError:  # pragma: no cover - older PyTorch
+
+    def _raw_stream(device):
+        return torch.cuda.current_stream(device).cuda_stream
+
+
+def run(local, mesh_shape, mesh_ranks, src, dst, shape, strategy):
+    """Redistributes this rank's local tensor (src -> dst, canonical text, shape the global shape) with reshard's
+    executor on the current stream; returns a new tensor holding this rank's target local tensor."""
+    info = _layout.DTYPES[local.dtype]
+    dtype_name, is_complex = info
+    device = local.device.index if local.device.index is not None else torch.cuda.current_device()
+    key = (mesh_ranks, mesh_shape, src, dst, shape, dtype_name, is_complex, strategy, device)
+    entry = _executors.get(key)
+    if entry is None:
+        with _lock:
+            plan_shape = tuple(shape) + ((2,) if is_complex else ())
+            entry = _build(key, mesh_shape, mesh_ranks, src, dst, plan_shape, dtype_name, is_complex, strategy,
+                           device)
+    else:
+        _executors.move_to_end(key)
+    if not local.is_contiguous():
+        local = local.contiguous()
+    out = torch.empty(entry.out_shape, dtype=local.dtype, device=local.device)
+    entry.redistributor.run_ptr(local.data_ptr(), out.data_ptr(), _raw_stream(device))
+    _stats["reshard"] += 1
+    return out
+
+
+def is_prepared(mesh_shape, mesh_ranks, src, dst, shape, dtype, strategy, device):
+    dtype_name, is_complex = _layout.DTYPES[dtype]
+    return (mesh_ranks, mesh_shape, src, dst, shape, dtype_name, is_complex, strategy, device) in _executors
+
+
+def clear_cache(communicators=False):
+    """Drops the prepared executors (their workspace is freed); with communicators=True also reshard's NCCL
+    communicators (each rank must call it at the same point, as for any collective teardown)."""
+    with _lock:
+        if torch.cuda.is_available() and _executors:
+            torch.cuda.synchronize()  # nothing of theirs may still run
+        _executors.clear()
+        if communicators:
+            _comms.clear()
+            _devices.clear()
+
+
+@atexit.register
+def _shutdown():
+    # Before the interpreter (and CUDA) tear down: finish reshard's work, free executors, and release reshard's own
+    # communicators with ncclCommAbort, which needs no peer (a peer process may already be gone).
+    with _lock:
+        try:
+            if _executors and torch.cuda.is_available():
+                torch.cuda.synchronize()
+        except Exception:  # noqa: BLE001 - at exit, a broken context leaves nothing to do
+            pass
+        _executors.clear()
+        for comm in _comms.values():
+            try:
+                comm.abort()
+            except Exception:  # noqa: BLE001
+                pass
+        _comms.clear()
+        _devices.clear()

@@ -1,0 +1,89 @@
+// Plans: make_plan with the CLI's options, and the Plan object (JSON, table, SVG, prices).
+#include <pybind11/stl.h>
+
+#include "args.hpp"
+#include "bindings.hpp"
+#include "reshard/plan_format.hpp"
+#include "reshard/plan_json.hpp"
+
+namespace py = pybind11;
+
+namespace reshard::python {
+namespace {
+
+std::vector<std::string> placement_strings(const std::vector<Placement>& ps) {
+  std::vector<std::string> out;
+  for (const Placement& p : ps) out.push_back(to_string(p));
+  return out;
+}
+
+py::list candidates(const Plan& plan) {
+  py::list out;
+  for (const Candidate& c : plan.candidates()) {
+    py::dict d;
+    d["strategy"] = std::string(to_string(c.strategy));
+    d["available"] = c.available;
+    if (!c.available) d["reason"] = c.reason;
+    d["estimated_us"] = c.estimated_us;
+    d["steps"] = c.steps;
+    d["bytes_moved"] = c.bytes_moved;
+    d["peak_workspace_bytes"] = c.peak_workspace_bytes;
+    d["fits_budget"] = c.fits_budget;
+    d["route"] = c.route;
+    out.append(std::move(d));
+  }
+  return out;
+}
+
+}  // namespace
+
+void bind_plan(py::module_& m) {
+  py::class_<Plan>(m, "Plan", "A plan: the steps that turn every rank's source local tensor into its target one.")
+      .def_property_readonly("strategy", [](const Plan& p) { return std::string(to_string(p.strategy())); })
+      .def_property_readonly("estimated_us", &Plan::estimated_us)
+      .def_property_readonly("bytes_moved", &Plan::bytes_moved)
+      .def_property_readonly("peak_workspace_bytes", &Plan::peak_workspace_bytes)
+      .def_property_readonly("dtype", [](const Plan& p) { return std::string(to_string(p.dtype())); })
+      .def_property_readonly("mesh", [](const Plan& p) { return p.src().mesh().shape(); })
+      .def_property_readonly("global_shape", [](const Plan& p) { return p.src().global_shape().vec(); })
+      .def_property_readonly("src", [](const Plan& p) { return placement_strings(p.src().placements()); })
+      .def_property_readonly("dst", [](const Plan& p) { return placement_strings(p.dst().placements()); })
+      .def_property_readonly("rank", [](const Plan& p) { return p.scope_rank(); })
+      .def_property_readonly("num_steps", [](const Plan& p) { return p.steps().size(); })
+      .def_property_readonly("communication_steps", &Plan::communication_steps)
+      .def_property_readonly("candidates", &candidates)
+      .def("json", &plan_to_json, "The plan as JSON: exactly what `reshard plan --json` prints.")
+      .def("table", &plan_table, "The plan as `reshard plan` prints it.")
+      .def("svg", &plan_svg, "A picture of the plan (per-step traffic matrices), as `reshard plan --svg` writes.")
+      .def_static("from_json", &plan_from_json, py::arg("text"), "Loads and validates a plan from its JSON.")
+      .def("__repr__", [](const Plan& p) {
+        return cat("<reshard.Plan ", p.src().str(), " -> [", to_string(p.dst().placements()), "] ",
+                   to_string(p.dtype()), ": ", to_string(p.strategy()), ", ", p.steps().size(), " steps, ",
+                   p.estimated_us(), " us>");
+      });
+
+  m.def(
+      "make_plan",
+      [](PlanArgs args, std::optional<int> rank) {
+        PlanRequest req = make_plan_request(args);
+        return rank ? make_rank_plan(req.src, req.dst, req.dtype, *rank, req.options)
+                    : make_plan(req.src, req.dst, req.dtype, req.options);
+      },
+      py::arg("args"), py::arg("rank") = py::none(), py::call_guard<py::gil_scoped_release>());
+
+  py::class_<PlanArgs>(m, "PlanArgs", "Arguments of make_plan, as the Python layer converts them.")
+      .def(py::init<>())
+      .def_readwrite("mesh", &PlanArgs::mesh)
+      .def_readwrite("ranks", &PlanArgs::ranks)
+      .def_readwrite("src", &PlanArgs::src)
+      .def_readwrite("dst", &PlanArgs::dst)
+      .def_readwrite("shape", &PlanArgs::shape)
+      .def_readwrite("dtype", &PlanArgs::dtype)
+      .def_readwrite("strategy", &PlanArgs::strategy)
+      .def_readwrite("transport", &PlanArgs::transport)
+      .def_readwrite("memory_budget", &PlanArgs::memory_budget)
+      .def_readwrite("ranks_per_node", &PlanArgs::ranks_per_node)
+      .def_readwrite("profile", &PlanArgs::profile);
+}
+
+}  // namespace reshard::python

@@ -1,0 +1,152 @@
+// reshard._cuda: NCCL communicators bootstrapped from a unique id (reshard.torch passes it through the process
+// group's store), the CUDA device, and prepared redistributions run on a caller's stream. Built with the CUDA backend
+// only; imported by reshard.torch after torch, so that the process has one NCCL (PyTorch's).
+#include <cuda_runtime.h>
+#include <nccl.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <cstring>
+
+#include "args.hpp"
+#include "buffers.hpp"
+#include "errors.hpp"
+#include "redistributor.hpp"
+#include "reshard/cuda_check.hpp"
+#include "reshard/cuda_device.hpp"
+#include "reshard/nccl_communicator.hpp"
+
+namespace py = pybind11;
+
+namespace reshard::python {
+namespace {
+
+std::shared_ptr<NcclCommunicator> make_communicator(const py::bytes& unique_id, int nranks, int rank, int device,
+                                                    double timeout_s) {
+  std::string id_bytes = unique_id;
+  RESHARD_REQUIRE(id_bytes.size() == sizeof(ncclUniqueId), "NCCL unique id must be ", sizeof(ncclUniqueId),
+                  " bytes, got ", id_bytes.size());
+  RESHARD_REQUIRE(nranks >= 1 && rank >= 0 && rank < nranks, "rank ", rank, " is not in 0..", nranks - 1);
+  RESHARD_REQUIRE(timeout_s > 0, "timeout must be > 0 seconds, got ", timeout_s);
+  ncclUniqueId id;
+  std::memcpy(&id, id_bytes.data(), sizeof(id));
+  NcclOptions options;
+  options.timeout = std::chrono::milliseconds(static_cast<long long>(timeout_s * 1000));
+  ncclComm_t comm = nullptr;
+  {
+    py::gil_scoped_release release;
+    RESHARD_CUDA_CHECK(cudaSetDevice(device));
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    config.blocking = 1;
+    ncclResult_t res = ncclCommInitRankConfig(&comm, nranks, id, rank, &config);
+    if (res != ncclSuccess) detail::throw_nccl(res, nullptr, "ncclCommInitRankConfig", __FILE__, __LINE__);
+  }
+  return std::make_shared<NcclCommunicator>(comm, /*owned=*/true, options);
+}
+
+// A Redistributor with the communicator and device it runs on (kept alive as long as it is).
+struct CudaRedistributor {
+  std::shared_ptr<NcclCommunicator> comm;
+  std::shared_ptr<CudaDevice> device;
+  std::unique_ptr<Redistributor> redistributor;
+};
+
+std::unique_ptr<CudaRedistributor> make_redistributor(std::shared_ptr<NcclCommunicator> comm,
+                                                      std::shared_ptr<CudaDevice> device, const PlanArgs& args) {
+  PlanRequest req = make_plan_request(args);
+  RESHARD_REQUIRE(req.src.mesh().size() == comm->size(), "mesh ", req.src.mesh().str(), " has ", req.src.mesh().size(),
+                  " ranks but the communicator has ", comm->size());
+  auto out = std::make_unique<CudaRedistributor>();
+  out->comm = std::move(comm);
+  out->device = std::move(device);
+  py::gil_scoped_release release;
+  RESHARD_CUDA_CHECK(cudaSetDevice(out->device->ordinal()));
+  Plan plan = make_rank_plan(req.src, req.dst, req.dtype, out->comm->rank(), req.options);
+  out->redistributor = std::make_unique<Redistributor>(std::move(plan), *out->comm, *out->device);
+  return out;
+}
+
+void* pointer_of(py::handle obj, std::uintptr_t stream, size_t bytes, int device, const char* what,
+                 std::vector<py::object>& keepalive) {
+  BufferRef buf = buffer_from(obj, stream, what);
+  check_buffer_size(buf, bytes, MemoryKind::kCuda, what);
+  RESHARD_REQUIRE(buf.memory != MemoryKind::kCuda || buf.device < 0 || buf.device == device, what,
+                  ": tensor is on GPU ", buf.device, ", this rank's GPU is ", device);
+  keepalive.push_back(std::move(buf.keepalive));
+  return buf.data;
+}
+
+}  // namespace
+}  // namespace reshard::python
+
+PYBIND11_MODULE(_cuda, m) {
+  using namespace reshard;
+  using namespace reshard::python;
+  m.doc() = "reshard's CUDA backend: NCCL communicators and redistributions on a caller's stream (reshard.torch)";
+  register_error_translation(m);
+
+  m.def("device_count", &cuda_device_count);
+  m.def("nccl_version", [] {
+    int v = 0;
+    ncclGetVersion(&v);
+    return v;
+  });
+  m.def("nccl_unique_id", [] {
+    ncclUniqueId id;
+    ncclResult_t res = ncclGetUniqueId(&id);
+    if (res != ncclSuccess) detail::throw_nccl(res, nullptr, "ncclGetUniqueId", __FILE__, __LINE__);
+    return py::bytes(reinterpret_cast<const char*>(&id), sizeof(id));
+  });
+
+  py::class_<NcclCommunicator, std::shared_ptr<NcclCommunicator>>(
+      m, "NcclCommunicator", "An NCCL communicator reshard created and owns (destroyed with this object).")
+      .def(py::init(&make_communicator), py::arg("unique_id"), py::arg("nranks"), py::arg("rank"), py::arg("device"),
+           py::arg("timeout_s") = 120.0,
+           "Joins the communicator of `unique_id` (collective: every rank calls it) on GPU `device`.")
+      .def_property_readonly("rank", &NcclCommunicator::rank)
+      .def_property_readonly("size", &NcclCommunicator::size)
+      .def("abort", &NcclCommunicator::abort, "Aborts the communicator and its groups (pending work is abandoned).");
+
+  py::class_<CudaDevice, std::shared_ptr<CudaDevice>>(m, "CudaDevice", "Copy kernels and helper streams on one GPU.")
+      .def(py::init<int>(), py::arg("device"))
+      .def_property_readonly("ordinal", &CudaDevice::ordinal);
+
+  py::class_<CudaRedistributor>(m, "Redistributor",
+                                "One rank's prepared redistribution: plan and executor; run() enqueues on a stream.")
+      .def(py::init(&make_redistributor), py::arg("comm"), py::arg("device"), py::arg("args"),
+           "Plans (for this rank) and prepares; collective over the communicator's ranks.")
+      .def_property_readonly("input_bytes", [](const CudaRedistributor& r) { return r.redistributor->input_bytes(); })
+      .def_property_readonly("output_bytes", [](const CudaRedistributor& r) { return r.redistributor->output_bytes(); })
+      .def_property_readonly("workspace_bytes",
+                             [](const CudaRedistributor& r) { return r.redistributor->workspace_bytes(); })
+      .def_property_readonly("plan", [](const CudaRedistributor& r) { return r.redistributor->plan(); })
+      .def(
+          "run",
+          [](CudaRedistributor& r, py::handle input, py::handle output, std::uintptr_t stream) {
+            std::vector<py::object> keepalive;
+            const int dev = r.device->ordinal();
+            const void* in = pointer_of(input, stream, r.redistributor->input_bytes(), dev, "input", keepalive);
+            void* out = pointer_of(output, stream, r.redistributor->output_bytes(), dev, "output", keepalive);
+            py::gil_scoped_release release;
+            r.redistributor->run(in, out, reinterpret_cast<StreamHandle>(stream));
+          },
+          py::arg("input"), py::arg("output"), py::arg("stream"),
+          "Enqueues the redistribution on `stream` (a cudaStream_t as an int). input/output: tensors (DLPack or "
+          "__cuda_array_interface__, dense) or data addresses.")
+      .def(
+          "run_ptr",
+          [](CudaRedistributor& r, std::uintptr_t input, std::uintptr_t output, std::uintptr_t stream) {
+            py::gil_scoped_release release;
+            r.redistributor->run(reinterpret_cast<const void*>(input), reinterpret_cast<void*>(output),
+                                 reinterpret_cast<StreamHandle>(stream));
+          },
+          py::arg("input"), py::arg("output"), py::arg("stream"),
+          "run() for data addresses only: the hot path of reshard.torch.")
+      .def(
+          "wait",
+          [](CudaRedistributor& r, std::uintptr_t stream) {
+            r.redistributor->wait(reinterpret_cast<StreamHandle>(stream));
+          },
+          py::arg("stream"), py::call_guard<py::gil_scoped_release>(),
+          "Blocks until the work on `stream` is done (with the communicator's timeout).");
+}

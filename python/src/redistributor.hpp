@@ -1,0 +1,37 @@
+// A prepared redistribution on one rank: its plan and the executor built for it. This is the only place the Python
+// bindings construct or run an Executor (host threads in run_host, one GPU per process in reshard.torch), so a change
+// of the executor's interface touches this file alone.
+#pragma once
+
+#include <memory>
+
+#include "reshard/executor.hpp"
+#include "reshard/plan.hpp"
+
+namespace reshard::python {
+
+class Redistributor {
+ public:
+  // Collective over the plan's ranks, as the Executor: every rank constructs its Redistributor together.
+  Redistributor(Plan plan, Communicator& comm, Device& device);
+  ~Redistributor();
+  Redistributor(const Redistributor&) = delete;
+  Redistributor& operator=(const Redistributor&) = delete;
+
+  const Plan& plan() const { return plan_; }
+  size_t input_bytes() const;
+  size_t output_bytes() const;
+  size_t workspace_bytes() const;
+
+  // Enqueues the redistribution of this rank's source local tensor into its target local tensor on `stream` (both
+  // dense row-major, input_bytes() and output_bytes() long). No allocation, no host synchronisation.
+  void run(const void* input, void* output, StreamHandle stream);
+  // Waits for the work enqueued on `stream` (host backend: returns at once; work is done when run() returns).
+  void wait(StreamHandle stream);
+
+ private:
+  Plan plan_;
+  std::unique_ptr<Executor> executor_;
+};
+
+}  // namespace reshard::python

@@ -1,0 +1,125 @@
+"""reshard.plan against `reshard plan --json` (exact text), its properties, SVG and reloading."""
+
+import json
+
+import numpy as np
+import pytest
+
+import reshard
+
+CASES = [
+    # (CLI flags, Python call)
+    (["--mesh", "2x2", "--from", "S0,S1", "--to", "S1,S0", "--shape", "8192x8192", "--dtype", "bf16"],
+     dict(mesh=[2, 2], src="S0,S1", dst="S1,S0", shape=[8192, 8192], dtype="bf16")),
+    (["--mesh", "4", "--from", "S0", "--to", "R", "--shape", "1000x37"],
+     dict(mesh=4, src=["S0"], dst=["R"], shape=(1000, 37))),
+    (["--mesh", "2x2", "--from", "P,S1", "--to", "S0,R", "--shape", "9x7", "--dtype", "f64", "--strategy", "collective"],
+     dict(mesh="2x2", src="P,S1", dst="S0,R", shape="9x7", dtype=np.float64, strategy="collective")),
+    (["--mesh", "2x4", "--from", "S0,S1", "--to", "S1,S0", "--shape", "4096x4096", "--strategy", "p2p",
+      "--ranks-per-node", "4"],
+     dict(mesh=[2, 4], src="S0,S1", dst="S1,S0", shape=[4096, 4096], strategy="p2p", ranks_per_node=4)),
+    (["--mesh", "2x2", "--from", "S0,S0", "--to", "S1,S1", "--shape", "4096x4096", "--memory-budget", "4MiB"],
+     dict(mesh=[2, 2], src="S0,S0", dst="S1,S1", shape=[4096, 4096], memory_budget="4MiB")),
+    (["--mesh", "2x2", "--from", "S0,S0", "--to", "S1,S1", "--shape", "4096x4096", "--memory-budget", "1048576"],
+     dict(mesh=[2, 2], src="S0,S0", dst="S1,S1", shape=[4096, 4096], memory_budget=1 << 20)),
+    (["--mesh", "2x2", "--from", "S0,S1", "--to", "S1,S0", "--shape", "64x64", "--rank", "1"],
+     dict(mesh=[2, 2], src="S0,S1", dst="S1,S0", shape=[64, 64], rank=1)),
+    (["--mesh", "2x2", "--from", "S0,S1", "--to", "R,S0", "--shape", "64x64", "--ranks", "3,2,1,0", "--dtype", "i32"],
+     dict(mesh=[2, 2], src="S0,S1", dst="R,S0", shape=[64, 64], ranks=[3, 2, 1, 0], dtype=np.int32)),
+    (["--mesh", "2", "--from", "S0", "--to", "S1", "--shape", "16384x16384", "--transport", "nccl"],
+     dict(mesh=[2], src="S0", dst="S1", shape=[16384, 16384], transport="nccl")),
+    (["--mesh", "8", "--from", "P(avg)", "--to", "S1", "--shape", "33x65", "--dtype", "f16"],
+     dict(mesh=[8], src="P(avg)", dst="S1", shape=[33, 65], dtype="float16")),
+    (["--mesh", "2x2", "--from", "S0,S1", "--to", "S1,S0", "--shape", "64x48", "--strategy", "hybrid"],
+     dict(mesh=[2, 2], src=["S0", "S1"], dst=["S1", "S0"], shape=[64, 48], strategy="hybrid")),
+]
+
+
+@pytest.mark.parametrize("flags,kwargs", CASES)
+def test_json_equals_cli(cli, flags, kwargs):
+    expected = cli("plan", *flags, "--json").stdout
+    p = reshard.plan(**kwargs)
+    assert p.json() == expected
+    doc = json.loads(expected)
+    assert p.strategy == doc["strategy"]
+    assert p.estimated_us == doc["estimated_us"]
+    assert p.bytes_moved == doc["bytes_moved"]
+    assert p.peak_workspace_bytes == doc["peak_workspace_bytes"]
+    assert p.dtype == doc["dtype"]
+    assert p.global_shape == doc["global_shape"]
+    assert p.src == doc["src"]["placements"] and p.dst == doc["dst"]["placements"]
+    assert p.num_steps == len(doc["steps"])
+    assert [c["strategy"] for c in p.candidates] == [c["strategy"] for c in doc["candidates"]]
+    assert [c["estimated_us"] for c in p.candidates] == [c["estimated_us"] for c in doc["candidates"]]
+    assert p.table() == cli("plan", *flags).stdout
+
+
+def test_svg_equals_cli(cli, tmp_path):
+    out = tmp_path / "plan.svg"
+    cli("plan", "--mesh", "2x2", "--from", "S0,S1", "--to", "S1,S0", "--shape", "64x64", "--svg", str(out))
+    assert reshard.plan([2, 2], "S0,S1", "S1,S0", [64, 64]).svg() == out.read_text()
+
+
+def test_from_json_round_trips():
+    p = reshard.plan([2, 2], "S0,S1", "S1,R", [100, 30], "bf16")
+    q = reshard.Plan.from_json(p.json())
+    assert q.json() == p.json()
+    with pytest.raises(ValueError):
+        reshard.Plan.from_json('{"schema": "reshard.plan/1"}')
+    with pytest.raises(ValueError):
+        reshard.Plan.from_json("not json")
+
+
+def test_profile_path(cli, tmp_path, data_dir):
+    profile = data_dir.parent.parent / "bench" / "profiles"
+    files = sorted(profile.glob("*.json")) if profile.exists() else []
+    if not files:
+        pytest.skip("no committed profile")
+    flags = ["--mesh", "2", "--from", "S0", "--to", "S1", "--shape", "4096x4096", "--profile", str(files[0])]
+    assert reshard.plan(2, "S0", "S1", [4096, 4096], profile=files[0]).json() == cli("plan", *flags, "--json").stdout
+
+
+BAD = [
+    ["--mesh", "2", "--from", "S0", "--to", "S1", "--shape", "8x8", "--dtype", "f8"],
+    ["--mesh", "2", "--from", "S0", "--to", "S1", "--shape", "8x8", "--strategy", "fastest"],
+    ["--mesh", "2", "--from", "S0", "--to", "S1", "--shape", "8x8", "--transport", "carrier-pigeon"],
+    ["--mesh", "2", "--from", "S0", "--to", "S1,R", "--shape", "8x8"],
+    ["--mesh", "2", "--from", "S0", "--to", "S1", "--shape", "8x8", "--ranks-per-node", "0"],
+    ["--mesh", "2x2", "--from", "S0,S0", "--to", "S1,S1", "--shape", "4096x4096", "--memory-budget", "1"],
+    ["--mesh", "2", "--from", "P(avg)", "--to", "S1", "--shape", "8x8", "--dtype", "i8", "--strategy", "collective"],
+    ["--mesh", "2", "--from", "S0", "--to", "S1", "--shape", "8x8", "--profile", "/nonexistent/profile.json"],
+]
+
+
+def _kwargs(flags):
+    it = iter(flags)
+    f = dict(zip(it, it))
+    kw = dict(mesh=f["--mesh"], src=f["--from"], dst=f["--to"], shape=f["--shape"], dtype=f.get("--dtype", "f32"),
+              strategy=f.get("--strategy", "auto"), transport=f.get("--transport", "auto"),
+              ranks_per_node=int(f.get("--ranks-per-node", 8)))
+    if "--memory-budget" in f:
+        kw["memory_budget"] = int(f["--memory-budget"])
+    if "--profile" in f:
+        kw["profile"] = f["--profile"]
+    return kw
+
+
+@pytest.mark.parametrize("flags", BAD)
+def test_bad_input_raises_value_error_with_cli_message(cli, flags):
+    p = cli("plan", *flags, check=False)
+    assert p.returncode == 2, p.stderr
+    cli_message = p.stderr.strip().split("error: ", 1)[1]
+    with pytest.raises(ValueError) as e:
+        reshard.plan(**_kwargs(flags))
+    assert str(e.value) == cli_message
+
+
+def test_bad_python_values():
+    with pytest.raises(ValueError, match="memory_budget"):
+        reshard.plan(2, "S0", "S1", [8, 8], memory_budget="lots")
+    with pytest.raises(ValueError, match="must be >= 0"):
+        reshard.plan(2, "S0", "S1", [8, 8], memory_budget=-1)
+    with pytest.raises(ValueError):
+        reshard.plan(2, "S0", "S1", [8, 8], dtype=np.complex64)
+    with pytest.raises(ValueError):
+        reshard.plan(2, "S0", "S1", [8, 8], rank=2)

@@ -1,0 +1,141 @@
+"""run_host: NumPy shards through the executor on the host backend, every element of every rank checked.
+
+Every pair of R/S0/S1/P(sum) on meshes (1), (2), (3), (1,2), (2,1) and (2,2), sizes 0 (4x0), 1 (1x1) and uneven
+(3x5), is run. On the 3-D meshes (2,1,2) and (2,2,2) (64 layouts, 4096 pairs per size) the default run takes, for the
+uneven size, every source with 16 destinations spread over all 64 (1024 pairs, every layout as source and as target)
+and, for sizes 0 and 1, every source with one destination (64 pairs, every layout as source and as target), to keep
+the suite fast; RESHARD_PY_EXHAUSTIVE=1 runs all 4096 pairs at all three sizes.
+"""
+
+import itertools
+import os
+import zlib
+
+import numpy as np
+import pytest
+
+import reshard
+from host_reference import check_result, global_tensor, source_shards
+
+KINDS = ["R", "S0", "S1", "P"]
+SIZES = {"empty": [4, 0], "one": [1, 1], "uneven": [3, 5]}
+FULL_MESHES = [[1], [2], [3], [1, 2], [2, 1], [2, 2]]
+
+
+def layouts(mesh):
+    return [list(c) for c in itertools.product(KINDS, repeat=len(mesh))]
+
+
+def run_pair(mesh, src, dst, shape, dtype=np.float32, rng=None, **kw):
+    rng = rng or np.random.default_rng(zlib.crc32(repr((mesh, src, dst, shape)).encode()))
+    g = global_tensor(shape, dtype, rng)
+    shards = source_shards(mesh, src, g, rng)
+    outs = reshard.run_host(mesh, src, dst, shards, shape=shape, **kw)
+    return check_result(mesh, dst, g, outs)
+
+
+@pytest.mark.parametrize("mesh", FULL_MESHES, ids=lambda m: "x".join(map(str, m)))
+@pytest.mark.parametrize("size", list(SIZES))
+def test_every_pair(mesh, size):
+    shape = SIZES[size]
+    checked = 0
+    for src, dst in itertools.product(layouts(mesh), repeat=2):
+        checked += run_pair(mesh, src, dst, shape)
+    assert checked > 0 or size == "empty"
+
+
+def pairs_3d(mesh, size):
+    lays = layouts(mesh)
+    if os.environ.get("RESHARD_PY_EXHAUSTIVE") == "1":
+        return list(itertools.product(lays, repeat=2))
+    per_src = 16 if size == "uneven" else 1
+    n = len(lays)
+    return [(lays[i], lays[(i * 5 + 3 + j * (n // per_src)) % n]) for i in range(n) for j in range(per_src)]
+
+
+@pytest.mark.parametrize("mesh", [[2, 1, 2], [2, 2, 2]], ids=lambda m: "x".join(map(str, m)))
+@pytest.mark.parametrize("size", list(SIZES))
+def test_pairs_on_3d_meshes(mesh, size):
+    pairs = pairs_3d(mesh, size)
+    for src, dst in pairs:
+        run_pair(mesh, src, dst, SIZES[size])
+    assert {tuple(s) for s, _ in pairs} == {tuple(d) for _, d in pairs} == {tuple(x) for x in layouts(mesh)}
+
+
+DTYPES = [np.float64, np.float32, np.float16, np.int64, np.int32, np.int8, np.uint8, np.complex64, np.complex128]
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+def test_dtypes(dtype):
+    for src, dst in [(["S0", "S1"], ["S1", "S0"]), (["P", "R"], ["S1", "P"]), (["R", "S0"], ["P", "S1"]),
+                     (["P", "P"], ["R", "S0"]), (["S1", "P"], ["P", "R"])]:
+        run_pair([2, 2], src, dst, [5, 3], dtype=dtype)
+
+
+def test_bf16_as_uint16_bits():
+    rng = np.random.default_rng(7)
+    g32 = rng.integers(-20, 20, size=(6, 5)).astype(np.float32)
+    as_bf16 = lambda a: (np.ascontiguousarray(a, dtype=np.float32).view(np.uint32) >> 16).astype(np.uint16)
+    from_bf16 = lambda a: (a.astype(np.uint32) << 16).view(np.float32)
+    src_shards = source_shards([2], ["P"], g32, rng)
+    outs = reshard.run_host([2], "P", "S1", [as_bf16(s) for s in src_shards], dtype="bf16")
+    check_result([2], ["S1"], g32, [from_bf16(o) for o in outs])
+
+
+@pytest.mark.parametrize("op", ["avg", "max", "min"])
+def test_partial_ops(op):
+    for src, dst in [([f"P({op})"], ["R"]), ([f"P({op})"], ["S1"]), (["R"], [f"P({op})"]), (["S0"], [f"P({op})"])]:
+        run_pair([2], src, dst, [3, 5])
+        run_pair([2], src, dst, [3, 5], dtype=np.int32)
+    run_pair([2, 2], [f"P({op})", "S0"], ["S1", f"P({op})"], [4, 6])
+
+
+def test_strategies_and_placement_forms():
+    for strategy in ["collective", "p2p", "hybrid", "auto"]:
+        run_pair([2, 2], ["S0", "S1"], ["S1", "S0"], [6, 7], strategy=strategy)
+    rng = np.random.default_rng(1)
+    g = global_tensor([6, 7], np.float32, rng)
+    shards = source_shards([2, 2], ["S0", "S1"], g, rng)
+    check_result([2, 2], ["R", "S0"], g, reshard.run_host("2x2", "Shard(0),S(1)", ["R", "S-2"], shards))
+    check_result([2, 2], ["R", "S0"], g, reshard.run_host([2, 2], "S0,S1", "R,S0", shards, memory_budget="1MiB"))
+
+
+def test_scalar():
+    g = np.array(3.5, dtype=np.float32)
+    outs = reshard.run_host([2], "R", "P", [g.copy(), g.copy()], shape=[])
+    assert [o.shape for o in outs] == [(), ()] and float(outs[0] + outs[1]) == 3.5
+    outs = reshard.run_host([2], "P", "R", [np.float32(1.25), np.float32(2.0)])
+    assert [float(o) for o in outs] == [3.25, 3.25]
+
+
+def test_explicit_ranks():
+    rng = np.random.default_rng(3)
+    g = global_tensor([5, 4], np.int64, rng)
+    ranks = [3, 1, 0, 2]
+    lay = reshard.layout([2, 2], "S0,S1", [5, 4], ranks=ranks)["ranks"]
+    shards = [g[o[0]:o[0] + s[0], o[1]:o[1] + s[1]].copy() for o, s in
+              ((r["global_offset"], r["local_shape"]) for r in lay)]
+    outs = reshard.run_host([2, 2], "S0,S1", "S1,R", shards, ranks=ranks)
+    for r, entry in enumerate(reshard.layout([2, 2], "S1,R", [5, 4], ranks=ranks)["ranks"]):
+        o, s = entry["global_offset"], entry["local_shape"]
+        assert np.array_equal(outs[r], g[o[0]:o[0] + s[0], o[1]:o[1] + s[1]])
+
+
+def test_bad_input():
+    x = np.zeros((2, 4), np.float32)
+    with pytest.raises(ValueError, match="2 ranks but 1 shards"):
+        reshard.run_host([2], "S0", "S1", [x], shape=[4, 4])
+    with pytest.raises(ValueError, match="shape"):
+        reshard.run_host([2], "S0", "S1", [x, np.zeros((3, 4), np.float32)], shape=[4, 4])
+    with pytest.raises(ValueError, match="dtype"):
+        reshard.run_host([2], "S0", "S1", [x, x.astype(np.float64)])
+    with pytest.raises(ValueError, match="unknown placement"):
+        reshard.run_host([2], "S0", "X1", [x, x])
+    with pytest.raises(ValueError, match="unknown dtype"):
+        reshard.run_host([2], "S0", "S1", [x.astype(np.bool_), x.astype(np.bool_)])
+    with pytest.raises(ValueError, match="-byte elements"):
+        reshard.run_host([2], "S0", "S1", [x, x], dtype="bf16")
+    with pytest.raises(ValueError, match="needs one shard per rank"):
+        reshard.run_host([2], "S0", "S1", [])
+    with pytest.raises(ValueError):
+        reshard.run_host([2], "S0", "S1", [x, x], shape=[4, 4], strategy="nope")
