@@ -85,7 +85,8 @@ BAD = [
     ["--mesh", "2", "--from", "S0", "--to", "S1", "--shape", "8x8", "--transport", "carrier-pigeon"],
     ["--mesh", "2", "--from", "S0", "--to", "S1,R", "--shape", "8x8"],
     ["--mesh", "2", "--from", "S0", "--to", "S1", "--shape", "8x8", "--ranks-per-node", "0"],
-    ["--mesh", "2x2", "--from", "S0,S0", "--to", "S1,S1", "--shape", "4096x4096", "--memory-budget", "1"],
+    ["--mesh", "2x2", "--from", "S0,S0", "--to", "S1,S1", "--shape", "4096x4096", "--memory-budget", "1",
+     "--transport", "nccl"],
     ["--mesh", "2", "--from", "P(avg)", "--to", "S1", "--shape", "8x8", "--dtype", "i8", "--strategy", "collective"],
     ["--mesh", "2", "--from", "S0", "--to", "S1", "--shape", "8x8", "--profile", "/nonexistent/profile.json"],
 ]
