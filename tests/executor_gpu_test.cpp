@@ -310,16 +310,66 @@ TEST_F(Gpu, ARankThatNeverPostsTimesOutAndAborts) {
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(30));
 }
 
+// One-sided (nvlink) steps: a peer that stops calling run() leaves this rank waiting on its ready flag on the GPU;
+// wait() times out, releases the stream (no endless wait) and reports it.
+TEST_F(Gpu, NvlinkPeerThatStopsArrivingTimesOut) {
+  auto comms = make_local_communicators(2, NcclOptions{std::chrono::seconds(20)});
+  Layout src(Mesh({2}), parse_placements("S0"), Dims{1024, 1024});
+  PlanOptions po;
+  po.strategy = Strategy::kP2P;
+  po.transport = Transport::kNvlink;
+  Plan plan = make_plan(src, src.with_placements(parse_placements("S1")), DType::kF32, po);
+  ASSERT_EQ(plan.steps()[0].transport, Transport::kNvlink);
+  std::atomic<int> stage{0};
+  ErrorKind kind = ErrorKind::kInternal;
+  std::string message;
+  auto start = std::chrono::steady_clock::now();
+  std::thread rank1([&] {
+    CudaDevice device(1);
+    CudaStream stream(1);
+    Executor exec(plan, *comms[1], device, ExecutorOptions{std::chrono::seconds(3)});
+    auto in = device.allocate(exec.input_bytes()), out = device.allocate(exec.output_bytes());
+    exec.run({in->data(), in->bytes()}, {out->data(), out->bytes()}, stream.handle());  // one run, then it stops
+    exec.wait(stream.handle());
+    stage = 1;
+    while (stage != 2) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  });
+  {
+    CudaDevice device(0);
+    CudaStream stream(0);
+    Executor exec(plan, *comms[0], device, ExecutorOptions{std::chrono::seconds(3)});
+    auto in = device.allocate(exec.input_bytes()), out = device.allocate(exec.output_bytes());
+    try {
+      for (int i = 0; i < 2; ++i) {
+        exec.run({in->data(), in->bytes()}, {out->data(), out->bytes()}, stream.handle());
+        exec.wait(stream.handle());
+      }
+    } catch (const Error& e) {
+      kind = e.kind();
+      message = e.what();
+    }
+    stream.synchronize();  // released: the stream drains instead of waiting forever
+  }
+  while (stage != 1) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  stage = 2;
+  rank1.join();
+  EXPECT_EQ(kind, ErrorKind::kTimeout) << message;
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(40));
+}
+
 TEST_F(Gpu, OneProcessPerRank) {
   for (std::string rendezvous : {std::string("file:/tmp/reshard_mp_") + std::to_string(::getpid()),
                                  std::string("tcp:127.0.0.1:") + std::to_string(29500 + ::getpid() % 1000)}) {
     std::string base = "/tmp/reshard_mp_out_" + std::to_string(::getpid());
     std::string cmd;
+    // The file rendezvous runs the nvlink transport (peers' memory through CUDA IPC), the tcp one nccl.
+    const std::string transport = rendezvous.rfind("file:", 0) == 0 ? "nvlink" : "nccl";
     for (int r = 0; r < 2; ++r) {
       cmd += "(RANK=" + std::to_string(r) + " WORLD_SIZE=2 LOCAL_RANK=" + std::to_string(r) + " " +
              testing::cli_path() +
-             " run --mesh 2 --from S0 --to S1 --shape 8192x4096 --dtype bf16 --iters 5 --rendezvous " + rendezvous +
-             " > " + base + std::to_string(r) + " 2>&1; echo $? > " + base + "rc" + std::to_string(r) + ") & ";
+             " run --mesh 2 --from S0 --to S1 --shape 8192x4096 --dtype bf16 --iters 5 --strategy p2p --transport " +
+             transport + " --rendezvous " + rendezvous + " > " + base + std::to_string(r) + " 2>&1; echo $? > " +
+             base + "rc" + std::to_string(r) + ") & ";
     }
     cmd += "wait";
     ASSERT_EQ(std::system(cmd.c_str()), 0);
@@ -339,11 +389,13 @@ TEST_F(Gpu, ARankProcessThatDiesMakesTheOthersFailWithinTheTimeout) {
   for (const char* point : {"after-prepare", "mid-run"}) {
     std::string base = "/tmp/reshard_fault_" + std::to_string(::getpid());
     std::string rendezvous = "file:" + base + "_id_" + point;
+    const std::string transport = std::string(point) == "mid-run" ? "nvlink" : "nccl";
     std::string cmd = "cd /tmp && ";
     for (int r = 0; r < 2; ++r) {
       cmd += "(RANK=" + std::to_string(r) + " WORLD_SIZE=2 LOCAL_RANK=" + std::to_string(r) + " timeout 90 " +
              testing::cli_path() +
-             " run --mesh 2 --from S0 --to S1 --shape 4096x4096 --iters 5 --timeout-ms 5000 --inject-fault 1:" + point +
+             " run --mesh 2 --from S0 --to S1 --shape 4096x4096 --iters 5 --timeout-ms 5000 --strategy p2p --transport " +
+             transport + " --inject-fault 1:" + point +
              " --rendezvous " + rendezvous + " > " + base + std::to_string(r) + " 2>&1; echo $? > " + base + "rc" +
              std::to_string(r) + ") & ";
     }

@@ -239,6 +239,12 @@ Layout Plan::layout_before(size_t i) const {
   return s_.src.with_placements(s_.steps.back().to);
 }
 
+Transport Plan::transport() const {
+  for (const Step& s : s_.steps)
+    if (s.transport == Transport::kNvlink) return Transport::kNvlink;
+  return Transport::kNccl;
+}
+
 int Plan::communication_steps() const {
   int n = 0;
   for (const Step& s : s_.steps) n += is_communication(s.kind) ? 1 : 0;

@@ -54,7 +54,8 @@ void print_table(const Report& r) {
   std::cout << std::left << std::setw(8) << ("  " + p.src().mesh().str()) << std::setw(12)
             << to_string(p.src().placements()) << std::setw(12) << to_string(p.dst().placements()) << std::setw(16)
             << to_string(p.src().global_shape()) << std::setw(6) << to_string(p.dtype()) << std::setw(12)
-            << to_string(p.strategy()) << std::right << std::setw(14) << static_cast<Index>(tensor_bytes) << std::fixed
+            << (std::string(to_string(p.strategy())) + "/" + std::string(to_string(p.transport()))) << std::right
+            << std::setw(14) << static_cast<Index>(tensor_bytes) << std::fixed
             << std::setprecision(1) << std::setw(12) << t << std::setprecision(2) << std::setw(12) << algbw
             << std::setw(10) << busbw << std::setprecision(1) << std::setw(11) << bound_us << std::setw(8)
             << (t > 0 ? 100.0 * bound_us / t : 0) << "%" << std::setw(11) << p.estimated_us() << std::setw(9)
@@ -81,6 +82,7 @@ std::string report_json(const Report& r) {
   j["global_shape"] = p.src().global_shape().vec();
   j["dtype"] = std::string(to_string(p.dtype()));
   j["strategy"] = std::string(to_string(p.strategy()));
+  j["transport"] = std::string(to_string(p.transport()));
   j["backend"] = std::string(to_string(r.result.backend));
   j["ranks"] = r.result.ranks;
   j["tensor_bytes"] = static_cast<Index>(tensor_bytes);

@@ -126,6 +126,8 @@ class Plan {
   Layout layout_before(size_t i) const;
   // Number of steps that communicate.
   int communication_steps() const;
+  // nvlink when a step runs on it (its p2p step), nccl otherwise.
+  Transport transport() const;
 
  private:
   PlanSpec s_;
