@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "reshard/layout.hpp"
@@ -258,7 +259,7 @@ TEST(ConformanceStrided, EveryPyTorchCaseMatches) {
   const nlohmann::json fixture = nlohmann::json::parse(in);
   const auto& cases = fixture.at("cases");
   ASSERT_GE(cases.size(), 200u);
-  int checked_ranks = 0;
+  int checked_ranks = 0, checked_indices = 0;
   for (size_t i = 0; i < cases.size(); ++i) {
     const auto& c = cases[i];
     std::vector<Placement> placements;
@@ -275,10 +276,23 @@ TEST(ConformanceStrided, EveryPyTorchCaseMatches) {
           << "case " << i << " " << layout.str() << " rank " << rank;
       EXPECT_EQ(got.offset.vec(), r.at("global_offset").get<std::vector<Index>>())
           << "case " << i << " " << layout.str() << " rank " << rank;
+      // The global indices the rank holds after PyTorch's redistribute, as ranges per tensor dim.
+      if (r.contains("indices")) {
+        const Dims coord = layout.mesh().coord_of(rank);
+        for (int d = 0; d < layout.ndim(); ++d) {
+          std::vector<std::vector<Index>> mine;
+          for (const Interval& iv : layout.ranges(d, coord)) mine.push_back({iv.begin, iv.end()});
+          EXPECT_EQ(mine, r.at("indices").at(d).get<std::vector<std::vector<Index>>>())
+              << "case " << i << " " << layout.str() << " rank " << rank << " dim " << d;
+        }
+        ++checked_indices;
+      }
       ++checked_ranks;
     }
   }
   EXPECT_GT(checked_ranks, 800);
+  std::cout << "strided fixture (" << fixture.value("source", "") << "): " << cases.size() << " cases, "
+            << checked_ranks << " ranks, " << checked_indices << " with PyTorch's redistributed indices\n";
 }
 
 }  // namespace
