@@ -226,8 +226,7 @@ TEST(StridedShard, OneBoxLayoutsEveryPairEveryStrategyEveryElement) {
 // The FSDP2 + TP gather to a full replica goes through collectives only: one all_gather over both mesh dims
 // (flattened), whose chunks arrive in rank order and are put in place by rows.
 TEST(StridedShard, FsdpTpToReplicateIsOneAllGather) {
-  const Layout src(Mesh({2, 2}), parse_placements("(_StridedShard(dim=0, split_factor=2), Shard(dim=0))"),
-                   Dims{8, 4});
+  const Layout src(Mesh({2, 2}), parse_placements("(_StridedShard(dim=0, split_factor=2), Shard(dim=0))"), Dims{8, 4});
   PlanOptions o;
   o.strategy = Strategy::kCollective;
   const Plan plan = make_plan(src, src.with_placements(parse_placements("R,R")), DType::kBF16, o);
