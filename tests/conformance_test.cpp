@@ -250,6 +250,26 @@ TEST(ConformanceStrided, MatchesPyTorchsAlgorithmOnEveryLayoutOfAFamily) {
   EXPECT_GT(boxed, 100);
 }
 
+// Hostile split factors fail fast with a clear error instead of enumerating billions of pieces or ranges.
+TEST(ConformanceStrided, HostileSplitFactorsFailFast) {
+  try {
+    Layout(Mesh({2}), {Placement::strided_shard(0, 2147483647)}, Dims{Index(1) << 40});
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("pieces"), std::string::npos) << e.what();
+  }
+  // Many pieces that each leave this rank one separate range: the range bound trips.
+  EXPECT_THROW(Layout(Mesh({2}), {Placement::strided_shard(0, 1 << 19)}, Dims{Index(1) << 24}), Error);
+  // A huge split factor on a small extent has few non-empty pieces: three pieces of one index, each of whose two
+  // chunks is the index and nothing, so rank 0 holds all three and rank 1 none (offset = the extent).
+  const Layout small(Mesh({2}), {Placement::strided_shard(0, 2147483647)}, Dims{3});
+  EXPECT_EQ(small.local_shard(0).shape, Dims{3});
+  EXPECT_EQ(small.local_shard(1).shape, Dims{0});
+  EXPECT_EQ(small.local_shard(1).offset, Dims{3});
+  EXPECT_THROW(Layout(Mesh({2}), {Placement::strided_shard(0, 0)}, Dims{4}), Error);
+}
+
 // PyTorch's own layouts (tests/data/pytorch_strided_layouts.json, from make_strided_fixture.py on PyTorch 2.11),
 // when the fixture is present: every rank's local shape and global offset, and its placements as PyTorch prints
 // them parse to the same layout.
