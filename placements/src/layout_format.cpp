@@ -36,6 +36,20 @@ std::vector<Index> cuts(const Layout& layout, int d) {
   return {c.begin(), c.end()};
 }
 
+// What a rank holds: its box, or (a _StridedShard layout that is not one box per rank) its ranges per tensor dim.
+std::string block_text(const Layout& layout, int r) {
+  if (layout.one_box_per_rank()) return to_string(layout.box(r));
+  const Dims coord = layout.mesh().coord_of(r);
+  std::string s = "[";
+  for (int d = 0; d < layout.ndim(); ++d) {
+    if (d) s += ", ";
+    const std::vector<Interval> rs = layout.ranges(d, coord);
+    if (rs.empty()) s += "(empty)";
+    for (size_t i = 0; i < rs.size(); ++i) s += cat(i ? "+" : "", rs[i].begin, ":", rs[i].end());
+  }
+  return s + "]";
+}
+
 }  // namespace
 
 std::string layout_table(const Layout& layout) {
@@ -45,9 +59,9 @@ std::string layout_table(const Layout& layout) {
      << std::setw(18) << "global_offset"
      << "block\n";
   for (int r = 0; r < layout.mesh().size(); ++r) {
-    Box b = layout.box(r);
+    const LocalShard b = layout.local_shard(r);
     os << std::left << std::setw(6) << r << std::setw(14) << to_list_string(layout.mesh().coord_of(r)) << std::setw(18)
-       << to_list_string(b.shape) << std::setw(18) << to_list_string(b.offset) << to_string(b) << "\n";
+       << to_list_string(b.shape) << std::setw(18) << to_list_string(b.offset) << block_text(layout, r) << "\n";
   }
   return os.str();
 }
@@ -62,7 +76,7 @@ std::string layout_json(const Layout& layout, int indent) {
   j["global_shape"] = layout.global_shape().vec();
   nlohmann::ordered_json ranks = nlohmann::ordered_json::array();
   for (int r = 0; r < layout.mesh().size(); ++r) {
-    Box b = layout.box(r);
+    const LocalShard b = layout.local_shard(r);
     nlohmann::ordered_json e;
     e["rank"] = r;
     e["coord"] = layout.mesh().coord_of(r).vec();
@@ -77,6 +91,7 @@ std::string layout_json(const Layout& layout, int indent) {
 std::string layout_picture(const Layout& layout) {
   int nd = layout.ndim();
   if (nd < 1 || nd > 2) return "(picture drawn for 1-D and 2-D tensors only)\n";
+  if (!layout.one_box_per_rank()) return "(picture drawn for layouts with one box per rank only)\n";
   std::vector<Index> rows = nd == 2 ? cuts(layout, 0) : std::vector<Index>{0, 1};
   std::vector<Index> cols = cuts(layout, nd - 1);
   int nrows = static_cast<int>(rows.size()) - 1, ncols = static_cast<int>(cols.size()) - 1;

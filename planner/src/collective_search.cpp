@@ -14,23 +14,10 @@ using Key = std::uint64_t;
 constexpr int kCollectiveWeight = 1000;
 constexpr int kCountShift = 5 * kMaxDims;  // bits above the placements hold the number of collectives so far
 
-int code(const Placement& p) {
-  switch (p.kind()) {
-    case Placement::Kind::kReplicate:
-      return 0;
-    case Placement::Kind::kShard:
-      return 1 + p.dim();
-    case Placement::Kind::kPartial:
-      return 1 + kMaxDims + static_cast<int>(p.op());
-  }
-  return 0;
-}
-
-Key key_of(const std::vector<Placement>& ps) {
-  Key k = 0;
-  for (size_t i = 0; i < ps.size(); ++i) k |= static_cast<Key>(code(ps[i])) << (5 * i);
-  return k;
-}
+// 5 bits per mesh dim: R, S(d), P(op), then the _StridedShard placements of the source and target (numbered per
+// search: at most one per mesh dim on each side).
+constexpr int kStridedCodeBase = 1 + kMaxDims + 4;
+static_assert(kStridedCodeBase + 2 * kMaxDims <= 32, "placement codes must fit in 5 bits");
 
 struct Edge {
   Key prev = 0;
@@ -59,6 +46,9 @@ class Search {
     const Mesh& mesh = src.mesh();
     for (int k = 0; k < mesh.ndim(); ++k)
       if (mesh.dim_size(k) > 1) movable_.push_back(k);
+    for (const Layout* l : {&src, &dst})
+      for (const Placement& p : l->placements())
+        if (p.is_strided() && std::find(strided_.begin(), strided_.end(), p) == strided_.end()) strided_.push_back(p);
   }
 
   std::optional<Route> run() {
@@ -80,6 +70,26 @@ class Search {
   }
 
  private:
+  int code(const Placement& p) const {
+    if (p.is_strided())
+      return kStridedCodeBase + static_cast<int>(std::find(strided_.begin(), strided_.end(), p) - strided_.begin());
+    switch (p.kind()) {
+      case Placement::Kind::kReplicate:
+        return 0;
+      case Placement::Kind::kShard:
+        return 1 + p.dim();
+      case Placement::Kind::kPartial:
+        return 1 + kMaxDims + static_cast<int>(p.op());
+    }
+    return 0;
+  }
+
+  Key key_of(const std::vector<Placement>& ps) const {
+    Key k = 0;
+    for (size_t i = 0; i < ps.size(); ++i) k |= static_cast<Key>(code(ps[i])) << (5 * i);
+    return k;
+  }
+
   // Search keys carry the number of collectives (when capped); placements and boxes are per placements only.
   static Key placements_key(Key k) { return k & ((Key(1) << kCountShift) - 1); }
   static int collectives(Key k) { return static_cast<int>(k >> kCountShift); }
@@ -92,12 +102,13 @@ class Search {
   }
 
   // Placements a mesh dim may take: R and every S(d); P(op) where the source has it (it can be reduced away) or
-  // the target has it (a local step partitions a replicated value into it).
+  // the target has it (a local step partitions a replicated value into it); the target's _StridedShard.
   std::vector<Placement> options(int k) const {
     std::vector<Placement> out{Placement::replicate()};
     for (int d = 0; d < src_.ndim(); ++d) out.push_back(Placement::shard(d));
     if (src_.placement(k).is_partial()) out.push_back(src_.placement(k));
-    if (dst_.placement(k).is_partial() && !(dst_.placement(k) == src_.placement(k))) out.push_back(dst_.placement(k));
+    const Placement& t = dst_.placement(k);
+    if ((t.is_partial() || t.is_strided()) && !(t == src_.placement(k))) out.push_back(t);
     return out;
   }
 
@@ -148,7 +159,11 @@ class Search {
     }
     auto it = visits_.find(to_key);
     if (it != visits_.end() && it->second.done) return;
-    if (!placements_.count(placements_key(to_key))) placements_[placements_key(to_key)] = to;
+    if (!placements_.count(placements_key(to_key))) {
+      const bool strided = std::any_of(to.begin(), to.end(), [](const Placement& p) { return p.is_strided(); });
+      if (strided && !src_.with_placements(to).one_box_per_rank()) return;  // a _StridedShard state, not boxes
+      placements_[placements_key(to_key)] = to;
+    }
     const RankBoxes& a = boxes(from_key);
     const RankBoxes& b = boxes(to_key);
     if (!transition_valid(a, b, *kind, dims)) return;
@@ -182,6 +197,7 @@ class Search {
   const StepPricer& pricer_;
   std::optional<int> max_collectives_;
   std::vector<int> movable_;
+  std::vector<Placement> strided_;  // the _StridedShard placements of the source and target, by code
   std::unordered_map<Key, std::vector<Placement>> placements_;
   std::unordered_map<Key, RankBoxes> boxes_;
   std::unordered_map<Key, Visit> visits_;

@@ -101,7 +101,7 @@ class HybridSearch {
 
   void try_middle(const std::vector<Placement>& x, const std::vector<Placement>& y, std::vector<int> post,
                   const std::vector<PricedStep>& pre_steps, double pre_us) {
-    if (x == y) return;
+    if (x == y || !boxed(x) || !boxed(y)) return;
     if (!reduction_exact(src_.mesh(), x, y, dst_.placements(), pricer_.dtype(), false)) return;
     const PricedStep* p2p = p2p_step(x, y);
     if (!p2p->unavailable.empty()) {
@@ -134,7 +134,7 @@ class HybridSearch {
   bool append(const std::vector<Placement>& from, const std::vector<Placement>& to, const std::vector<int>& dims,
               std::vector<PricedStep>& steps, double& us) {
     std::optional<StepKind> kind = transition_kind(from, to, dims);
-    if (!kind) return false;
+    if (!kind || !boxed(to)) return false;
     if (!reduction_exact(src_.mesh(), from, to, dst_.placements(), pricer_.dtype(), true)) return false;
     const RankBoxes &a = boxes(from), &b = boxes(to);
     if (!transition_valid(a, b, *kind, dims)) return false;
@@ -142,6 +142,12 @@ class HybridSearch {
     steps.push_back(PricedStep{Step{*kind, dims, from, to, {}, p.us, p.bytes_moved}, {}});
     us += p.us;
     return true;
+  }
+
+  // Whether the placements put one box on every rank (only _StridedShard ones may not).
+  bool boxed(const std::vector<Placement>& ps) const {
+    return std::none_of(ps.begin(), ps.end(), [](const Placement& p) { return p.is_strided(); }) ||
+           src_.with_placements(ps).one_box_per_rank();
   }
 
   const RankBoxes& boxes(const std::vector<Placement>& ps) {

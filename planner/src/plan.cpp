@@ -174,6 +174,9 @@ void validate_plan(const PlanSpec& spec) {
                   to_string(spec.src.global_shape()), " and target shape ", to_string(spec.dst.global_shape()),
                   " differ");
   spec.topology.validate();
+  for (const Layout* l : {&spec.src, &spec.dst})
+    for (int k = 0; k < mesh.ndim(); ++k)
+      if (l->placement(k).is_partial() && mesh.dim_size(k) > 1) require_reducible(spec.dtype, l->placement(k).op());
   if (spec.scope_rank)
     RESHARD_REQUIRE(*spec.scope_rank >= 0 && *spec.scope_rank < mesh.size(), "plan rank ", *spec.scope_rank,
                     " is not in mesh ", mesh.str());

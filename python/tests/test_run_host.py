@@ -132,7 +132,7 @@ def test_bad_input():
     with pytest.raises(ValueError, match="unknown placement"):
         reshard.run_host([2], "S0", "X1", [x, x])
     with pytest.raises(ValueError, match="unknown dtype"):
-        reshard.run_host([2], "S0", "S1", [x.astype(np.bool_), x.astype(np.bool_)])
+        reshard.run_host([2], "S0", "S1", [x.astype(np.uint32), x.astype(np.uint32)])
     with pytest.raises(ValueError, match="-byte elements"):
         reshard.run_host([2], "S0", "S1", [x, x], dtype="bf16")
     with pytest.raises(ValueError, match="needs one shard per rank"):

@@ -1,6 +1,7 @@
 // The test pattern on Partial layouts: contributions that reduce to the pattern, and the expected target values.
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 
 #include "box_walk.hpp"
 #include "reshard/detail/half.hpp"
@@ -66,49 +67,45 @@ double contribution(double v, Index i, Index q, Index count, ReduceOp op, DType 
   return v;
 }
 
+// The dtype of one lane of an element: complex64 holds two f32 (pattern_lanes), others one value of their own type.
+DType lane_dtype(DType t) { return t == DType::kC64 ? DType::kF32 : t; }
+
+// Stores x as one lane of dtype t (a lane dtype): floats round, integers wrap to the element's low bytes.
 void store(unsigned char* p, double x, DType t) {
-  switch (t) {
-    case DType::kF64:
-      std::memcpy(p, &x, 8);
-      return;
-    case DType::kF32: {
-      float f = static_cast<float>(x);
-      std::memcpy(p, &f, 4);
-      return;
-    }
-    case DType::kF16:
-    case DType::kBF16: {
-      std::uint16_t h =
-          t == DType::kF16 ? detail::float_to_f16(static_cast<float>(x)) : detail::float_to_bf16(static_cast<float>(x));
+  visit_dtype(t, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>) {
+      const std::uint16_t h = std::is_same_v<T, Float16> ? detail::float_to_f16(static_cast<float>(x))
+                                                         : detail::float_to_bf16(static_cast<float>(x));
       std::memcpy(p, &h, 2);
-      return;
+    } else if constexpr (std::is_floating_point_v<T>) {
+      const T v = static_cast<T>(x);
+      std::memcpy(p, &v, sizeof(T));
+    } else if constexpr (std::is_integral_v<T>) {
+      const auto v = static_cast<std::int64_t>(x);  // two's complement: the low bytes wrap to the element type
+      std::memcpy(p, &v, sizeof(T));
+    } else {
+      fail(ErrorKind::kInternal, cat("the Partial test pattern has no values of ", to_string(t)));
     }
-    default: {
-      auto v = static_cast<std::int64_t>(x);  // two's complement: the low bytes wrap to the element type
-      std::memcpy(p, &v, element_size(t));
-    }
-  }
+  });
 }
 
-// Loads an element: floats as their value, integers as the element's bits (zero-extended).
+// Loads one lane of a floating dtype t as its value.
 double load_float(const unsigned char* p, DType t) {
-  switch (t) {
-    case DType::kF64: {
-      double d;
-      std::memcpy(&d, p, 8);
-      return d;
-    }
-    case DType::kF32: {
-      float f;
-      std::memcpy(&f, p, 4);
-      return f;
-    }
-    default: {
+  return visit_dtype(t, [&](auto tag) -> double {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>) {
       std::uint16_t h;
       std::memcpy(&h, p, 2);
-      return t == DType::kF16 ? detail::f16_to_float(h) : detail::bf16_to_float(h);
+      return std::is_same_v<T, Float16> ? detail::f16_to_float(h) : detail::bf16_to_float(h);
+    } else if constexpr (std::is_floating_point_v<T>) {
+      T v;
+      std::memcpy(&v, p, sizeof(T));
+      return v;
+    } else {
+      fail(ErrorKind::kInternal, cat(to_string(t), " is not a floating lane type"));
     }
-  }
+  });
 }
 
 std::uint64_t int_bits(double x, DType t) {
@@ -121,23 +118,16 @@ std::uint64_t int_bits(double x, DType t) {
 }  // namespace
 
 double partial_tolerance(DType dtype, double want, Index contributions) {
-  double rtol = 0;
-  switch (dtype) {
-    case DType::kF64:
-      rtol = std::ldexp(1.0, -50);
-      break;
-    case DType::kF32:
-      rtol = std::ldexp(1.0, -21);
-      break;
-    case DType::kF16:
-      rtol = std::ldexp(1.0, -8);
-      break;
-    case DType::kBF16:
-      rtol = std::ldexp(1.0, -5);
-      break;
-    default:
-      return 0;
-  }
+  const int mantissa_bits = visit_dtype(lane_dtype(dtype), [](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_same_v<T, double>) return 52;
+    if constexpr (std::is_same_v<T, float>) return 23;
+    if constexpr (std::is_same_v<T, Float16>) return 10;
+    if constexpr (std::is_same_v<T, BFloat16>) return 7;
+    return 0;  // exact types
+  });
+  if (mantissa_bits == 0) return 0;
+  const double rtol = std::ldexp(1.0, -(mantissa_bits - 2));
   const double q = static_cast<double>(std::max<Index>(1, contributions));
   return rtol * q * (std::abs(want) + q);
 }
@@ -147,12 +137,16 @@ void fill_local(void* data, const Layout& layout, int rank, DType dtype) {
   const PartialDims p = partial_dims(mesh, canonical_placements(mesh, layout.placements()), "layout");
   const Box box = layout.box(rank);
   if (p.dims.empty()) return fill_pattern(data, box, layout.global_shape(), dtype);
+  require_reducible(dtype, p.op);
   const Index q = index_over(mesh, p.dims, mesh.coord_of(rank));
-  const int es = element_size(dtype), code = static_cast<int>(dtype);
+  const int es = element_size(dtype), lanes = detail::pattern_lanes(dtype);
+  const DType lt = lane_dtype(dtype);
   auto* out = static_cast<unsigned char*>(data);
   detail::for_each_element(box, layout.global_shape(), [&](Index local, Index g) {
-    double v = static_cast<double>(detail::pattern_int(g, code));
-    store(out + local * es, contribution(v, g, q, p.count, p.op, dtype), dtype);
+    for (int lane = 0; lane < lanes; ++lane) {
+      const double v = static_cast<double>(detail::pattern_int(g, dtype, lane));
+      store(out + local * es + lane * (es / lanes), contribution(v, g * lanes + lane, q, p.count, p.op, lt), lt);
+    }
   });
 }
 
@@ -181,33 +175,40 @@ Index count_local_mismatches(const void* data, const Layout& src, const Layout& 
       qs.push_back(index_over(mesh, sp.dims, c));
     }
   }
-  const int es = element_size(dtype), code = static_cast<int>(dtype);
+  const int es = element_size(dtype), lanes = detail::pattern_lanes(dtype), ls = es / lanes;
+  const DType lt = lane_dtype(dtype);
   const auto* in = static_cast<const unsigned char*>(data);
   Index wrong = 0;
   detail::for_each_element(box, dst.global_shape(), [&](Index local, Index g) {
-    const double v = static_cast<double>(detail::pattern_int(g, code));
-    double want = v;
-    if (!qs.empty()) {
-      for (size_t j = 0; j < qs.size(); ++j) {
-        double c = contribution(v, g, qs[j], sp.count, sp.op, dtype);
-        want = j == 0                    ? c
-               : sp.op == ReduceOp::kMax ? std::max(want, c)
-               : sp.op == ReduceOp::kMin ? std::min(want, c)
-                                         : want + c;
+    bool ok = true;
+    for (int lane = 0; lane < lanes; ++lane) {
+      const double v = static_cast<double>(detail::pattern_int(g, dtype, lane));
+      const Index i = g * lanes + lane;
+      double want = v;
+      if (!qs.empty()) {
+        for (size_t j = 0; j < qs.size(); ++j) {
+          double c = contribution(v, i, qs[j], sp.count, sp.op, lt);
+          want = j == 0                    ? c
+                 : sp.op == ReduceOp::kMax ? std::max(want, c)
+                 : sp.op == ReduceOp::kMin ? std::min(want, c)
+                                           : want + c;
+        }
+        if (sp.op == ReduceOp::kAvg) want /= static_cast<double>(qs.size());
+        if (!is_floating(lt)) want = std::trunc(want);
       }
-      if (sp.op == ReduceOp::kAvg) want /= static_cast<double>(qs.size());
-      if (!is_floating(dtype)) want = std::trunc(want);
+      if (part.zero) want = 0;
+      if (part.divisor > 1) want /= static_cast<double>(part.divisor);
+      const unsigned char* at = in + local * es + lane * ls;
+      if (is_floating(lt)) {
+        const double got = load_float(at, lt);
+        ok = ok && std::abs(got - want) <= partial_tolerance(lt, want, sp.count);
+      } else {
+        std::uint64_t got = 0;
+        std::memcpy(&got, at, ls);
+        ok = ok && got == int_bits(want, lt);
+      }
     }
-    if (part.zero) want = 0;
-    if (part.divisor > 1) want /= static_cast<double>(part.divisor);
-    if (is_floating(dtype)) {
-      const double got = load_float(in + local * es, dtype);
-      wrong += !(std::abs(got - want) <= partial_tolerance(dtype, want, sp.count));
-    } else {
-      std::uint64_t got = 0;
-      std::memcpy(&got, in + local * es, es);
-      wrong += got != int_bits(want, dtype);
-    }
+    wrong += !ok;
   });
   return wrong;
 }

@@ -5,6 +5,7 @@
 #include "reduce_kernels.hpp"
 #include "reshard/cuda_check.hpp"
 #include "reshard/cuda_device.hpp"
+#include "reshard/detail/reduce_math.hpp"
 
 namespace reshard {
 namespace {
@@ -14,7 +15,9 @@ constexpr long long kTileElements = 16 * 1024;
 class CudaReduceBatch : public CopyBatch {
  public:
   CudaReduceBatch(CudaDevice& device, const std::vector<ReduceRegion>& regions, DType dtype)
-      : dtype_code_(static_cast<int>(dtype)) {
+      : as_(detail::reduce_as(dtype)) {
+    // complex64 runs as f32 pairs: every element offset and outer stride doubles, and so does the contiguous row.
+    const long long lanes = as_.lanes;
     std::vector<cuda::DeviceReduceRegion> rs;
     std::vector<cuda::DeviceReduceSource> srcs;
     std::vector<cuda::DeviceReduceTile> tiles;
@@ -26,6 +29,7 @@ class CudaReduceBatch : public CopyBatch {
       RESHARD_REQUIRE(nd >= 1 && r.dst_strides[nd - 1] == 1, "reduction region: the innermost dim must be contiguous");
       for (const Dims& st : r.src_strides)
         RESHARD_REQUIRE(st[nd - 1] == 1, "reduction region: the innermost dim must be contiguous in every source");
+      require_reducible(dtype, r.op);
       const long long n = r.shape.product();
       if (n == 0) continue;
       cuda::DeviceReduceRegion d;
@@ -33,23 +37,23 @@ class CudaReduceBatch : public CopyBatch {
       d.ndim = nd;
       d.first_src = static_cast<int>(srcs.size());
       d.src_count = static_cast<int>(r.srcs.size());
-      d.op = static_cast<int>(r.op);
+      d.op = r.op;
       d.divisor = r.divisor;
-      d.dst_offset = r.dst.offset;
+      d.dst_offset = r.dst.offset * lanes;
       for (int k = 0; k < nd; ++k) {
-        d.shape[k] = r.shape[k];
-        d.dst_stride[k] = r.dst_strides[k];
+        d.shape[k] = k == nd - 1 ? r.shape[k] * lanes : r.shape[k];
+        d.dst_stride[k] = k == nd - 1 ? 1 : r.dst_strides[k] * lanes;
       }
       for (size_t j = 0; j < r.srcs.size(); ++j) {
         cuda::DeviceReduceSource s;
         s.buffer = bases_.code(r.srcs[j]);
-        s.offset = r.srcs[j].offset;
-        for (int k = 0; k < nd; ++k) s.stride[k] = r.src_strides[j][k];
+        s.offset = r.srcs[j].offset * lanes;
+        for (int k = 0; k < nd; ++k) s.stride[k] = k == nd - 1 ? 1 : r.src_strides[j][k] * lanes;
         srcs.push_back(s);
       }
       const int index = static_cast<int>(rs.size());
       rs.push_back(d);
-      const long long row = r.shape[nd - 1], rows = n / row;
+      const long long row = r.shape[nd - 1] * lanes, rows = n / r.shape[nd - 1];
       if (row >= kTileElements) {
         for (long long i = 0; i < rows; ++i)
           for (long long c = 0; c < row; c += kTileElements)
@@ -75,13 +79,13 @@ class CudaReduceBatch : public CopyBatch {
   }
 
   void run(const BufferBases& b, StreamHandle stream) override {
-    RESHARD_CUDA_CHECK(cuda::launch_reductions(regions_, sources_, tiles_, tile_count_, dtype_code_, bases_.fill(b),
+    RESHARD_CUDA_CHECK(cuda::launch_reductions(regions_, sources_, tiles_, tile_count_, as_.dtype, bases_.fill(b),
                                                static_cast<cudaStream_t>(stream)));
   }
 
  private:
   cuda::BaseTable bases_;
-  int dtype_code_;
+  detail::ReduceAs as_;
   int tile_count_ = 0;
   std::unique_ptr<DeviceMemory> memory_;
   cuda::DeviceReduceRegion* regions_ = nullptr;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <thread>
 
+#include "nccl_types.hpp"
 #include "reshard/cuda_check.hpp"
 
 #define RESHARD_NCCL(call) check((call), #call, __FILE__, __LINE__)
@@ -22,28 +23,6 @@ void throw_nccl(ncclResult_t res, ncclComm_t comm, const char* call, const char*
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-ncclDataType_t nccl_type(DType t) {
-  switch (t) {
-    case DType::kF64:
-      return ncclFloat64;
-    case DType::kF32:
-      return ncclFloat32;
-    case DType::kF16:
-      return ncclFloat16;
-    case DType::kBF16:
-      return ncclBfloat16;
-    case DType::kI64:
-      return ncclInt64;
-    case DType::kI32:
-      return ncclInt32;
-    case DType::kI8:
-      return ncclInt8;
-    case DType::kU8:
-      return ncclUint8;
-  }
-  fail(ErrorKind::kInternal, "unknown dtype");
-}
 
 ncclRedOp_t nccl_op(ReduceOp op) {
   switch (op) {
@@ -189,16 +168,16 @@ void NcclCommunicator::all_gather(const void* send, void* recv, size_t bytes_per
 
 void NcclCommunicator::reduce_scatter(const void* send, void* recv, size_t count, DType dtype, ReduceOp op,
                                       StreamHandle stream) {
+  const detail::NcclElements e = detail::nccl_elements(dtype, count, op);
   WatchedCall watched(*this);
-  RESHARD_NCCL(
-      ncclReduceScatter(send, recv, count, nccl_type(dtype), nccl_op(op), comm_, static_cast<cudaStream_t>(stream)));
+  RESHARD_NCCL(ncclReduceScatter(send, recv, e.count, e.type, nccl_op(op), comm_, static_cast<cudaStream_t>(stream)));
 }
 
 void NcclCommunicator::all_reduce(const void* send, void* recv, size_t count, DType dtype, ReduceOp op,
                                   StreamHandle stream) {
+  const detail::NcclElements e = detail::nccl_elements(dtype, count, op);
   WatchedCall watched(*this);
-  RESHARD_NCCL(
-      ncclAllReduce(send, recv, count, nccl_type(dtype), nccl_op(op), comm_, static_cast<cudaStream_t>(stream)));
+  RESHARD_NCCL(ncclAllReduce(send, recv, e.count, e.type, nccl_op(op), comm_, static_cast<cudaStream_t>(stream)));
 }
 
 Communicator& NcclCommunicator::group(const Mesh& mesh, const std::vector<int>& mesh_dims) {

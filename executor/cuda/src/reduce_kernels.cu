@@ -4,6 +4,7 @@
 #include <cuda_fp16.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "reduce_kernels.hpp"
 #include "reshard/detail/reduce_math.hpp"
@@ -13,26 +14,27 @@ namespace {
 
 constexpr int kThreads = 256;
 
-template <class T, class Acc>
-struct Plain {
-  using acc = Acc;
-  __device__ static Acc load(const void* p, long long i) { return static_cast<Acc>(static_cast<const T*>(p)[i]); }
-  __device__ static void store(void* p, long long i, Acc a) { static_cast<T*>(p)[i] = static_cast<T>(a); }
-};
-
-struct F16 {
-  using acc = float;
-  __device__ static float load(const void* p, long long i) { return __half2float(static_cast<const __half*>(p)[i]); }
-  __device__ static void store(void* p, long long i, float a) { static_cast<__half*>(p)[i] = __float2half_rn(a); }
-};
-
-struct BF16 {
-  using acc = float;
-  __device__ static float load(const void* p, long long i) {
-    return __bfloat162float(static_cast<const __nv_bfloat16*>(p)[i]);
+// Loads and stores one element of type T through its accumulator (reshard/detail/reduce_math.hpp).
+template <class T>
+struct DeviceElement {
+  using acc = typename detail::Accumulator<T>::type;
+  __device__ static acc load(const void* p, long long i) {
+    if constexpr (std::is_same_v<T, Float16>) {
+      return __half2float(static_cast<const __half*>(p)[i]);
+    } else if constexpr (std::is_same_v<T, BFloat16>) {
+      return __bfloat162float(static_cast<const __nv_bfloat16*>(p)[i]);
+    } else {
+      return static_cast<acc>(static_cast<const T*>(p)[i]);
+    }
   }
-  __device__ static void store(void* p, long long i, float a) {
-    static_cast<__nv_bfloat16*>(p)[i] = __float2bfloat16_rn(a);
+  __device__ static void store(void* p, long long i, acc a) {
+    if constexpr (std::is_same_v<T, Float16>) {
+      static_cast<__half*>(p)[i] = __float2half_rn(a);
+    } else if constexpr (std::is_same_v<T, BFloat16>) {
+      static_cast<__nv_bfloat16*>(p)[i] = __float2bfloat16_rn(a);
+    } else {
+      static_cast<T*>(p)[i] = static_cast<T>(a);
+    }
   }
 };
 
@@ -83,29 +85,17 @@ cudaError_t launch(const DeviceReduceRegion* regions, const DeviceReduceSource* 
 }  // namespace
 
 cudaError_t launch_reductions(const DeviceReduceRegion* regions, const DeviceReduceSource* sources,
-                              const DeviceReduceTile* tiles, int tile_count, int dtype_code, DeviceBases bases,
+                              const DeviceReduceTile* tiles, int tile_count, DType dtype, DeviceBases bases,
                               cudaStream_t stream) {
   if (tile_count == 0) return cudaSuccess;
-  switch (dtype_code) {  // DType's order: f64 f32 f16 bf16 i64 i32 i8 u8
-    case 0:
-      return launch<Plain<double, double>>(regions, sources, tiles, tile_count, bases, stream);
-    case 1:
-      return launch<Plain<float, float>>(regions, sources, tiles, tile_count, bases, stream);
-    case 2:
-      return launch<F16>(regions, sources, tiles, tile_count, bases, stream);
-    case 3:
-      return launch<BF16>(regions, sources, tiles, tile_count, bases, stream);
-    case 4:
-      return launch<Plain<long long, long long>>(regions, sources, tiles, tile_count, bases, stream);
-    case 5:
-      return launch<Plain<int, long long>>(regions, sources, tiles, tile_count, bases, stream);
-    case 6:
-      return launch<Plain<signed char, long long>>(regions, sources, tiles, tile_count, bases, stream);
-    case 7:
-      return launch<Plain<unsigned char, long long>>(regions, sources, tiles, tile_count, bases, stream);
-    default:
-      return cudaErrorInvalidValue;
-  }
+  return visit_dtype(dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_void_v<typename detail::Accumulator<T>::type>) {
+      return cudaErrorInvalidValue;  // not reducible as itself (complex64 is launched as f32 pairs)
+    } else {
+      return launch<DeviceElement<T>>(regions, sources, tiles, tile_count, bases, stream);
+    }
+  });
 }
 
 }  // namespace reshard::cuda

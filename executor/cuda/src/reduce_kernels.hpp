@@ -4,19 +4,20 @@
 #include <cuda_runtime.h>
 
 #include "kernels.hpp"
+#include "reshard/dtype.hpp"
 
 namespace reshard::cuda {
 
 constexpr int kMaxReduceDims = 8;
 
-// One reduction region in elements: dst = reduce(op, srcs[first_src .. first_src + src_count)) / divisor over a
-// box whose innermost dim is contiguous in every view (stride 1): rows of shape[ndim - 1] elements, indexed
-// row-major over the outer dims.
+// One reduction region in elements of the dtype the kernel runs (complex64 runs as f32 pairs: reduce_as()): dst =
+// reduce(op, srcs[first_src .. first_src + src_count)) / divisor over a box whose innermost dim is contiguous in every
+// view (stride 1): rows of shape[ndim - 1] elements, indexed row-major over the outer dims.
 struct DeviceReduceRegion {
   int dst_buffer = 0;  // 0 input, 1 output, 2 workspace
   int ndim = 0;
   int first_src = 0, src_count = 0;
-  int op = 0;  // ReduceOp: sum, avg, max, min
+  ReduceOp op = ReduceOp::kSum;
   long long divisor = 1;
   long long dst_offset = 0;
   long long shape[kMaxReduceDims] = {};
@@ -37,7 +38,7 @@ struct DeviceReduceTile {
 };
 
 cudaError_t launch_reductions(const DeviceReduceRegion* regions, const DeviceReduceSource* sources,
-                              const DeviceReduceTile* tiles, int tile_count, int dtype_code, DeviceBases bases,
+                              const DeviceReduceTile* tiles, int tile_count, DType dtype, DeviceBases bases,
                               cudaStream_t stream);
 
 }  // namespace reshard::cuda

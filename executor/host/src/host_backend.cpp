@@ -4,8 +4,7 @@
 #include <exception>
 #include <thread>
 
-#include "reshard/detail/half.hpp"
-#include "reshard/detail/reduce_math.hpp"
+#include "reshard/host_reduce.hpp"
 
 namespace reshard {
 
@@ -148,9 +147,9 @@ void HostCommunicator::reduce_scatter(const void* send, void* recv, size_t count
       world_.take(context_, members_[j], me, chunks.data() + j * bytes, bytes);
     }
   }
-  for (int j = 1; j < n; ++j) host_reduce(chunks.data(), chunks.data() + j * bytes, count, dtype, op);
-  if (op == ReduceOp::kAvg) host_divide(chunks.data(), count, dtype, n);
-  if (bytes) std::memcpy(recv, chunks.data(), bytes);
+  std::vector<const void*> parts(n);
+  for (int j = 0; j < n; ++j) parts[j] = chunks.data() + j * bytes;
+  host_reduce(recv, parts, count, dtype, op, op == ReduceOp::kAvg ? n : 1);
 }
 
 void HostCommunicator::all_reduce(const void* send, void* recv, size_t count, DType dtype, ReduceOp op, StreamHandle) {
@@ -158,9 +157,9 @@ void HostCommunicator::all_reduce(const void* send, void* recv, size_t count, DT
   const size_t bytes = count * element_size(dtype);
   std::vector<std::byte> all(bytes * n);
   gather_all(send, all.data(), bytes);
-  for (int j = 1; j < n; ++j) host_reduce(all.data(), all.data() + j * bytes, count, dtype, op);
-  if (op == ReduceOp::kAvg) host_divide(all.data(), count, dtype, n);
-  if (bytes) std::memcpy(recv, all.data(), bytes);
+  std::vector<const void*> parts(n);
+  for (int j = 0; j < n; ++j) parts[j] = all.data() + j * bytes;
+  host_reduce(recv, parts, count, dtype, op, op == ReduceOp::kAvg ? n : 1);
 }
 
 Communicator& HostCommunicator::group(const Mesh& mesh, const std::vector<int>& mesh_dims) {
@@ -291,92 +290,6 @@ void run_ranks(int n, const std::function<void(int)>& fn, HostWorld* world) {
   for (int r = 0; r < n && !first; ++r)
     if (errors[r]) first = errors[r];
   if (first) std::rethrow_exception(first);
-}
-
-namespace {
-
-template <class T>
-void reduce_typed(T* dst, const T* src, size_t n, ReduceOp op) {
-  for (size_t i = 0; i < n; ++i) {
-    switch (op) {
-      case ReduceOp::kSum:
-      case ReduceOp::kAvg:
-        dst[i] = detail::combine(dst[i], src[i], static_cast<int>(op));  // integers wrap (two's complement)
-        break;
-      case ReduceOp::kMax:
-        dst[i] = std::max(dst[i], src[i]);
-        break;
-      case ReduceOp::kMin:
-        dst[i] = std::min(dst[i], src[i]);
-        break;
-    }
-  }
-}
-
-template <float (*ToFloat)(std::uint16_t), std::uint16_t (*FromFloat)(float)>
-void reduce_half(std::uint16_t* dst, const std::uint16_t* src, size_t n, ReduceOp op) {
-  for (size_t i = 0; i < n; ++i) {
-    float a = ToFloat(dst[i]), b = ToFloat(src[i]);
-    float r = op == ReduceOp::kMax ? std::max(a, b) : op == ReduceOp::kMin ? std::min(a, b) : a + b;
-    dst[i] = FromFloat(r);
-  }
-}
-
-template <class T>
-void divide_typed(T* p, size_t count, int n) {
-  for (size_t i = 0; i < count; ++i) p[i] = static_cast<T>(p[i] / static_cast<T>(n));
-}
-
-}  // namespace
-
-void host_reduce(void* dst, const void* src, size_t count, DType dtype, ReduceOp op) {
-  switch (dtype) {
-    case DType::kF64:
-      return reduce_typed(static_cast<double*>(dst), static_cast<const double*>(src), count, op);
-    case DType::kF32:
-      return reduce_typed(static_cast<float*>(dst), static_cast<const float*>(src), count, op);
-    case DType::kI64:
-      return reduce_typed(static_cast<std::int64_t*>(dst), static_cast<const std::int64_t*>(src), count, op);
-    case DType::kI32:
-      return reduce_typed(static_cast<std::int32_t*>(dst), static_cast<const std::int32_t*>(src), count, op);
-    case DType::kI8:
-      return reduce_typed(static_cast<std::int8_t*>(dst), static_cast<const std::int8_t*>(src), count, op);
-    case DType::kU8:
-      return reduce_typed(static_cast<std::uint8_t*>(dst), static_cast<const std::uint8_t*>(src), count, op);
-    case DType::kF16:
-      return reduce_half<detail::f16_to_float, detail::float_to_f16>(static_cast<std::uint16_t*>(dst),
-                                                                     static_cast<const std::uint16_t*>(src), count, op);
-    case DType::kBF16:
-      return reduce_half<detail::bf16_to_float, detail::float_to_bf16>(
-          static_cast<std::uint16_t*>(dst), static_cast<const std::uint16_t*>(src), count, op);
-  }
-}
-
-void host_divide(void* data, size_t count, DType dtype, int n) {
-  switch (dtype) {
-    case DType::kF64:
-      return divide_typed(static_cast<double*>(data), count, n);
-    case DType::kF32:
-      return divide_typed(static_cast<float*>(data), count, n);
-    case DType::kI64:
-      return divide_typed(static_cast<std::int64_t*>(data), count, n);
-    case DType::kI32:
-      return divide_typed(static_cast<std::int32_t*>(data), count, n);
-    case DType::kI8:
-      return divide_typed(static_cast<std::int8_t*>(data), count, n);
-    case DType::kU8:
-      return divide_typed(static_cast<std::uint8_t*>(data), count, n);
-    case DType::kF16:
-    case DType::kBF16: {
-      auto* p = static_cast<std::uint16_t*>(data);
-      bool bf = dtype == DType::kBF16;
-      for (size_t i = 0; i < count; ++i) {
-        float v = (bf ? detail::bf16_to_float(p[i]) : detail::f16_to_float(p[i])) / static_cast<float>(n);
-        p[i] = bf ? detail::float_to_bf16(v) : detail::float_to_f16(v);
-      }
-      return;
-    }
-  }
 }
 
 }  // namespace reshard

@@ -1,5 +1,8 @@
-// Reductions on the host backend (Device::prepare_reductions).
+// The host backend's reduction (reshard/host_reduce.hpp) and HostDevice::prepare_reductions on top of it.
+#include "reshard/host_reduce.hpp"
+
 #include <cstring>
+#include <type_traits>
 
 #include "reshard/detail/half.hpp"
 #include "reshard/detail/reduce_math.hpp"
@@ -8,103 +11,123 @@
 namespace reshard {
 namespace {
 
-// Loads and stores elements of one dtype through its accumulator type.
-template <class T, class Acc>
-struct Plain {
-  using acc = Acc;
+// Loads and stores one element of type T through its accumulator.
+template <class T>
+struct HostElement {
+  using Acc = typename detail::Accumulator<T>::type;
   static Acc load(const std::byte* p) {
     T v;
     std::memcpy(&v, p, sizeof(T));
-    return static_cast<Acc>(v);
+    if constexpr (std::is_same_v<T, Float16>) {
+      return detail::f16_to_float(v.bits);
+    } else if constexpr (std::is_same_v<T, BFloat16>) {
+      return detail::bf16_to_float(v.bits);
+    } else {
+      return static_cast<Acc>(v);
+    }
   }
   static void store(std::byte* p, Acc a) {
-    T v = static_cast<T>(a);
+    T v;
+    if constexpr (std::is_same_v<T, Float16>) {
+      v.bits = detail::float_to_f16(a);
+    } else if constexpr (std::is_same_v<T, BFloat16>) {
+      v.bits = detail::float_to_bf16(a);
+    } else {
+      v = static_cast<T>(a);
+    }
     std::memcpy(p, &v, sizeof(T));
   }
 };
 
-template <float (*ToFloat)(std::uint16_t), std::uint16_t (*FromFloat)(float)>
-struct Half {
-  using acc = float;
-  static float load(const std::byte* p) {
-    std::uint16_t h;
-    std::memcpy(&h, p, 2);
-    return ToFloat(h);
+// The strided loop over the elements of `shape`, each `lanes` consecutive values of T (complex64: two floats).
+template <class T>
+void reduce_typed(std::byte* dst, const Dims& dst_strides, std::span<const HostReduceOperand> srcs, const Dims& shape,
+                  int lanes, ReduceOp op, Index divisor) {
+  using E = HostElement<T>;
+  using Acc = typename E::Acc;
+  const int nd = shape.size();
+  const Index n = shape.product();
+  if (n == 0) return;
+  const Index row = nd ? shape[nd - 1] : 1;
+  const Index dst_step = (nd ? dst_strides[nd - 1] : 0) * lanes;
+  Dims idx(nd, 0);
+  for (Index done = 0; done < n; done += row) {
+    Index dof = 0;
+    for (int d = 0; d + 1 < nd; ++d) dof += idx[d] * dst_strides[d];
+    std::byte* out = dst + dof * lanes * static_cast<Index>(sizeof(T));
+    for (Index c = 0; c < row; ++c) {
+      for (int lane = 0; lane < lanes; ++lane) {
+        Acc acc = Acc(0);
+        for (size_t j = 0; j < srcs.size(); ++j) {
+          const Dims& st = srcs[j].strides;
+          Index so = nd ? c * st[nd - 1] : 0;
+          for (int d = 0; d + 1 < nd; ++d) so += idx[d] * st[d];
+          const auto* in = static_cast<const std::byte*>(srcs[j].data) + (so * lanes + lane) * sizeof(T);
+          Acc v = E::load(in);
+          acc = j == 0 ? v : detail::combine(acc, v, op);
+        }
+        E::store(out + (c * dst_step + lane) * static_cast<Index>(sizeof(T)),
+                 srcs.empty() ? Acc(0) : detail::finish(acc, divisor));
+      }
+    }
+    for (int d = nd - 2; d >= 0; --d) {
+      if (++idx[d] < shape[d]) break;
+      idx[d] = 0;
+    }
   }
-  static void store(std::byte* p, float a) {
-    std::uint16_t h = FromFloat(a);
-    std::memcpy(p, &h, 2);
-  }
-};
+}
 
 class HostReduceBatch : public CopyBatch {
  public:
-  HostReduceBatch(std::vector<ReduceRegion> regions, DType dtype) : regions_(std::move(regions)), dtype_(dtype) {}
-  void run(const BufferBases& b, StreamHandle) override {
+  HostReduceBatch(std::vector<ReduceRegion> regions, DType dtype) : regions_(std::move(regions)), dtype_(dtype) {
     for (const ReduceRegion& r : regions_) {
-      switch (dtype_) {
-        case DType::kF64:
-          reduce<Plain<double, double>>(b, r, 8);
-          break;
-        case DType::kF32:
-          reduce<Plain<float, float>>(b, r, 4);
-          break;
-        case DType::kF16:
-          reduce<Half<detail::f16_to_float, detail::float_to_f16>>(b, r, 2);
-          break;
-        case DType::kBF16:
-          reduce<Half<detail::bf16_to_float, detail::float_to_bf16>>(b, r, 2);
-          break;
-        case DType::kI64:
-          reduce<Plain<std::int64_t, std::int64_t>>(b, r, 8);
-          break;
-        case DType::kI32:
-          reduce<Plain<std::int32_t, std::int64_t>>(b, r, 4);
-          break;
-        case DType::kI8:
-          reduce<Plain<std::int8_t, std::int64_t>>(b, r, 1);
-          break;
-        case DType::kU8:
-          reduce<Plain<std::uint8_t, std::int64_t>>(b, r, 1);
-          break;
-      }
+      require_reducible(dtype_, r.op);
+      RESHARD_REQUIRE(r.srcs.size() == r.src_strides.size(), "reduction region: ", r.srcs.size(), " sources but ",
+                      r.src_strides.size(), " stride sets");
+    }
+  }
+  void run(const BufferBases& b, StreamHandle) override {
+    const int es = element_size(dtype_);
+    std::vector<HostReduceOperand> srcs;
+    for (const ReduceRegion& r : regions_) {
+      srcs.clear();
+      for (size_t j = 0; j < r.srcs.size(); ++j)
+        srcs.push_back({static_cast<const std::byte*>(address_of(b, r.srcs[j], es)), r.src_strides[j]});
+      host_reduce(const_cast<void*>(address_of(b, r.dst, es)), r.dst_strides, srcs, r.shape, dtype_, r.op, r.divisor);
     }
   }
 
  private:
-  template <class E>
-  void reduce(const BufferBases& b, const ReduceRegion& r, int es) const {
-    using Acc = typename E::acc;
-    const int nd = r.shape.size();
-    const size_t m = r.srcs.size();
-    std::vector<const std::byte*> srcs(m);
-    for (size_t j = 0; j < m; ++j) srcs[j] = static_cast<const std::byte*>(address_of(b, r.srcs[j], es));
-    auto* dst = static_cast<std::byte*>(const_cast<void*>(address_of(b, r.dst, es)));
-    const Index n = r.shape.product();
-    Dims idx(nd, 0);
-    for (Index i = 0; i < n; ++i) {
-      Index dof = 0;
-      for (int d = 0; d < nd; ++d) dof += idx[d] * r.dst_strides[d];
-      Acc acc = Acc(0);
-      for (size_t j = 0; j < m; ++j) {
-        Index so = 0;
-        for (int d = 0; d < nd; ++d) so += idx[d] * r.src_strides[j][d];
-        Acc v = E::load(srcs[j] + so * es);
-        acc = j == 0 ? v : detail::combine(acc, v, static_cast<int>(r.op));
-      }
-      E::store(dst + dof * es, m == 0 ? Acc(0) : detail::finish(acc, r.divisor));
-      for (int d = nd - 1; d >= 0; --d) {
-        if (++idx[d] < r.shape[d]) break;
-        idx[d] = 0;
-      }
-    }
-  }
-
   std::vector<ReduceRegion> regions_;
   DType dtype_;
 };
 
 }  // namespace
+
+void host_reduce(void* dst, const Dims& dst_strides, std::span<const HostReduceOperand> srcs, const Dims& shape,
+                 DType dtype, ReduceOp op, Index divisor) {
+  require_reducible(dtype, op);
+  const detail::ReduceAs as = detail::reduce_as(dtype);
+  visit_dtype(as.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_void_v<typename detail::Accumulator<T>::type>) {
+      fail(ErrorKind::kInternal, cat("no host reduction for ", to_string(dtype)));
+    } else {
+      reduce_typed<T>(static_cast<std::byte*>(dst), dst_strides, srcs, shape, as.lanes, op, divisor);
+    }
+  });
+}
+
+void host_reduce(void* dst, std::span<const void* const> srcs, size_t count, DType dtype, ReduceOp op, Index divisor) {
+  std::vector<HostReduceOperand> operands;
+  for (const void* s : srcs) operands.push_back({s, Dims{1}});
+  host_reduce(dst, Dims{1}, operands, Dims{static_cast<Index>(count)}, dtype, op, divisor);
+}
+
+void host_reduce(void* dst, const void* src, size_t count, DType dtype, ReduceOp op) {
+  const void* srcs[] = {dst, src};
+  host_reduce(dst, std::span<const void* const>(srcs), count, dtype, op, 1);
+}
 
 std::unique_ptr<CopyBatch> HostDevice::prepare_reductions(const std::vector<ReduceRegion>& regions, DType dtype) {
   return std::make_unique<HostReduceBatch>(regions, dtype);

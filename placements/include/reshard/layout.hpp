@@ -1,10 +1,16 @@
-// Layout: a tensor of a global shape placed on a mesh, and the local box each rank holds.
+// Layout: a tensor of a global shape placed on a mesh, and the part each rank holds.
 //
-// Semantics are exactly PyTorch DTensor's (_compute_local_shape_and_global_offset): start from the global
-// shape; for mesh dims 0, 1, ... in order, a Shard(d) splits the current extent s of tensor dim d into n
-// chunks as torch.chunk does (full = ceil(s / n); chunk i starts at full * i and holds
-// max(0, min(s, full * (i + 1)) - full * i) elements). A rank whose extent in a sharded dim ends up 0
-// reports offset global_shape[d] there. Replicate and Partial leave the shape alone.
+// Semantics are exactly PyTorch DTensor's (_compute_local_shape_and_global_offset): for every tensor dim d, a rank
+// holds a list of global indices, initially all of them. For mesh dims 0, 1, ... in order:
+//  - Shard(d) on a mesh dim of size n splits the current list of s indices into n chunks as torch.chunk does
+//    (full = ceil(s / n); chunk i is positions [full * i, min(s, full * (i + 1))), empty past the end) and the
+//    rank at coordinate i keeps chunk i;
+//  - _StridedShard(d, f) first splits the list into f torch.chunk pieces, splits each piece into n chunks, and the
+//    rank at coordinate i keeps chunk i of every piece, in piece order (FSDP2 + TP's right-to-left sharding);
+//  - Replicate and Partial leave the lists alone.
+// The rank's local shape is the length of each list and its global offset the first index (global_shape[d] for
+// an empty list). Without _StridedShard every list is one range, so a rank's part is a box. With it a list may be
+// several ranges: such a layout is reported (local_shard, ranges) but not planned (box() refuses it).
 #pragma once
 
 #include <string>
@@ -23,6 +29,12 @@ struct Interval {
   Index end() const { return begin + size; }
 };
 
+// What PyTorch reports for a rank: local_shape and global_offset.
+struct LocalShard {
+  Dims shape;
+  Dims offset;
+};
+
 class Layout {
  public:
   Layout() = default;
@@ -37,9 +49,14 @@ class Layout {
   int ndim() const { return global_shape_.size(); }
   Index global_volume() const { return global_volume_; }
 
-  // The local box of a rank (offset = PyTorch's global_offset, shape = local_shape).
+  // Whether every rank's part is one box (always without _StridedShard).
+  bool one_box_per_rank() const { return one_box_; }
+  // The local box of a rank (offset = PyTorch's global_offset, shape = local_shape). kInvalidArgument naming the
+  // rank and the ranges when its part is not one box.
   Box box(int rank) const { return box_at(mesh_.coord_of(rank)); }
   Box box_at(const Dims& coord) const;
+  // PyTorch's local_shape and global_offset of a rank, for any layout.
+  LocalShard local_shard(int rank) const;
   Index local_volume(int rank) const { return volume(box(rank)); }
 
   // The same tensor with other placements on the same mesh.
@@ -48,8 +65,11 @@ class Layout {
   // Mesh dims that shard tensor dim d, in order (the nesting order).
   const std::vector<int>& sharding_mesh_dims(int tensor_dim) const { return sharding_[tensor_dim]; }
   // The range of tensor dim d held at a mesh coordinate (only the coordinates of sharding mesh dims matter).
-  // The range of an empty shard has begin == global_shape[d].
+  // The range of an empty shard has begin == global_shape[d]. kInvalidArgument when it is several ranges.
   Interval interval(int tensor_dim, const Dims& coord) const;
+  // The indices of tensor dim d held at a mesh coordinate, as ascending disjoint non-adjacent ranges (none when
+  // empty). One range unless a _StridedShard shards d.
+  std::vector<Interval> ranges(int tensor_dim, const Dims& coord) const;
   // Mesh dims holding Partial placements.
   std::vector<int> partial_mesh_dims() const;
   bool has_partial() const;
@@ -67,6 +87,8 @@ class Layout {
   Dims global_shape_;
   Index global_volume_ = 0;
   std::vector<std::vector<int>> sharding_;  // per tensor dim
+  std::vector<bool> strided_;               // per tensor dim: a _StridedShard shards it
+  bool one_box_ = true;
 };
 
 // Parses a tensor shape "7x5"; every extent a whole number >= 0; kParse error otherwise.

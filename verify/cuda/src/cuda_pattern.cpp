@@ -26,16 +26,16 @@ cuda::PatternBox pattern_box(const Box& box, const Dims& global_shape) {
 CudaPatternChecker::CudaPatternChecker(Device& device) : counter_(device.allocate(sizeof(unsigned long long))) {}
 
 void CudaPatternChecker::fill(void* data, const Box& box, const Dims& global_shape, DType dtype, cudaStream_t stream) {
-  RESHARD_CUDA_CHECK(cuda::launch_fill_pattern(data, pattern_box(box, global_shape), static_cast<int>(dtype),
-                                               element_size(dtype), stream));
+  RESHARD_CUDA_CHECK(
+      cuda::launch_fill_pattern(data, pattern_box(box, global_shape), dtype, element_size(dtype), stream));
 }
 
 Index CudaPatternChecker::count_mismatches(const void* data, const Box& box, const Dims& global_shape, DType dtype,
                                            cudaStream_t stream) {
   auto* counter = static_cast<unsigned long long*>(counter_->data());
   RESHARD_CUDA_CHECK(cudaMemsetAsync(counter, 0, sizeof(*counter), stream));
-  RESHARD_CUDA_CHECK(cuda::launch_count_mismatches(data, pattern_box(box, global_shape), static_cast<int>(dtype),
-                                                   element_size(dtype), counter, stream));
+  RESHARD_CUDA_CHECK(
+      cuda::launch_count_mismatches(data, pattern_box(box, global_shape), dtype, element_size(dtype), counter, stream));
   unsigned long long host = 0;
   RESHARD_CUDA_CHECK(cudaMemcpyAsync(&host, counter, sizeof(host), cudaMemcpyDeviceToHost, stream));
   RESHARD_CUDA_CHECK(cudaStreamSynchronize(stream));

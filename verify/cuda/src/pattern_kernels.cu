@@ -30,10 +30,10 @@ __device__ unsigned long long load_bits(const void* data, long long i, int es) {
   }
 }
 
-__global__ void fill_pattern(void* data, PatternBox box, int code, int es) {
+__global__ void fill_pattern(void* data, PatternBox box, DType dtype, int es) {
   for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < box.elements;
        i += static_cast<long long>(gridDim.x) * blockDim.x) {
-    unsigned long long bits = detail::pattern_bits(global_index(box, i), code);
+    unsigned long long bits = detail::pattern_bits(global_index(box, i), dtype);
     switch (es) {
       case 8:
         static_cast<unsigned long long*>(data)[i] = bits;
@@ -50,7 +50,7 @@ __global__ void fill_pattern(void* data, PatternBox box, int code, int es) {
   }
 }
 
-__global__ void count_mismatches(const void* data, PatternBox box, int code, int es, unsigned long long* counter) {
+__global__ void count_mismatches(const void* data, PatternBox box, DType dtype, int es, unsigned long long* counter) {
   __shared__ unsigned long long block_count;
   if (threadIdx.x == 0) block_count = 0;
   __syncthreads();
@@ -58,7 +58,7 @@ __global__ void count_mismatches(const void* data, PatternBox box, int code, int
   const unsigned long long mask = es == 8 ? ~0ull : (1ull << (8 * es)) - 1;
   for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < box.elements;
        i += static_cast<long long>(gridDim.x) * blockDim.x) {
-    unsigned long long want = detail::pattern_bits(global_index(box, i), code) & mask;
+    unsigned long long want = detail::pattern_bits(global_index(box, i), dtype) & mask;
     mine += load_bits(data, i, es) != want;
   }
   if (mine) atomicAdd(&block_count, mine);
@@ -73,16 +73,16 @@ int grid_for(long long elements) {
 
 }  // namespace
 
-cudaError_t launch_fill_pattern(void* data, PatternBox box, int code, int es, cudaStream_t stream) {
+cudaError_t launch_fill_pattern(void* data, PatternBox box, DType dtype, int es, cudaStream_t stream) {
   if (box.elements == 0) return cudaSuccess;
-  fill_pattern<<<grid_for(box.elements), kThreads, 0, stream>>>(data, box, code, es);
+  fill_pattern<<<grid_for(box.elements), kThreads, 0, stream>>>(data, box, dtype, es);
   return cudaGetLastError();
 }
 
-cudaError_t launch_count_mismatches(const void* data, PatternBox box, int code, int es, unsigned long long* counter,
+cudaError_t launch_count_mismatches(const void* data, PatternBox box, DType dtype, int es, unsigned long long* counter,
                                     cudaStream_t stream) {
   if (box.elements == 0) return cudaSuccess;
-  count_mismatches<<<grid_for(box.elements), kThreads, 0, stream>>>(data, box, code, es, counter);
+  count_mismatches<<<grid_for(box.elements), kThreads, 0, stream>>>(data, box, dtype, es, counter);
   return cudaGetLastError();
 }
 

@@ -3,6 +3,8 @@
 
 #include <cuda_runtime.h>
 
+#include "reshard/dtype.hpp"
+
 namespace reshard::cuda {
 
 constexpr int kMaxPatternDims = 8;
@@ -15,9 +17,9 @@ struct PatternBox {
   long long elements = 0;
 };
 
-cudaError_t launch_fill_pattern(void* data, PatternBox box, int dtype_code, int element_size, cudaStream_t stream);
+cudaError_t launch_fill_pattern(void* data, PatternBox box, DType dtype, int element_size, cudaStream_t stream);
 // Adds the number of elements differing from the pattern to *counter (device memory).
-cudaError_t launch_count_mismatches(const void* data, PatternBox box, int dtype_code, int element_size,
+cudaError_t launch_count_mismatches(const void* data, PatternBox box, DType dtype, int element_size,
                                     unsigned long long* counter, cudaStream_t stream);
 
 }  // namespace reshard::cuda

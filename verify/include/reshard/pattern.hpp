@@ -12,7 +12,7 @@ namespace reshard {
 void fill_pattern(void* data, const Box& box, const Dims& global_shape, DType dtype);
 // Number of elements of `data` (dense over `box`) that differ bitwise from the pattern.
 Index count_mismatches(const void* data, const Box& box, const Dims& global_shape, DType dtype);
-// The pattern's value of one element, as a double (for messages).
+// The pattern's value of one element, as a double (for messages; complex64: its real part).
 double pattern_value(Index global_index, DType dtype);
 
 }  // namespace reshard

@@ -1,4 +1,4 @@
-// IEEE half (f16) and bfloat16 conversions on the host, round-to-nearest-even.
+// IEEE half (f16) and bfloat16 conversions on the host, round-to-nearest-even; fp8 (e4m3fn, e5m2) decoding.
 #pragma once
 
 #include <cstdint>
@@ -64,5 +64,17 @@ inline std::uint16_t float_to_f16(float f) {
   r += 0xfffu + ((r >> 13) & 1u);       // round to nearest even at bit 13
   return sign | static_cast<std::uint16_t>(r >> 13);
 }
+
+// float8_e4m3fn: 1 sign, 4 exponent (bias 7), 3 mantissa bits; no infinities; S.1111.111 is NaN.
+inline float f8e4m3_to_float(std::uint8_t b) {
+  const std::uint32_t sign = static_cast<std::uint32_t>(b & 0x80u) << 24;
+  const std::uint32_t exp = (b >> 3) & 0xfu, mant = b & 0x7u;
+  if (exp == 0xf && mant == 0x7) return bits_float(sign | 0x7fc00000u);
+  if (exp == 0) return bits_float(sign) + (sign ? -1.0f : 1.0f) * static_cast<float>(mant) / 512.0f;  // m * 2^-9
+  return bits_float(sign | (exp + 127 - 7) << 23 | mant << 20);
+}
+
+// float8_e5m2: 1 sign, 5 exponent (bias 15), 2 mantissa bits, infinities and NaNs as IEEE: the high byte of an f16.
+inline float f8e5m2_to_float(std::uint8_t b) { return f16_to_float(static_cast<std::uint16_t>(b) << 8); }
 
 }  // namespace reshard::detail

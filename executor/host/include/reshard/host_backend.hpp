@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "reshard/backend.hpp"
+#include "reshard/host_reduce.hpp"
 
 namespace reshard {
 
@@ -111,10 +112,5 @@ class HostDevice : public Device {
 // Runs fn(rank) on one thread per rank and rethrows the first failure (after every thread ended). When a rank
 // fails, `world` (if given) is aborted so that the others stop waiting for it.
 void run_ranks(int n, const std::function<void(int rank)>& fn, HostWorld* world = nullptr);
-
-// Element-wise dst = reduce(dst, src) for `count` elements of dtype (f16 and bf16 through f32).
-void host_reduce(void* dst, const void* src, size_t count, DType dtype, ReduceOp op);
-// Divides `count` elements by n (the avg of a sum; integers truncate toward zero).
-void host_divide(void* data, size_t count, DType dtype, int n);
 
 }  // namespace reshard
