@@ -31,3 +31,8 @@ run --mesh 2 --from P --to S0 --shape 16384x16384 --dtype f32 --strategy p2p --t
 run --mesh 2 --from P --to S0 --shape 16384x16384 --dtype f32 --iters 20
 } 2>&1 | tee "$OUT/bench.txt"
 stamp bench
+if [ -f tests/data/make_strided_fixture.py ]; then
+  timeout 120 python3 tests/data/make_strided_fixture.py --out "$OUT/pytorch_strided_layouts.json" > "$OUT/fixture.log" 2>&1
+  echo "fixture exit $?"; tail -3 "$OUT/fixture.log"
+fi
+stamp done
