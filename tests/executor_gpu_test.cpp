@@ -92,7 +92,15 @@ std::vector<Plan> plans_for(const Layout& src, const Layout& dst, DType t) {
     if (!c.available) continue;
     o.strategy = c.strategy;
     o.transport = c.transport;  // every candidate: both transports
-    plans.push_back(make_plan(src, dst, t, o));
+    if (c.transport != Transport::kNvlink) {
+      plans.push_back(make_plan(src, dst, t, o));
+      continue;
+    }
+    for (Fusion f : {Fusion::kNever, Fusion::kAlways}) {  // nvlink: separate peer copies and one fused kernel
+      o.fusion = f;
+      plans.push_back(make_plan(src, dst, t, o));
+    }
+    o.fusion = Fusion::kAuto;
   }
   return plans;
 }
@@ -368,8 +376,8 @@ TEST_F(Gpu, OneProcessPerRank) {
       cmd += "(RANK=" + std::to_string(r) + " WORLD_SIZE=2 LOCAL_RANK=" + std::to_string(r) + " " +
              testing::cli_path() +
              " run --mesh 2 --from S0 --to S1 --shape 8192x4096 --dtype bf16 --iters 5 --strategy p2p --transport " +
-             transport + " --rendezvous " + rendezvous + " > " + base + std::to_string(r) + " 2>&1; echo $? > " +
-             base + "rc" + std::to_string(r) + ") & ";
+             transport + " --rendezvous " + rendezvous + " > " + base + std::to_string(r) + " 2>&1; echo $? > " + base +
+             "rc" + std::to_string(r) + ") & ";
     }
     cmd += "wait";
     ASSERT_EQ(std::system(cmd.c_str()), 0);
@@ -392,12 +400,12 @@ TEST_F(Gpu, ARankProcessThatDiesMakesTheOthersFailWithinTheTimeout) {
     const std::string transport = std::string(point) == "mid-run" ? "nvlink" : "nccl";
     std::string cmd = "cd /tmp && ";
     for (int r = 0; r < 2; ++r) {
-      cmd += "(RANK=" + std::to_string(r) + " WORLD_SIZE=2 LOCAL_RANK=" + std::to_string(r) + " timeout 90 " +
-             testing::cli_path() +
-             " run --mesh 2 --from S0 --to S1 --shape 4096x4096 --iters 5 --timeout-ms 5000 --strategy p2p --transport " +
-             transport + " --inject-fault 1:" + point +
-             " --rendezvous " + rendezvous + " > " + base + std::to_string(r) + " 2>&1; echo $? > " + base + "rc" +
-             std::to_string(r) + ") & ";
+      cmd +=
+          "(RANK=" + std::to_string(r) + " WORLD_SIZE=2 LOCAL_RANK=" + std::to_string(r) + " timeout 90 " +
+          testing::cli_path() +
+          " run --mesh 2 --from S0 --to S1 --shape 4096x4096 --iters 5 --timeout-ms 5000 --strategy p2p --transport " +
+          transport + " --inject-fault 1:" + point + " --rendezvous " + rendezvous + " > " + base + std::to_string(r) +
+          " 2>&1; echo $? > " + base + "rc" + std::to_string(r) + ") & ";
     }
     cmd += "wait";
     auto start = std::chrono::steady_clock::now();

@@ -69,9 +69,11 @@ TEST_P(HostExecutorExhaustive, EveryStrategyEveryElement) {
           if (!c.available) continue;
           o.strategy = c.strategy;
           o.transport = c.transport;
+          // nvlink steps alternate between one fused kernel per rank and separate peer copies.
+          o.fusion = (runs / 4) % 2 ? Fusion::kAlways : Fusion::kNever;
           Plan plan = make_plan(src, dst, DType::kI32, o);
-          const std::string where =
-              cat(src.str(), " -> [", to_string(to), "] ", to_string(c.strategy), " ", to_string(c.transport));
+          const std::string where = cat(src.str(), " -> [", to_string(to), "] ", to_string(c.strategy), " ",
+                                        to_string(c.transport), o.fusion == Fusion::kAlways ? " fused" : "");
           RunResult r;
           try {
             r = run_plan(plan, quick());

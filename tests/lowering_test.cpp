@@ -67,8 +67,12 @@ void check_program(const Plan& plan, const RankProgram& p, const std::vector<Ran
       for (const PeerTransfer& t : x->sends) sent += t.elements;
       for (const PeerTransfer& t : x->recvs) received += t.elements;
     }
-    for (const Copies* c : bodies<Copies>(p, i)) {
-      for (const CopyRegion& r : c->regions) {
+    // Copy regions of separate copy batches and of fused peer-copy kernels obey the same rules.
+    std::vector<const std::vector<CopyRegion>*> lists;
+    for (const Copies* c : bodies<Copies>(p, i)) lists.push_back(&c->regions);
+    for (const FusedPeerCopies* f : bodies<FusedPeerCopies>(p, i)) lists.push_back(&f->regions);
+    for (const auto* list : lists) {
+      for (const CopyRegion& r : *list) {
         ASSERT_EQ(r.src_strides[r.shape.size() - 1], 1) << where;
         ASSERT_EQ(r.dst_strides[r.shape.size() - 1], 1) << where;
         ASSERT_LE(extent(r, true), size_of(r.src)) << where << " step " << i;
@@ -78,10 +82,14 @@ void check_program(const Plan& plan, const RankProgram& p, const std::vector<Ran
       }
     }
     // One-sided steps: what this rank sends is what the others pull from it.
-    for (const RankProgram& q : all)
+    for (const RankProgram& q : all) {
       for (const Copies* c : bodies<Copies>(q, i))
         for (const CopyRegion& r : c->regions)
           if (r.src.peer == p.rank) sent += r.shape.product();
+      for (const FusedPeerCopies* f : bodies<FusedPeerCopies>(q, i))
+        for (const CopyRegion& r : f->regions)
+          if (r.src.peer == p.rank) sent += r.shape.product();
+    }
     if (plan.steps()[i].kind == StepKind::kP2P) {
       Index want_sent = 0, want_received = 0;
       for (const Transfer& t : plan.steps()[i].transfers) {
@@ -120,6 +128,7 @@ TEST(Lowering, ProgramsFitTheirBuffersAndThePricedWorkspace) {
             o.transport = t;
             o.pipeline_chunk_bytes = (a + b) % 2 ? 16 << 20 : 8;  // tiny chunks: pipelined steps too
             o.topology.ranks_per_node = 2;
+            o.fusion = (a + b) % 3 ? Fusion::kAuto : Fusion::kNever;  // fused kernels and separate copies
             std::optional<Plan> plan;
             try {
               plan.emplace(make_plan(src, dst, DType::kBF16, o));

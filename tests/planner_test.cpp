@@ -4,6 +4,7 @@
 
 #include <random>
 
+#include "reshard/plan_json.hpp"
 #include "reshard/planner.hpp"
 #include "reshard/profile.hpp"
 #include "simulator.hpp"
@@ -271,6 +272,38 @@ TEST(PlannerRandom, ThreeThousandRandomPartialCases) {
     }
   }
   EXPECT_GT(partial_p2p, 500);
+}
+
+TEST(PlannerFusion, SmallNvlinkStepsFuseAndTheChoiceSurvivesJson) {
+  Mesh mesh({2});
+  const Dims small{64, 64}, large{8192, 8192};
+  PlanOptions o;
+  o.strategy = Strategy::kP2P;
+  o.transport = Transport::kNvlink;
+  auto fused_steps = [](const Plan& p) {
+    int n = 0;
+    for (const Step& s : p.steps()) n += s.fused;
+    return n;
+  };
+  // auto: a 16 KiB exchange is dominated by per-copy launch and signal costs, a 256 MiB one by bandwidth.
+  Plan tiny =
+      make_plan(Layout(mesh, {Placement::shard(0)}, small), Layout(mesh, {Placement::shard(1)}, small), DType::kF32, o);
+  EXPECT_EQ(fused_steps(tiny), 1);
+  Plan big =
+      make_plan(Layout(mesh, {Placement::shard(0)}, large), Layout(mesh, {Placement::shard(1)}, large), DType::kF32, o);
+  EXPECT_EQ(fused_steps(big), 0);
+  o.fusion = Fusion::kNever;
+  EXPECT_EQ(fused_steps(make_plan(tiny.src(), tiny.dst(), DType::kF32, o)), 0);
+  o.fusion = Fusion::kAlways;
+  Plan forced = make_plan(big.src(), big.dst(), DType::kF32, o);
+  EXPECT_EQ(fused_steps(forced), 1);
+  EXPECT_EQ(fused_steps(plan_from_json(plan_to_json(forced))), 1);
+  EXPECT_EQ(plan_to_json(plan_from_json(plan_to_json(forced))), plan_to_json(forced));
+  // Collective plans run on NCCL and never fuse, whatever is asked.
+  o.transport = Transport::kAuto;
+  o.strategy = Strategy::kCollective;
+  EXPECT_EQ(fused_steps(make_plan(big.src(), big.dst(), DType::kF32, o)), 0);
+  EXPECT_THROW(parse_fusion("sometimes"), Error);
 }
 
 }  // namespace

@@ -75,6 +75,13 @@ void Executor::prepare(const Mesh& mesh) {
             for (int p : body.notify) peers_->require(p);
             for (int p : body.await) peers_->require(p);
             rt.communicates = true;
+          } else if constexpr (std::is_same_v<T, FusedPeerCopies>) {
+            for (const PeerSync* s : {&body.ready, &body.done}) {
+              for (int p : s->notify) peers_->require(p);
+              for (int p : s->await) peers_->require(p);
+            }
+            rt.batch = peers_->prepare_fused(body, es, options_.timeout);
+            rt.communicates = true;
           }
         },
         op.body);
@@ -100,7 +107,8 @@ void Executor::execute(size_t index, const BufferBases& bases, StreamHandle stre
   std::visit(
       [&](const auto& body) {
         using T = std::decay_t<decltype(body)>;
-        if constexpr (std::is_same_v<T, Copies> || std::is_same_v<T, Reductions>) {
+        if constexpr (std::is_same_v<T, Copies> || std::is_same_v<T, Reductions> ||
+                      std::is_same_v<T, FusedPeerCopies>) {
           rt.batch->run(bases, stream);
         } else if constexpr (std::is_same_v<T, PeerSync>) {
           peers_->sync(body, stream);
@@ -179,6 +187,7 @@ void Executor::run(ConstBuffer input, MutableBuffer output, StreamHandle stream)
 void Executor::wait(StreamHandle stream) {
   try {
     comm_.wait(stream, options_.timeout);
+    if (peers_) peers_->check();
   } catch (const Error& e) {
     if (peers_ && e.kind() == ErrorKind::kTimeout) peers_->release();  // let the stream drain: no spin forever
     throw;

@@ -42,6 +42,15 @@ double CostModel::one_sided_rank_us(const RankTraffic& t) const {
   return (communicates ? n.sync_us : 0.0) + std::max({pull, serve, local});
 }
 
+double CostModel::fused_rank_us(const RankTraffic& t) const {
+  Index in = t.local_bytes + t.local_engine_bytes;
+  for (Index b : t.in_bytes) in += b;
+  Index out = 0;
+  for (Index b : t.out_bytes) out += b;
+  const OneSidedProfile& n = profile_.nvlink;
+  return std::max(n.fused.time_us(static_cast<double>(std::max(in, out))), n.fused_overhead_us);
+}
+
 double CostModel::exchange_rank_us(const RankTraffic& t, bool all_to_all) const {
   double wire = 0;
   double alpha = 0;

@@ -136,9 +136,11 @@ Index lower_exchange(StepParts& ps, const RankTransfers& t, const RankBoxes& a, 
 // its sources it is done and waits until its readers are. Nothing is staged. `peer_in(p)`: rank p's L_i tensor.
 template <class PeerIn>
 void lower_one_sided(StepParts& ps, const RankTransfers& t, const RankBoxes& a, const RankBoxes& b, int rank,
-                     const StepBuffers& buf, const ExchangeRules& rules, const PartialRoles& roles, PeerIn peer_in) {
+                     const StepBuffers& buf, const ExchangeRules& rules, const PartialRoles& roles, bool fused,
+                     PeerIn peer_in) {
   const Box &from = a[rank], &to = b[rank];
   OneSidedParts one;
+  one.fused = fused;
   std::vector<int> readers, sources;
   for (const Transfer& tr : t.sends) readers.push_back(tr.dst);
   for (const Transfer& tr : t.recvs) sources.push_back(tr.src);
@@ -224,7 +226,7 @@ RankProgram lower_steps(const Layout& src, const std::vector<Step>& steps, DType
         if (step.transport == Transport::kNvlink) {
           prog.one_sided = true;
           auto peer_in = [&](int p) { return step_buffers(workspace_of(layouts, p, es), i, steps.size(), p).in; };
-          lower_one_sided(ps, transfers.at(i), a, b, rank, buf, rules, roles, peer_in);
+          lower_one_sided(ps, transfers.at(i), a, b, rank, buf, rules, roles, step.fused, peer_in);
         } else {
           step_scratch = lower_exchange(ps, transfers.at(i), a, b, rank, buf, rules, &roles);
         }

@@ -49,8 +49,15 @@ int start_local(StepOps& out, StepParts& parts, int fork = -1) {
   return last;
 }
 
-void schedule_one_sided(StepOps& out, StepParts& parts) {
+void schedule_one_sided(StepOps& out, StepParts& parts, int step) {
   OneSidedParts& p = *parts.one_sided;
+  if (p.fused) {
+    FusedPeerCopies f{std::move(parts.local_engine), std::move(p.ready), std::move(p.done), step};
+    for (auto* list : {&parts.local, &p.engine_copies, &p.kernel_copies})
+      f.regions.insert(f.regions.end(), list->begin(), list->end());
+    out.add(std::move(f), Lane::kMain);
+    return;
+  }
   const int local = start_local(out, parts);
   out.add(std::move(p.ready), Lane::kMain);
   if (!p.engine_copies.empty()) out.copies(std::move(p.engine_copies), Lane::kMain, {}, CopyEngine::kCopyEngine);
@@ -64,7 +71,7 @@ void schedule_one_sided(StepOps& out, StepParts& parts) {
 
 void schedule_step(StepParts parts, int step, int element_size, StageOverlap overlap, std::vector<Op>& ops) {
   StepOps out(ops, step);
-  if (parts.one_sided) return schedule_one_sided(out, parts);
+  if (parts.one_sided) return schedule_one_sided(out, parts, step);
   std::vector<StageParts>& stages = parts.stages;
   if (!parts.local_engine.empty()) {  // local steps only: the copy engines on the main lane
     out.copies(std::move(parts.local_engine), Lane::kMain, {}, CopyEngine::kCopyEngine);

@@ -143,6 +143,13 @@ Transport parse_transport(std::string_view text) {
   fail(ErrorKind::kParse, cat("unknown transport '", text, "'; expected auto, nccl or nvlink"));
 }
 
+Fusion parse_fusion(std::string_view text) {
+  if (text == "auto") return Fusion::kAuto;
+  if (text == "always") return Fusion::kAlways;
+  if (text == "never") return Fusion::kNever;
+  fail(ErrorKind::kParse, cat("unknown fusion '", text, "'; expected auto, always or never"));
+}
+
 Strategy parse_strategy(std::string_view text) {
   for (Strategy s : {Strategy::kAuto, Strategy::kCollective, Strategy::kP2P, Strategy::kHybrid})
     if (to_string(s) == text) return s;
@@ -198,6 +205,7 @@ void validate_plan(const PlanSpec& spec) {
                     to_string(current), "]");
     Layout a = spec.src.with_placements(s.from), b = spec.src.with_placements(s.to);
     RESHARD_REQUIRE(s.transport != Transport::kAuto, "step ", i, ": a step's transport is nccl or nvlink, not auto");
+    RESHARD_REQUIRE(!s.fused || s.transport == Transport::kNvlink, "step ", i, ": only nvlink steps can be fused");
     if (s.transport == Transport::kNvlink) {
       RESHARD_REQUIRE(s.kind == StepKind::kP2P, "step ", i, " (", to_string(s.kind),
                       "): only p2p steps run on nvlink; collectives run on nccl");

@@ -159,6 +159,7 @@ std::string plan_to_json(const Plan& plan) {
     json x;
     x["kind"] = std::string(to_string(s.kind));
     if (is_communication(s.kind)) x["transport"] = std::string(to_string(s.transport));
+    if (s.fused) x["fused"] = true;
     x["mesh_dims"] = s.mesh_dims;
     x["from"] = placement_strings(s.from);
     x["to"] = placement_strings(s.to);
@@ -237,6 +238,7 @@ Plan plan_from_json(const std::string& text) {
     Step x;
     x.kind = parse_step_kind(R::string(s, "kind", path));
     if (s.contains("transport")) x.transport = read_transport(s, path);
+    if (s.contains("fused")) x.fused = R::boolean(s, "fused", path);
     x.mesh_dims = R::ints(s, "mesh_dims", path);
     x.from = R::placements(s, "from", path);
     x.to = R::placements(s, "to", path);

@@ -21,7 +21,7 @@ std::string route_text(const std::vector<detail::PricedStep>& steps) {
     const Step& st = ps.step;
     s += " -";
     s += to_string(st.kind);
-    if (st.kind == StepKind::kP2P && st.transport == Transport::kNvlink) s += "/nvlink";
+    if (st.kind == StepKind::kP2P && st.transport == Transport::kNvlink) s += st.fused ? "/nvlink-fused" : "/nvlink";
     if (!st.mesh_dims.empty()) {
       s += "[";
       s += join(st.mesh_dims);
@@ -50,7 +50,7 @@ class Planner {
         options_(options),
         rank_(rank),
         model_(options.profile, options.topology),
-        pricer_(model_, dtype, options.pipeline_chunk_bytes) {
+        pricer_(model_, dtype, options.pipeline_chunk_bytes, options.fusion) {
     validate_inputs();
     csrc_ = src.with_placements(canonical_placements(src.mesh(), src.placements()));
     cdst_ = src.with_placements(canonical_placements(dst.mesh(), dst.placements()));
@@ -168,7 +168,7 @@ class Planner {
       int stalled = 0;  // halvings without a smaller workspace since the last one that helped
       bool helped = false;
       for (; chunk >= kMinChunkBytes && stalled < 2; chunk /= 2) {
-        detail::StepPricer pricer(model_, dtype_, chunk);
+        detail::StepPricer pricer(model_, dtype_, chunk, options_.fusion);
         Built t = build_strategy(b.summary.strategy, b.summary.transport, pricer);
         if (!t.summary.available) break;
         finish(t, pricer);

@@ -122,6 +122,8 @@ Profile default_profile() {
   p.nvlink.sync_us = 8.0;
   p.nvlink.step_overhead_us = 12.0;
   p.nvlink.copy_engine_min_row_bytes = 2048;
+  p.nvlink.fused = {8.0, 300.0};
+  p.nvlink.fused_overhead_us = 4.0;
   return p;
 }
 
@@ -166,6 +168,10 @@ Profile profile_from_json(const std::string& text) {
       fail(ErrorKind::kInvalidArgument,
            cat("profile field 'nvlink.copy_engine_min_row_bytes' must be a whole number of bytes, got ", row));
     p.nvlink.copy_engine_min_row_bytes = static_cast<long long>(row);
+    if (n.contains("fused")) {
+      p.nvlink.fused = alpha_beta(n, "fused", "nvlink");
+      p.nvlink.fused_overhead_us = number(n, "fused_overhead_us", "nvlink", false);
+    }
   }
   json extra = json::object();
   for (auto it = j.begin(); it != j.end(); ++it) {
@@ -206,7 +212,9 @@ std::string profile_to_json(const Profile& p) {
                      {"kernel", to_json(p.nvlink.kernel)},
                      {"sync_us", p.nvlink.sync_us},
                      {"step_overhead_us", p.nvlink.step_overhead_us},
-                     {"copy_engine_min_row_bytes", p.nvlink.copy_engine_min_row_bytes}};
+                     {"copy_engine_min_row_bytes", p.nvlink.copy_engine_min_row_bytes},
+                     {"fused", to_json(p.nvlink.fused)},
+                     {"fused_overhead_us", p.nvlink.fused_overhead_us}};
   if (!p.extra_json.empty()) {
     json extra = json::parse(p.extra_json);
     for (auto it = extra.begin(); it != extra.end(); ++it) j[it.key()] = it.value();

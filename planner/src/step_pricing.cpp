@@ -74,9 +74,9 @@ StepPrice StepPricer::collective_wire(const RankBoxes& a, const RankBoxes& b, St
         p.bytes_moved += (a.volume(r) - keep) * es_;
       }
       for (int r : representatives(a)) {
-        const RankTraffic& t = rank_exchange(all_to_all_transfers(a, b, dims, r, es_), a, b, r,
-                                             exchange_rules(Transport::kNccl, false), model_.topology())
-                                   .traffic();
+        const RankTraffic t = rank_exchange(all_to_all_transfers(a, b, dims, r, es_), a, b, r,
+                                            exchange_rules(Transport::kNccl, false), model_.topology())
+                                  .traffic();
         worst.peers_out = std::max(worst.peers_out, t.peers_out);
         worst.peers_in = std::max(worst.peers_in, t.peers_in);
         worst.pack_bytes = std::max(worst.pack_bytes, t.pack_bytes);
@@ -141,15 +141,24 @@ PricedStep StepPricer::p2p(const OverlapIndex& index, Transport transport) const
     }
   }
   ps.scratch.resize(n);
+  double fused_us = 0;  // the step as one kernel per rank (one-sided steps without reductions)
+  int most_peers = 0;
   for (int r = 0; r < n; ++r) {
     ps.scratch[r] = ranks[r].scratch().total();
     const RankTraffic& t = ranks[r].traffic();
     ps.step.estimated_us =
         std::max(ps.step.estimated_us, one_sided ? model_.one_sided_rank_us(t) : model_.exchange_rank_us(t, false));
+    if (one_sided) fused_us = std::max(fused_us, model_.fused_rank_us(t));
+    most_peers = std::max({most_peers, t.peers_in, t.peers_out});
   }
   if (ps.step.bytes_moved > 0)  // a step that moves nothing only copies locally
     ps.step.estimated_us =
         one_sided ? model_.one_sided_with_overhead(ps.step.estimated_us) : model_.with_overhead(ps.step.estimated_us);
+  const bool fusable = one_sided && !rules.reduces && ps.step.bytes_moved > 0 && most_peers <= kMaxFusedPeers;
+  if (fusable && fusion_ != Fusion::kNever && (fusion_ == Fusion::kAlways || fused_us < ps.step.estimated_us)) {
+    ps.step.fused = true;
+    ps.step.estimated_us = fused_us;
+  }
   return ps;
 }
 

@@ -30,13 +30,14 @@ struct PricedStep {
 
 class StepPricer {
  public:
-  StepPricer(const CostModel& model, DType dtype, Index chunk_bytes)
-      : model_(model), dtype_(dtype), es_(reshard::element_size(dtype)), chunk_bytes_(chunk_bytes) {}
+  StepPricer(const CostModel& model, DType dtype, Index chunk_bytes, Fusion fusion = Fusion::kAuto)
+      : model_(model), dtype_(dtype), es_(reshard::element_size(dtype)), chunk_bytes_(chunk_bytes), fusion_(fusion) {}
 
   const CostModel& model() const { return model_; }
   DType dtype() const { return dtype_; }
   int element_size() const { return es_; }
   Index chunk_bytes() const { return chunk_bytes_; }
+  Fusion fusion() const { return fusion_; }
 
   // A collective or local step from a to b on `dims`. Wire time from the largest member; packing and unpacking
   // from representative ranks (the first, the last and the one with the largest tensor).
@@ -59,6 +60,7 @@ class StepPricer {
   DType dtype_;
   int es_;
   Index chunk_bytes_;
+  Fusion fusion_;
 };
 
 }  // namespace reshard::detail

@@ -170,6 +170,7 @@ def main():
 
     out_cases = []
     failures = 0
+    disagreements = 0
     for mesh_shape, specs, shape in cases(args.cases, args.seed):
         placements = [torch_placement(p) for p in specs]
         held, error = None, None
@@ -187,7 +188,10 @@ def main():
                      "global_offset": [int(x) for x in global_offset]}
             if held is not None:
                 entry["indices"] = [to_ranges(ix) for ix in held[linear]]
-                assert [len(ix) for ix in held[linear]] == entry["local_shape"], (mesh_shape, specs, shape, coord)
+                # PyTorch's own two answers can disagree on uneven strided layouts: record it, never hide it.
+                if [len(ix) for ix in held[linear]] != entry["local_shape"]:
+                    entry["indices_disagree_with_local_shape"] = True
+                    disagreements += 1
             ranks.append(entry)
         case = {"mesh": list(mesh_shape), "placements": [reshard_text(p) for p in specs],
                 "torch_placements": repr(tuple(placements)), "global_shape": list(shape), "ranks": ranks}
@@ -203,6 +207,9 @@ def main():
         f.write("\n")
     if failures:
         print(f"{failures} cases could not be redistributed (see redistribute_error)", file=sys.stderr)
+    if disagreements:
+        print(f"{disagreements} ranks hold data whose extent differs from _compute_local_shape_and_global_offset "
+              "(indices_disagree_with_local_shape)", file=sys.stderr)
     print(f"wrote {len(out_cases)} cases ({sum(len(c['ranks']) for c in out_cases)} ranks) to {args.out}; {source}")
 
 

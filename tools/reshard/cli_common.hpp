@@ -27,6 +27,7 @@ struct PlanFlags {
   std::string dtype = "f32";
   std::string strategy = "auto";
   std::string transport = "auto";
+  std::string fuse = "auto";
   int ranks_per_node = 8;
   std::string profile;
   std::string memory_budget;

@@ -18,6 +18,9 @@ void add_plan_flags(CLI::App& cmd, PlanFlags& flags) {
   cmd.add_option("--transport", flags.transport,
                  "auto, nccl (two-sided, staged) or nvlink (one-sided peer copies, one host)")
       ->capture_default_str();
+  cmd.add_option("--fuse", flags.fuse,
+                 "auto, always or never: run an nvlink step's peer copies as one kernel per rank (small tensors)")
+      ->capture_default_str();
   cmd.add_option("--ranks-per-node", flags.ranks_per_node, "Ranks (GPUs) per node, for the cost model")
       ->capture_default_str();
   cmd.add_option("--profile", flags.profile, "Cost-model profile JSON (default: built-in H100/H200 + IB400)");
@@ -32,6 +35,7 @@ PlanRequest make_plan_request(const PlanFlags& flags) {
                   PlanOptions{}};
   req.options.strategy = parse_strategy(flags.strategy);
   req.options.transport = parse_transport(flags.transport);
+  req.options.fusion = parse_fusion(flags.fuse);
   RESHARD_REQUIRE(flags.ranks_per_node >= 1, "--ranks-per-node must be >= 1, got ", flags.ranks_per_node);
   req.options.topology.ranks_per_node = flags.ranks_per_node;
   if (!flags.profile.empty()) req.options.profile = load_profile(flags.profile);

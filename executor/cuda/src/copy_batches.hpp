@@ -4,9 +4,28 @@
 #include <memory>
 #include <vector>
 
+#include "device_bases.hpp"
+#include "kernels.hpp"
 #include "reshard/backend.hpp"
 
 namespace reshard::cuda {
+
+// A batch's copy regions cut into tiles (64 KiB of rows each) for the copy kernels, descriptors uploaded once.
+class TileSet {
+ public:
+  TileSet(Device& device, int ordinal, const std::vector<CopyRegion>& regions, int element_size);
+  const DeviceCopyRegion* regions() const { return regions_; }
+  const DeviceCopyTile* tiles() const { return tiles_; }
+  int tile_count() const { return tile_count_; }
+  const BaseTable& bases() const { return bases_; }
+
+ private:
+  BaseTable bases_;
+  int tile_count_ = 0;
+  std::unique_ptr<DeviceMemory> memory_;
+  DeviceCopyRegion* regions_ = nullptr;
+  DeviceCopyTile* tiles_ = nullptr;
+};
 
 // Copies on SM kernels, one launch per run; max_blocks > 0 caps the grid (copies beside communication).
 std::unique_ptr<CopyBatch> make_kernel_copies(Device& device, int ordinal, const std::vector<CopyRegion>& regions,

@@ -113,7 +113,7 @@ std::unique_ptr<CopyBatch> CudaDevice::prepare_copies(const Copies& copies, int 
 }
 
 std::unique_ptr<PeerLink> CudaDevice::connect_peers(Communicator& comm) {
-  return cuda::connect_cuda_peers(comm, device_);
+  return cuda::connect_cuda_peers(comm, *this, device_);
 }
 
 void CudaDevice::check_buffer(const void* data, size_t bytes, const char* what) const {

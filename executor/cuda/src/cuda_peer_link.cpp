@@ -20,6 +20,7 @@
 #include <map>
 #include <string>
 
+#include "copy_batches.hpp"
 #include "cuda_peer_link.hpp"
 #include "driver_api.hpp"
 #include "reshard/cuda_check.hpp"
@@ -53,17 +54,52 @@ struct Exposed {
 };
 
 constexpr int kPhases = 2;
+constexpr int kFusedSlots = 8;  // fused steps per plan (their flags: one epoch per slot, phase and peer)
+
+// A fused step: its tiles, its call counter and its flags (fused_kernel.cu).
+class FusedBatch : public CopyBatch {
+ public:
+  FusedBatch(Device& device, int ordinal, int sm_count, const std::vector<CopyRegion>& regions, int es,
+             const FusedSync& sync)
+      : tiles_(device, ordinal, regions, es), state_(device.allocate(2 * sizeof(unsigned long long))), sync_(sync) {
+    RESHARD_CUDA_CHECK(cudaMemset(state_->data(), 0, 2 * sizeof(unsigned long long)));
+    RESHARD_CUDA_CHECK(cudaStreamSynchronize(cudaStreamLegacy));  // the runs' streams do not wait for it
+    sync_.state = static_cast<unsigned long long*>(state_->data());
+    blocks_ = std::max(1, std::min(tiles_.tile_count(), sm_count));
+  }
+  void run(const BufferBases& b, StreamHandle stream) override {
+    RESHARD_CUDA_CHECK(launch_fused(tiles_.regions(), tiles_.tiles(), tiles_.tile_count(), blocks_,
+                                    tiles_.bases().fill(b), sync_, static_cast<cudaStream_t>(stream)));
+  }
+
+ private:
+  TileSet tiles_;
+  std::unique_ptr<DeviceMemory> state_;
+  FusedSync sync_;
+  int blocks_ = 1;
+};
 
 class CudaPeerLink : public PeerLink {
  public:
-  CudaPeerLink(Communicator& comm, int ordinal) : comm_(comm), ordinal_(ordinal), n_(comm.size()), me_(comm.rank()) {
+  CudaPeerLink(Communicator& comm, Device& device, int ordinal)
+      : comm_(comm), device_(device), ordinal_(ordinal), n_(comm.size()), me_(comm.rank()) {
     RESHARD_CUDA_CHECK(cudaSetDevice(ordinal_));
-    const size_t bytes = static_cast<size_t>(kPhases) * n_ * sizeof(std::uint32_t);
+    RESHARD_CUDA_CHECK(cudaDeviceGetAttribute(&sm_count_, cudaDevAttrMultiProcessorCount, ordinal_));
+    // One allocation: the stream-operation flags ([phase][rank], 32-bit), then the fused steps' epochs
+    // ([slot][phase][rank], 64-bit).
+    fused_offset_ = (static_cast<size_t>(kPhases) * n_ * sizeof(std::uint32_t) + 15) / 16 * 16;
+    const size_t bytes = fused_offset_ + static_cast<size_t>(kFusedSlots) * kPhases * n_ * sizeof(std::uint64_t);
     RESHARD_CUDA_CHECK(cudaMalloc(&flags_, bytes));
     RESHARD_CUDA_CHECK(cudaMemset(flags_, 0, bytes));
+    RESHARD_CUDA_CHECK(cudaHostAlloc(&error_, sizeof(int), cudaHostAllocMapped));
+    *error_ = 0;
+    RESHARD_CUDA_CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&error_device_), error_, 0));
     RESHARD_CUDA_CHECK(cudaMalloc(&one_, sizeof(std::uint32_t)));
     const std::uint32_t one = 1;
     RESHARD_CUDA_CHECK(cudaMemcpy(one_, &one, sizeof(one), cudaMemcpyHostToDevice));
+    // The cleared flags must be in memory before any peer can post into them (after the all-gather below): the
+    // legacy-stream memset is asynchronous and the runs' non-blocking streams do not wait for it.
+    RESHARD_CUDA_CHECK(cudaStreamSynchronize(cudaStreamLegacy));
     RESHARD_CUDA_CHECK(cudaStreamCreateWithFlags(&side_, cudaStreamNonBlocking));
 
     Card mine;
@@ -77,6 +113,8 @@ class CudaPeerLink : public PeerLink {
     comm_.all_gather_host(&mine, cards_.data(), sizeof(Card));
 
     peer_flags_.assign(n_, nullptr);
+    fused_base_.assign(n_, nullptr);
+    fused_base_[me_] = reinterpret_cast<std::byte*>(flags_) + fused_offset_;
     reachable_.assign(n_, false);
     peers_.assign(n_, RankBuffers{});
     for (int p = 0; p < n_; ++p) {
@@ -104,6 +142,7 @@ class CudaPeerLink : public PeerLink {
       }
       peer_flags_[p] = c.pid == mine.pid ? reinterpret_cast<std::uint32_t*>(c.flags)
                                          : static_cast<std::uint32_t*>(open(p, c.flags_handle));
+      fused_base_[p] = reinterpret_cast<std::byte*>(peer_flags_[p]) + fused_offset_;
       reachable_[p] = true;
     }
   }
@@ -114,6 +153,39 @@ class CudaPeerLink : public PeerLink {
     if (side_) cudaStreamDestroy(side_);
     if (one_) cudaFree(one_);
     if (flags_) cudaFree(flags_);
+    if (error_) cudaFreeHost(error_);
+  }
+
+  std::unique_ptr<CopyBatch> prepare_fused(const FusedPeerCopies& op, int element_size,
+                                           std::chrono::milliseconds timeout) override {
+    RESHARD_REQUIRE(op.slot >= 0 && op.slot < kFusedSlots, "a plan fuses at most ", kFusedSlots,
+                    " one-sided steps (step ", op.slot, ")");
+    const std::vector<int>* lists[4] = {&op.ready.notify, &op.done.notify, &op.ready.await, &op.done.await};
+    for (const std::vector<int>* l : lists)
+      RESHARD_REQUIRE(static_cast<int>(l->size()) <= kMaxPeerSlots, "a fused step talks to more than ", kMaxPeerSlots,
+                      " peers");
+    FusedSync s;
+    auto fill_notify = [&](const std::vector<int>& peers, int phase, unsigned long long** out, int& count) {
+      for (int p : peers) out[count++] = fused_slot(p, op.slot, phase, me_);
+    };
+    auto fill_await = [&](const std::vector<int>& peers, int phase, const unsigned long long** out, int& count) {
+      for (int p : peers) out[count++] = fused_slot(me_, op.slot, phase, p);
+    };
+    fill_notify(op.ready.notify, 0, s.notify_ready, s.notify_ready_count);
+    fill_notify(op.done.notify, 1, s.notify_done, s.notify_done_count);
+    fill_await(op.ready.await, 0, s.await_ready, s.await_ready_count);
+    fill_await(op.done.await, 1, s.await_done, s.await_done_count);
+    s.error = error_device_;
+    s.timeout_ns = static_cast<unsigned long long>(timeout.count()) * 1000000ull;
+    return std::make_unique<FusedBatch>(device_, ordinal_, sm_count_, op.regions, element_size, s);
+  }
+
+  void check() override {
+    if (!*reinterpret_cast<volatile int*>(error_)) return;
+    *reinterpret_cast<volatile int*>(error_) = 0;
+    fail(ErrorKind::kTimeout, cat("rank ", me_,
+                                  ": a peer did not reach the same one-sided step in time; the fused "
+                                  "step gave up (its result is garbage)"));
   }
 
   void require(int peer) const override {
@@ -203,6 +275,12 @@ class CudaPeerLink : public PeerLink {
  private:
   size_t slot(int phase, int rank) const { return static_cast<size_t>(phase) * n_ + rank; }
 
+  // In `owner`'s flags: the epoch of fused step `step`, phase `phase`, posted by rank `from`.
+  unsigned long long* fused_slot(int owner, int step, int phase, int from) const {
+    const size_t index = (static_cast<size_t>(step) * kPhases + phase) * n_ + from;
+    return reinterpret_cast<unsigned long long*>(fused_base_[owner]) + index;
+  }
+
   static std::string handle_key(const cudaIpcMemHandle_t& h) { return std::string(h.reserved, sizeof(h.reserved)); }
 
   bool is_flags(const std::pair<int, std::string>& key) const {
@@ -251,7 +329,13 @@ class CudaPeerLink : public PeerLink {
   }
 
   Communicator& comm_;
+  Device& device_;
   int ordinal_, n_, me_;
+  int sm_count_ = 0;
+  size_t fused_offset_ = 0;
+  std::vector<std::byte*> fused_base_;  // every rank's fused epochs, as this rank addresses them
+  int* error_ = nullptr;                // host-mapped, set by a fused kernel that gave up
+  int* error_device_ = nullptr;
   std::uint32_t* flags_ = nullptr;  // [phase][rank]: 1 when that rank posted the phase to this one
   std::uint32_t* one_ = nullptr;    // the posted value, copied into peers' slots
   cudaStream_t side_ = nullptr;     // release() only
@@ -266,8 +350,8 @@ class CudaPeerLink : public PeerLink {
 
 }  // namespace
 
-std::unique_ptr<PeerLink> connect_cuda_peers(Communicator& comm, int ordinal) {
-  return std::make_unique<CudaPeerLink>(comm, ordinal);
+std::unique_ptr<PeerLink> connect_cuda_peers(Communicator& comm, Device& device, int ordinal) {
+  return std::make_unique<CudaPeerLink>(comm, device, ordinal);
 }
 
 }  // namespace reshard::cuda

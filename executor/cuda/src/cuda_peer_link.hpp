@@ -8,6 +8,6 @@
 namespace reshard::cuda {
 
 // Collective over `comm`: maps the flags of every rank on this host whose GPU this one (`ordinal`) can access.
-std::unique_ptr<PeerLink> connect_cuda_peers(Communicator& comm, int ordinal);
+std::unique_ptr<PeerLink> connect_cuda_peers(Communicator& comm, Device& device, int ordinal);
 
 }  // namespace reshard::cuda

@@ -76,6 +76,8 @@ class CudaReduceBatch : public CopyBatch {
     if (region_bytes) RESHARD_CUDA_CHECK(cudaMemcpy(regions_, rs.data(), region_bytes, cudaMemcpyHostToDevice));
     if (source_bytes) RESHARD_CUDA_CHECK(cudaMemcpy(sources_, srcs.data(), source_bytes, cudaMemcpyHostToDevice));
     if (tile_bytes) RESHARD_CUDA_CHECK(cudaMemcpy(tiles_, tiles.data(), tile_bytes, cudaMemcpyHostToDevice));
+    // Uploads go through the legacy stream, which non-blocking streams do not wait for: finish them before any run.
+    RESHARD_CUDA_CHECK(cudaStreamSynchronize(cudaStreamLegacy));
   }
 
   void run(const BufferBases& b, StreamHandle stream) override {

@@ -17,69 +17,73 @@ unsigned int alignment_of(long long x) {
   return a;
 }
 
+}  // namespace
+
+TileSet::TileSet(Device& device, int ordinal, const std::vector<CopyRegion>& regions, int es) {
+  std::vector<DeviceCopyRegion> rs;
+  std::vector<DeviceCopyTile> tiles;
+  for (const CopyRegion& r : regions) {
+    const int nd = r.shape.size();
+    RESHARD_REQUIRE(nd - 1 <= kMaxOuterDims, "copy region has too many dims");
+    DeviceCopyRegion d;
+    d.src_buffer = bases_.code(r.src);
+    d.dst_buffer = bases_.code(r.dst);
+    d.outer_dims = nd - 1;
+    d.src_offset = r.src.offset * es;
+    d.dst_offset = r.dst.offset * es;
+    d.row_bytes = r.shape[nd - 1] * es;
+    long long align_bits = d.src_offset | d.dst_offset | d.row_bytes;
+    long long rows = 1;
+    for (int k = 0; k < nd - 1; ++k) {
+      d.outer_shape[k] = r.shape[k];
+      d.src_stride[k] = r.src_strides[k] * es;
+      d.dst_stride[k] = r.dst_strides[k] * es;
+      align_bits |= d.src_stride[k] | d.dst_stride[k];
+      rows *= r.shape[k];
+    }
+    d.align = alignment_of(align_bits == 0 ? 16 : align_bits);
+    if (rows == 0 || d.row_bytes == 0) continue;
+    const int index = static_cast<int>(rs.size());
+    rs.push_back(d);
+    if (d.row_bytes >= kTileBytes) {
+      // Long rows: one row per tile, cut into 64 KiB pieces (16-byte multiples).
+      for (long long row = 0; row < rows; ++row)
+        for (long long c = 0; c < d.row_bytes; c += kTileBytes)
+          tiles.push_back({index, row, row + 1, c, std::min(d.row_bytes, c + kTileBytes)});
+    } else {
+      long long per_tile = std::max(1LL, kTileBytes / d.row_bytes);
+      for (long long row = 0; row < rows; row += per_tile)
+        tiles.push_back({index, row, std::min(rows, row + per_tile), 0, d.row_bytes});
+    }
+  }
+  tile_count_ = static_cast<int>(tiles.size());
+  RESHARD_CUDA_CHECK(cudaSetDevice(ordinal));
+  size_t region_bytes = rs.size() * sizeof(DeviceCopyRegion), tile_bytes = tiles.size() * sizeof(DeviceCopyTile);
+  memory_ = device.allocate(region_bytes + tile_bytes + 16);
+  auto* base = static_cast<char*>(memory_->data());
+  regions_ = reinterpret_cast<DeviceCopyRegion*>(base);
+  tiles_ = reinterpret_cast<DeviceCopyTile*>(base + region_bytes);
+  if (region_bytes) RESHARD_CUDA_CHECK(cudaMemcpy(regions_, rs.data(), region_bytes, cudaMemcpyHostToDevice));
+  if (tile_bytes) RESHARD_CUDA_CHECK(cudaMemcpy(tiles_, tiles.data(), tile_bytes, cudaMemcpyHostToDevice));
+  // Uploads go through the legacy stream, which non-blocking streams do not wait for: finish them before any run.
+  RESHARD_CUDA_CHECK(cudaStreamSynchronize(cudaStreamLegacy));
+}
+
+namespace {
+
 class KernelCopyBatch : public CopyBatch {
  public:
   KernelCopyBatch(Device& device, int ordinal, const std::vector<CopyRegion>& regions, int es, int max_blocks)
-      : max_blocks_(max_blocks) {
-    std::vector<DeviceCopyRegion> rs;
-    std::vector<DeviceCopyTile> tiles;
-    for (const CopyRegion& r : regions) {
-      const int nd = r.shape.size();
-      RESHARD_REQUIRE(nd - 1 <= kMaxOuterDims, "copy region has too many dims");
-      DeviceCopyRegion d;
-      d.src_buffer = bases_.code(r.src);
-      d.dst_buffer = bases_.code(r.dst);
-      d.outer_dims = nd - 1;
-      d.src_offset = r.src.offset * es;
-      d.dst_offset = r.dst.offset * es;
-      d.row_bytes = r.shape[nd - 1] * es;
-      long long align_bits = d.src_offset | d.dst_offset | d.row_bytes;
-      long long rows = 1;
-      for (int k = 0; k < nd - 1; ++k) {
-        d.outer_shape[k] = r.shape[k];
-        d.src_stride[k] = r.src_strides[k] * es;
-        d.dst_stride[k] = r.dst_strides[k] * es;
-        align_bits |= d.src_stride[k] | d.dst_stride[k];
-        rows *= r.shape[k];
-      }
-      d.align = alignment_of(align_bits == 0 ? 16 : align_bits);
-      if (rows == 0 || d.row_bytes == 0) continue;
-      const int index = static_cast<int>(rs.size());
-      rs.push_back(d);
-      if (d.row_bytes >= kTileBytes) {
-        // Long rows: one row per tile, cut into 64 KiB pieces (16-byte multiples).
-        for (long long row = 0; row < rows; ++row)
-          for (long long c = 0; c < d.row_bytes; c += kTileBytes)
-            tiles.push_back({index, row, row + 1, c, std::min(d.row_bytes, c + kTileBytes)});
-      } else {
-        long long per_tile = std::max(1LL, kTileBytes / d.row_bytes);
-        for (long long row = 0; row < rows; row += per_tile)
-          tiles.push_back({index, row, std::min(rows, row + per_tile), 0, d.row_bytes});
-      }
-    }
-    tile_count_ = static_cast<int>(tiles.size());
-    RESHARD_CUDA_CHECK(cudaSetDevice(ordinal));
-    size_t region_bytes = rs.size() * sizeof(DeviceCopyRegion), tile_bytes = tiles.size() * sizeof(DeviceCopyTile);
-    memory_ = device.allocate(region_bytes + tile_bytes + 16);
-    auto* base = static_cast<char*>(memory_->data());
-    regions_ = reinterpret_cast<DeviceCopyRegion*>(base);
-    tiles_ = reinterpret_cast<DeviceCopyTile*>(base + region_bytes);
-    if (region_bytes) RESHARD_CUDA_CHECK(cudaMemcpy(regions_, rs.data(), region_bytes, cudaMemcpyHostToDevice));
-    if (tile_bytes) RESHARD_CUDA_CHECK(cudaMemcpy(tiles_, tiles.data(), tile_bytes, cudaMemcpyHostToDevice));
-  }
+      : tiles_(device, ordinal, regions, es), max_blocks_(max_blocks) {}
 
   void run(const BufferBases& b, StreamHandle stream) override {
-    RESHARD_CUDA_CHECK(
-        launch_copies(regions_, tiles_, tile_count_, max_blocks_, bases_.fill(b), static_cast<cudaStream_t>(stream)));
+    RESHARD_CUDA_CHECK(launch_copies(tiles_.regions(), tiles_.tiles(), tiles_.tile_count(), max_blocks_,
+                                     tiles_.bases().fill(b), static_cast<cudaStream_t>(stream)));
   }
 
  private:
+  TileSet tiles_;
   int max_blocks_;
-  BaseTable bases_;
-  int tile_count_ = 0;
-  std::unique_ptr<DeviceMemory> memory_;
-  DeviceCopyRegion* regions_ = nullptr;
-  DeviceCopyTile* tiles_ = nullptr;
 };
 
 }  // namespace

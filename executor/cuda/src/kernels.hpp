@@ -34,6 +34,25 @@ struct DeviceBases {
   const void* ptr[kMaxBases] = {};
 };
 
+// The flags of a fused one-sided step (one kernel per rank per call). Epochs count the step's calls: a call posts its
+// epoch into the peers' slots for this rank (ready to its readers, done to its sources) and waits until its own slots
+// for its sources (ready) and readers (done) reach it, on the GPU, giving up after timeout_ns.
+struct FusedSync {
+  unsigned long long* notify_ready[kMaxPeerSlots] = {};
+  unsigned long long* notify_done[kMaxPeerSlots] = {};
+  const unsigned long long* await_ready[kMaxPeerSlots] = {};
+  const unsigned long long* await_done[kMaxPeerSlots] = {};
+  int notify_ready_count = 0, notify_done_count = 0, await_ready_count = 0, await_done_count = 0;
+  unsigned long long* state = nullptr;  // device: [0] calls completed, [1] blocks finished in the current call
+  int* error = nullptr;                 // host-mapped: set to 1 when a wait gave up
+  unsigned long long timeout_ns = 0;
+};
+
+// The fused step: post ready, wait for the sources, copy every tile (peer pulls and local copies), post done, wait
+// for the readers; `blocks` blocks (at least one, even with no tiles: the flags still flow).
+cudaError_t launch_fused(const DeviceCopyRegion* regions, const DeviceCopyTile* tiles, int tile_count, int blocks,
+                         DeviceBases bases, const FusedSync& sync, cudaStream_t stream);
+
 // max_blocks > 0 caps the grid (blocks then walk several tiles), leaving SMs to work running alongside.
 cudaError_t launch_copies(const DeviceCopyRegion* regions, const DeviceCopyTile* tiles, int tile_count, int max_blocks,
                           DeviceBases bases, cudaStream_t stream);

@@ -9,6 +9,22 @@ namespace reshard {
 namespace {
 
 class HostPeerLink : public PeerLink {
+  class Fused : public CopyBatch {
+   public:
+    Fused(HostPeerLink& link, const FusedPeerCopies& op, std::unique_ptr<CopyBatch> copies)
+        : link_(link), ready_(op.ready), done_(op.done), copies_(std::move(copies)) {}
+    void run(const BufferBases& bases, StreamHandle stream) override {
+      link_.sync(ready_, stream);
+      copies_->run(bases, stream);
+      link_.sync(done_, stream);
+    }
+
+   private:
+    HostPeerLink& link_;
+    PeerSync ready_, done_;
+    std::unique_ptr<CopyBatch> copies_;
+  };
+
  public:
   explicit HostPeerLink(HostCommunicator& comm) : comm_(comm), peers_(comm.size()) {
     for (int phase = 0; phase < 2; ++phase) awaited_[phase].assign(comm.size(), 0);
@@ -27,6 +43,13 @@ class HostPeerLink : public PeerLink {
   }
 
   void release() override { comm_.world().release_signals(comm_.world_rank(comm_.rank())); }
+
+  // The host runs a fused step as what it stands for: ready, the copies, done.
+  std::unique_ptr<CopyBatch> prepare_fused(const FusedPeerCopies& op, int element_size,
+                                           std::chrono::milliseconds) override {
+    return std::make_unique<Fused>(*this, op, HostDevice().prepare_copies(Copies{op.regions}, element_size));
+  }
+  void check() override {}  // waits throw on timeout themselves
 
  private:
   HostCommunicator& comm_;

@@ -99,6 +99,14 @@ inline const void* address_of(const BufferBases& b, const BufferRef& ref, int el
   return static_cast<const std::byte*>(base) + ref.offset * element_size;
 }
 
+// A batch of copies (or reductions) prepared once (descriptors uploaded) and run many times, one kernel launch (or
+// one set of copy-engine calls) per run.
+class CopyBatch {
+ public:
+  virtual ~CopyBatch() = default;
+  virtual void run(const BufferBases& bases, StreamHandle stream) = 0;
+};
+
 // One-sided access among the ranks of a communicator whose devices can address each other's memory (the NVLink
 // transport). Made by Device::connect_peers, collectively over the communicator.
 class PeerLink {
@@ -117,14 +125,12 @@ class PeerLink {
   virtual void sync(const PeerSync& sync, StreamHandle stream) = 0;
   // Releases every pending wait of this rank (after a timeout): its streams drain; results are then garbage.
   virtual void release() = 0;
-};
-
-// A batch of copies (or reductions) prepared once (descriptors uploaded) and run many times, one kernel launch (or
-// one set of copy-engine calls) per run.
-class CopyBatch {
- public:
-  virtual ~CopyBatch() = default;
-  virtual void run(const BufferBases& bases, StreamHandle stream) = 0;
+  // A fused step (program.hpp's FusedPeerCopies) as one launch per run; its waits give up after `timeout`, which
+  // check() then reports.
+  virtual std::unique_ptr<CopyBatch> prepare_fused(const FusedPeerCopies& op, int element_size,
+                                                   std::chrono::milliseconds timeout) = 0;
+  // kTimeout when a fused step gave up waiting for a peer since the last check (after the stream drained).
+  virtual void check() = 0;
 };
 
 // Orders work between streams: record() on one stream, wait() on another (no-ops on the host, where work is

@@ -17,7 +17,9 @@
 //   pull_r  = calls_r * nvlink.copy_engine.alpha + engine_in_r / nvlink.copy_engine.bw + nvlink.kernel(kernel_in_r)
 //   serve_r = out_r / nvlink.copy_engine.bw         (peers pulling this rank's regions over its links)
 //   local_r = copy(local_kernel_r) + copy_engine(local_engine_r)
-// with nothing staged (no pack, no unpack, no scratch); its host work is nvlink.step_overhead_us.
+// with nothing staged (no pack, no unpack, no scratch); its host work is nvlink.step_overhead_us. Fused into one
+// kernel per rank (small steps without reductions): t_r = nvlink.fused(max(in_r + local_r, out_r)), host work
+// nvlink.fused_overhead_us.
 // Copies cost copy.alpha (a kernel launch) plus bytes / copy bandwidth, or on the copy engines copy_engine's;
 // nothing to copy costs nothing.
 // A step that communicates costs at least step_overhead_us, the executor's fixed host work per call (launches,
@@ -68,6 +70,9 @@ class CostModel {
   double exchange_rank_us(const RankTraffic& t, bool all_to_all) const;
   // Time of one rank's side of a one-sided (NVLink) p2p step, and that step's host work.
   double one_sided_rank_us(const RankTraffic& t) const;
+  // The same step fused into one kernel per rank (every copy a kernel copy): t = fused(max(in + local, out) bytes),
+  // at least its host work.
+  double fused_rank_us(const RankTraffic& t) const;
   double one_sided_with_overhead(double gpu_us) const { return std::max(gpu_us, profile_.nvlink.step_overhead_us); }
 
  private:

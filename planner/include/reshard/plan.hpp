@@ -35,12 +35,17 @@ enum class StepKind { kP2P, kAllGather, kAllToAll, kReduceScatter, kAllReduce, k
 // source tensor into the receiver's target tensor, for ranks that can address each other's memory (one host, peer
 // access). A step never holds kAuto; PlanOptions::transport does (the planner prices both).
 enum class Transport { kAuto, kNccl, kNvlink };
+// Whether one-sided steps fuse their flags and copies into one kernel per rank per call (steps without reductions).
+enum class Fusion { kAuto, kAlways, kNever };
+// A fused step reads from at most this many peers per rank (the kernel's table of peer buffers).
+inline constexpr int kMaxFusedPeers = 15;
 
 std::string_view to_string(Strategy s);
 std::string_view to_string(StepKind k);
 std::string_view to_string(Transport t);
 Strategy parse_strategy(std::string_view text);    // auto | collective | p2p | hybrid
 Transport parse_transport(std::string_view text);  // auto | nccl | nvlink
+Fusion parse_fusion(std::string_view text);        // auto | always | never
 StepKind parse_step_kind(std::string_view text);
 // Whether a step of this kind communicates (everything but local).
 bool is_communication(StepKind k);
@@ -63,6 +68,7 @@ struct Step {
   double estimated_us = 0;
   Index bytes_moved = 0;                   // bytes crossing between ranks in this step, summed over ranks
   Transport transport = Transport::kNccl;  // communicating steps: nccl, or nvlink (p2p steps within one host)
+  bool fused = false;  // nvlink steps: one kernel per rank per call (flags, peer loads and local copies fused)
 };
 
 // One priced strategy, as listed in a plan.

@@ -21,6 +21,8 @@ struct PlanOptions {
   // nccl or nvlink for every communicating step that can take it; auto prices both per candidate. nvlink is
   // offered only where Topology::peer_access holds and never across nodes.
   Transport transport = Transport::kAuto;
+  // nvlink p2p steps fused into one kernel per rank per call: by cost (auto), always where possible, or never.
+  Fusion fusion = Fusion::kAuto;
   Topology topology{};
   Profile profile = default_profile();
   std::optional<Index> memory_budget_bytes;  // per rank; unset: no limit

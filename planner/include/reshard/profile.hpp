@@ -45,7 +45,11 @@ struct OneSidedProfile {
   AlphaBeta copy_engine;  // a peer region pulled by the copy engines: alpha per copy call, bandwidth per direction
   AlphaBeta kernel;       // peer regions pulled (or reduced in place) by one load/store kernel
   double sync_us = 0;     // a step's ordering: ready and done flags written into the peers and waited for
-  double step_overhead_us = 0;              // host work per one-sided step per call (copy calls, flag operations)
+  double step_overhead_us = 0;  // host work per one-sided step per call (copy calls, flag operations)
+  // Small steps fused into one kernel per rank per call (flags, peer loads and local copies in one launch): alpha is
+  // the launch and flag round trips, bandwidth what the kernel pulls; fused_overhead_us its host work per call.
+  AlphaBeta fused;
+  double fused_overhead_us = 0;
   long long copy_engine_min_row_bytes = 0;  // regions with shorter contiguous rows (or over 3-D) go to the kernel
 };
 

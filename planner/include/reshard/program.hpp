@@ -96,10 +96,18 @@ struct PeerSync {
   std::vector<int> notify, await;
 };
 
+// A one-sided step fused into one launch (small steps): post ready, wait for the sources, copy every region (peer
+// pulls and local copies), post done, wait for the readers. `slot` (the plan step) selects the step's flags.
+struct FusedPeerCopies {
+  std::vector<CopyRegion> regions;
+  PeerSync ready, done;
+  int slot = 0;
+};
+
 // A point on a lane that operations on other lanes can wait for (the run's fork points and joins).
 struct Mark {};
 
-using OpBody = std::variant<Mark, Copies, Reductions, Exchange, CollectiveOp, PeerSync>;
+using OpBody = std::variant<Mark, Copies, Reductions, Exchange, CollectiveOp, PeerSync, FusedPeerCopies>;
 
 struct Op {
   OpBody body;
