@@ -21,21 +21,27 @@ script_start=$(date +%s.%N)
 timed() {
   local label=$1
   shift
-  local start cpu_before cpu_after
+  local start cpu_before cpu_after rc=0
   start=$(date +%s.%N)
-  cpu_before=$(cpu_seconds)
-  "$@"
-  cpu_after=$(cpu_seconds)
+  cpu_seconds
+  cpu_before=$cpu
+  "$@" || rc=$?
+  cpu_seconds
+  cpu_after=$cpu
   timings+=("$(awk -v l="$label" -v s="$start" -v e="$(date +%s.%N)" -v a="$cpu_before" -v b="$cpu_after" \
-    'BEGIN { printf "%-26s %8.1f %8.1f", l, e - s, b - a }')")
+    -v r="$rc" 'BEGIN { printf "%-26s %8.1f %8.1f%s", l, e - s, b - a, r ? "  (failed)" : "" }')")
+  return $rc
 }
-# User + system seconds of this shell's finished children (bash's `times`, second line).
+# Sets cpu to the user + system seconds of this shell's finished children, from bash's `times` (its second line).
+# `times` must run in this shell, not in a pipeline or a $(...) subshell: it writes to a file.
+times_file=$(mktemp)
 cpu_seconds() {
-  times | sed -n 2p | awk '{
-    split($0, f, " "); s = 0
-    for (i = 1; i <= 2; i++) { m = f[i]; sub(/m.*/, "", m); x = f[i]; sub(/^[0-9]+m/, "", x); sub(/s$/, "", x)
+  times > "$times_file"
+  cpu=$(awk 'NR == 2 {
+    s = 0
+    for (i = 1; i <= 2; i++) { m = $i; sub(/m.*/, "", m); x = $i; sub(/^[0-9]+m/, "", x); sub(/s$/, "", x)
                                s += m * 60 + x }
-    printf "%.2f", s }'
+    printf "%.2f", s }' "$times_file")
 }
 summary() {
   local rc=$?
@@ -44,9 +50,11 @@ summary() {
     echo "== times (tier ${RESHARD_TEST_TIER}, ${jobs} cores)"
     printf '%-26s %8s %8s\n' "step" "wall s" "cpu s"
     printf '%s\n' "${timings[@]}"
-    awk -v s="$script_start" -v e="$(date +%s.%N)" -v c="$(cpu_seconds)" \
+    cpu_seconds
+    awk -v s="$script_start" -v e="$(date +%s.%N)" -v c="$cpu" \
       'BEGIN { printf "%-26s %8.1f %8.1f\n", "total", e - s, c }'
   fi
+  rm -f "$times_file"
   return $rc
 }
 trap summary EXIT
