@@ -30,9 +30,13 @@ if(NOT RESHARD_CUDA STREQUAL "OFF")
     find_package(NCCL QUIET)
   endif()
   if(CMAKE_CUDA_COMPILER AND CUDAToolkit_FOUND AND NCCL_FOUND)
-    if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
-      set(CMAKE_CUDA_ARCHITECTURES 90)  # H100 / H200
+    if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES AND NOT DEFINED ENV{CUDAARCHS})
+      # A100 / A800 (sm_80; also runs on sm_86/89 such as L40) and H100 / H200 (sm_90). Set CMAKE_CUDA_ARCHITECTURES
+      # (or the CUDAARCHS environment variable) to build for others, e.g. "native" or "80;90;100".
+      set(CMAKE_CUDA_ARCHITECTURES "80;90" CACHE STRING "CUDA architectures the kernels are built for")
     endif()
+    # The shared CUDA runtime (libcudart.so), as PyTorch and its extensions use: a torch process keeps one runtime.
+    set(CMAKE_CUDA_RUNTIME_LIBRARY Shared)
     set(CMAKE_CUDA_STANDARD 17)  # CMake 3.25 knows no CUDA20 flags for nvcc; kernels are C++17
     set(CMAKE_CUDA_STANDARD_REQUIRED ON)
     enable_language(CUDA)

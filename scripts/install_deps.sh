@@ -3,8 +3,12 @@
 # from the CUDA toolkit, not from here: without them reshard builds the planner and the host backend.
 set -euo pipefail
 
-packages=(cmake ninja-build g++ make libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev libcli11-dev
-          libeigen3-dev python3 clang)
+# The build and tests: compilers, CMake, GoogleTest/benchmark, header libraries, {fmt}; pkgconf for the pkg-config
+# consumer test. The Python package: python3-dev, pybind11-dev, libdlpack-dev; numpy and pytest for its tests.
+# (ccache is optional: scripts/build.sh uses it when it is installed.)
+packages=(cmake ninja-build g++ make pkgconf libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev
+          libcli11-dev libeigen3-dev libfmt-dev clang python3 python3-dev python3-numpy python3-pytest pybind11-dev
+          libdlpack-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -13,6 +13,7 @@
 #include "reshard/pattern.hpp"
 #include "reshard/plan_json.hpp"
 #include "reshard/planner.hpp"
+#include "test_tier.hpp"
 
 namespace reshard {
 namespace {
@@ -55,10 +56,14 @@ TEST_P(HostExecutorExhaustive, EveryStrategyEveryElement) {
   Mesh mesh(GetParam().mesh);
   int nd = GetParam().tensor_ndim;
   auto placements = all_placements(mesh.ndim(), nd);
+  const long long pairs = static_cast<long long>(shapes_for(nd).size() * placements.size() * placements.size());
+  const long long stride = testing::tier_stride(pairs, 160, placements.size());  // fast tier: <= 160 pairs
+  long long index = 0;
   int runs = 0;
   for (const Dims& shape : shapes_for(nd)) {
     for (const auto& from : placements) {
       for (const auto& to : placements) {
+        if (!testing::in_tier(index++, stride)) continue;
         Layout src(mesh, from, shape), dst(mesh, to, shape);
         PlanOptions o;
         // Two ranks per node (nvlink only where transfers stay on a node), or one node (nvlink everywhere).

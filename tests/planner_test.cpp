@@ -8,6 +8,7 @@
 #include "reshard/planner.hpp"
 #include "reshard/profile.hpp"
 #include "simulator.hpp"
+#include "test_tier.hpp"
 
 namespace reshard {
 namespace {
@@ -91,10 +92,15 @@ TEST_P(PlannerExhaustive, EveryPairEveryShapeEveryStrategy) {
   const MeshCase& mc = GetParam();
   Mesh mesh(mc.mesh);
   auto placements = all_placements(mesh.ndim(), mc.tensor_ndim);
+  const long long pairs =
+      static_cast<long long>(shapes_for(mc.tensor_ndim).size() * placements.size() * placements.size());
+  const long long stride = testing::tier_stride(pairs, 600, placements.size());  // fast tier: <= 600 pairs
+  long long index = 0;
   int checked = 0;
   for (const Dims& shape : shapes_for(mc.tensor_ndim)) {
     for (const auto& from : placements) {
       for (const auto& to : placements) {
+        if (!testing::in_tier(index++, stride)) continue;
         Layout src(mesh, from, shape), dst(mesh, to, shape);
         std::string err = check_pair(src, dst, DType::kF32, Topology{2});
         ASSERT_EQ(err, "");
@@ -137,7 +143,9 @@ TEST(PlannerRandom, TenThousandRandomCases) {
       return ps;
     };
     Layout src(mesh, random_placements(), shape), dst(mesh, random_placements(), shape);
-    ASSERT_EQ(check_pair(src, dst, kAllDTypes[i % 8], Topology{pick(1, 4)}), "") << "case " << i;
+    const int ranks_per_node = pick(1, 4);
+    if (!testing::in_tier(i, testing::full_tier() ? 1 : 3)) continue;  // fast tier: every third case
+    ASSERT_EQ(check_pair(src, dst, kAllDTypes[i % 8], Topology{ranks_per_node}), "") << "case " << i;
   }
 }
 

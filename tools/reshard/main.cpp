@@ -7,12 +7,14 @@
 
 #include "cli_common.hpp"
 #include "reshard/error.hpp"
+#include "reshard/version.hpp"
 
 int main(int argc, char** argv) {
   using namespace reshard;
   CLI::App app{"reshard: plan and execute DTensor redistributions across a device mesh"};
   app.require_subcommand(1);
   app.fallthrough(false);
+  app.set_version_flag("--version", std::string("reshard ") + kVersionString);
   std::map<std::string, cli::Command> commands;
   commands["layout"] = cli::add_layout_command(app);
   commands["plan"] = cli::add_plan_command(app);
@@ -25,6 +27,8 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     std::cerr << "reshard: error: " << e.what() << " (see --help)\n";
