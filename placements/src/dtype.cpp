@@ -1,5 +1,7 @@
 #include "reshard/dtype.hpp"
 
+#include "reshard/text.hpp"
+
 #include "reshard/error.hpp"
 
 namespace reshard {
@@ -62,7 +64,7 @@ DType parse_dtype(std::string_view text) {
   };
   for (const Alias& a : kAliases)
     if (a.name == text) return a.dtype;
-  fail(ErrorKind::kParse, cat("unknown dtype '", text, "'; expected one of f64 f32 f16 bf16 i64 i32 i8 u8"));
+  fail(ErrorKind::kParse, cat("unknown dtype '", printable(text), "'; expected one of f64 f32 f16 bf16 i64 i32 i8 u8"));
 }
 
 }  // namespace reshard

@@ -32,8 +32,8 @@ ReduceOp parse_op(std::string_view original, std::string_view op) {
   if (op == "avg" || op == "\"avg\"" || op == "'avg'") return ReduceOp::kAvg;
   if (op == "max" || op == "\"max\"" || op == "'max'") return ReduceOp::kMax;
   if (op == "min" || op == "\"min\"" || op == "'min'") return ReduceOp::kMin;
-  fail(ErrorKind::kParse,
-       cat("placement '", original, "': unknown reduce op '", op, "'; expected sum, avg, max or min"));
+  fail(ErrorKind::kParse, cat("placement '", printable(original), "': unknown reduce op '", printable(op),
+                              "'; expected sum, avg, max or min"));
 }
 
 std::string_view trim(std::string_view s) {
@@ -97,20 +97,22 @@ Placement parse_placement(std::string_view raw) {
     return Placement::partial(parse_op(raw, trim(inner)));
   if (strip_call(text, "S", inner) || strip_call(text, "Shard", inner)) {
     if (!parse_int(trim(inner), dim))
-      fail(ErrorKind::kParse, cat("placement '", raw, "': shard dim '", inner, "' is not an integer"));
+      fail(ErrorKind::kParse,
+           cat("placement '", printable(raw), "': shard dim '", printable(inner), "' is not an integer"));
     return Placement::shard(dim);
   }
   if (text.size() >= 2 && text.front() == 'S') {
     if (!parse_int(text.substr(1), dim))
-      fail(ErrorKind::kParse, cat("placement '", raw, "': shard dim '", text.substr(1), "' is not an integer"));
+      fail(ErrorKind::kParse,
+           cat("placement '", printable(raw), "': shard dim '", printable(text.substr(1)), "' is not an integer"));
     return Placement::shard(dim);
   }
-  fail(ErrorKind::kParse, cat("unknown placement '", raw, "'; ", kForms));
+  fail(ErrorKind::kParse, cat("unknown placement '", printable(raw), "'; ", kForms));
 }
 
 std::vector<Placement> parse_placements(std::string_view text) {
   std::vector<Placement> out;
-  if (trim(text).empty()) fail(ErrorKind::kParse, cat("placements are empty; ", kForms, ", comma-separated"));
+  if (trim(text).empty()) fail(ErrorKind::kParse, cat("placements: empty value; ", kForms, ", comma-separated"));
   int depth = 0;
   size_t start = 0;
   for (size_t i = 0; i <= text.size(); ++i) {
@@ -120,12 +122,12 @@ std::vector<Placement> parse_placements(std::string_view text) {
     if (c == ',' && depth == 0) {
       std::string_view part = text.substr(start, i - start);
       if (trim(part).empty())
-        fail(ErrorKind::kParse, cat("placements '", text, "': empty entry at position ", out.size()));
+        fail(ErrorKind::kParse, cat("placements '", printable(text), "': empty entry at position ", out.size()));
       out.push_back(parse_placement(part));
       start = i + 1;
     }
   }
-  if (depth != 0) fail(ErrorKind::kParse, cat("placements '", text, "': unbalanced parentheses"));
+  if (depth != 0) fail(ErrorKind::kParse, cat("placements '", printable(text), "': unbalanced parentheses"));
   return out;
 }
 
