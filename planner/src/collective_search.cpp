@@ -12,6 +12,13 @@ namespace {
 
 using Key = std::uint64_t;
 constexpr int kCollectiveWeight = 1000;
+
+// Work budget of one search, in rank boxes: every layout whose boxes are computed costs its rank count (the time and
+// memory of a search go there), every edge checked and priced on them kEdgeCost. The budget is a count, not a time,
+// so every rank of a job (each planning on its own) reaches the same decision. At its limit a search has taken about
+// 0.8 s and 80 MB (2 shared cores, 2026-11; docs/planner.md).
+constexpr Index kSearchBudget = Index(1) << 19;
+constexpr Index kEdgeCost = 16;
 constexpr int kCountShift = 5 * kMaxDims;  // bits above the placements hold the number of collectives so far
 
 int code(const Placement& p) {
@@ -61,6 +68,10 @@ class Search {
       if (mesh.dim_size(k) > 1) movable_.push_back(k);
   }
 
+  // Whether the search stopped at its work budget (run() then returned nullopt).
+  bool exhausted() const { return exhausted_; }
+  Index work() const { return work_; }
+
   std::optional<Route> run() {
     const Key start = key_of(src_.placements()), goal = key_of(dst_.placements());
     placements_[start] = src_.placements();
@@ -75,6 +86,7 @@ class Search {
       v.done = true;
       if ((e.key & placement_mask) == goal) return route_to(e.key);
       expand(e.key, v.cost, v.steps);
+      if (exhausted_) return std::nullopt;
     }
     return std::nullopt;
   }
@@ -87,8 +99,18 @@ class Search {
   const RankBoxes& boxes(Key k) {
     k = placements_key(k);
     auto it = boxes_.find(k);
-    if (it == boxes_.end()) it = boxes_.emplace(k, RankBoxes(src_.with_placements(placements_.at(k)))).first;
+    if (it == boxes_.end()) {
+      spend(src_.mesh().size());
+      it = boxes_.emplace(k, RankBoxes(src_.with_placements(placements_.at(k)))).first;
+    }
     return it->second;
+  }
+
+  // Charges `units` of work; false once the budget is spent.
+  bool spend(Index units) {
+    work_ += units;
+    exhausted_ = exhausted_ || work_ > kSearchBudget;
+    return !exhausted_;
   }
 
   // Placements a mesh dim may take: R and every S(d); P(op) where the source has it (it can be reduced away) or
@@ -137,6 +159,7 @@ class Search {
 
   void try_edge(Key from_key, const std::vector<Placement>& from, const std::vector<Placement>& to,
                 const std::vector<int>& dims, double cost, int steps) {
+    if (exhausted_) return;
     std::optional<StepKind> kind = transition_kind(from, to, dims);
     if (!kind) return;
     if (!reduction_exact(src_.mesh(), from, to, dst_.placements(), pricer_.dtype(), true)) return;
@@ -151,7 +174,7 @@ class Search {
     if (!placements_.count(placements_key(to_key))) placements_[placements_key(to_key)] = to;
     const RankBoxes& a = boxes(from_key);
     const RankBoxes& b = boxes(to_key);
-    if (!transition_valid(a, b, *kind, dims)) return;
+    if (!spend(kEdgeCost) || !transition_valid(a, b, *kind, dims)) return;
     StepPrice price = pricer_.collective(a, b, *kind, dims);
     double c = cost + price.us;
     int s = steps + (is_communication(*kind) ? kCollectiveWeight : 1);  // ties: fewer collectives, then fewer steps
@@ -182,6 +205,8 @@ class Search {
   const StepPricer& pricer_;
   std::optional<int> max_collectives_;
   std::vector<int> movable_;
+  Index work_ = 0;
+  bool exhausted_ = false;
   std::unordered_map<Key, std::vector<Placement>> placements_;
   std::unordered_map<Key, RankBoxes> boxes_;
   std::unordered_map<Key, Visit> visits_;
@@ -192,8 +217,13 @@ class Search {
 
 std::optional<Route> search_collective_route(const Layout& src, const Layout& dst, const StepPricer& pricer,
                                              std::optional<int> max_collectives, std::string* reason) {
-  std::optional<Route> r = Search(src, dst, pricer, max_collectives).run();
-  if (!r && reason)
+  Search search(src, dst, pricer, max_collectives);
+  std::optional<Route> r = search.run();
+  if (!r && reason && search.exhausted())
+    *reason = cat("the search for a chain of collectives exceeded its budget (", kSearchBudget, " rank boxes) on mesh ",
+                  src.mesh().str(), " with a ", src.ndim(),
+                  "-D tensor; choose --strategy p2p or hybrid, or cap --max-collectives");
+  else if (!r && reason)
     *reason = max_collectives ? cat("no chain of at most ", *max_collectives, " collectives reaches the target")
                               : std::string("no chain of collectives reaches the target");
   return r;

@@ -17,12 +17,17 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <vector>
 
 #include "reshard/backend.hpp"
 
 namespace reshard {
+
+// The most ranks a host world runs: each rank is a thread (and its messages are copies), so larger worlds are refused
+// with a message rather than exhausting the process's threads or address space.
+inline constexpr int kMaxHostRanks = 1024;
 
 struct HostWorldOptions {
   std::chrono::milliseconds timeout{std::chrono::seconds(60)};  // a receive waiting longer fails with kTimeout
@@ -32,6 +37,7 @@ struct HostWorldOptions {
 // matched in order, as NCCL matches sends and receives between a pair.
 class HostWorld {
  public:
+  // kInvalidArgument unless 1 <= size <= kMaxHostRanks.
   explicit HostWorld(int size, HostWorldOptions options = {});
   int size() const { return size_; }
 
@@ -90,9 +96,17 @@ class HostDevice : public Device {
   void check_buffer(const void* data, size_t bytes, const char* what) const override;
 };
 
+// Starts a thread running `body`: how run_ranks creates rank threads (std::thread by default; tests pass one that
+// fails, as the system does under a thread or address-space limit).
+using ThreadStarter = std::function<std::thread(std::function<void()> body)>;
+
 // Runs fn(rank) on one thread per rank and rethrows the first failure (after every thread ended). When a rank
-// fails, `world` (if given) is aborted so that the others stop waiting for it.
+// fails, `world` (if given) is aborted so that the others stop waiting for it. No rank starts fn before every
+// thread exists: when a thread cannot be created, the ones already started end without running fn and the call
+// fails with kBackend naming the rank, the rank count and the system's reason (never std::terminate).
+// kInvalidArgument unless 0 <= n <= kMaxHostRanks.
 void run_ranks(int n, const std::function<void(int rank)>& fn, HostWorld* world = nullptr);
+void run_ranks(int n, const std::function<void(int rank)>& fn, HostWorld* world, const ThreadStarter& start_thread);
 
 // Element-wise dst = reduce(dst, src) for `count` elements of dtype (f16 and bf16 through f32).
 void host_reduce(void* dst, const void* src, size_t count, DType dtype, ReduceOp op);
