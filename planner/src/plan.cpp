@@ -102,12 +102,10 @@ void validate_p2p(const PlanSpec& spec, size_t i, const RankBoxes& a, const Rank
   }
 }
 
-// The largest estimate a plan may hold (about 30 years): figures from files and profiles stay far from overflow.
-constexpr double kMaxEstimateUs = 1e15;
-
+// Estimates are times in microseconds: finite and non-negative (profiles are range-checked so that the cost model
+// never overflows; a plan from a file may still hold anything).
 void check_estimate(double us, const std::string& what) {
-  RESHARD_REQUIRE(std::isfinite(us) && us >= 0 && us <= kMaxEstimateUs, what, " estimate ", us,
-                  " us is not a finite time in [0, 1e15] (a profile with out-of-range figures?)");
+  RESHARD_REQUIRE(std::isfinite(us) && us >= 0, what, " estimate ", us, " us is not a finite time >= 0");
 }
 
 void check_count(Index v, const std::string& what) { RESHARD_REQUIRE(v >= 0, what, " must be >= 0, got ", v); }
