@@ -14,7 +14,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::string dumped = profile_to_json(p);
     if (profile_to_json(profile_from_json(dumped)) != dumped) std::abort();
     for (const LinkProfile* l : {&p.intra_node, &p.inter_node})
-      for (const AlphaBeta* ab : {&l->p2p, &l->all_gather, &l->reduce_scatter, &l->all_reduce, &l->all_to_all, &p.copy})
+      for (const AlphaBeta* ab : std::initializer_list<const AlphaBeta*>{&l->p2p, &l->all_gather, &l->reduce_scatter,
+                                                                         &l->all_reduce, &l->all_to_all, &p.copy})
         for (double bytes : {0.0, 1.0, 4096.0, 1e9, 9.2e18}) {
           double t = ab->time_us(bytes);
           if (!(t >= 0) || !std::isfinite(t)) std::abort();
