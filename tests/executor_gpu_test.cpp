@@ -309,8 +309,8 @@ TEST_F(Gpu, OneProcessPerRank) {
     std::string base = "/tmp/reshard_mp_out_" + std::to_string(::getpid());
     std::string cmd, token = make_rendezvous_token();  // the job token a launcher gives every rank
     for (int r = 0; r < 2; ++r) {
-      cmd += "(RESHARD_RENDEZVOUS_TOKEN=" + token + " RANK=" + std::to_string(r) + " WORLD_SIZE=2 LOCAL_RANK=" + std::to_string(r) + " " +
-             testing::cli_path() +
+      cmd += "(RESHARD_RENDEZVOUS_TOKEN=" + token + " RANK=" + std::to_string(r) +
+             " WORLD_SIZE=2 LOCAL_RANK=" + std::to_string(r) + " " + testing::cli_path() +
              " run --mesh 2 --from S0 --to S1 --shape 8192x4096 --dtype bf16 --iters 5 --rendezvous " + rendezvous +
              " > " + base + std::to_string(r) + " 2>&1; echo $? > " + base + "rc" + std::to_string(r) + ") & ";
     }
@@ -334,8 +334,8 @@ TEST_F(Gpu, ARankProcessThatDiesMakesTheOthersFailWithinTheTimeout) {
     std::string rendezvous = "file:" + base + "_id_" + point;
     std::string cmd = "cd /tmp && ", token = make_rendezvous_token();
     for (int r = 0; r < 2; ++r) {
-      cmd += "(RESHARD_RENDEZVOUS_TOKEN=" + token + " RANK=" + std::to_string(r) + " WORLD_SIZE=2 LOCAL_RANK=" + std::to_string(r) + " timeout 90 " +
-             testing::cli_path() +
+      cmd += "(RESHARD_RENDEZVOUS_TOKEN=" + token + " RANK=" + std::to_string(r) +
+             " WORLD_SIZE=2 LOCAL_RANK=" + std::to_string(r) + " timeout 90 " + testing::cli_path() +
              " run --mesh 2 --from S0 --to S1 --shape 4096x4096 --iters 5 --timeout-ms 5000 --inject-fault 1:" + point +
              " --rendezvous " + rendezvous + " > " + base + std::to_string(r) + " 2>&1; echo $? > " + base + "rc" +
              std::to_string(r) + ") & ";

@@ -43,8 +43,8 @@ json rank_plan_json(int rank) {
   PlanOptions o;
   o.strategy = Strategy::kP2P;
   Layout src = transpose_src();
-  return json::parse(plan_to_json(make_rank_plan(src, src.with_placements(parse_placements("S1,S0")), DType::kF32,
-                                                 rank, o)));
+  return json::parse(
+      plan_to_json(make_rank_plan(src, src.with_placements(parse_placements("S1,S0")), DType::kF32, rank, o)));
 }
 
 // The issue's probe: `plan --mesh 2x2 --from S0,S1 --to S1,S0 --shape 64x48 --strategy p2p --rank 1 --json` with one
@@ -115,10 +115,11 @@ TEST(HostilePlan, MetadataIsRangeCheckedAndRecomputed) {
                   "peak workspace must be >= 0");
   EXPECT_MENTIONS(error_of([&] { plan_from_json(edited([](json& j) { j["steps"][0]["estimated_us"] = -1.0; })); }),
                   "step 0's estimate -1 us is not a finite time");
-  EXPECT_MENTIONS(error_of([&] {
-                    plan_from_json(edited([](json& j) { j["steps"][0]["transfers"][0]["bytes"] = 18446744073709551615ull; }));
-                  }),
-                  "does not fit in 64 bits");
+  EXPECT_MENTIONS(
+      error_of([&] {
+        plan_from_json(edited([](json& j) { j["steps"][0]["transfers"][0]["bytes"] = 18446744073709551615ull; }));
+      }),
+      "does not fit in 64 bits");
   EXPECT_MENTIONS(error_of([&] { plan_from_json(edited([](json& j) { j["bytes_moved"] = 1e30; })); }),
                   "does not fit in 64 bits");
   {
@@ -153,8 +154,12 @@ TEST(HostilePlan, MetadataIsRangeCheckedAndRecomputed) {
                     plan_from_json(edited([](json& j) {
                       j["profile"] = "custom";
                       j["steps"][0]["estimated_us"] = 1.7e308;
-                      j["steps"].push_back(json{{"kind", "local"}, {"mesh_dims", json::array()}, {"from", {"S1", "S0"}},
-                                                {"to", {"S1", "S0"}}, {"estimated_us", 1.7e308}, {"bytes_moved", 0}});
+                      j["steps"].push_back(json{{"kind", "local"},
+                                                {"mesh_dims", json::array()},
+                                                {"from", {"S1", "S0"}},
+                                                {"to", {"S1", "S0"}},
+                                                {"estimated_us", 1.7e308},
+                                                {"bytes_moved", 0}});
                     }));
                   }),
                   "estimate inf us is not a finite time");
@@ -169,9 +174,7 @@ TEST(HostilePlan, MetadataIsRangeCheckedAndRecomputed) {
 TEST(HostilePlan, DerivedFiguresNeverOverflow) {
   // A replicated layout holds more elements over its ranks than int64 counts: refused, never "-36028797018963968 B".
   Layout sharded(Mesh({1024}), parse_placements("S0"), Dims{Index(1) << 55});
-  EXPECT_MENTIONS(error_of([&] {
-                    make_plan(sharded, sharded.with_placements(parse_placements("R")), DType::kI8, {});
-                  }),
+  EXPECT_MENTIONS(error_of([&] { make_plan(sharded, sharded.with_placements(parse_placements("R")), DType::kI8, {}); }),
                   "than fit in 64 bits");
   // A workspace beyond int64 is never "within" a 1 MiB budget.
   Layout big(Mesh({1, 2}), parse_placements("S3,S3"), Dims{Index(1) << 40, 64, 1023, 7});
@@ -184,7 +187,9 @@ TEST(HostilePlan, DerivedFiguresNeverOverflow) {
   EXPECT_FALSE(contains(outer, wrapping));
   EXPECT_TRUE(is_empty(intersect(outer, wrapping)));
   EXPECT_MENTIONS(to_string(wrapping), "9223372036854775817");
-  EXPECT_MENTIONS(error_of([&] { volume(Box{Dims{0, 0}, Dims{Index(1) << 40, Index(1) << 40}}); }),
+  EXPECT_MENTIONS(error_of([&] {
+                    volume(Box{Dims{0, 0}, Dims{Index(1) << 40, Index(1) << 40}});
+                  }),
                   "more elements than fit in 64 bits");
 }
 
@@ -219,7 +224,8 @@ TEST(HostileFiles, OnlyRegularFilesUnderTheCapAreRead) {
   EXPECT_MENTIONS(error_of([&] { load_profile("/dev/zero"); }), "is not a regular file");
   EXPECT_MENTIONS(error_of([&] { load_plan("/dev/zero"); }), "is not a regular file");
   EXPECT_MENTIONS(error_of([&] { load_profile(big); }), "is larger than 16 MiB");
-  EXPECT_MENTIONS(error_of([&] { read_text_file(big, "plan", 1 << 20); }), "plan file '" + big + "' is larger than 1 MiB");
+  EXPECT_MENTIONS(error_of([&] { read_text_file(big, "plan", 1 << 20); }),
+                  "plan file '" + big + "' is larger than 1 MiB");
   EXPECT_MENTIONS(error_of([&] { load_plan(temp_path("missing")); }), "No such file or directory");
   EXPECT_LT(Clock::now() - start, std::chrono::seconds(1));
   // A size of 0 in stat is not trusted either: /proc files are read to their end.
@@ -257,8 +263,11 @@ TEST(HostileFiles, ProfileFiguresThatWouldOverflowEstimatesAreRefused) {
   refused([](json& j) { j["copy"]["bandwidth_GBps"] = 1e300; }, "a bandwidth in");
   refused([](json& j) { j["inter_node"]["all_gather"]["alpha_us"] = 1e300; }, "a time in [0, 1e+09] us");
   refused([](json& j) { j["step_overhead_us"] = 1e20; }, "'step_overhead_us' must be >= 0: a time");
-  refused([](json& j) { j["intra_node"]["p2p"]["samples"] = {{1e300, 5.0}, {2e300, 6.0}}; },
-          "must be [bytes in (0, 2^63], us in (0, 1e12]]");
+  refused(
+      [](json& j) {
+        j["intra_node"]["p2p"]["samples"] = {{1e300, 5.0}, {2e300, 6.0}};
+      },
+      "must be [bytes in (0, 2^63], us in (0, 1e12]]");
   // What the loader accepts prices every size with a finite time.
   Profile slowest = default_profile();
   slowest.intra_node.p2p = {1e9, 1e-3, {}};
@@ -268,7 +277,7 @@ TEST(HostileFiles, ProfileFiguresThatWouldOverflowEstimatesAreRefused) {
 
 TEST(HostileText, EchoedInputCannotDriveTheTerminal) {
   EXPECT_EQ(printable("a\nb\x1b[31mc\td\r\x7f"), "a\\nb\\e[31mc\\td\\r\\x7f");
-  EXPECT_EQ(printable("\xc2\x9b"), "\\xc2\\x9b");    // C1 control (CSI) as UTF-8
+  EXPECT_EQ(printable("\xc2\x9b"), "\\xc2\\x9b");      // C1 control (CSI) as UTF-8
   EXPECT_EQ(printable("caf\xc3\xa9"), "caf\xc3\xa9");  // UTF-8 text stays
   EXPECT_EQ(printable("\xff\xfe"), "\\xff\\xfe");
   EXPECT_EQ(printable(std::string(300, 'x')).size(), 203u);
@@ -281,7 +290,8 @@ TEST(HostileText, EchoedInputCannotDriveTheTerminal) {
 }
 
 TEST(HostileText, NumbersSayWhatIsWrong) {
-  EXPECT_MENTIONS(error_of([] { parse_shape("99999999999999999999x2"); }, ErrorKind::kParse), "does not fit in 64 bits");
+  EXPECT_MENTIONS(error_of([] { parse_shape("99999999999999999999x2"); }, ErrorKind::kParse),
+                  "does not fit in 64 bits");
   EXPECT_MENTIONS(error_of([] { parse_mesh_shape("2x"); }, ErrorKind::kParse), "empty value");
   EXPECT_MENTIONS(error_of([] { parse_integer_or_fail("", "--rank"); }, ErrorKind::kParse), "--rank: empty value");
   EXPECT_MENTIONS(error_of([] { parse_integer_or_fail("-99999999999999999999", "--rank"); }, ErrorKind::kParse),

@@ -149,9 +149,9 @@ class Mutator {
 
   json string_like(const std::string& s) {
     static const char* placements[] = {"R", "S0", "S1", "S2", "S-1", "P", "P(max)", "P(avg)", "P(min)", "S9"};
-    static const char* words[] = {"p2p",  "all_gather", "all_to_all", "reduce_scatter", "all_reduce", "local",
-                                  "f32",  "i32",        "bf16",       "i8",             "collective", "hybrid",
-                                  "auto", "",           "\n\x1b[2J",  "reshard.plan/1"};
+    static const char* words[] = {
+        "p2p",  "all_gather", "all_to_all", "reduce_scatter", "all_reduce", "local", "f32",       "i32",
+        "bf16", "i8",         "collective", "hybrid",         "auto",       "",      "\n\x1b[2J", "reshard.plan/1"};
     if (!s.empty() && (s[0] == 'S' || s[0] == 'R' || s[0] == 'P') && s.size() < 8) return placements[pick(10)];
     return words[pick(16)];
   }
@@ -254,9 +254,8 @@ class Mutator {
     Index elements = 1;
     for (const json& x : t["shape"])
       if (x.is_number_integer() && __builtin_mul_overflow(elements, x.get<Index>(), &elements)) elements = 0;
-    const Index es = doc.contains("element_size") && doc["element_size"].is_number_integer()
-                         ? doc["element_size"].get<Index>()
-                         : 4;
+    const Index es =
+        doc.contains("element_size") && doc["element_size"].is_number_integer() ? doc["element_size"].get<Index>() : 4;
     Index bytes = 0;
     t["bytes"] = __builtin_mul_overflow(elements, es, &bytes) ? 0 : bytes;
     return true;
@@ -378,9 +377,10 @@ TEST(PlanMutation, EveryMutantIsRefusedOrRunsCorrectly) {
       ++ran_scoped;
     }
   }
-  std::printf("%d mutants: %d refused, %d global and %d rank-scoped ran correctly, %d scoped failed cleanly, %d scoped "
-              "described another redistribution\n",
-              total, refused, ran_global, ran_scoped, scoped_errors, scoped_elsewhere);
+  std::printf(
+      "%d mutants: %d refused, %d global and %d rank-scoped ran correctly, %d scoped failed cleanly, %d scoped "
+      "described another redistribution\n",
+      total, refused, ran_global, ran_scoped, scoped_errors, scoped_elsewhere);
   EXPECT_GE(total, kDefaultMutants);
   EXPECT_GT(ran_global + ran_scoped, total / 20) << "too few mutants ran: the test would check little";
 }

@@ -67,7 +67,8 @@ double largest_value(DType t) {
 // A hash of (element, contribution): which rank holds an element's extreme, and the offsets, differ from element
 // to element and from rank to rank, so no rank's contribution can go missing unnoticed.
 std::uint64_t mix(Index i, Index q) {
-  std::uint64_t h = static_cast<std::uint64_t>(i) * 0x9E3779B97F4A7C15ull + static_cast<std::uint64_t>(q) * 0xD6E8FEB86659FD93ull;
+  std::uint64_t h =
+      static_cast<std::uint64_t>(i) * 0x9E3779B97F4A7C15ull + static_cast<std::uint64_t>(q) * 0xD6E8FEB86659FD93ull;
   h ^= h >> 31;
   h *= 0xBF58476D1CE4E5B9ull;
   return h ^ (h >> 29);
