@@ -173,9 +173,16 @@ class Search {
     if (it != visits_.end() && it->second.done) return;
     if (!placements_.count(placements_key(to_key))) placements_[placements_key(to_key)] = to;
     const RankBoxes& a = boxes(from_key);
-    const RankBoxes& b = boxes(to_key);
-    if (!spend(kEdgeCost) || !transition_valid(a, b, *kind, dims)) return;
-    StepPrice price = pricer_.collective(a, b, *kind, dims);
+    const RankBoxes* b = nullptr;
+    try {
+      b = &boxes(to_key);
+    } catch (const Error& e) {
+      // A layout whose ranks together hold more than int64 counts (a huge tensor replicated) is no way through.
+      if (e.kind() != ErrorKind::kInvalidArgument) throw;
+      return;
+    }
+    if (!spend(kEdgeCost) || !transition_valid(a, *b, *kind, dims)) return;
+    StepPrice price = pricer_.collective(a, *b, *kind, dims);
     double c = cost + price.us;
     int s = steps + (is_communication(*kind) ? kCollectiveWeight : 1);  // ties: fewer collectives, then fewer steps
     Visit& v = visits_[to_key];
