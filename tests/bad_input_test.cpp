@@ -31,13 +31,18 @@ TEST(BadInputApi, MeshDims) {
   expect_error([] { parse_mesh_shape("2x0"); }, ErrorKind::kParse, "every dim must be >= 1");
   expect_error([] { parse_mesh_shape("2x-1"); }, ErrorKind::kParse, "every dim must be >= 1");
   expect_error([] { parse_mesh_shape("2xa"); }, ErrorKind::kParse, "not a whole number");
-  expect_error([] { parse_mesh_shape(""); }, ErrorKind::kParse, "mesh is empty");
+  expect_error([] { parse_mesh_shape(""); }, ErrorKind::kParse, "mesh: empty value");
+  expect_error([] { parse_mesh_shape("2x"); }, ErrorKind::kParse, "dim 1: empty value");
 }
 
-TEST(BadInputApi, MeshOver2To31Ranks) {
-  expect_error([] { Mesh({65536, 65536}); }, ErrorKind::kInvalidArgument, "more than 2^31 - 1 ranks");
-  expect_error([] { parse_mesh_shape("65536x65536"); }, ErrorKind::kParse, "more than 2^31 - 1 ranks");
-  expect_error([] { parse_mesh_shape("99999999999"); }, ErrorKind::kParse, "more than 2^31 - 1 ranks");
+TEST(BadInputApi, MeshOverTheRankLimit) {
+  expect_error([] { Mesh({65536, 65536}); }, ErrorKind::kInvalidArgument, "more than 1048576 ranks");
+  expect_error([] { Mesh({1024, 1025}); }, ErrorKind::kInvalidArgument, "the most reshard supports (2^20)");
+  EXPECT_EQ(Mesh({1024, 1024}).size(), kMaxRanks);
+  expect_error([] { parse_mesh_shape("65536x65536"); }, ErrorKind::kParse, "more than 1048576 ranks");
+  expect_error([] { parse_mesh_shape("2147483647"); }, ErrorKind::kParse, "more than 1048576 ranks");
+  expect_error([] { parse_mesh_shape("99999999999"); }, ErrorKind::kParse, "more than 1048576 ranks");
+  expect_error([] { parse_mesh_shape("99999999999999999999"); }, ErrorKind::kParse, "does not fit in 64 bits");
   expect_error([] { parse_mesh_shape("2x2x2x2x2x2x2x2x2"); }, ErrorKind::kParse, "at most 8");
 }
 
@@ -76,17 +81,17 @@ TEST(BadInputApi, UnknownPlacementOrReduceOp) {
   expect_error([] { parse_placement("S(1"); }, ErrorKind::kParse, "is not an integer");
   expect_error([] { parse_placement("P(prod)"); }, ErrorKind::kParse, "unknown reduce op 'prod'");
   expect_error([] { parse_placements("S0,,R"); }, ErrorKind::kParse, "empty entry");
-  expect_error([] { parse_placements(""); }, ErrorKind::kParse, "placements are empty");
+  expect_error([] { parse_placements(""); }, ErrorKind::kParse, "placements: empty value");
   expect_error([] { parse_placements("P(sum"); }, ErrorKind::kParse, "unbalanced parentheses");
   expect_error([] { parse_dtype("f128"); }, ErrorKind::kParse, "unknown dtype 'f128'");
 }
 
 TEST(BadInputApi, Shapes) {
-  expect_error([] { parse_shape(""); }, ErrorKind::kParse, "shape is empty");
+  expect_error([] { parse_shape(""); }, ErrorKind::kParse, "shape: empty value");
   expect_error([] { parse_shape("-3x4"); }, ErrorKind::kParse, "extent -3 is negative");
   expect_error([] { parse_shape("4x-3"); }, ErrorKind::kParse, "extent -3 is negative");
   expect_error([] { parse_shape("4xa"); }, ErrorKind::kParse, "'a' is not a whole number");
-  expect_error([] { parse_shape("4x"); }, ErrorKind::kParse, "'' is not a whole number");
+  expect_error([] { parse_shape("4x"); }, ErrorKind::kParse, "extent 1: empty value");
   expect_error([] { parse_shape("4.5"); }, ErrorKind::kParse, "not a whole number");
   expect_error([] { parse_shape("99999999999999999999"); }, ErrorKind::kParse, "does not fit in 64 bits");
   expect_error(
@@ -127,12 +132,12 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         CliCase{"ZeroMeshDim", "layout --mesh 2x0 --placements S0,R --shape 4x4", "every dim must be >= 1"},
         CliCase{"NegativeMeshDim", "layout --mesh 2x-2 --placements S0,R --shape 4x4", "every dim must be >= 1"},
-        CliCase{"MeshOverflow", "layout --mesh 65536x65536 --placements S0,R --shape 4x4", "2^31 - 1 ranks"},
+        CliCase{"MeshOverflow", "layout --mesh 65536x65536 --placements S0,R --shape 4x4", "more than 1048576 ranks"},
         CliCase{"PlacementCount", "layout --mesh 2x2 --placements S0 --shape 4x4", "1 placements given for a 2-D mesh"},
         CliCase{"ShardDimOutOfRange", "layout --mesh 2 --placements S2 --shape 4x4", "shard dim 2 is out of range"},
         CliCase{"UnknownPlacement", "layout --mesh 2 --placements Q --shape 4x4", "unknown placement 'Q'"},
         CliCase{"UnknownReduceOp", "layout --mesh 2 --placements 'P(prod)' --shape 4x4", "unknown reduce op 'prod'"},
-        CliCase{"EmptyShape", "layout --mesh 2 --placements S0 --shape ''", "shape is empty"},
+        CliCase{"EmptyShape", "layout --mesh 2 --placements S0 --shape ''", "shape: empty value"},
         CliCase{"NegativeShape", "layout --mesh 2 --placements S0 --shape 4x-4", "negative"},
         CliCase{"NonNumericShape", "layout --mesh 2 --placements S0 --shape 4xfoo", "'foo' is not a whole number"},
         CliCase{"ShapeOverflow", "layout --mesh 2 --placements S0 --shape 4294967296x4294967296",

@@ -17,6 +17,7 @@
 #include "reshard/host_backend.hpp"
 #include "reshard/nccl_communicator.hpp"
 #include "reshard/planner.hpp"
+#include "reshard/rendezvous.hpp"
 
 namespace reshard {
 namespace {
@@ -369,12 +370,12 @@ TEST_F(Gpu, OneProcessPerRank) {
   for (std::string rendezvous : {std::string("file:/tmp/reshard_mp_") + std::to_string(::getpid()),
                                  std::string("tcp:127.0.0.1:") + std::to_string(29500 + ::getpid() % 1000)}) {
     std::string base = "/tmp/reshard_mp_out_" + std::to_string(::getpid());
-    std::string cmd;
+    std::string cmd, token = make_rendezvous_token();  // the job token a launcher gives every rank
     // The file rendezvous runs the nvlink transport (peers' memory through CUDA IPC), the tcp one nccl.
     const std::string transport = rendezvous.rfind("file:", 0) == 0 ? "nvlink" : "nccl";
     for (int r = 0; r < 2; ++r) {
-      cmd += "(RANK=" + std::to_string(r) + " WORLD_SIZE=2 LOCAL_RANK=" + std::to_string(r) + " " +
-             testing::cli_path() +
+      cmd += "(RESHARD_RENDEZVOUS_TOKEN=" + token + " RANK=" + std::to_string(r) +
+             " WORLD_SIZE=2 LOCAL_RANK=" + std::to_string(r) + " " + testing::cli_path() +
              " run --mesh 2 --from S0 --to S1 --shape 8192x4096 --dtype bf16 --iters 5 --strategy p2p --transport " +
              transport + " --rendezvous " + rendezvous + " > " + base + std::to_string(r) + " 2>&1; echo $? > " + base +
              "rc" + std::to_string(r) + ") & ";
@@ -398,14 +399,13 @@ TEST_F(Gpu, ARankProcessThatDiesMakesTheOthersFailWithinTheTimeout) {
     std::string base = "/tmp/reshard_fault_" + std::to_string(::getpid());
     std::string rendezvous = "file:" + base + "_id_" + point;
     const std::string transport = std::string(point) == "mid-run" ? "nvlink" : "nccl";
-    std::string cmd = "cd /tmp && ";
+    std::string cmd = "cd /tmp && ", token = make_rendezvous_token();
     for (int r = 0; r < 2; ++r) {
-      cmd +=
-          "(RANK=" + std::to_string(r) + " WORLD_SIZE=2 LOCAL_RANK=" + std::to_string(r) + " timeout 90 " +
-          testing::cli_path() +
-          " run --mesh 2 --from S0 --to S1 --shape 4096x4096 --iters 5 --timeout-ms 5000 --strategy p2p --transport " +
-          transport + " --inject-fault 1:" + point + " --rendezvous " + rendezvous + " > " + base + std::to_string(r) +
-          " 2>&1; echo $? > " + base + "rc" + std::to_string(r) + ") & ";
+      cmd += "(RESHARD_RENDEZVOUS_TOKEN=" + token + " RANK=" + std::to_string(r) +
+             " WORLD_SIZE=2 LOCAL_RANK=" + std::to_string(r) + " timeout 90 " + testing::cli_path() +
+             " run --mesh 2 --from S0 --to S1 --shape 4096x4096 --iters 5 --timeout-ms 5000 --strategy p2p --transport " +
+             transport + " --inject-fault 1:" + point + " --rendezvous " + rendezvous + " > " + base +
+             std::to_string(r) + " 2>&1; echo $? > " + base + "rc" + std::to_string(r) + ") & ";
     }
     cmd += "wait";
     auto start = std::chrono::steady_clock::now();

@@ -162,7 +162,8 @@ TEST(Profile, DefaultsRoundTripAndEveryFieldIsChecked) {
   expect_bad([](json& j) { j["intra_node"].erase("all_to_all"); }, "missing field 'intra_node.all_to_all'");
   expect_bad([](json& j) { j["intra_node"]["p2p"]["bandwidth_GBps"] = 0; },
              "'intra_node.p2p.bandwidth_GBps' must be > 0");
-  expect_bad([](json& j) { j["inter_node"]["all_reduce"]["bandwidth_GBps"] = -3; }, "must be > 0, got -3");
+  expect_bad([](json& j) { j["inter_node"]["all_reduce"]["bandwidth_GBps"] = -3; },
+             "must be > 0: a bandwidth in [0.001, 1e+09] GB/s, got -3");
   expect_bad([](json& j) { j["inter_node"]["p2p"]["alpha_us"] = "fast"; }, "must be a number, got \"fast\"");
   expect_bad([](json& j) { j["p2p_per_peer_us"] = -1; }, "'p2p_per_peer_us' must be >= 0");
   expect_bad([](json& j) { j["name"] = 3; }, "'name' must be a string");

@@ -9,7 +9,7 @@
 namespace reshard {
 namespace {
 
-constexpr Index kMaxRanks = std::numeric_limits<int>::max();  // 2^31 - 1
+std::string too_many_ranks() { return cat(" has more than ", kMaxRanks, " ranks, the most reshard supports (2^20)"); }
 
 int checked_size(const std::vector<int>& shape) {
   RESHARD_REQUIRE(!shape.empty(), "a mesh needs at least one dim");
@@ -19,7 +19,7 @@ int checked_size(const std::vector<int>& shape) {
   for (size_t i = 0; i < shape.size(); ++i) {
     RESHARD_REQUIRE(shape[i] >= 1, "mesh dim ", i, " must be >= 1, got ", shape[i]);
     total *= shape[i];  // each factor < 2^31 and we stop once past kMaxRanks, so this cannot overflow
-    RESHARD_REQUIRE(total <= kMaxRanks, "mesh has more than 2^31 - 1 ranks");
+    RESHARD_REQUIRE(total <= kMaxRanks, "mesh ", to_string(Dims::from(shape)), too_many_ranks());
   }
   return static_cast<int>(total);
 }
@@ -126,22 +126,17 @@ std::string Mesh::str() const {
 
 std::vector<int> parse_mesh_shape(std::string_view text) {
   std::vector<int> shape;
-  if (text.empty()) fail(ErrorKind::kParse, "mesh is empty; expected dims like 2x4");
-  for (std::string_view part : split(text, 'x')) {
-    std::optional<long long> v = parse_integer(part);
-    if (!v)
-      fail(ErrorKind::kParse, cat("mesh '", text, "': '", part, "' is not a whole number; expected dims like 2x4"));
-    if (*v < 1)
-      fail(ErrorKind::kParse, cat("mesh '", text, "': dim ", shape.size(), " is ", *v, "; every dim must be >= 1"));
-    if (*v > kMaxRanks) fail(ErrorKind::kParse, cat("mesh '", text, "' has more than 2^31 - 1 ranks"));
-    shape.push_back(static_cast<int>(*v));
-  }
-  if (static_cast<int>(shape.size()) > kMaxDims)
-    fail(ErrorKind::kParse, cat("mesh '", text, "' has ", shape.size(), " dims; at most ", kMaxDims, " are supported"));
+  const std::string quoted = cat("mesh '", printable(text), "'");
+  if (text.empty()) fail(ErrorKind::kParse, "mesh: empty value; expected dims like 2x4");
+  std::vector<std::string_view> parts = split(text, 'x');
+  if (static_cast<int>(parts.size()) > kMaxDims)
+    fail(ErrorKind::kParse, cat(quoted, " has ", parts.size(), " dims; at most ", kMaxDims, " are supported"));
   Index total = 1;
-  for (int v : shape) {
-    total *= v;
-    if (total > kMaxRanks) fail(ErrorKind::kParse, cat("mesh '", text, "' has more than 2^31 - 1 ranks"));
+  for (std::string_view part : parts) {
+    const long long v = parse_integer_or_fail(part, cat(quoted, ": dim ", shape.size()));
+    if (v < 1) fail(ErrorKind::kParse, cat(quoted, ": dim ", shape.size(), " is ", v, "; every dim must be >= 1"));
+    if (v > kMaxRanks || (total *= v) > kMaxRanks) fail(ErrorKind::kParse, cat(quoted, too_many_ranks()));
+    shape.push_back(static_cast<int>(v));
   }
   return shape;
 }

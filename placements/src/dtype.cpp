@@ -2,6 +2,8 @@
 
 #include <type_traits>
 
+#include "reshard/text.hpp"
+
 #include "reshard/error.hpp"
 
 namespace reshard {
@@ -99,7 +101,7 @@ DType parse_dtype(std::string_view text) {
   if (name.substr(0, 6) == "torch.") name.remove_prefix(6);
   for (const Alias& a : kAliases)
     if (a.name == name) return a.dtype;
-  fail(ErrorKind::kParse, cat("unknown dtype '", text,
+  fail(ErrorKind::kParse, cat("unknown dtype '", printable(text),
                               "'; expected one of f64 f32 f16 bf16 i64 i32 i16 i8 u8 bool f8e4m3 f8e5m2 c64 (or "
                               "PyTorch's names such as torch.float32, bfloat16, float8_e4m3fn, complex64)"));
 }

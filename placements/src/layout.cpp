@@ -211,23 +211,18 @@ std::string Layout::str() const {
 }
 
 Dims parse_shape(std::string_view text) {
-  if (text.empty()) fail(ErrorKind::kParse, "shape is empty; expected extents like 1024x512");
+  if (text.empty()) fail(ErrorKind::kParse, "shape: empty value; expected extents like 1024x512");
+  const std::string quoted = cat("shape '", printable(text), "'");
   Dims shape;
   for (std::string_view part : split(text, 'x')) {
-    bool overflow = false;
-    std::optional<long long> v = parse_integer(part, &overflow);
-    if (overflow) fail(ErrorKind::kParse, cat("shape '", text, "': extent '", part, "' does not fit in 64 bits"));
-    if (!v)
-      fail(ErrorKind::kParse,
-           cat("shape '", text, "': '", part, "' is not a whole number; expected extents like 1024x512"));
-    if (*v < 0) fail(ErrorKind::kParse, cat("shape '", text, "': extent ", *v, " is negative"));
-    if (shape.size() == kMaxDims) fail(ErrorKind::kParse, cat("shape '", text, "' has more than ", kMaxDims, " dims"));
-    shape.push_back(*v);
+    if (shape.size() == kMaxDims) fail(ErrorKind::kParse, cat(quoted, " has more than ", kMaxDims, " dims"));
+    const long long v = parse_integer_or_fail(part, cat(quoted, ": extent ", shape.size()));
+    if (v < 0) fail(ErrorKind::kParse, cat(quoted, ": extent ", v, " is negative"));
+    shape.push_back(v);
   }
   Index total = 1;
   for (Index v : shape)
-    if (__builtin_mul_overflow(total, v, &total))
-      fail(ErrorKind::kParse, cat("shape '", text, "' has more elements than fit in 64 bits"));
+    if (!try_mul(total, v, total)) fail(ErrorKind::kParse, cat(quoted, " has more elements than fit in 64 bits"));
   return shape;
 }
 

@@ -78,7 +78,7 @@ ReduceOp parse_op(std::string_view original, std::string_view op) {
   if (op == "max") return ReduceOp::kMax;
   if (op == "min") return ReduceOp::kMin;
   fail(ErrorKind::kParse,
-       cat("placement '", original, "': unknown reduce op '", op, "'; expected sum, avg, max or min"));
+       cat("placement '", printable(original), "': unknown reduce op '", printable(op), "'; expected sum, avg, max or min"));
 }
 
 // The call's arguments matched to `names` by position or keyword (a name may have aliases, "split_factor|sf").
@@ -88,13 +88,13 @@ std::vector<std::string_view> bind(std::string_view original, const std::vector<
   std::vector<std::string_view> out(names.size());
   std::vector<bool> seen(names.size(), false);
   auto set = [&](size_t i, std::string_view v) {
-    if (seen[i]) fail(ErrorKind::kParse, cat("placement '", original, "': '", names[i][0], "' is given twice"));
+    if (seen[i]) fail(ErrorKind::kParse, cat("placement '", printable(original), "': '", names[i][0], "' is given twice"));
     seen[i] = true;
     out[i] = trim(v);
   };
   for (size_t a = 0; a < args.size(); ++a) {
     if (args[a].key.empty()) {
-      if (a >= names.size()) fail(ErrorKind::kParse, cat("placement '", original, "': too many arguments; ", kForms));
+      if (a >= names.size()) fail(ErrorKind::kParse, cat("placement '", printable(original), "': too many arguments; ", kForms));
       set(a, args[a].value);
       continue;
     }
@@ -103,7 +103,7 @@ std::vector<std::string_view> bind(std::string_view original, const std::vector<
       for (std::string_view alias : names[i])
         if (alias == args[a].key) found = i;
     if (found == names.size())
-      fail(ErrorKind::kParse, cat("placement '", original, "': unknown argument '", args[a].key, "'; ", kForms));
+      fail(ErrorKind::kParse, cat("placement '", printable(original), "': unknown argument '", printable(args[a].key), "'; ", kForms));
     set(found, args[a].value);
   }
   return out;
@@ -111,17 +111,17 @@ std::vector<std::string_view> bind(std::string_view original, const std::vector<
 
 int shard_dim(std::string_view original, std::string_view text) {
   int dim = 0;
-  if (text.empty()) fail(ErrorKind::kParse, cat("placement '", original, "': the shard dim is missing; ", kForms));
+  if (text.empty()) fail(ErrorKind::kParse, cat("placement '", printable(original), "': the shard dim is missing; ", kForms));
   if (!parse_int(text, dim))
-    fail(ErrorKind::kParse, cat("placement '", original, "': shard dim '", text, "' is not an integer"));
+    fail(ErrorKind::kParse, cat("placement '", printable(original), "': shard dim '", printable(text), "' is not an integer"));
   return dim;
 }
 
 int split_factor(std::string_view original, std::string_view text) {
   int f = 0;
-  if (text.empty()) fail(ErrorKind::kParse, cat("placement '", original, "': the split factor is missing; ", kForms));
+  if (text.empty()) fail(ErrorKind::kParse, cat("placement '", printable(original), "': the split factor is missing; ", kForms));
   if (!parse_int(text, f) || f < 1)
-    fail(ErrorKind::kParse, cat("placement '", original, "': split factor '", text, "' is not a whole number >= 1"));
+    fail(ErrorKind::kParse, cat("placement '", printable(original), "': split factor '", printable(text), "' is not a whole number >= 1"));
   return f;
 }
 
@@ -168,7 +168,7 @@ Placement parse_placement(std::string_view raw) {
   if (text.size() >= 3 && text.substr(0, 2) == "SS" && text.find('(') == std::string_view::npos) {
     const size_t slash = text.find('/');
     if (slash == std::string_view::npos)
-      fail(ErrorKind::kParse, cat("placement '", raw, "': expected SS<d>/<split factor>, e.g. SS0/2"));
+      fail(ErrorKind::kParse, cat("placement '", printable(raw), "': expected SS<d>/<split factor>, e.g. SS0/2"));
     return Placement::strided_shard(shard_dim(raw, text.substr(2, slash - 2)),
                                     split_factor(raw, text.substr(slash + 1)));
   }
@@ -177,9 +177,9 @@ Placement parse_placement(std::string_view raw) {
   std::string_view name;
   std::vector<Arg> args;
   bool called = false;
-  if (!split_call(text, name, args, called)) fail(ErrorKind::kParse, cat("unknown placement '", raw, "'; ", kForms));
+  if (!split_call(text, name, args, called)) fail(ErrorKind::kParse, cat("unknown placement '", printable(raw), "'; ", kForms));
   if (name == "R" || name == "Replicate") {
-    if (!args.empty()) fail(ErrorKind::kParse, cat("placement '", raw, "': Replicate takes no arguments"));
+    if (!args.empty()) fail(ErrorKind::kParse, cat("placement '", printable(raw), "': Replicate takes no arguments"));
     return Placement::replicate();
   }
   if (name == "P" || name == "Partial") {
@@ -194,7 +194,7 @@ Placement parse_placement(std::string_view raw) {
     const auto v = bind(raw, args, {{"dim"}, {"split_factor", "sf"}});
     return Placement::strided_shard(shard_dim(raw, v[0]), split_factor(raw, v[1]));
   }
-  fail(ErrorKind::kParse, cat("unknown placement '", raw, "'; ", kForms));
+  fail(ErrorKind::kParse, cat("unknown placement '", printable(raw), "'; ", kForms));
 }
 
 std::vector<Placement> parse_placements(std::string_view raw) {
@@ -212,7 +212,7 @@ std::vector<Placement> parse_placements(std::string_view raw) {
     if (encloses) {
       text = trim(text.substr(1, text.size() - 2));
       if (!text.empty() && text.back() == ',') text = trim(text.substr(0, text.size() - 1));
-      if (text.empty()) fail(ErrorKind::kParse, cat("placements '", raw, "' are empty; ", kForms));
+      if (text.empty()) fail(ErrorKind::kParse, cat("placements '", printable(raw), "' are empty; ", kForms));
     }
   }
   std::vector<Placement> out;
@@ -222,16 +222,16 @@ std::vector<Placement> parse_placements(std::string_view raw) {
     const char c = i < text.size() ? text[i] : ',';
     if (c == '(' || c == '[') ++depth;
     if (c == ')' || c == ']') --depth;
-    if (depth < 0) fail(ErrorKind::kParse, cat("placements '", raw, "': unbalanced parentheses"));
+    if (depth < 0) fail(ErrorKind::kParse, cat("placements '", printable(raw), "': unbalanced parentheses"));
     if (c == ',' && depth == 0) {
       std::string_view part = text.substr(start, i - start);
       if (trim(part).empty())
-        fail(ErrorKind::kParse, cat("placements '", raw, "': empty entry at position ", out.size()));
+        fail(ErrorKind::kParse, cat("placements '", printable(raw), "': empty entry at position ", out.size()));
       out.push_back(parse_placement(part));
       start = i + 1;
     }
   }
-  if (depth != 0) fail(ErrorKind::kParse, cat("placements '", raw, "': unbalanced parentheses"));
+  if (depth != 0) fail(ErrorKind::kParse, cat("placements '", printable(raw), "': unbalanced parentheses"));
   return out;
 }
 

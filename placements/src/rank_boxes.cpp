@@ -15,7 +15,10 @@ RankBoxes::RankBoxes(const Layout& layout) : layout_(layout) {
     b = layout.box_at(coord);
     Index v = reshard::volume(b);
     volumes_[rank] = v;
-    total_volume_ += v;
+    // Replicated layouts hold the tensor once per rank: the sum can pass int64 where one box does not.
+    if (!try_add(total_volume_, v, total_volume_))
+      fail(ErrorKind::kInvalidArgument,
+           cat("layout ", layout.str(), " holds more elements over its ", n, " ranks than fit in 64 bits"));
     any_empty_ = any_empty_ || v == 0;
     for (int k = mesh.ndim() - 1; k >= 0; --k) {
       if (++coord[k] < mesh.shape()[k]) break;

@@ -12,6 +12,13 @@ namespace {
 
 using Key = std::uint64_t;
 constexpr int kCollectiveWeight = 1000;
+
+// Work budget of one search, in rank boxes: every layout whose boxes are computed costs its rank count (the time and
+// memory of a search go there), every edge checked and priced on them kEdgeCost. The budget is a count, not a time,
+// so every rank of a job (each planning on its own) reaches the same decision. At its limit a search has taken about
+// 0.8 s and 80 MB (2 shared cores, 2026-11; docs/planner.md).
+constexpr Index kSearchBudget = Index(1) << 19;
+constexpr Index kEdgeCost = 16;
 constexpr int kCountShift = 5 * kMaxDims;  // bits above the placements hold the number of collectives so far
 
 // 5 bits per mesh dim: R, S(d), P(op), then the _StridedShard placements of the source and target (numbered per
@@ -51,6 +58,10 @@ class Search {
         if (p.is_strided() && std::find(strided_.begin(), strided_.end(), p) == strided_.end()) strided_.push_back(p);
   }
 
+  // Whether the search stopped at its work budget (run() then returned nullopt).
+  bool exhausted() const { return exhausted_; }
+  Index work() const { return work_; }
+
   std::optional<Route> run() {
     const Key start = key_of(src_.placements()), goal = key_of(dst_.placements());
     placements_[start] = src_.placements();
@@ -65,6 +76,7 @@ class Search {
       v.done = true;
       if ((e.key & placement_mask) == goal) return route_to(e.key);
       expand(e.key, v.cost, v.steps);
+      if (exhausted_) return std::nullopt;
     }
     return std::nullopt;
   }
@@ -97,8 +109,18 @@ class Search {
   const RankBoxes& boxes(Key k) {
     k = placements_key(k);
     auto it = boxes_.find(k);
-    if (it == boxes_.end()) it = boxes_.emplace(k, RankBoxes(src_.with_placements(placements_.at(k)))).first;
+    if (it == boxes_.end()) {
+      spend(src_.mesh().size());
+      it = boxes_.emplace(k, RankBoxes(src_.with_placements(placements_.at(k)))).first;
+    }
     return it->second;
+  }
+
+  // Charges `units` of work; false once the budget is spent.
+  bool spend(Index units) {
+    work_ += units;
+    exhausted_ = exhausted_ || work_ > kSearchBudget;
+    return !exhausted_;
   }
 
   // Placements a mesh dim may take: R and every S(d); P(op) where the source has it (it can be reduced away) or
@@ -148,6 +170,7 @@ class Search {
 
   void try_edge(Key from_key, const std::vector<Placement>& from, const std::vector<Placement>& to,
                 const std::vector<int>& dims, double cost, int steps) {
+    if (exhausted_) return;
     std::optional<StepKind> kind = transition_kind(from, to, dims);
     if (!kind) return;
     if (!reduction_exact(src_.mesh(), from, to, dst_.placements(), pricer_.dtype(), true)) return;
@@ -165,9 +188,16 @@ class Search {
       placements_[placements_key(to_key)] = to;
     }
     const RankBoxes& a = boxes(from_key);
-    const RankBoxes& b = boxes(to_key);
-    if (!transition_valid(a, b, *kind, dims)) return;
-    StepPrice price = pricer_.collective(a, b, *kind, dims);
+    const RankBoxes* b = nullptr;
+    try {
+      b = &boxes(to_key);
+    } catch (const Error& e) {
+      // A layout whose ranks together hold more than int64 counts (a huge tensor replicated) is no way through.
+      if (e.kind() != ErrorKind::kInvalidArgument) throw;
+      return;
+    }
+    if (!spend(kEdgeCost) || !transition_valid(a, *b, *kind, dims)) return;
+    StepPrice price = pricer_.collective(a, *b, *kind, dims);
     double c = cost + price.us;
     int s = steps + (is_communication(*kind) ? kCollectiveWeight : 1);  // ties: fewer collectives, then fewer steps
     Visit& v = visits_[to_key];
@@ -198,6 +228,8 @@ class Search {
   std::optional<int> max_collectives_;
   std::vector<int> movable_;
   std::vector<Placement> strided_;  // the _StridedShard placements of the source and target, by code
+  Index work_ = 0;
+  bool exhausted_ = false;
   std::unordered_map<Key, std::vector<Placement>> placements_;
   std::unordered_map<Key, RankBoxes> boxes_;
   std::unordered_map<Key, Visit> visits_;
@@ -208,8 +240,13 @@ class Search {
 
 std::optional<Route> search_collective_route(const Layout& src, const Layout& dst, const StepPricer& pricer,
                                              std::optional<int> max_collectives, std::string* reason) {
-  std::optional<Route> r = Search(src, dst, pricer, max_collectives).run();
-  if (!r && reason)
+  Search search(src, dst, pricer, max_collectives);
+  std::optional<Route> r = search.run();
+  if (!r && reason && search.exhausted())
+    *reason = cat("the search for a chain of collectives exceeded its budget (", kSearchBudget, " rank boxes) on mesh ",
+                  src.mesh().str(), " with a ", src.ndim(),
+                  "-D tensor; choose --strategy p2p or hybrid, or cap --max-collectives");
+  else if (!r && reason)
     *reason = max_collectives ? cat("no chain of at most ", *max_collectives, " collectives reaches the target")
                               : std::string("no chain of collectives reaches the target");
   return r;

@@ -19,6 +19,9 @@ struct Route {
 // box geometry (so uneven and nested sharding are handled exactly) and priced by `pricer`. Ties go to fewer steps.
 // nullopt with `reason` set when the target cannot be reached by collectives (e.g. a Partial target from a non-Partial
 // source). With max_collectives set, only routes with at most that many communication steps are considered.
+// The search has a fixed work budget (kSearchBudget: 2^19 rank boxes computed, edges checked counting 16 each); past
+// it, nullopt with a `reason` naming the mesh and the budget. The budget is a count, not a time, so every rank of a job
+// decides alike.
 std::optional<Route> search_collective_route(const Layout& src, const Layout& dst, const StepPricer& pricer,
                                              std::optional<int> max_collectives, std::string* reason);
 

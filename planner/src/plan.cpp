@@ -1,10 +1,12 @@
 #include "reshard/plan.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 
 #include "reshard/partial.hpp"
 #include "reshard/rank_boxes.hpp"
+#include "reshard/text.hpp"
 #include "transitions.hpp"
 
 namespace reshard {
@@ -31,16 +33,28 @@ struct BlockLess {
 
 void validate_p2p(const PlanSpec& spec, size_t i, const RankBoxes& a, const RankBoxes& b) {
   const Step& step = spec.steps[i];
-  const int n = a.layout().mesh().size();
+  const Mesh& mesh = a.layout().mesh();
+  const int n = mesh.size();
   const int es = element_size(spec.dtype);
+  const PartialRoles roles = partial_roles(mesh, step.from, step.to);
+  RESHARD_REQUIRE(roles.created.empty(), "step ", i, " (p2p) cannot create a Partial placement: [",
+                  to_string(step.from), "] -> [", to_string(step.to), "]");
+  RESHARD_REQUIRE(!roles.mixed_reduce_ops, "step ", i, " (p2p) reduces mesh dims with different reduce ops");
+  // Every transfer, whatever the plan's scope, is exactly the overlap of its sender's source box with its receiver's
+  // target box (so every pointer the executor derives from it lies in the sender's and the receiver's tensors), moves
+  // exactly that many bytes, and is the only one between its two ranks.
   std::vector<std::vector<const Transfer*>> into(n);
+  std::set<std::pair<int, int>> pairs;
   for (size_t t = 0; t < step.transfers.size(); ++t) {
     const Transfer& x = step.transfers[t];
-    auto where = [&] { return cat("step ", i, " (p2p) transfer ", t); };
-    RESHARD_REQUIRE(x.src >= 0 && x.src < n && x.dst >= 0 && x.dst < n, where(), ": rank ", x.src, " -> ", x.dst,
-                    " outside the mesh's ", n, " ranks");
-    RESHARD_REQUIRE(x.region.ndim() == a.layout().ndim(), where(), ": region has ", x.region.ndim(),
-                    " dims, the tensor ", a.layout().ndim());
+    auto where = [&] { return cat("step ", i, " (p2p) transfer ", t, " (rank ", x.src, " -> ", x.dst, ")"); };
+    RESHARD_REQUIRE(x.src >= 0 && x.src < n && x.dst >= 0 && x.dst < n, "step ", i, " (p2p) transfer ", t, ": rank ",
+                    x.src, " -> ", x.dst, " outside the mesh's ", n, " ranks");
+    if (spec.scope_rank)
+      RESHARD_REQUIRE(x.src == *spec.scope_rank || x.dst == *spec.scope_rank, where(), ": does not involve rank ",
+                      *spec.scope_rank, " of this rank-scoped plan");
+    RESHARD_REQUIRE(x.region.ndim() == a.layout().ndim() && x.region.offset.size() == x.region.shape.size(), where(),
+                    ": region has ", x.region.ndim(), " dims, the tensor ", a.layout().ndim());
     for (int d = 0; d < x.region.ndim(); ++d)
       RESHARD_REQUIRE(x.region.shape[d] > 0 && x.region.offset[d] >= 0, where(), ": region ", to_string(x.region),
                       " is empty or negative");
@@ -48,46 +62,72 @@ void validate_p2p(const PlanSpec& spec, size_t i, const RankBoxes& a, const Rank
                     x.src, " (", to_string(a[x.src]), ")");
     RESHARD_REQUIRE(contains(b[x.dst], x.region), where(), ": region ", to_string(x.region), " is not in rank ", x.dst,
                     "'s target ", to_string(b[x.dst]));
-    RESHARD_REQUIRE(x.bytes == volume(x.region) * es, where(), ": bytes ", x.bytes, " != ", volume(x.region),
-                    " elements x ", es, " bytes");
-    if (spec.scope_rank)
-      RESHARD_REQUIRE(x.src == *spec.scope_rank || x.dst == *spec.scope_rank, where(), ": does not involve rank ",
-                      *spec.scope_rank, " of this rank-scoped plan");
+    RESHARD_REQUIRE(intersect(a[x.src], b[x.dst]) == x.region, where(), ": region ", to_string(x.region),
+                    " is not all of rank ", x.src, "'s overlap with rank ", x.dst, "'s target");
+    const Index elements = volume(x.region);  // fits: the region lies in a box of the layout
+    RESHARD_REQUIRE(x.bytes == checked_mul(elements, es, "transfer bytes"), where(), ": bytes ", x.bytes,
+                    " != ", elements, " elements x ", es, " bytes");
+    RESHARD_REQUIRE(pairs.insert({x.src, x.dst}).second, where(), ": rank ", x.src, " sends to rank ", x.dst,
+                    " twice in one step");
+    const Dims sender = mesh.coord_of(x.src), receiver = mesh.coord_of(x.dst);
+    for (int k : roles.kept)
+      RESHARD_REQUIRE(sender[k] == receiver[k], where(), ": rank ", x.src,
+                      " sends its Partial contribution on mesh dim ", k, " to rank ", x.dst,
+                      ", which holds another coordinate of that dim");
     into[x.dst].push_back(&x);
   }
   // Tiling: the regions into a rank are whole intersections of distinct source blocks with its target box (distinct
   // boxes of a layout are disjoint), and their volumes add up to the target box once per contribution. A block of a
-  // Partial source is a box and the sender's coordinates on the reduced dims (one contribution); on kept Partial
-  // dims the sender has the receiver's coordinate.
-  const Mesh& mesh = a.layout().mesh();
-  const PartialRoles roles = partial_roles(mesh, step.from, step.to);
-  RESHARD_REQUIRE(roles.created.empty(), "step ", i, " (p2p) cannot create a Partial placement: [",
-                  to_string(step.from), "] -> [", to_string(step.to), "]");
-  RESHARD_REQUIRE(!roles.mixed_reduce_ops, "step ", i, " (p2p) reduces mesh dims with different reduce ops");
+  // Partial source is a box and the sender's coordinates on the reduced dims (one contribution). A rank-scoped plan
+  // is checked for its own rank (the others' plans hold the rest).
   for (int r = 0; r < n; ++r) {
     if (spec.scope_rank && r != *spec.scope_rank) continue;
     const Box& target = b[r];
-    const Dims coord = mesh.coord_of(r);
     Index covered = 0;
     std::set<std::pair<Box, Dims>, BlockLess> sources;
     for (const Transfer* x : into[r]) {
       const Box& from = a[x->src];
       const Dims sender = mesh.coord_of(x->src);
-      RESHARD_REQUIRE(intersect(from, target) == x->region, "step ", i, " (p2p): region ", to_string(x->region),
-                      " into rank ", r, " is not all of rank ", x->src, "'s overlap with it");
-      for (int k : roles.kept)
-        RESHARD_REQUIRE(sender[k] == coord[k], "step ", i, " (p2p): rank ", x->src, " sends its Partial contribution",
-                        " on mesh dim ", k, " to rank ", r, ", which holds another coordinate of that dim");
       Dims contribution;
       for (int k : roles.reduced) contribution.push_back(sender[k]);
       RESHARD_REQUIRE(sources.insert({from, contribution}).second, "step ", i, " (p2p): rank ", r, " receives block ",
                       to_string(from), roles.reduced.empty() ? "" : cat(" contribution ", to_list_string(contribution)),
                       " twice");
-      covered += volume(x->region);
+      covered = checked_add(covered, volume(x->region), "elements received");
     }
-    RESHARD_REQUIRE(covered == volume(target) * roles.contributions, "step ", i, " (p2p): transfers into rank ", r,
-                    " cover ", covered, " of its ", volume(target), " elements",
+    const Index needed = checked_mul(volume(target), roles.contributions, "elements to receive");
+    RESHARD_REQUIRE(covered == needed, "step ", i, " (p2p): transfers into rank ", r, " cover ", covered, " of its ",
+                    volume(target), " elements",
                     roles.contributions > 1 ? cat(" x ", roles.contributions, " contributions") : std::string());
+  }
+}
+
+// Estimates are times in microseconds: finite and non-negative (profiles are range-checked so that the cost model
+// never overflows; a plan from a file may still hold anything).
+void check_estimate(double us, const std::string& what) {
+  RESHARD_REQUIRE(std::isfinite(us) && us >= 0, what, " estimate ", us, " us is not a finite time >= 0");
+}
+
+void check_count(Index v, const std::string& what) { RESHARD_REQUIRE(v >= 0, what, " must be >= 0, got ", v); }
+
+// Summary figures are derived from the steps; whatever their source, they must be finite and non-negative.
+void validate_metadata(const PlanSpec& spec) {
+  check_estimate(spec.estimated_us, "the plan's");
+  check_count(spec.bytes_moved, "the plan's bytes moved");
+  check_count(spec.peak_workspace_bytes, "the plan's peak workspace");
+  check_count(spec.pipeline_chunk_bytes, "pipeline chunk bytes");
+  if (spec.memory_budget_bytes) check_count(*spec.memory_budget_bytes, "the memory budget");
+  for (size_t i = 0; i < spec.steps.size(); ++i) {
+    check_estimate(spec.steps[i].estimated_us, cat("step ", i, "'s"));
+    check_count(spec.steps[i].bytes_moved, cat("step ", i, "'s bytes moved"));
+  }
+  for (size_t i = 0; i < spec.candidates.size(); ++i) {
+    const Candidate& c = spec.candidates[i];
+    const std::string name = cat("candidate ", i, " (", to_string(c.strategy), ")");
+    check_estimate(c.estimated_us, name + "'s");
+    check_count(c.steps, name + "'s step count");
+    check_count(c.bytes_moved, name + "'s bytes moved");
+    check_count(c.peak_workspace_bytes, name + "'s peak workspace");
   }
 }
 
@@ -140,7 +180,7 @@ std::string_view to_string(Transport t) {
 Transport parse_transport(std::string_view text) {
   for (Transport t : {Transport::kAuto, Transport::kNccl, Transport::kNvlink})
     if (to_string(t) == text) return t;
-  fail(ErrorKind::kParse, cat("unknown transport '", text, "'; expected auto, nccl or nvlink"));
+  fail(ErrorKind::kParse, cat("unknown transport '", printable(text), "'; expected auto, nccl or nvlink"));
 }
 
 Fusion parse_fusion(std::string_view text) {
@@ -153,14 +193,14 @@ Fusion parse_fusion(std::string_view text) {
 Strategy parse_strategy(std::string_view text) {
   for (Strategy s : {Strategy::kAuto, Strategy::kCollective, Strategy::kP2P, Strategy::kHybrid})
     if (to_string(s) == text) return s;
-  fail(ErrorKind::kParse, cat("unknown strategy '", text, "'; expected auto, collective, p2p or hybrid"));
+  fail(ErrorKind::kParse, cat("unknown strategy '", printable(text), "'; expected auto, collective, p2p or hybrid"));
 }
 
 StepKind parse_step_kind(std::string_view text) {
   for (StepKind k : {StepKind::kP2P, StepKind::kAllGather, StepKind::kAllToAll, StepKind::kReduceScatter,
                      StepKind::kAllReduce, StepKind::kLocal})
     if (to_string(k) == text) return k;
-  fail(ErrorKind::kParse, cat("unknown step kind '", text,
+  fail(ErrorKind::kParse, cat("unknown step kind '", printable(text),
                               "'; expected p2p, all_gather, all_to_all, reduce_scatter, all_reduce or local"));
 }
 
@@ -188,6 +228,8 @@ void validate_plan(const PlanSpec& spec) {
     RESHARD_REQUIRE(*spec.scope_rank >= 0 && *spec.scope_rank < mesh.size(), "plan rank ", *spec.scope_rank,
                     " is not in mesh ", mesh.str());
   RESHARD_REQUIRE(!spec.steps.empty(), "a plan needs at least one step");
+  checked_mul(spec.src.global_volume(), element_size(spec.dtype), "tensor size in bytes");
+  validate_metadata(spec);
   RESHARD_REQUIRE(spec.pipeline_chunk_bytes >= 0, "pipeline chunk bytes must be >= 0, got ", spec.pipeline_chunk_bytes);
   RESHARD_REQUIRE(spec.copy_engine_min_row_bytes >= 0, "copy-engine minimum row bytes must be >= 0, got ",
                   spec.copy_engine_min_row_bytes);

@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "json_input.hpp"
+#include "plan_recompute.hpp"
 #include "reshard/detail/json_text.hpp"
 #include "reshard/text.hpp"
 
@@ -38,43 +40,46 @@ struct Reader {
   }
 
   static Index integer(const json& obj, const std::string& key, const std::string& path) {
-    const json& v = at(obj, key, path);
-    if (!v.is_number_integer())
-      fail(ErrorKind::kInvalidArgument, cat("plan field '", join(path, key), "' must be an integer, got ", v.dump()));
-    return v.get<Index>();
+    return integer_value(at(obj, key, path), join(path, key));
   }
+  static Index integer_value(const json& v, const std::string& field) {
+    std::optional<Index> x = detail::json_int64(v, cat("plan field '", field, "'"));
+    if (!x) fail(ErrorKind::kInvalidArgument, cat("plan field '", field, "' must be an integer, got ", shown(v)));
+    return *x;
+  }
+  // Any value, quoted safely and briefly for a message.
+  static std::string shown(const json& v) { return printable(v.dump(), 80); }
   static double number(const json& obj, const std::string& key, const std::string& path) {
     const json& v = at(obj, key, path);
     if (!v.is_number())
-      fail(ErrorKind::kInvalidArgument, cat("plan field '", join(path, key), "' must be a number, got ", v.dump()));
+      fail(ErrorKind::kInvalidArgument, cat("plan field '", join(path, key), "' must be a number, got ", shown(v)));
     return v.get<double>();
   }
   static bool boolean(const json& obj, const std::string& key, const std::string& path) {
     const json& v = at(obj, key, path);
     if (!v.is_boolean())
       fail(ErrorKind::kInvalidArgument,
-           cat("plan field '", join(path, key), "' must be true or false, got ", v.dump()));
+           cat("plan field '", join(path, key), "' must be true or false, got ", shown(v)));
     return v.get<bool>();
   }
   static std::string string(const json& obj, const std::string& key, const std::string& path) {
     const json& v = at(obj, key, path);
     if (!v.is_string())
-      fail(ErrorKind::kInvalidArgument, cat("plan field '", join(path, key), "' must be a string, got ", v.dump()));
+      fail(ErrorKind::kInvalidArgument, cat("plan field '", join(path, key), "' must be a string, got ", shown(v)));
     return v.get<std::string>();
   }
   static const json& array(const json& obj, const std::string& key, const std::string& path) {
     const json& v = at(obj, key, path);
     if (!v.is_array())
-      fail(ErrorKind::kInvalidArgument, cat("plan field '", join(path, key), "' must be an array, got ", v.dump()));
+      fail(ErrorKind::kInvalidArgument, cat("plan field '", join(path, key), "' must be an array, got ", shown(v)));
     return v;
   }
   static std::vector<Index> integers(const json& obj, const std::string& key, const std::string& path) {
     std::vector<Index> out;
-    for (const json& v : array(obj, key, path)) {
-      if (!v.is_number_integer())
-        fail(ErrorKind::kInvalidArgument, cat("plan field '", join(path, key), "' must hold integers, got ", v.dump()));
-      out.push_back(v.get<Index>());
-    }
+    const json& values = array(obj, key, path);
+    if (values.size() > static_cast<size_t>(kMaxRanks))
+      fail(ErrorKind::kInvalidArgument, cat("plan field '", join(path, key), "' has ", values.size(), " entries"));
+    for (const json& v : values) out.push_back(integer_value(v, join(path, key)));
     return out;
   }
   static std::vector<int> ints(const json& obj, const std::string& key, const std::string& path) {
@@ -91,7 +96,7 @@ struct Reader {
     for (const json& v : array(obj, key, path)) {
       if (!v.is_string())
         fail(ErrorKind::kInvalidArgument,
-             cat("plan field '", join(path, key), "' must hold placement strings, got ", v.dump()));
+             cat("plan field '", join(path, key), "' must hold placement strings, got ", shown(v)));
       out.push_back(parse_placement(v.get<std::string>()));
     }
     return out;
@@ -182,17 +187,15 @@ std::string plan_to_json(const Plan& plan) {
   return detail::json_text(j) + "\n";
 }
 
-Plan plan_from_json(const std::string& text) {
-  json j;
-  try {
-    j = json::parse(text);
-  } catch (const json::exception& e) {  // syntax errors, and numbers out of range ("1e999")
-    fail(ErrorKind::kParse, cat("plan is not valid JSON: ", e.what()));
-  }
+namespace {
+
+Plan parse_plan(const std::string& text, const Profile* profile) {
+  const json j = detail::parse_json_input(text, "plan");
   if (!j.is_object()) fail(ErrorKind::kInvalidArgument, "plan must be a JSON object");
   using R = Reader;
   std::string schema = R::string(j, "schema", "");
-  RESHARD_REQUIRE(schema == kSchema, "plan field 'schema' must be \"", kSchema, "\", got \"", schema, "\"");
+  RESHARD_REQUIRE(schema == kSchema, "plan field 'schema' must be \"", kSchema, "\", got \"", printable(schema, 80),
+                  "\"");
   PlanSpec spec;
   Dims shape = R::dims(j, "global_shape", "");
   spec.src = read_layout(j, "src", shape);
@@ -205,8 +208,17 @@ Plan plan_from_json(const std::string& text) {
                   rpn);
   spec.topology.ranks_per_node = static_cast<int>(rpn);
   spec.profile_name = R::string(j, "profile", "");
-  if (j.contains("memory_budget_bytes")) spec.memory_budget_bytes = R::integer(j, "memory_budget_bytes", "");
-  if (j.contains("rank")) spec.scope_rank = static_cast<int>(R::integer(j, "rank", ""));
+  if (j.contains("memory_budget_bytes")) {
+    spec.memory_budget_bytes = R::integer(j, "memory_budget_bytes", "");
+    RESHARD_REQUIRE(*spec.memory_budget_bytes >= 0, "plan field 'memory_budget_bytes' must be >= 0, got ",
+                    *spec.memory_budget_bytes);
+  }
+  if (j.contains("rank")) {
+    const Index rank = R::integer(j, "rank", "");
+    RESHARD_REQUIRE(rank >= 0 && rank < spec.src.mesh().size(), "plan field 'rank': rank ", rank, " is not in mesh ",
+                    spec.src.mesh().str());
+    spec.scope_rank = static_cast<int>(rank);
+  }
   spec.pipeline_chunk_bytes = R::integer(j, "pipeline_chunk_bytes", "");
   if (j.contains("copy_engine_min_row_bytes"))
     spec.copy_engine_min_row_bytes = R::integer(j, "copy_engine_min_row_bytes", "");
@@ -214,7 +226,9 @@ Plan plan_from_json(const std::string& text) {
   spec.estimated_us = R::number(j, "estimated_us", "");
   spec.bytes_moved = R::integer(j, "bytes_moved", "");
   spec.peak_workspace_bytes = R::integer(j, "peak_workspace_bytes", "");
-  const json& cands = R::array(j, "candidates", "");
+  // Candidates are optional (the chosen one is recomputed from the steps; the others are range-checked).
+  const json no_candidates = json::array();
+  const json& cands = j.contains("candidates") ? R::array(j, "candidates", "") : no_candidates;
   for (size_t i = 0; i < cands.size(); ++i) {
     std::string path = cat("candidates[", i, "]");
     const json& c = cands[i];
@@ -224,7 +238,10 @@ Plan plan_from_json(const std::string& text) {
     x.available = R::boolean(c, "available", path);
     if (!x.available) x.reason = R::string(c, "reason", path);
     x.estimated_us = R::number(c, "estimated_us", path);
-    x.steps = static_cast<int>(R::integer(c, "steps", path));
+    const Index steps = R::integer(c, "steps", path);
+    RESHARD_REQUIRE(steps >= 0 && steps <= std::numeric_limits<int>::max(), "plan field '", path,
+                    ".steps' must be a step count, got ", steps);
+    x.steps = static_cast<int>(steps);
     x.bytes_moved = R::integer(c, "bytes_moved", path);
     x.peak_workspace_bytes = R::integer(c, "peak_workspace_bytes", path);
     x.fits_budget = R::boolean(c, "fits_budget", path);
@@ -265,16 +282,31 @@ Plan plan_from_json(const std::string& text) {
     }
     spec.steps.push_back(std::move(x));
   }
+  // Structure first (clear messages for broken plans), then what a valid plan may still get wrong: transfers that
+  // are not the planner's (ranks would disagree), and summary figures, which are recomputed rather than trusted.
+  validate_plan(spec);
+  detail::check_planner_transfers(spec);
+  const Profile by_name = default_profile();
+  if (!profile && spec.profile_name == by_name.name) profile = &by_name;
+  detail::recompute_summary(spec, profile);
   return Plan(std::move(spec));
 }
 
-Plan load_plan(const std::string& path) {
-  std::string text = read_text_file(path, "plan");
+Plan load_plan_file(const std::string& path, const Profile* profile) {
+  std::string text = read_text_file(path, "plan", kMaxPlanFileBytes);
   try {
-    return plan_from_json(text);
+    return parse_plan(text, profile);
   } catch (const Error& e) {
-    fail(e.kind(), cat(path, ": ", e.what()));
+    fail(e.kind(), cat(printable(path), ": ", e.what()));
   }
 }
+
+}  // namespace
+
+Plan plan_from_json(const std::string& text) { return parse_plan(text, nullptr); }
+Plan plan_from_json(const std::string& text, const Profile& profile) { return parse_plan(text, &profile); }
+
+Plan load_plan(const std::string& path) { return load_plan_file(path, nullptr); }
+Plan load_plan(const std::string& path, const Profile& profile) { return load_plan_file(path, &profile); }
 
 }  // namespace reshard

@@ -1,5 +1,7 @@
 #include "reshard/planner.hpp"
 
+#include "plan_recompute.hpp"
+
 #include <algorithm>
 #include <limits>
 #include <map>
@@ -13,24 +15,6 @@ namespace reshard {
 namespace {
 
 using detail::Route;
-
-std::string route_text(const std::vector<detail::PricedStep>& steps) {
-  if (steps.empty()) return "";
-  std::string s = to_string(steps.front().step.from);
-  for (const detail::PricedStep& ps : steps) {
-    const Step& st = ps.step;
-    s += " -";
-    s += to_string(st.kind);
-    if (st.kind == StepKind::kP2P && st.transport == Transport::kNvlink) s += st.fused ? "/nvlink-fused" : "/nvlink";
-    if (!st.mesh_dims.empty()) {
-      s += "[";
-      s += join(st.mesh_dims);
-      s += "]";
-    }
-    s += "-> " + to_string(st.to);
-  }
-  return s;
-}
 
 struct Built {
   Candidate summary;
@@ -288,7 +272,9 @@ class Planner {
     b.summary.peak_workspace_bytes = peak_workspace(b.steps, pricer);
     b.summary.fits_budget =
         !options_.memory_budget_bytes || b.summary.peak_workspace_bytes <= *options_.memory_budget_bytes;
-    b.summary.route = route_text(b.steps);
+    std::vector<Step> steps;
+    for (const detail::PricedStep& ps : b.steps) steps.push_back(ps.step);
+    b.summary.route = detail::route_text(steps);
   }
 
   const Built* choose(const std::vector<Built>& all) const {

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "json_input.hpp"
 #include "reshard/detail/json_text.hpp"
 #include "reshard/error.hpp"
 #include "reshard/text.hpp"
@@ -29,23 +30,39 @@ const json& member(const json& obj, const std::string& key, const std::string& p
   return *it;
 }
 
-double number(const json& obj, const std::string& key, const std::string& path, bool positive) {
+// Ranges that keep every estimate finite: the largest time the cost model can form (2^63 bytes at the lowest
+// bandwidth, summed over steps and pipeline stages) stays far below double's range.
+constexpr double kMaxLatencyUs = 1e9;       // about 17 minutes
+constexpr double kMinBandwidthGBps = 1e-3;  // 1 MB/s
+constexpr double kMaxBandwidthGBps = 1e9;
+constexpr double kMaxSampleBytes = 9.3e18;  // 2^63
+constexpr double kMaxSampleUs = 1e12;
+
+enum class Kind { kLatency, kBandwidth, kBytes };
+constexpr double kMaxProfileBytes = 1e15;
+
+double number(const json& obj, const std::string& key, const std::string& path, Kind kind) {
   std::string full = path.empty() ? key : path + "." + key;
   const json& v = member(obj, key, path);
   if (!v.is_number())
-    fail(ErrorKind::kInvalidArgument, cat("profile field '", full, "' must be a number, got ", v.dump()));
+    fail(ErrorKind::kInvalidArgument, cat("profile field '", full, "' must be a number, got ", printable(v.dump())));
   double x = v.get<double>();
-  if (positive && !(x > 0))
-    fail(ErrorKind::kInvalidArgument, cat("profile field '", full, "' must be > 0, got ", v.dump()));
-  if (!positive && !(x >= 0))
-    fail(ErrorKind::kInvalidArgument, cat("profile field '", full, "' must be >= 0, got ", v.dump()));
+  if (kind == Kind::kBandwidth && !(x >= kMinBandwidthGBps && x <= kMaxBandwidthGBps))
+    fail(ErrorKind::kInvalidArgument, cat("profile field '", full, "' must be > 0: a bandwidth in [", kMinBandwidthGBps,
+                                          ", ", kMaxBandwidthGBps, "] GB/s, got ", v.dump()));
+  if (kind == Kind::kLatency && !(x >= 0 && x <= kMaxLatencyUs))
+    fail(ErrorKind::kInvalidArgument,
+         cat("profile field '", full, "' must be >= 0: a time in [0, ", kMaxLatencyUs, "] us, got ", v.dump()));
+  if (kind == Kind::kBytes && !(x >= 0 && x <= kMaxProfileBytes && x == std::floor(x)))
+    fail(ErrorKind::kInvalidArgument, cat("profile field '", full, "' must be a whole number of bytes in [0, ",
+                                          kMaxProfileBytes, "], got ", v.dump()));
   return x;
 }
 
 AlphaBeta alpha_beta(const json& obj, const std::string& key, const std::string& path) {
   std::string full = path.empty() ? key : path + "." + key;
   const json& v = member(obj, key, path);
-  AlphaBeta ab{number(v, "alpha_us", full, false), number(v, "bandwidth_GBps", full, true), {}};
+  AlphaBeta ab{number(v, "alpha_us", full, Kind::kLatency), number(v, "bandwidth_GBps", full, Kind::kBandwidth), {}};
   if (v.contains("samples")) {
     const json& pts = v["samples"];
     if (!pts.is_array())
@@ -53,10 +70,11 @@ AlphaBeta alpha_beta(const json& obj, const std::string& key, const std::string&
            cat("profile field '", full, ".samples' must be an array of [bytes, us] pairs"));
     for (size_t i = 0; i < pts.size(); ++i) {
       const json& p = pts[i];
-      if (!p.is_array() || p.size() != 2 || !p[0].is_number() || !p[1].is_number() || !(p[0].get<double>() > 0) ||
-          !(p[1].get<double>() > 0))
+      auto in = [](const json& x, double hi) { return x.is_number() && x.get<double>() > 0 && x.get<double>() <= hi; };
+      if (!p.is_array() || p.size() != 2 || !in(p[0], kMaxSampleBytes) || !in(p[1], kMaxSampleUs))
         fail(ErrorKind::kInvalidArgument,
-             cat("profile field '", full, ".samples[", i, "]' must be [bytes > 0, us > 0], got ", p.dump()));
+             cat("profile field '", full, ".samples[", i, "]' must be [bytes in (0, 2^63], us in (0, 1e12]], got ",
+                 printable(p.dump(), 120)));
       if (!ab.samples.empty() && !(p[0].get<double>() > ab.samples.back().first))
         fail(ErrorKind::kInvalidArgument, cat("profile field '", full, ".samples' must increase in bytes"));
       ab.samples.emplace_back(p[0].get<double>(), p[1].get<double>());
@@ -128,20 +146,15 @@ Profile default_profile() {
 }
 
 Profile profile_from_json(const std::string& text) {
-  json j;
-  try {
-    j = json::parse(text);
-  } catch (const json::exception& e) {  // syntax errors, and numbers out of range ("1e999")
-    fail(ErrorKind::kParse, cat("profile is not valid JSON: ", e.what()));
-  }
+  const json j = detail::parse_json_input(text, "profile");  // nesting limited before the unknown members are copied
   if (!j.is_object()) fail(ErrorKind::kInvalidArgument, "profile must be a JSON object");
   Profile p;
   if (j.contains("schema") && j["schema"] != kSchema)
     fail(ErrorKind::kInvalidArgument,
-         cat("profile field 'schema' must be \"", kSchema, "\", got ", j["schema"].dump()));
+         cat("profile field 'schema' must be \"", kSchema, "\", got ", printable(j["schema"].dump())));
   const json& name = member(j, "name", "");
   if (!name.is_string())
-    fail(ErrorKind::kInvalidArgument, cat("profile field 'name' must be a string, got ", name.dump()));
+    fail(ErrorKind::kInvalidArgument, cat("profile field 'name' must be a string, got ", printable(name.dump(), 60)));
   p.name = name.get<std::string>();
   if (j.contains("source")) {
     if (!j["source"].is_string()) fail(ErrorKind::kInvalidArgument, "profile field 'source' must be a string");
@@ -151,8 +164,8 @@ Profile profile_from_json(const std::string& text) {
     const json& l = member(j, key, "");
     for (int i = 0; i < 5; ++i) *op_field(*link, i) = alpha_beta(l, kOps[i], key);
   }
-  p.p2p_per_peer_us = number(j, "p2p_per_peer_us", "", false);
-  p.step_overhead_us = number(j, "step_overhead_us", "", false);
+  p.p2p_per_peer_us = number(j, "p2p_per_peer_us", "", Kind::kLatency);
+  p.step_overhead_us = number(j, "step_overhead_us", "", Kind::kLatency);
   p.copy = alpha_beta(j, "copy", "");
   const Profile defaults = default_profile();
   p.copy_engine = j.contains("copy_engine") ? alpha_beta(j, "copy_engine", "") : defaults.copy_engine;
@@ -161,16 +174,13 @@ Profile profile_from_json(const std::string& text) {
     const json& n = j["nvlink"];
     p.nvlink.copy_engine = alpha_beta(n, "copy_engine", "nvlink");
     p.nvlink.kernel = alpha_beta(n, "kernel", "nvlink");
-    p.nvlink.sync_us = number(n, "sync_us", "nvlink", false);
-    p.nvlink.step_overhead_us = number(n, "step_overhead_us", "nvlink", false);
-    const double row = number(n, "copy_engine_min_row_bytes", "nvlink", false);
-    if (!(row <= 1e15) || row != std::floor(row))
-      fail(ErrorKind::kInvalidArgument,
-           cat("profile field 'nvlink.copy_engine_min_row_bytes' must be a whole number of bytes, got ", row));
-    p.nvlink.copy_engine_min_row_bytes = static_cast<long long>(row);
+    p.nvlink.sync_us = number(n, "sync_us", "nvlink", Kind::kLatency);
+    p.nvlink.step_overhead_us = number(n, "step_overhead_us", "nvlink", Kind::kLatency);
+    p.nvlink.copy_engine_min_row_bytes =
+        static_cast<long long>(number(n, "copy_engine_min_row_bytes", "nvlink", Kind::kBytes));
     if (n.contains("fused")) {
       p.nvlink.fused = alpha_beta(n, "fused", "nvlink");
-      p.nvlink.fused_overhead_us = number(n, "fused_overhead_us", "nvlink", false);
+      p.nvlink.fused_overhead_us = number(n, "fused_overhead_us", "nvlink", Kind::kLatency);
     }
   }
   json extra = json::object();
@@ -185,11 +195,11 @@ Profile profile_from_json(const std::string& text) {
 }
 
 Profile load_profile(const std::string& path) {
-  std::string text = read_text_file(path, "profile");
+  std::string text = read_text_file(path, "profile", kMaxProfileFileBytes);
   try {
     return profile_from_json(text);
   } catch (const Error& e) {
-    fail(e.kind(), cat(path, ": ", e.what()));
+    fail(e.kind(), cat(printable(path), ": ", e.what()));
   }
 }
 

@@ -1,5 +1,7 @@
 // The test pattern on Partial layouts: contributions that reduce to the pattern, and the expected target values.
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <type_traits>
 
@@ -44,25 +46,78 @@ bool narrow_int(DType t) { return t == DType::kI8 || t == DType::kU8; }
 double lowest(DType t) { return t == DType::kI8 ? -128 : t == DType::kU8 ? 0 : -1e300; }
 double highest(DType t) { return t == DType::kI8 ? 127 : t == DType::kU8 ? 255 : 1e300; }
 
-double offset_of(Index i, Index q) { return static_cast<double>((i + q) % 3) - 1; }
+// Integers a floating type holds exactly (its significand's range), and the pattern's largest |v| (pattern_bits.hpp).
+double exact_range(DType t) {
+  switch (t) {
+    case DType::kF64:
+      return 9007199254740992.0;  // 2^53
+    case DType::kF32:
+      return 16777216.0;  // 2^24
+    case DType::kF16:
+      return 2048;
+    case DType::kBF16:
+      return 256;
+    default:
+      return 1e300;  // integers: sums wrap, which modular arithmetic makes exact in any order
+  }
+}
+double largest_value(DType t) {
+  return t == DType::kF16 ? 1023 : t == DType::kU8 ? 255 : t == DType::kBF16 || t == DType::kI8 ? 127 : 8388607;
+}
+
+// A hash of (element, contribution): which rank holds an element's extreme, and the offsets, differ from element
+// to element and from rank to rank, so no rank's contribution can go missing unnoticed.
+std::uint64_t mix(Index i, Index q) {
+  std::uint64_t h =
+      static_cast<std::uint64_t>(i) * 0x9E3779B97F4A7C15ull + static_cast<std::uint64_t>(q) * 0xD6E8FEB86659FD93ull;
+  h ^= h >> 31;
+  h *= 0xBF58476D1CE4E5B9ull;
+  return h ^ (h >> 29);
+}
+
+// Largest |offset| of sum and avg contributions: 64, or less where every partial sum of Q contributions would leave
+// the type's exact range (0: no room, the check degrades as pattern.hpp says).
+Index offset_room(DType t, Index count) {
+  if (count <= 1) return 0;
+  const double room = (exact_range(t) - largest_value(t) - 1) / static_cast<double>(count - 1);
+  return static_cast<Index>(std::clamp(room, 0.0, 64.0));
+}
 
 // Contribution q of Q for element i with value v (exact small integers; see pattern.hpp).
 double contribution(double v, Index i, Index q, Index count, ReduceOp op, DType t) {
-  auto in_range = [&](double x) { return x >= lowest(t) && x <= highest(t); };
+  const auto in_range = [&](double x) { return x >= lowest(t) && x <= highest(t); };
   switch (op) {
     case ReduceOp::kSum:
     case ReduceOp::kAvg: {
-      if (op == ReduceOp::kAvg && narrow_int(t)) return v;
+      if (op == ReduceOp::kAvg && narrow_int(t)) {
+        // Every partial sum of Q values in [lo, hi] stays in range, so 8-bit sums never wrap: the average of these
+        // is what any order of reduction gives.
+        const Index span = (t == DType::kI8 ? 127 : 255) / count;
+        if (span == 0) return v;  // more contributions than the type has room for
+        const Index lo = t == DType::kI8 ? -span : 0, width = t == DType::kI8 ? 2 * span + 1 : span + 1;
+        return static_cast<double>(lo + static_cast<Index>(mix(i, q) % static_cast<std::uint64_t>(width)));
+      }
+      const Index w = offset_room(t, count);
+      const auto offset = [&](Index j) {
+        return static_cast<double>(static_cast<Index>(mix(i, j) % static_cast<std::uint64_t>(2 * w + 1)) - w);
+      };
       const double base = op == ReduceOp::kSum ? 0 : v;
-      if (q > 0) return base + offset_of(i, q);
+      if (q > 0) return base + offset(q);
       double others = 0;
-      for (Index j = 1; j < count; ++j) others += offset_of(i, j);
+      for (Index j = 1; j < count; ++j) others += offset(j);
       return v - others;  // 8-bit sums wrap; the wrapped contributions still add up to v
     }
     case ReduceOp::kMax:
-      return q > 0 && in_range(v - std::abs(offset_of(i, q))) ? v - std::abs(offset_of(i, q)) : v;
-    case ReduceOp::kMin:
-      return q > 0 && in_range(v + std::abs(offset_of(i, q))) ? v + std::abs(offset_of(i, q)) : v;
+    case ReduceOp::kMin: {
+      // One rank (chosen per element) holds v, every other one a value strictly beyond it on the losing side.
+      if (count <= 1 || q == static_cast<Index>(mix(i, 0) % static_cast<std::uint64_t>(count))) return v;
+      const double d = 1 + static_cast<double>(mix(i, q) % 8);
+      for (double step : {d, 1.0}) {
+        const double x = op == ReduceOp::kMax ? v - step : v + step;
+        if (in_range(x) && std::abs(x) < exact_range(t)) return x;
+      }
+      return v;  // v is the type's extreme: no room
+    }
   }
   return v;
 }
@@ -117,7 +172,7 @@ std::uint64_t int_bits(double x, DType t) {
 
 }  // namespace
 
-double partial_tolerance(DType dtype, double want, Index contributions) {
+double partial_tolerance(DType dtype, double magnitude, Index contributions) {
   const int mantissa_bits = visit_dtype(lane_dtype(dtype), [](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (std::is_same_v<T, double>) return 52;
@@ -129,7 +184,7 @@ double partial_tolerance(DType dtype, double want, Index contributions) {
   if (mantissa_bits == 0) return 0;
   const double rtol = std::ldexp(1.0, -(mantissa_bits - 2));
   const double q = static_cast<double>(std::max<Index>(1, contributions));
-  return rtol * q * (std::abs(want) + q);
+  return rtol * (std::abs(magnitude) + q * q);
 }
 
 void fill_local(void* data, const Layout& layout, int rank, DType dtype) {
@@ -162,8 +217,9 @@ Index count_local_mismatches(const void* data, const Layout& src, const Layout& 
   const Partition part = partition_for(mesh, to, roles.created, dtype, coord);
   // Contributions that rank's value on kept dims reduces: its coordinates on the kept dims, every coordinate of
   // the reduced ones.
+  // Without kept dims the contributions reduce to the value itself, except 8-bit averages (pattern.hpp).
   std::vector<Index> qs;
-  if (!roles.kept.empty()) {
+  if (!roles.kept.empty() || (sp.op == ReduceOp::kAvg && narrow_int(dtype) && !roles.reduced.empty())) {
     for (Index r = 0; r < roles.contributions; ++r) {
       Dims c = coord;
       Index rest = r;
@@ -184,10 +240,12 @@ Index count_local_mismatches(const void* data, const Layout& src, const Layout& 
     for (int lane = 0; lane < lanes; ++lane) {
       const double v = static_cast<double>(detail::pattern_int(g, dtype, lane));
       const Index i = g * lanes + lane;
-      double want = v;
+      double want = v, magnitude = std::abs(v);
       if (!qs.empty()) {
+        magnitude = 0;
         for (size_t j = 0; j < qs.size(); ++j) {
           double c = contribution(v, i, qs[j], sp.count, sp.op, lt);
+          magnitude += std::abs(c);
           want = j == 0                    ? c
                  : sp.op == ReduceOp::kMax ? std::max(want, c)
                  : sp.op == ReduceOp::kMin ? std::min(want, c)
@@ -201,7 +259,9 @@ Index count_local_mismatches(const void* data, const Layout& src, const Layout& 
       const unsigned char* at = in + local * es + lane * ls;
       if (is_floating(lt)) {
         const double got = load_float(at, lt);
-        ok = ok && std::abs(got - want) <= partial_tolerance(lt, want, sp.count);
+        // max and min pick one of their inputs: exact in every format. Sums and averages may round.
+        const bool exact = !qs.empty() && (sp.op == ReduceOp::kMax || sp.op == ReduceOp::kMin) && part.divisor == 1;
+        ok = ok && std::abs(got - want) <= (exact ? 0.0 : partial_tolerance(lt, magnitude, sp.count));
       } else {
         std::uint64_t got = 0;
         std::memcpy(&got, at, ls);

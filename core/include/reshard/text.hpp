@@ -1,6 +1,8 @@
-// Small text helpers shared by the parsers: splitting on a separator, whole-number parsing, reading a file.
+// Small text helpers shared by the parsers: splitting on a separator, whole-number parsing, reading a file, and
+// making echoed input safe to print.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -15,7 +17,22 @@ std::vector<std::string_view> split(std::string_view text, char sep);
 // (`overflow` then set).
 std::optional<long long> parse_integer(std::string_view text, bool* overflow = nullptr);
 
-// The file's contents; kInvalidArgument "cannot read <what> file '<path>'" when it cannot be opened.
-std::string read_text_file(const std::string& path, std::string_view what);
+// The whole text as a base-10 integer, or a kParse error naming `what` and the text: "<what>: empty value",
+// "<what> '<text>' does not fit in 64 bits", "<what> '<text>' is not a whole number".
+long long parse_integer_or_fail(std::string_view text, std::string_view what);
+
+// Input text made safe to echo in a one-line message: control characters (C0, DEL, C1 as UTF-8) and bytes that are
+// not UTF-8 become escapes (\n, \t, \r, \e, \xHH), so an input can neither break the line nor drive the terminal;
+// text longer than `max_chars` is cut with "...". Every parser quotes the input it refuses through this.
+std::string printable(std::string_view text, size_t max_chars = 200);
+
+// Size caps of the files reshard reads (docs/errors.md lists them).
+inline constexpr std::uint64_t kMaxPlanFileBytes = std::uint64_t(1) << 30;      // 1 GiB
+inline constexpr std::uint64_t kMaxProfileFileBytes = std::uint64_t(16) << 20;  // 16 MiB
+
+// The contents of a regular file of at most `max_bytes` bytes. kInvalidArgument naming `what` and the path when it
+// cannot be opened, "is a directory", "is not a regular file" (FIFO, device, socket: refused without blocking) or
+// "is larger than N MiB" (checked before reading and while reading, so a growing file stops at the cap).
+std::string read_text_file(const std::string& path, std::string_view what, std::uint64_t max_bytes);
 
 }  // namespace reshard

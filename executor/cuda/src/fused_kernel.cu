@@ -66,7 +66,8 @@ __global__ void __launch_bounds__(kThreads) fused_copy(const DeviceCopyRegion* r
 
 cudaError_t launch_fused(const DeviceCopyRegion* regions, const DeviceCopyTile* tiles, int tile_count, int blocks,
                          DeviceBases bases, const FusedSync& sync, cudaStream_t stream) {
-  fused_copy < <<blocks<1 ? 1 : blocks, kThreads, 0, stream>>>(regions, tiles, tile_count, bases, sync);
+  const int grid = blocks < 1 ? 1 : blocks;
+  fused_copy<<<grid, kThreads, 0, stream>>>(regions, tiles, tile_count, bases, sync);
   return cudaGetLastError();
 }
 

@@ -10,8 +10,17 @@ namespace reshard {
 
 // ---- HostWorld ---------------------------------------------------------------------------------------------------
 
+namespace {
+
+void check_host_ranks(int n, int least) {
+  RESHARD_REQUIRE(n >= least && n <= kMaxHostRanks, "the host backend runs ", least, " to ", kMaxHostRanks,
+                  " ranks (one thread each), got ", n, "; use the NCCL backend for larger meshes");
+}
+
+}  // namespace
+
 HostWorld::HostWorld(int size, HostWorldOptions options) : size_(size), options_(options) {
-  RESHARD_REQUIRE(size >= 1, "a host world needs at least one rank, got ", size);
+  check_host_ranks(size, 1);
   released_.assign(size, 0);
 }
 
@@ -258,22 +267,54 @@ void HostDevice::check_buffer(const void* data, size_t bytes, const char* what) 
 // ---- helpers -----------------------------------------------------------------------------------------------------
 
 void run_ranks(int n, const std::function<void(int)>& fn, HostWorld* world) {
+  run_ranks(n, fn, world, [](std::function<void()> body) { return std::thread(std::move(body)); });
+}
+
+void run_ranks(int n, const std::function<void(int)>& fn, HostWorld* world, const ThreadStarter& start_thread) {
+  check_host_ranks(n, 0);
   std::vector<std::exception_ptr> errors(n);
   std::vector<std::thread> threads;
   threads.reserve(n);
+  // Every thread waits at this gate until all exist: a rank never blocks on a peer whose thread was never created.
+  struct Gate {
+    std::mutex mutex;
+    std::condition_variable cv;
+    bool open = false, cancelled = false;
+  } gate;
+  auto release = [&](bool cancel) {
+    {
+      std::lock_guard<std::mutex> lock(gate.mutex);
+      gate.open = true;
+      gate.cancelled = cancel;
+    }
+    gate.cv.notify_all();
+  };
   for (int r = 0; r < n; ++r) {
-    threads.emplace_back([&, r] {
-      try {
-        fn(r);
-      } catch (const std::exception& e) {
-        errors[r] = std::current_exception();
-        if (world) world->abort(cat("rank ", r, " failed: ", e.what()));
-      } catch (...) {
-        errors[r] = std::current_exception();
-        if (world) world->abort(cat("rank ", r, " failed"));
-      }
-    });
+    try {
+      threads.push_back(start_thread([&, r] {
+        {
+          std::unique_lock<std::mutex> lock(gate.mutex);
+          gate.cv.wait(lock, [&] { return gate.open; });
+          if (gate.cancelled) return;
+        }
+        try {
+          fn(r);
+        } catch (const std::exception& e) {
+          errors[r] = std::current_exception();
+          if (world) world->abort(cat("rank ", r, " failed: ", e.what()));
+        } catch (...) {
+          errors[r] = std::current_exception();
+          if (world) world->abort(cat("rank ", r, " failed"));
+        }
+      }));
+    } catch (const std::exception& e) {
+      release(true);
+      for (std::thread& t : threads) t.join();
+      fail(ErrorKind::kBackend, cat("cannot start the thread of host rank ", r, " of ", n, ": ", e.what(),
+                                    "; lower the rank count or raise the process's thread and memory limits"));
+    }
   }
+  release(false);
   for (std::thread& t : threads) t.join();
   // The first rank that failed for its own reason (not because another aborted the world) explains the failure.
   std::exception_ptr first;

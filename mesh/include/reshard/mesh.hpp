@@ -14,10 +14,14 @@
 
 namespace reshard {
 
+// The most ranks a mesh may have: 2^20 (1,048,576). Planning holds a few boxes per rank per layout (about 150 bytes
+// each), so this bounds what one plan can allocate; larger meshes are refused with a message naming the limit.
+inline constexpr int kMaxRanks = 1 << 20;
+
 class Mesh {
  public:
   Mesh() = default;
-  // Row-major mesh. Every dim must be >= 1; the total must stay below 2^31 ranks.
+  // Row-major mesh. Every dim must be >= 1; at most kMaxDims dims and kMaxRanks ranks in all.
   explicit Mesh(std::vector<int> shape);
   // Mesh with an explicit rank at each row-major coordinate; `ranks` must be a permutation of 0..size-1.
   Mesh(std::vector<int> shape, std::vector<int> ranks);
@@ -56,7 +60,7 @@ class Mesh {
   int size_ = 1;
 };
 
-// Parses "AxBxC" into mesh dims (each in [1, 2^31)); kParse error naming the text otherwise.
+// Parses "AxBxC" into mesh dims (each >= 1, at most kMaxRanks in all); kParse error naming the text otherwise.
 std::vector<int> parse_mesh_shape(std::string_view text);
 
 }  // namespace reshard

@@ -22,23 +22,33 @@ double pattern_value(Index global_index, DType dtype);
 namespace reshard {
 
 // The pattern as rank `rank` holds it in `layout`: its box of the global tensor, and on Partial mesh dims its
-// contribution. Contributions of the q-th of Q coordinates (row-major over the Partial dims) for element i with
-// pattern value v, with w = ((i + q) mod 3) - 1 for q >= 1:
-//   sum: w (q >= 1), v - (sum of the others) (q = 0)        avg: v + w (q >= 1), v - (sum of the others' w) (q = 0)
-//   max: v - |w| (q >= 1), v (q = 0)                          min: v + |w| (q >= 1), v (q = 0)
-// (8-bit integers keep v where v +- |w| leaves their range, and hold v everywhere for avg). They are small
-// integers, so they reduce to v exactly in any order. Layouts whose Partial dims mix reduce ops are refused.
+// contribution. Contributions are chosen so that every rank's contribution shows in the reduced value, for every
+// reduce op and dtype where the dtype has room: an executor that skips a reduction, or drops or repeats one rank's
+// contribution, is reported wrong. For element i with pattern value v, the q-th of Q contributions (row-major over the
+// Partial dims), with h(i, q) a hash and w(i, q) = h mod (2W + 1) - W an offset in [-W, W]:
+//   sum: w(i, q) for q >= 1, v - (sum of the others) for q = 0          (sums exactly to v, in any order)
+//   avg: v + w(i, q) for q >= 1, v - (sum of the others' w) for q = 0   (averages to v)
+//   avg on i8/u8: values in [-127/Q, 127/Q] (u8: [0, 255/Q]) from the hash, so no partial sum wraps; the expected
+//        value is their truncated average
+//   max/min: v on the rank h(i, 0) mod Q (a different one from element to element), v -+ (1 + h mod 8) on the others
+// W = 64, or less where partial sums of Q contributions would leave the integers the floating type holds exactly
+// (bf16: W = 128 / (Q - 1), f16: 1024 / (Q - 1)). Where the dtype has no room the check is weaker, and says nothing
+// about the ranks concerned: W = 0 (bf16 beyond 129 contributions, f16 beyond 1025) leaves every q >= 1 contributing
+// 0; avg on i8 beyond 127 contributions (u8: 255) gives every rank v; max/min cannot go below/above an element whose
+// v is the type's extreme (u8 0 or 255, i8 127 for min). Layouts whose Partial dims mix reduce ops are refused.
 void fill_local(void* data, const Layout& layout, int rank, DType dtype);
 
 // Elements of rank's target tensor (dense over its box in `dst`) that differ from what redistributing the
 // pattern from `src` gives: on kept Partial dims (partial.hpp) the reduction of the source contributions over the
-// reduced dims, on created ones the partition of the value. Bit-exact without Partial and for integer types;
-// floating types with Partial placements compare within partial_tolerance().
+// reduced dims, on created ones the partition of the value. Bit-exact without Partial, for integer types and for
+// max/min; floating sums and averages of Partial placements compare within partial_tolerance().
 Index count_local_mismatches(const void* data, const Layout& src, const Layout& dst, int rank, DType dtype);
 
-// |got - want| allowed for floating types when Partial placements are involved: rtol * Q * (|want| + Q), where Q
-// is the number of contributions and rtol is 2^-(mantissa bits - 2): 2^-50 (f64), 2^-21 (f32), 2^-8 (f16),
-// 2^-5 (bf16). Reductions over NCCL may round intermediate sums (f16 and bf16 in their own format).
-double partial_tolerance(DType dtype, double want, Index contributions);
+// |got - want| allowed for floating types when sums or averages of Partial placements are involved:
+// rtol * (magnitude + Q^2), where magnitude is the sum of the contributions' absolute values (|want| without
+// contributions), Q the number of contributions and rtol 2^-(mantissa bits - 2): 2^-50 (f64), 2^-21 (f32), 2^-8 (f16),
+// 2^-5 (bf16). Averages over NCCL round (it scales every contribution by 1/Q); sums of the pattern's contributions are
+// exact. max and min are compared exactly (they pick one of their inputs).
+double partial_tolerance(DType dtype, double magnitude, Index contributions);
 
 }  // namespace reshard

@@ -17,6 +17,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -24,6 +25,10 @@
 #include "reshard/host_reduce.hpp"
 
 namespace reshard {
+
+// The most ranks a host world runs: each rank is a thread (and its messages are copies), so larger worlds are refused
+// with a message rather than exhausting the process's threads or address space.
+inline constexpr int kMaxHostRanks = 1024;
 
 struct HostWorldOptions {
   std::chrono::milliseconds timeout{std::chrono::seconds(60)};  // a receive waiting longer fails with kTimeout
@@ -33,6 +38,7 @@ struct HostWorldOptions {
 // matched in order, as NCCL matches sends and receives between a pair.
 class HostWorld {
  public:
+  // kInvalidArgument unless 1 <= size <= kMaxHostRanks.
   explicit HostWorld(int size, HostWorldOptions options = {});
   int size() const { return size_; }
 
@@ -109,8 +115,16 @@ class HostDevice : public Device {
   std::unique_ptr<PeerLink> connect_peers(Communicator& comm) override;
 };
 
+// Starts a thread running `body`: how run_ranks creates rank threads (std::thread by default; tests pass one that
+// fails, as the system does under a thread or address-space limit).
+using ThreadStarter = std::function<std::thread(std::function<void()> body)>;
+
 // Runs fn(rank) on one thread per rank and rethrows the first failure (after every thread ended). When a rank
-// fails, `world` (if given) is aborted so that the others stop waiting for it.
+// fails, `world` (if given) is aborted so that the others stop waiting for it. No rank starts fn before every
+// thread exists: when a thread cannot be created, the ones already started end without running fn and the call
+// fails with kBackend naming the rank, the rank count and the system's reason (never std::terminate).
+// kInvalidArgument unless 0 <= n <= kMaxHostRanks.
 void run_ranks(int n, const std::function<void(int rank)>& fn, HostWorld* world = nullptr);
+void run_ranks(int n, const std::function<void(int rank)>& fn, HostWorld* world, const ThreadStarter& start_thread);
 
 }  // namespace reshard
