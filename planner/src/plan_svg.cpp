@@ -101,8 +101,14 @@ std::string plan_svg(const Plan& plan) {
     const std::vector<int>& p = traffic[i].peers_out;
     if (!p.empty() && s.kind != StepKind::kLocal) {
       auto [mn, mx] = std::minmax_element(p.begin(), p.end());
-      peers[i] = *mn == *mx ? fmt::format("each rank sends to {} other rank{}", *mn, *mn == 1 ? "" : "s")
-                            : fmt::format("each rank sends to {}..{} other ranks", *mn, *mx);
+      const auto idle = std::count(p.begin(), p.end(), 0);
+      if (*mn == *mx)
+        peers[i] = fmt::format("each rank sends to {} other rank{}", *mn, *mn == 1 ? "" : "s");
+      else if (*mn == 0)
+        peers[i] =
+            fmt::format("each rank sends to at most {} other rank{} ({} send to none)", *mx, *mx == 1 ? "" : "s", idle);
+      else
+        peers[i] = fmt::format("each rank sends to {} to {} other ranks", *mn, *mx);
     }
     const double matrix = kPanel + (blocked ? kStrip : 0);
     slot[i] = std::max({matrix, text_width(head[i], 12), text_width(sub[i], 12), text_width(peers[i], 11)});
@@ -170,22 +176,24 @@ std::string plan_svg(const Plan& plan) {
         "rank</text>\n",
         label_x, y0 + kPanel / 2);
     if (!peers[i].empty()) os += text(x0, y0 + kPanel + 36, peers[i], "font-size=\"11\" fill=\"#444\"");
-    // Blocked view: the most peers any rank of each row block sends to, as a bar (full width: every other rank).
+    // Blocked view: the most peers any rank of each row block sends to, as a bar scaled to the step's most.
     if (blocked && s.kind != StepKind::kLocal) {
-      const double sx = x0 + kPanel + 6, sw = kStrip - 10;
-      os += text(sx + sw / 2, y0 - 6, "peers", "font-size=\"9\" text-anchor=\"middle\"");
+      const double sx = x0 + kPanel + 14, sw = kStrip - 16;
+      const int step_most = t.peers_out.empty() ? 0 : *std::max_element(t.peers_out.begin(), t.peers_out.end());
+      os += text(sx, y0 - 20, "peers", "font-size=\"9\"");
+      os += text(sx, y0 - 6, fmt::format("<={}", step_most), "font-size=\"9\"");
       os += fmt::format(
           "<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" fill=\"none\" stroke=\"#ccc\"/>\n", sx,
           y0, sw, kPanel);
-      for (int a = 0; a < cells; ++a) {
+      for (int a = 0; a < cells && step_most > 0; ++a) {
         int most = 0;
         for (int r = a * block; r < std::min(n, (a + 1) * block); ++r) most = std::max(most, t.peers_out[r]);
         if (most == 0) continue;
-        const double w = std::max(1.0, sw * most / std::max(1, n - 1));
         os += fmt::format(
             "<rect x=\"{:.1f}\" y=\"{:.2f}\" width=\"{:.2f}\" height=\"{:.2f}\" fill=\"#d95f02\"><title>ranks {}: at "
             "most {} peers each</title></rect>\n",
-            sx, y0 + a * cell, w, cell, range_label(a * block, std::min(n, (a + 1) * block) - 1), most);
+            sx, y0 + a * cell, sw * most / step_most, cell, range_label(a * block, std::min(n, (a + 1) * block) - 1),
+            most);
       }
     }
     x0 += slot[i] + kGap;
@@ -198,13 +206,14 @@ std::string plan_svg(const Plan& plan) {
   for (int k = 0; k < kSwatches; ++k)
     os += fmt::format("<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.2f}\" height=\"12\" fill=\"{}\"/>\n",
                       kLeft + k * kBar / kSwatches, scale_y, kBar / kSwatches + 0.5, colour((k + 0.5) / kSwatches));
-  if (scale.hi > 0) {
+  if (scale.hi > scale.lo) {
     os += text(kLeft, scale_y + 26, human_bytes(scale.lo), "font-size=\"10\"");
     os += text(kLeft + kBar / 2, scale_y + 26, human_bytes(std::sqrt(scale.lo * scale.hi)),
                "font-size=\"10\" text-anchor=\"middle\"");
     os += text(kLeft + kBar, scale_y + 26, human_bytes(scale.hi), "font-size=\"10\" text-anchor=\"end\"");
   } else {
-    os += text(kLeft, scale_y + 26, "no bytes move", "font-size=\"10\"");
+    os += text(kLeft, scale_y + 26, scale.hi > 0 ? "every entry " + human_bytes(scale.hi) : "no bytes move",
+               "font-size=\"10\"");
   }
   os += text(kLeft, scale_y + 48, legend);
   os += "</svg>\n";

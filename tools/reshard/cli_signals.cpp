@@ -37,7 +37,8 @@ sigset_t watched_signals() {
 
 std::string interrupted_message(int sig) {
   const char* name = sig == SIGTERM ? "SIGTERM" : sig == SIGINT ? "SIGINT" : "a signal";
-  return fmt::format("interrupted by {} (signal {}); stopped, GPUs and communicators released", name, sig);
+  return fmt::format("interrupted by {} (signal {}); stopped cleanly (buffers, GPUs and communicators released)", name,
+                     sig);
 }
 
 InterruptWatcher::InterruptWatcher(std::string command, std::chrono::milliseconds grace)

@@ -157,16 +157,14 @@ Command add_bench_command(CLI::App& app) {
                  to_string(o.backend));
       if (table) out.write(header(link));
       if (json) {
-        nlohmann::ordered_json l = {{"peer_copy_GBps", link.measured.peer_copy_GBps},
-                                    {"nccl_p2p_GBps", link.measured.nccl_p2p_GBps},
-                                    {"device_copy_GBps", link.measured.device_copy_GBps},
-                                    {"bytes", link.measured.bytes},
-                                    {"bound_link_GBps", nullptr},
-                                    {"bound_copy_GBps", nullptr}};
-        if (link.applies) {
-          l["bound_link_GBps"] = link.link_GBps;
-          l["bound_copy_GBps"] = link.copy_GBps;
-        }
+        nlohmann::ordered_json l = nullptr;  // the host backend has no link
+        if (link.applies)
+          l = {{"peer_copy_GBps", link.measured.peer_copy_GBps},
+               {"nccl_p2p_GBps", link.measured.nccl_p2p_GBps},
+               {"device_copy_GBps", link.measured.device_copy_GBps},
+               {"bytes", link.measured.bytes},
+               {"bound_link_GBps", link.link_GBps},
+               {"bound_copy_GBps", link.copy_GBps}};
         json->write(fmt::format("{{\"link\": {},\n \"profile\": {},\n \"rows\": [\n", l.dump(),
                                 nlohmann::json(o.plan.profile.name).dump()));
         json->flush();

@@ -163,11 +163,11 @@ Command add_run_command(CLI::App& app) {
                    "reshard run: multi-process mode (WORLD_SIZE={} from the environment): this process is rank {} on "
                    "local GPU {}; NCCL rendezvous {}\n",
                    env.world_size, env.rank, env.local_rank, rendezvous.empty() ? "(none)" : rendezvous);
-      RESHARD_REQUIRE(!rendezvous.empty(), "multi-process run: give --rendezvous file:PATH or tcp:HOST:PORT");
       const int gpus = local_gpu_count();
       RESHARD_REQUIRE(env.local_rank < gpus, "multi-process mode needs one GPU per process: LOCAL_RANK ",
                       env.local_rank, " but ", gpus,
                       " GPUs are visible (to run every rank in this process, unset WORLD_SIZE and RANK)");
+      RESHARD_REQUIRE(!rendezvous.empty(), "multi-process run: give --rendezvous file:PATH or tcp:HOST:PORT");
     } else if (f.backend == "nccl" || (f.backend == "auto" && nccl_available(n))) {
       options.backend = Backend::kNccl;
       RESHARD_REQUIRE(nccl_available(n), "--backend nccl needs ", n, " GPUs for mesh ", src.mesh().str(), " but ",

@@ -11,6 +11,7 @@
 
 #include "reshard/cuda_check.hpp"
 #include "reshard/cuda_device.hpp"
+#include "reshard/interrupt.hpp"
 #include "reshard/timing.hpp"
 
 namespace reshard::detail {
