@@ -97,10 +97,10 @@ PlanRequest make_plan_request(const CLI::App& cmd, const PlanFlags& flags) {
   req.options.transport = parse_transport(flags.transport);
   RESHARD_REQUIRE(flags.ranks_per_node >= 1, "--ranks-per-node must be >= 1, got ", flags.ranks_per_node);
   req.options.topology.ranks_per_node = flags.ranks_per_node;
-  if (!flags.profile.empty()) req.options.profile = load_profile(flags.profile);
-  if (!flags.memory_budget.empty())
+  if (cmd.count("--profile")) req.options.profile = load_profile(flags.profile);
+  if (cmd.count("--memory-budget"))
     req.options.memory_budget_bytes = parse_bytes("--memory-budget", flags.memory_budget);
-  if (!flags.pipeline_chunk.empty())
+  if (cmd.count("--pipeline-chunk"))
     req.options.pipeline_chunk_bytes = parse_bytes("--pipeline-chunk", flags.pipeline_chunk);
   if (flags.max_collectives != -1) {
     RESHARD_REQUIRE(flags.max_collectives >= 0, "--max-collectives must be >= 0, got ", flags.max_collectives);

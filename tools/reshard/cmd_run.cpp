@@ -45,9 +45,9 @@ void parse_fault(const std::string& text, const Mesh& mesh, Backend backend, Run
   std::optional<long long> r = parts.size() == 2 ? parse_integer(parts[0], &overflow) : std::nullopt;
   RESHARD_REQUIRE(r && (parts[1] == "after-prepare" || parts[1] == "mid-run"), "--inject-fault '",
                   tools::printable(text), "' must be RANK:after-prepare or RANK:mid-run");
+  options.fault_rank = check_rank("--inject-fault", *r, mesh);
   RESHARD_REQUIRE(backend == Backend::kNccl,
                   "--inject-fault needs the nccl backend (it ends a rank's process; host ranks share one process)");
-  options.fault_rank = check_rank("--inject-fault", *r, mesh);
   options.fault_point = parts[1] == "mid-run" ? RunOptions::FaultPoint::kMidRun : RunOptions::FaultPoint::kAfterPrepare;
 }
 
