@@ -1,4 +1,6 @@
 // The NCCL side of the harness: one GPU per rank, in one process (a thread per rank) or one process per rank.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -57,7 +59,7 @@ RankOutcome run_rank(const Plan& plan, NcclCommunicator& comm, int device_ordina
   Executor exec(plan, comm, device, ExecutorOptions{options.timeout, options.trace, options.stage_overlap});
   auto fault = [&](RunOptions::FaultPoint point) {
     if (options.fault_point == point && options.fault_rank == r) {
-      std::fprintf(stderr, "rank %d: injected fault, exiting\n", r);
+      fmt::print(stderr, "rank {}: injected fault, exiting\n", r);
       std::_Exit(3);
     }
   };
