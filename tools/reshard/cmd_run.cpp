@@ -213,6 +213,7 @@ Command add_run_command(CLI::App& app) {
           m.peer_copy_GBps, m.nccl_p2p_GBps, m.device_copy_GBps, m.bytes);
     }
     RunRecord record = make_record(*plan, result, bound);
+    record.auto_choice = req && req->options.strategy == Strategy::kAuto;
     if (link_GBps) record.bound_us = bound.max_rank_bytes / (*link_GBps * 1e3);
     if (env.rank == 0) {
       if (json) {
