@@ -77,7 +77,8 @@ TEST(CliJson, NoValueOrDashIsStandardOutputAndAFileGetsTheSameText) {
 TEST(CliOutputs, EveryWriteFailureExits1NamingTheFile) {
   const std::string sweep = "bench --backend host --meshes 2 --sizes 4KiB --dtypes f32 --iters 1 --warmup 0";
   expect_one_line(run_cli(sweep + " --csv /nonexistent-dir/x.csv"), 1, "--csv: cannot write '/nonexistent-dir/x.csv'");
-  expect_one_line(run_cli(sweep + " --json /nonexistent-dir/x.json"), 1, "--json: cannot write '/nonexistent-dir/x.json'");
+  expect_one_line(run_cli(sweep + " --json /nonexistent-dir/x.json"), 1,
+                  "--json: cannot write '/nonexistent-dir/x.json'");
   expect_one_line(run_cli(sweep + " --cases /nonexistent-dir/c.json"), 1, "--cases: cannot write");
   expect_one_line(run_cli("plan " + kRequest + " --svg /dev/full"), 1, "cannot write '/dev/full'");
   expect_one_line(run_cli("plan " + kRequest + " --json", "", "/dev/full"), 1, "cannot write standard output");
@@ -120,8 +121,7 @@ TEST(CliValues, LauncherEnvironmentIsChecked) {
     CliResult r = run_cli(run, "WORLD_SIZE=4 RANK=0");
     EXPECT_EQ(r.exit_code, 2) << r.err;
     EXPECT_NE(r.err.find("multi-process mode (WORLD_SIZE=4 from the environment)"), std::string::npos) << r.err;
-    EXPECT_NE(r.err.find("needs one GPU per process: LOCAL_RANK 0 but 0 GPUs are visible"), std::string::npos)
-        << r.err;
+    EXPECT_NE(r.err.find("needs one GPU per process: LOCAL_RANK 0 but 0 GPUs are visible"), std::string::npos) << r.err;
     EXPECT_EQ(r.err.find("cuda"), std::string::npos) << r.err;
     EXPECT_EQ(testing::count_lines(r.err), 2) << r.err;  // the note, then the error
     // Rank 1 prints no note.

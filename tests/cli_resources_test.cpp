@@ -14,8 +14,8 @@ using testing::run_cli;
 
 TEST(CliMemory, RunThatDoesNotFitIsRefusedNamingNeededAndAvailable) {
   // 2 ranks of a 1024x1024 f32 tensor: sources 4 MiB + targets 4 MiB + workspace 2 x 1 MiB + messages 2 MiB.
-  CliResult r = run_cli("run --mesh 2 --from S0 --to S1 --shape 1024x1024 --backend host",
-                        "RESHARD_MEMORY_LIMIT_BYTES=1MiB");
+  CliResult r =
+      run_cli("run --mesh 2 --from S0 --to S1 --shape 1024x1024 --backend host", "RESHARD_MEMORY_LIMIT_BYTES=1MiB");
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_EQ(testing::count_lines(r.err), 1) << r.err;
   EXPECT_NE(r.err.find("this run needs 12582912 bytes (12.0 MiB) of host memory"), std::string::npos) << r.err;
@@ -28,21 +28,23 @@ TEST(CliMemory, RunThatDoesNotFitIsRefusedNamingNeededAndAvailable) {
   CliResult fits = run_cli("run --mesh 2 --from S0 --to S1 --shape 1024x1024 --backend host --iters 1",
                            "RESHARD_MEMORY_LIMIT_BYTES=12582912");
   EXPECT_EQ(fits.exit_code, 0) << fits.err;
-  EXPECT_EQ(run_cli("run --mesh 2 --from S0 --to S1 --shape 8 --backend host", "RESHARD_MEMORY_LIMIT_BYTES=lots")
-                .exit_code,
-            2);
+  EXPECT_EQ(
+      run_cli("run --mesh 2 --from S0 --to S1 --shape 8 --backend host", "RESHARD_MEMORY_LIMIT_BYTES=lots").exit_code,
+      2);
 }
 
 TEST(CliMemory, SweepIsCheckedBeforeItsFirstMeasurement) {
   std::string csv = testing::temp_base() + "_mem.csv";
-  CliResult r = run_cli("bench --backend host --meshes 2 --sizes 4KiB,4MiB --dtypes f32 --iters 1 --warmup 0 --csv " + csv,
-                        "RESHARD_MEMORY_LIMIT_BYTES=1MiB");
+  CliResult r =
+      run_cli("bench --backend host --meshes 2 --sizes 4KiB,4MiB --dtypes f32 --iters 1 --warmup 0 --csv " + csv,
+              "RESHARD_MEMORY_LIMIT_BYTES=1MiB");
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(r.err.find("of host memory"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("for mesh 2 1024x1024 f32"), std::string::npos) << r.err;  // the largest case is named
-  EXPECT_EQ(testing::read_file(csv), "mesh,from,to,shape,dtype,strategy,auto_choice,tensor_bytes,max_rank_bytes,"
-                                     "estimated_us,median_us,graph_us,algbw_GBps,busbw_GBps,bound_us,wrong,checked,"
-                                     "workspace_bytes,steps,backend,iterations\n");  // no row was measured
+  EXPECT_EQ(testing::read_file(csv),
+            "mesh,from,to,shape,dtype,strategy,auto_choice,tensor_bytes,max_rank_bytes,"
+            "estimated_us,median_us,graph_us,algbw_GBps,busbw_GBps,bound_us,wrong,checked,"
+            "workspace_bytes,steps,backend,iterations\n");  // no row was measured
   std::remove(csv.c_str());
 }
 
@@ -101,8 +103,9 @@ TEST(CliSignals, SigintStopsARunPromptlyWithOneLine) {
   CliResult r = interrupt("run --mesh 2 --from S0 --to S1 --shape 64x64 --backend host --iters 2000000000", SIGINT);
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   EXPECT_EQ(r.exit_code, 130) << r.err;
-  EXPECT_EQ(r.err, "reshard run: interrupted by SIGINT (signal 2); stopped cleanly (buffers, GPUs and communicators "
-                   "released)\n");
+  EXPECT_EQ(r.err,
+            "reshard run: interrupted by SIGINT (signal 2); stopped cleanly (buffers, GPUs and communicators "
+            "released)\n");
   EXPECT_LT(seconds, 5.0);
 }
 

@@ -41,7 +41,8 @@ inline std::string temp_base() { return "/tmp/reshard_cli_test_" + std::to_strin
 inline CliResult run_cli(const std::string& args, const std::string& env = "", const std::string& stdout_to = "") {
   std::string base = temp_base();
   std::string out = stdout_to.empty() ? base + ".out" : stdout_to;
-  std::string cmd = (env.empty() ? "" : "env " + env + " ") + cli_path() + " " + args + " >" + out + " 2>" + base + ".err";
+  std::string cmd =
+      (env.empty() ? "" : "env " + env + " ") + cli_path() + " " + args + " >" + out + " 2>" + base + ".err";
   int status = std::system(cmd.c_str());
   CliResult r;
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);

@@ -30,7 +30,7 @@ TEST(IterationSamples, ExactUpToCapacityThenBounded) {
 }
 
 TEST(IterationSamples, UniformSampleEstimatesTheMedian) {
-  IterationSamples s;  // 4096 kept
+  IterationSamples s;                                 // 4096 kept
   for (int i = 0; i < 1000000; ++i) s.add(i % 1000);  // uniform on 0..999, median 499.5
   TimingSummary t = summarize(s);
   EXPECT_EQ(t.iterations, 1000000);
@@ -98,7 +98,7 @@ TEST(RunRecord, HostRowsShowDashWhereAFigureDoesNotApply) {
   EXPECT_NE(row.find("0.13"), std::string::npos) << row;         // algbw = 256 B / 2 us
   const std::string csv = record_csv_row(r), header = record_csv_header();
   EXPECT_EQ(std::count(csv.begin(), csv.end(), ','), std::count(header.begin(), header.end(), ',') + 1)
-      << csv;  // one comma inside the quoted "P(avg),S1"
+      << csv;                                           // one comma inside the quoted "P(avg),S1"
   EXPECT_NE(csv.find(",,"), std::string::npos) << csv;  // empty fields
   nlohmann::json j = nlohmann::json::parse(record_json(r));
   EXPECT_TRUE(j["graph_us"].is_null());

@@ -53,8 +53,8 @@ TEST(PlanCli, SvgPicture) {
 TEST(PlanCli, SvgIsSizedToItsTextWithAColourScale) {
   std::string path = "/tmp/reshard_plan_test_sized.svg";
   // A long title (placements and shape) on one small panel: the canvas must be wider than the title's text.
-  testing::CliResult r = run_cli("plan --mesh 2x2x2 --from 'S0,S1,P(avg)' --to 'S1,S0,R' --shape 12345x6789x3 --svg " +
-                                 path);
+  testing::CliResult r =
+      run_cli("plan --mesh 2x2x2 --from 'S0,S1,P(avg)' --to 'S1,S0,R' --shape 12345x6789x3 --svg " + path);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::string svg = testing::read_file(path);
   const size_t w = svg.find("width=\""), title = svg.find("font-size=\"15\">");
@@ -64,7 +64,7 @@ TEST(PlanCli, SvgIsSizedToItsTextWithAColourScale) {
   const size_t title_end = svg.find("</text>", title);
   const double title_chars = static_cast<double>(title_end - title - 16);
   EXPECT_GT(width, 80 + 0.55 * 15 * title_chars) << svg.substr(0, 400);  // the title is not clipped
-  EXPECT_NE(svg.find("bytes sent (log scale)"), std::string::npos);    // the colour scale
+  EXPECT_NE(svg.find("bytes sent (log scale)"), std::string::npos);      // the colour scale
   EXPECT_NE(svg.find("viewBox="), std::string::npos);
   std::remove(path.c_str());
 }

@@ -132,10 +132,14 @@ INSTANTIATE_TEST_SUITE_P(
         Corruption{"UnknownDtype", [](json& j) { j["dtype"] = "f128"; }, false, "f128"},
         Corruption{"TransferBytes", [](json& j) { j["steps"][0]["transfers"][1]["bytes"] = 7; }, false, "transfer 1"},
         Corruption{"RankOutsideMesh", [](json& j) { j["steps"][0]["transfers"][1]["dst"] = 9; }, false, "transfers[1]"},
-        Corruption{"RegionNotHeld",
-                   [](json& j) { j["steps"][0]["transfers"][1]["global_offset"][0] = 40; }, false, "transfer 1"},
+        Corruption{"RegionNotHeld", [](json& j) { j["steps"][0]["transfers"][1]["global_offset"][0] = 40; }, false,
+                   "transfer 1"},
         Corruption{"TargetNotTiled", [](json& j) { j["steps"][0]["transfers"].erase(1); }, false, "cover"},
-        Corruption{"BrokenChain", [](json& j) { j["steps"][1]["from"] = {"S0", "R"}; }, true, "step 1"},
+        Corruption{"BrokenChain",
+                   [](json& j) {
+                     j["steps"][1]["from"] = {"S0", "R"};
+                   },
+                   true, "step 1"},
         Corruption{"CollectiveCannotProduce", [](json& j) { j["steps"][0]["mesh_dims"] = {0}; }, true, "step 0"}),
     [](const ::testing::TestParamInfo<Corruption>& p) { return std::string(p.param.name); });
 

@@ -76,8 +76,8 @@ std::string nearest(std::string_view name, const std::vector<std::string>& candi
       best = c;
     }
     // A prefix either way: "--mem" for "--memory-budget", "benchmark" for "bench".
-    const bool prefix = c.size() > name.size() ? c.compare(0, name.size(), name) == 0
-                                               : name.compare(0, c.size(), c) == 0;
+    const bool prefix =
+        c.size() > name.size() ? c.compare(0, name.size(), name) == 0 : name.compare(0, c.size(), c) == 0;
     if (std::min(name.size(), c.size()) >= 3 && prefix) prefixed.push_back(c);
   }
   const size_t limit = std::max<size_t>(1, std::min<size_t>(3, name.size() / 3));

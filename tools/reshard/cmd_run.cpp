@@ -136,10 +136,8 @@ Command add_run_command(CLI::App& app) {
     } else {
       req.emplace(make_plan_request(*cmd, f.plan));
     }
-    const Layout& src = loaded ? loaded->src() : req->src;
-    const Layout& dst = loaded ? loaded->dst() : req->dst;
-    const DType dtype = loaded ? loaded->dtype() : req->dtype;
-    const int n = src.mesh().size();
+    const Mesh mesh = loaded ? loaded->src().mesh() : req->src.mesh();
+    const int n = mesh.size();
 
     const LaunchEnvironment env = launch_environment();
     std::string rendezvous = f.rendezvous.empty() && env.world_size > 1 ? env.rendezvous : f.rendezvous;
@@ -170,13 +168,14 @@ Command add_run_command(CLI::App& app) {
       RESHARD_REQUIRE(!rendezvous.empty(), "multi-process run: give --rendezvous file:PATH or tcp:HOST:PORT");
     } else if (f.backend == "nccl" || (f.backend == "auto" && nccl_available(n))) {
       options.backend = Backend::kNccl;
-      RESHARD_REQUIRE(nccl_available(n), "--backend nccl needs ", n, " GPUs for mesh ", src.mesh().str(), " but ",
+      RESHARD_REQUIRE(nccl_available(n), "--backend nccl needs ", n, " GPUs for mesh ", mesh.str(), " but ",
                       local_gpu_count(), " are visible (use --backend host, or one process per GPU)");
     } else {
       options.backend = Backend::kHost;
     }
     RESHARD_REQUIRE(!f.graph || options.backend == Backend::kNccl, "--graph needs the nccl backend");
-    if (!f.inject_fault.empty()) parse_fault(f.inject_fault, src.mesh(), options.backend, options);
+    RESHARD_REQUIRE(!f.measure_link || options.backend == Backend::kNccl, "--measure-link needs the nccl backend");
+    if (!f.inject_fault.empty()) parse_fault(f.inject_fault, mesh, options.backend, options);
 
     std::optional<Plan> plan;
     RunResult result;
@@ -196,8 +195,7 @@ Command add_run_command(CLI::App& app) {
       result = run_plan(*plan, options);
     }
 
-    const Topology& topology = plan->topology();
-    TrafficBound bound = traffic_bound(src, dst, topology, element_size(dtype));
+    TrafficBound bound = traffic_bound(plan->src(), plan->dst(), plan->topology(), plan->element_size());
     std::optional<double> link_GBps = link_flag;
     if (!link_GBps && options.backend == Backend::kNccl) {
       const Profile profile = req ? req->options.profile : default_profile();
