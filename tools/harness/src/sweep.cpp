@@ -45,6 +45,7 @@ void check_sweep_memory(const SweepOptions& o, const std::vector<SweepCase>& cas
   MemoryNeed worst;
   int worst_ranks = 1;
   for (const SweepCase& c : cases) {
+    throw_if_stop_requested();
     for (Strategy s : c.strategies) {
       Plan plan = plan_case(o, c, s);
       MemoryNeed need = memory_need(plan, o.backend);
@@ -109,6 +110,7 @@ std::vector<SweepCase> sweep_cases(const SweepOptions& o) {
           if (shapes.empty())
             for (Index size : o.sizes_bytes) shapes.push_back(sweep_shape(size, dtype));
           for (const Dims& shape : shapes) {
+            throw_if_stop_requested();
             SweepCase c{m, from, to, shape, dtype, {}, Strategy::kAuto};
             Plan automatic = plan_case(o, c, Strategy::kAuto);
             c.auto_choice = automatic.strategy();
