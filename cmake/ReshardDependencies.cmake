@@ -10,6 +10,20 @@ if(NOT CLI11_FOUND)
   target_include_directories(CLI11::CLI11 INTERFACE "${RESHARD_CLI11_INCLUDE}")
 endif()
 
+# {fmt} for tables and messages. Installed libraries use it header-only and privately (nothing for consumers to
+# find or link); the tools link the compiled library when there is one. Machines without the Debian package (the GPU
+# image) can carry its headers in RESHARD_DEPS_DIR/include/fmt.
+find_package(fmt 8 CONFIG QUIET)
+if(NOT TARGET fmt::fmt-header-only)
+  find_path(RESHARD_FMT_INCLUDE fmt/format.h HINTS "${RESHARD_DEPS_DIR}/include" REQUIRED)
+  add_library(fmt::fmt-header-only INTERFACE IMPORTED)
+  target_include_directories(fmt::fmt-header-only INTERFACE "${RESHARD_FMT_INCLUDE}")
+  target_compile_definitions(fmt::fmt-header-only INTERFACE FMT_HEADER_ONLY=1)
+endif()
+if(NOT TARGET fmt::fmt)
+  add_library(fmt::fmt ALIAS fmt::fmt-header-only)
+endif()
+
 find_package(Eigen3 3.3 QUIET NO_MODULE)
 if(NOT TARGET Eigen3::Eigen)
   find_path(RESHARD_EIGEN_INCLUDE Eigen/Dense PATHS /usr/include/eigen3 "${RESHARD_DEPS_DIR}/include/eigen3" REQUIRED)

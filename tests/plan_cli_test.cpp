@@ -57,6 +57,50 @@ TEST(PlanCli, SvgPicture) {
   EXPECT_NE(svg.find("</svg>"), std::string::npos);
 }
 
+TEST(PlanCli, SvgIsSizedToItsTextWithAColourScale) {
+  std::string path = "/tmp/reshard_plan_test_sized.svg";
+  // A long title (placements and shape) on one small panel: the canvas must be wider than the title's text.
+  testing::CliResult r =
+      run_cli("plan --mesh 2x2x2 --from 'S0,S1,P(avg)' --to 'S1,S0,R' --shape 12345x6789x3 --svg " + path);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::string svg = testing::read_file(path);
+  const size_t w = svg.find("width=\""), title = svg.find("font-size=\"15\">");
+  ASSERT_NE(w, std::string::npos);
+  ASSERT_NE(title, std::string::npos);
+  const double width = std::stod(svg.substr(w + 7));
+  const size_t title_end = svg.find("</text>", title);
+  const double title_chars = static_cast<double>(title_end - title - 16);
+  EXPECT_GT(width, 80 + 0.55 * 15 * title_chars) << svg.substr(0, 400);  // the title is not clipped
+  EXPECT_NE(svg.find("bytes sent (log scale)"), std::string::npos);      // the colour scale
+  EXPECT_NE(svg.find("viewBox="), std::string::npos);
+  std::remove(path.c_str());
+}
+
+TEST(PlanCli, SvgOfALargeMeshShowsPeersPerRank) {
+  // 16x16 ranks drawn in blocks of 4: a transpose (each rank sends to one other) must not look dense.
+  std::string path = "/tmp/reshard_plan_test_blocked.svg";
+  testing::CliResult r =
+      run_cli("plan --mesh 16x16 --from S0,S1 --to S1,S0 --shape 4096x4096 --strategy p2p --svg " + path);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::string svg = testing::read_file(path);
+  EXPECT_NE(svg.find("destination rank (blocks of 4)"), std::string::npos);
+  EXPECT_NE(svg.find(">peers</text>"), std::string::npos);
+  EXPECT_NE(svg.find("each rank sends to at most 1 other rank (16 send to none)"), std::string::npos);
+  std::remove(path.c_str());
+}
+
+TEST(PlanCli, TableShowsPipelining) {
+  // Under a budget the p2p candidate is pipelined: the table says in how many stages of which chunk.
+  testing::CliResult r = run_cli("plan --mesh 2x2 --from S0,S0 --to S1,S1 --shape 4096x4096 --memory-budget 8MiB");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("pipe   chunks of 1.0 MiB: transfers that need packing run in up to 4 stages"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("4 x 1.0 MiB chunks"), std::string::npos) << r.out;
+  testing::CliResult plain = run_cli("plan --mesh 2x2 --from S0,S0 --to S1,S1 --shape 4096x4096");
+  EXPECT_EQ(plain.out.find("pipe   "), std::string::npos) << plain.out;
+}
+
 TEST(PlanCli, LargeMeshPlans) {
   testing::CliResult r = run_cli("plan --mesh 16x64 --from S0,S1 --to S1,S0 --shape 16384x16384 --ranks-per-node 8");
   ASSERT_EQ(r.exit_code, 0) << r.err;

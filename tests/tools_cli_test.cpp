@@ -17,7 +17,7 @@ TEST(RunCli, VerifiesOnTheHostBackend) {
   EXPECT_NE(r.out.find("busbw = slowest rank's max(bytes in, bytes out) / time"), std::string::npos);
   testing::CliResult j = run_cli("run --mesh 3 --from S1 --to R --shape 10x7 --backend host --iters 2 --json --trace");
   ASSERT_EQ(j.exit_code, 0) << j.err;
-  EXPECT_NE(j.out.find("\"wrong_elements\": 0"), std::string::npos) << j.out;
+  EXPECT_NE(j.out.find("\"wrong\": 0"), std::string::npos) << j.out;
 }
 
 TEST(RunCli, BadRequestsAreRefused) {
@@ -42,6 +42,41 @@ TEST(BenchCli, HostSweepWritesEveryRun) {
   EXPECT_EQ(text.rfind("mesh,from,to,shape,dtype,strategy", 0), 0u);
   EXPECT_GT(testing::count_lines(text), 9 + 81);  // every pair of both meshes, at least one strategy each
   EXPECT_NE(r.out.find(" 0 wrong"), std::string::npos) << r.out;
+}
+
+TEST(BenchCli, ShapesProgressAndDashesForTheHost) {
+  std::string csv = "/tmp/reshard_bench_shapes.csv";
+  testing::CliResult r = run_cli(
+      "bench --backend host --meshes 2 --shapes 8x8,6x10 --dtypes f32 --placements S0,S1 --iters 2 --warmup 0 --csv " +
+      csv);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::string text = testing::read_file(csv);
+  EXPECT_NE(text.find(",8x8,f32,"), std::string::npos) << text;
+  EXPECT_NE(text.find(",6x10,f32,"), std::string::npos) << text;
+  // 4 placement pairs x 2 shapes, each with its available strategies: progress counts every run.
+  const int runs = testing::count_lines(text) - 1;
+  EXPECT_NE(r.err.find("reshard bench: " + std::to_string(runs) + " runs (8 cases) on the host backend"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("[1/" + std::to_string(runs) + "] "), std::string::npos) << r.err;
+  const std::string n = std::to_string(runs);
+  std::string last = "[";
+  last += n;
+  last += "/";
+  last += n;
+  last += "] 100%";
+  EXPECT_NE(r.err.find(last), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("ETA"), std::string::npos);
+  // Host rows: no CUDA graph and no link bound.
+  EXPECT_NE(r.out.find("no link, so no bound"), std::string::npos) << r.out;
+  for (size_t at = r.out.find("\n  2 "); at != std::string::npos; at = r.out.find("\n  2 ", at + 1)) {
+    std::string row = r.out.substr(at + 1, r.out.find('\n', at + 1) - at - 1);
+    EXPECT_NE(row.find(" - "), std::string::npos) << row;
+  }
+  testing::CliResult both = run_cli("bench --backend host --sizes 4KiB --shapes 8x8");
+  EXPECT_EQ(both.exit_code, 2);
+  EXPECT_NE(both.err.find("give --sizes or --shapes, not both"), std::string::npos) << both.err;
+  std::remove(csv.c_str());
 }
 
 TEST(CalibrateCli, RefusesWithoutGpus) {

@@ -1,11 +1,11 @@
 #include "reshard/layout_format.hpp"
 
-#include <algorithm>
-#include <iomanip>
-#include <nlohmann/json.hpp>
+#include <fmt/format.h>
 
+#include <algorithm>
+#include <nlohmann/json.hpp>
 #include <set>
-#include <sstream>
+
 #include "reshard/detail/json_text.hpp"
 
 namespace reshard {
@@ -15,12 +15,8 @@ constexpr int kMaxPictureCells = 48;  // per tensor dim
 constexpr size_t kMaxLabel = 14;
 
 std::string ranks_label(const std::vector<int>& ranks) {
-  std::string s;
-  for (size_t i = 0; i < ranks.size(); ++i) {
-    if (i) s += ',';
-    s += std::to_string(ranks[i]);
-  }
-  if (s.size() > kMaxLabel) s = std::to_string(ranks.size()) + " ranks";
+  std::string s = fmt::format("{}", fmt::join(ranks, ","));
+  if (s.size() > kMaxLabel) s = fmt::format("{} ranks", ranks.size());
   return s;
 }
 
@@ -50,23 +46,26 @@ std::string block_text(const Layout& layout, int r) {
   return s + "]";
 }
 
-}  // namespace
+constexpr const char* kRowFormat = "{:<5} {:<13} {:<17} {:<17} {}\n";
 
-std::string layout_table(const Layout& layout) {
-  std::ostringstream os;
-  os << "layout " << layout.str() << "\n";
-  os << std::left << std::setw(6) << "rank" << std::setw(14) << "coord" << std::setw(18) << "local_shape"
-     << std::setw(18) << "global_offset"
-     << "block\n";
-  for (int r = 0; r < layout.mesh().size(); ++r) {
-    const LocalShard b = layout.local_shard(r);
-    os << std::left << std::setw(6) << r << std::setw(14) << to_list_string(layout.mesh().coord_of(r)) << std::setw(18)
-       << to_list_string(b.shape) << std::setw(18) << to_list_string(b.offset) << block_text(layout, r) << "\n";
-  }
-  return os.str();
+std::string table_row(const Layout& layout, int r) {
+  const LocalShard b = layout.local_shard(r);
+  return fmt::format(kRowFormat, r, to_list_string(layout.mesh().coord_of(r)), to_list_string(b.shape),
+                     to_list_string(b.offset), block_text(layout, r));
 }
 
-std::string layout_json(const Layout& layout, int indent) {
+nlohmann::ordered_json rank_entry(const Layout& layout, int r) {
+  const LocalShard b = layout.local_shard(r);
+  nlohmann::ordered_json e;
+  e["rank"] = r;
+  e["coord"] = layout.mesh().coord_of(r).vec();
+  e["local_shape"] = b.shape.vec();
+  e["global_offset"] = b.offset.vec();
+  return e;
+}
+
+// The document without its rank entries ("ranks": []), in the order layout_json prints it.
+nlohmann::ordered_json document_head(const Layout& layout) {
   nlohmann::ordered_json j;
   j["mesh"] = layout.mesh().shape();
   if (layout.mesh().has_explicit_ranks()) j["mesh_ranks"] = layout.mesh().explicit_ranks();
@@ -74,24 +73,77 @@ std::string layout_json(const Layout& layout, int indent) {
   for (const Placement& p : layout.placements()) ps.push_back(to_string(p));
   j["placements"] = ps;
   j["global_shape"] = layout.global_shape().vec();
-  nlohmann::ordered_json ranks = nlohmann::ordered_json::array();
-  for (int r = 0; r < layout.mesh().size(); ++r) {
-    const LocalShard b = layout.local_shard(r);
-    nlohmann::ordered_json e;
-    e["rank"] = r;
-    e["coord"] = layout.mesh().coord_of(r).vec();
-    e["local_shape"] = b.shape.vec();
-    e["global_offset"] = b.offset.vec();
-    ranks.push_back(std::move(e));
+  return j;
+}
+
+std::string entry_text(const Layout& layout, int r) {
+  std::string out;
+  detail::write_json_text(rank_entry(layout, r), out, 2, 1 << 30, 2);
+  return out;
+}
+
+}  // namespace
+
+std::string layout_table(const Layout& layout, std::optional<int> rank) {
+  const int n = layout.mesh().size();
+  std::string out = fmt::format("layout {}\n", layout.str());
+  out += fmt::format(kRowFormat, "rank", "coord", "local_shape", "global_offset", "block");
+  if (rank) return out + table_row(layout, *rank);
+  if (n <= kMaxTableRanks) {
+    for (int r = 0; r < n; ++r) out += table_row(layout, r);
+    return out;
   }
+  const int half = kMaxTableRanks / 2;
+  for (int r = 0; r < half; ++r) out += table_row(layout, r);
+  out += fmt::format("... {} more ranks (--rank R shows one) ...\n", n - 2 * half);
+  for (int r = n - half; r < n; ++r) out += table_row(layout, r);
+  return out;
+}
+
+void write_layout_json(const Layout& layout, const std::function<void(std::string_view)>& write,
+                       std::optional<int> rank) {
+  nlohmann::ordered_json head = document_head(layout);
+  std::string text = "{\n";
+  for (auto it = head.begin(); it != head.end(); ++it) {
+    text += "  " + nlohmann::ordered_json(it.key()).dump() + ": ";
+    detail::write_json_text(*it, text, 2, 110, 1);
+    text += ",\n";
+  }
+  text += "  \"ranks\": [\n";
+  write(text);
+  const int first = rank.value_or(0), last = rank ? *rank + 1 : layout.mesh().size();
+  for (int r = first; r < last; ++r) write("    " + entry_text(layout, r) + (r + 1 < last ? ",\n" : "\n"));
+  write("  ]\n}");
+}
+
+std::string layout_json(const Layout& layout, int indent, std::optional<int> rank) {
+  if (indent > 0) {
+    std::string out;
+    write_layout_json(
+        layout, [&](std::string_view piece) { out += piece; }, rank);
+    return out;
+  }
+  nlohmann::ordered_json j = document_head(layout);
+  nlohmann::ordered_json ranks = nlohmann::ordered_json::array();
+  const int first = rank.value_or(0), last = rank ? *rank + 1 : layout.mesh().size();
+  for (int r = first; r < last; ++r) ranks.push_back(rank_entry(layout, r));
   j["ranks"] = std::move(ranks);
-  return indent > 0 ? detail::json_text(j, indent) : j.dump();
+  return j.dump();
+}
+
+Index layout_json_bytes_estimate(const Layout& layout) {
+  const int n = layout.mesh().size();
+  const Index entry = static_cast<Index>(std::max(entry_text(layout, 0).size(), entry_text(layout, n - 1).size())) + 6;
+  return static_cast<Index>(n) * entry + 256;
 }
 
 std::string layout_picture(const Layout& layout) {
   int nd = layout.ndim();
   if (nd < 1 || nd > 2) return "(picture drawn for 1-D and 2-D tensors only)\n";
   if (!layout.one_box_per_rank()) return "(picture drawn for layouts with one box per rank only)\n";
+  if (layout.mesh().size() > kMaxPictureRanks)
+    return fmt::format("(picture drawn for meshes of up to {} ranks; --rank R shows one rank's block)\n",
+                       kMaxPictureRanks);
   std::vector<Index> rows = nd == 2 ? cuts(layout, 0) : std::vector<Index>{0, 1};
   std::vector<Index> cols = cuts(layout, nd - 1);
   int nrows = static_cast<int>(rows.size()) - 1, ncols = static_cast<int>(cols.size()) - 1;
@@ -109,45 +161,34 @@ std::string layout_picture(const Layout& layout) {
       label[i][j] = ranks_label(holders);
     }
   }
+  auto range = [](Index a, Index b) { return fmt::format("{}:{}", a, b); };
   std::vector<size_t> width(ncols);
   for (int j = 0; j < ncols; ++j) {
-    width[j] = std::to_string(cols[j]).size() + std::to_string(cols[j + 1]).size() + 1;
+    width[j] = range(cols[j], cols[j + 1]).size();
     for (int i = 0; i < nrows; ++i) width[j] = std::max(width[j], label[i][j].size());
     width[j] += 2;
   }
   size_t row_head = 0;
   if (nd == 2)
-    for (int i = 0; i < nrows; ++i)
-      row_head = std::max(row_head, (std::to_string(rows[i]) + ":" + std::to_string(rows[i + 1])).size());
-  auto centered = [](const std::string& s, size_t w) {
-    size_t left = (w - s.size()) / 2;
-    return std::string(left, ' ') + s + std::string(w - s.size() - left, ' ');
-  };
-  std::ostringstream os;
-  os << "ranks holding each block of " << layout.str() << " (rows x cols; ranges are half-open)\n";
-  os << std::string(row_head + 1, ' ');
-  for (int j = 0; j < ncols; ++j)
-    os << centered(std::to_string(cols[j]) + ":" + std::to_string(cols[j + 1]), width[j] + 1);
-  os << "\n";
+    for (int i = 0; i < nrows; ++i) row_head = std::max(row_head, range(rows[i], rows[i + 1]).size());
+  std::string out = fmt::format("ranks holding each block of {} (rows x cols; ranges are half-open)\n", layout.str());
+  out += std::string(row_head + 1, ' ');
+  for (int j = 0; j < ncols; ++j) out += fmt::format("{:^{}}", range(cols[j], cols[j + 1]), width[j] + 1);
+  out += "\n";
   std::string rule = std::string(row_head + 1, ' ') + "+";
   for (int j = 0; j < ncols; ++j) rule += std::string(width[j], '-') + "+";
-  os << rule << "\n";
+  out += rule + "\n";
   for (int i = 0; i < nrows; ++i) {
-    std::string head = nd == 2 ? std::to_string(rows[i]) + ":" + std::to_string(rows[i + 1]) : "";
-    os << std::setw(static_cast<int>(row_head)) << std::right << head << " |";
-    for (int j = 0; j < ncols; ++j) os << centered(label[i][j], width[j]) << "|";
-    os << "\n" << rule << "\n";
+    out += fmt::format("{:>{}} |", nd == 2 ? range(rows[i], rows[i + 1]) : "", row_head);
+    for (int j = 0; j < ncols; ++j) out += fmt::format("{:^{}}|", label[i][j], width[j]);
+    out += "\n" + rule + "\n";
   }
   std::vector<int> empty;
   for (int r = 0; r < layout.mesh().size(); ++r)
     if (is_empty(layout.box(r))) empty.push_back(r);
-  if (!empty.empty()) {
-    os << "ranks with an empty shard:";
-    for (int r : empty) os << " " << r;
-    os << "\n";
-  }
-  if (layout.has_partial()) os << "(Partial mesh dims: each listed rank holds a partial value of the block)\n";
-  return os.str();
+  if (!empty.empty()) out += fmt::format("ranks with an empty shard: {}\n", fmt::join(empty, " "));
+  if (layout.has_partial()) out += "(Partial mesh dims: each listed rank holds a partial value of the block)\n";
+  return out;
 }
 
 }  // namespace reshard

@@ -1,21 +1,20 @@
-#include <algorithm>
-#include <iomanip>
-#include <sstream>
+// The plan as a table: what was chosen and why, every candidate, every step (with its pipeline stages), and each
+// rank's traffic. Large meshes are summarised: the busiest ranks, never a rank x rank matrix.
+#include <fmt/format.h>
 
+#include <algorithm>
+#include <numeric>
+
+#include "plan_traffic.hpp"
 #include "reshard/plan_format.hpp"
-#include "transitions.hpp"
+#include "reshard/program.hpp"
 
 namespace reshard {
 namespace {
 
-constexpr int kMaxListedTransfers = 24;
+constexpr size_t kMaxListedTransfers = 24;
 constexpr int kMaxListedRanks = 32;
-
-std::string fixed(double x, int digits = 1) {
-  std::ostringstream os;
-  os << std::fixed << std::setprecision(digits) << x;
-  return os.str();
-}
+constexpr int kMaxLoweredRanks = 64;  // pipeline stages are counted on the lowered programs of this many ranks
 
 std::string dims_text(const std::vector<int>& dims) { return dims.empty() ? "-" : join(dims); }
 
@@ -23,150 +22,146 @@ std::string why(const Plan& plan) {
   const Candidate* chosen = nullptr;
   for (const Candidate& c : plan.candidates())
     if (c.available && c.strategy == plan.strategy()) chosen = &c;
-  if (!chosen) return "";
-  std::ostringstream os;
-  os << "why: " << to_string(plan.strategy()) << " at " << fixed(chosen->estimated_us) << " us";
+  if (!chosen) return "why: loaded from a file without candidates";
+  std::string out = fmt::format("why: {} at {:.1f} us", to_string(plan.strategy()), chosen->estimated_us);
   for (const Candidate& c : plan.candidates()) {
     if (&c == chosen) continue;
     if (!c.available) {
-      os << "; " << to_string(c.strategy) << " unavailable (" << c.reason << ")";
+      out += fmt::format("; {} unavailable ({})", to_string(c.strategy), c.reason);
     } else if (!c.fits_budget) {
-      os << "; " << to_string(c.strategy) << " needs " << human_bytes(c.peak_workspace_bytes)
-         << " of workspace, over the budget";
+      out += fmt::format("; {} needs {} of workspace, over the budget", to_string(c.strategy),
+                         human_bytes(static_cast<double>(c.peak_workspace_bytes)));
     } else if (c.estimated_us >= chosen->estimated_us) {
-      os << "; " << fixed(c.estimated_us / std::max(chosen->estimated_us, 1e-9), 2) << "x faster than "
-         << to_string(c.strategy) << " (" << fixed(c.estimated_us) << " us)";
+      out += fmt::format("; {:.2f}x faster than {} ({:.1f} us)", c.estimated_us / std::max(chosen->estimated_us, 1e-9),
+                         to_string(c.strategy), c.estimated_us);
     } else {
-      os << "; " << to_string(c.strategy) << " would be faster (" << fixed(c.estimated_us)
-         << " us) but was not requested";
+      out +=
+          fmt::format("; {} would be faster ({:.1f} us) but was not requested", to_string(c.strategy), c.estimated_us);
     }
   }
-  return os.str();
+  return out;
+}
+
+// Pipeline stages of each step: the most any rank's lowered program uses (ranks 0..kMaxLoweredRanks-1 of a larger
+// mesh; the plan's own rank for a rank's plan). All ones when the plan is not pipelined.
+struct Stages {
+  std::vector<int> per_step;
+  int ranks_counted = 0;
+  bool all_ranks = true;
+};
+
+Stages pipeline_stages(const Plan& plan) {
+  Stages st;
+  st.per_step.assign(plan.steps().size(), 1);
+  if (plan.pipeline_chunk_bytes() <= 0) return st;
+  std::vector<int> ranks;
+  if (plan.scope_rank()) {
+    ranks.push_back(*plan.scope_rank());
+  } else {
+    const int n = plan.src().mesh().size();
+    ranks.resize(std::min(n, kMaxLoweredRanks));
+    std::iota(ranks.begin(), ranks.end(), 0);
+    st.all_ranks = n <= kMaxLoweredRanks;
+  }
+  for (int r : ranks) {
+    // A pipelined step's stages are its exchanges (one per chunk).
+    const RankProgram p = lower(plan, r);
+    std::vector<int> exchanges(st.per_step.size(), 0);
+    for (const Op& op : p.ops)
+      if (std::holds_alternative<Exchange>(op.body) && op.step >= 0 && op.step < static_cast<int>(exchanges.size()))
+        ++exchanges[op.step];
+    for (size_t i = 0; i < exchanges.size(); ++i) st.per_step[i] = std::max(st.per_step[i], exchanges[i]);
+  }
+  st.ranks_counted = static_cast<int>(ranks.size());
+  return st;
 }
 
 }  // namespace
 
 std::string human_bytes(double bytes) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  static const char* const kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
   int u = 0;
-  while (bytes >= 1024 && u < 4) {
+  while (bytes >= 1024 && u < 6) {
     bytes /= 1024;
     ++u;
   }
-  return u == 0 ? fixed(bytes, 0) + " B" : fixed(bytes, 1) + " " + units[u];
+  return u == 0 ? fmt::format("{:.0f} B", bytes) : fmt::format("{:.1f} {}", bytes, kUnits[u]);
 }
 
 std::string plan_table(const Plan& plan) {
-  std::ostringstream os;
   const Mesh& mesh = plan.src().mesh();
   const int n = mesh.size();
-  Index tensor_bytes = plan.src().global_volume() * plan.element_size();
-  os << "plan   " << mesh.str() << " [" << to_string(plan.src().placements()) << "] -> ["
-     << to_string(plan.dst().placements()) << "], " << to_string(plan.src().global_shape()) << " "
-     << to_string(plan.dtype()) << " (" << human_bytes(tensor_bytes) << "), " << plan.topology().ranks_per_node
-     << " ranks per node, profile " << plan.profile_name() << "\n";
-  if (plan.scope_rank()) os << "scope  transfers of rank " << *plan.scope_rank() << " only\n";
-  os << "chose  " << to_string(plan.strategy()) << ": " << fixed(plan.estimated_us()) << " us estimated, "
-     << human_bytes(plan.bytes_moved()) << " moved between ranks, peak workspace "
-     << human_bytes(plan.peak_workspace_bytes()) << " per rank";
-  if (plan.memory_budget_bytes()) os << " (budget " << human_bytes(*plan.memory_budget_bytes()) << ")";
-  os << "\n" << why(plan) << "\n\ncandidates\n";
-  os << std::left << "  " << std::setw(12) << "strategy" << std::setw(12) << "est. us" << std::setw(7) << "steps"
-     << std::setw(13) << "moved" << std::setw(13) << "workspace"
-     << "route\n";
+  const double tensor_bytes = static_cast<double>(plan.src().global_volume()) * plan.element_size();
+  std::string os = fmt::format("plan   {} [{}] -> [{}], {} {} ({}), {} ranks per node, profile {}\n", mesh.str(),
+                               to_string(plan.src().placements()), to_string(plan.dst().placements()),
+                               to_string(plan.src().global_shape()), to_string(plan.dtype()), human_bytes(tensor_bytes),
+                               plan.topology().ranks_per_node, plan.profile_name());
+  if (plan.scope_rank()) os += fmt::format("scope  transfers of rank {} only\n", *plan.scope_rank());
+  os +=
+      fmt::format("chose  {}: {:.1f} us estimated, {} moved between ranks, peak workspace {} per rank",
+                  to_string(plan.strategy()), plan.estimated_us(), human_bytes(static_cast<double>(plan.bytes_moved())),
+                  human_bytes(static_cast<double>(plan.peak_workspace_bytes())));
+  if (plan.memory_budget_bytes())
+    os += fmt::format(" (budget {})", human_bytes(static_cast<double>(*plan.memory_budget_bytes())));
+  os += "\n";
+  const Stages stages = pipeline_stages(plan);
+  if (plan.pipeline_chunk_bytes() > 0) {
+    const int most = *std::max_element(stages.per_step.begin(), stages.per_step.end());
+    os += fmt::format("pipe   chunks of {}: transfers that need packing run in up to {} stages (two scratch slots){}\n",
+                      human_bytes(static_cast<double>(plan.pipeline_chunk_bytes())), most,
+                      stages.all_ranks ? "" : fmt::format(", counted on ranks 0-{}", stages.ranks_counted - 1));
+  }
+  os += why(plan) + "\n\ncandidates\n";
+  constexpr const char* kCand = "{}{:<12}{:<12}{:<7}{:<13}{:<13}{}\n";
+  os += fmt::format(kCand, "  ", "strategy", "est. us", "steps", "moved", "workspace", "route");
   for (const Candidate& c : plan.candidates()) {
-    os << (c.strategy == plan.strategy() && c.available ? "* " : "  ") << std::setw(12) << to_string(c.strategy);
+    const char* mark = c.strategy == plan.strategy() && c.available ? "* " : "  ";
     if (!c.available) {
-      os << "unavailable: " << c.reason << "\n";
+      os += fmt::format("{}{:<12}unavailable: {}\n", mark, to_string(c.strategy), c.reason);
       continue;
     }
-    os << std::setw(12) << fixed(c.estimated_us) << std::setw(7) << c.steps << std::setw(13)
-       << human_bytes(c.bytes_moved) << std::setw(13)
-       << (human_bytes(c.peak_workspace_bytes) + (c.fits_budget ? "" : "!")) << c.route << "\n";
+    os += fmt::format(kCand, mark, to_string(c.strategy), fmt::format("{:.1f}", c.estimated_us), c.steps,
+                      human_bytes(static_cast<double>(c.bytes_moved)),
+                      human_bytes(static_cast<double>(c.peak_workspace_bytes)) + (c.fits_budget ? "" : "!"), c.route);
   }
 
-  os << "\nsteps\n";
-  os << "  " << std::setw(4) << "#" << std::setw(16) << "kind" << std::setw(11) << "mesh dims" << std::setw(18)
-     << "from" << std::setw(18) << "to" << std::setw(12) << "est. us"
-     << "moved\n";
+  os += "\nsteps\n";
+  constexpr const char* kStep = "  {:<4}{:<16}{:<11}{:<18}{:<18}{:<12}{:<12}{}\n";
+  os += fmt::format(kStep, "#", "kind", "mesh dims", "from", "to", "est. us", "moved", "stages");
   for (size_t i = 0; i < plan.steps().size(); ++i) {
     const Step& s = plan.steps()[i];
-    os << "  " << std::setw(4) << i << std::setw(16) << to_string(s.kind) << std::setw(11) << dims_text(s.mesh_dims)
-       << std::setw(18) << to_string(s.from) << std::setw(18) << to_string(s.to) << std::setw(12)
-       << fixed(s.estimated_us) << human_bytes(s.bytes_moved) << "\n";
+    const int k = stages.per_step[i];
+    os += fmt::format(
+        kStep, i, to_string(s.kind), dims_text(s.mesh_dims), to_string(s.from), to_string(s.to),
+        fmt::format("{:.1f}", s.estimated_us), human_bytes(static_cast<double>(s.bytes_moved)),
+        k > 1 ? fmt::format("{} x {} chunks", k, human_bytes(static_cast<double>(plan.pipeline_chunk_bytes())))
+              : std::string("1"));
     if (s.kind != StepKind::kP2P) continue;
-    int local = 0;
+    size_t local = 0;
     for (const Transfer& t : s.transfers) local += t.is_local();
-    os << "        " << s.transfers.size() << " transfers (" << local << " local copies)\n";
-    int listed = 0;
-    for (const Transfer& t : s.transfers) {
-      if (listed++ == kMaxListedTransfers) {
-        os << "        ... " << s.transfers.size() - kMaxListedTransfers << " more\n";
-        break;
-      }
-      os << "        " << std::right << std::setw(5) << t.src << " -> " << std::left << std::setw(5) << t.dst
-         << std::setw(34) << to_string(t.region) << human_bytes(t.bytes) << (t.is_local() ? "  (local copy)" : "")
-         << "\n";
+    os += fmt::format("        {} transfers ({} local copies)\n", s.transfers.size(), local);
+    for (size_t j = 0; j < s.transfers.size() && j < kMaxListedTransfers; ++j) {
+      const Transfer& t = s.transfers[j];
+      os += fmt::format("        {:>5} -> {:<5}{:<34}{}{}\n", t.src, t.dst, to_string(t.region),
+                        human_bytes(static_cast<double>(t.bytes)), t.is_local() ? "  (local copy)" : "");
     }
+    if (s.transfers.size() > kMaxListedTransfers)
+      os += fmt::format("        ... {} more\n", s.transfers.size() - kMaxListedTransfers);
   }
 
-  os << "\nper-rank traffic (bytes out / in over all steps)\n";
-  std::vector<double> out(n, 0), in(n, 0);
-  for (size_t i = 0; i < plan.steps().size(); ++i) {
-    std::vector<double> m = step_traffic(plan, i);
-    for (int a = 0; a < n; ++a)
-      for (int b = 0; b < n; ++b)
-        if (a != b) {
-          out[a] += m[static_cast<size_t>(a) * n + b];
-          in[b] += m[static_cast<size_t>(a) * n + b];
-        }
-  }
+  os += "\nper-rank traffic (bytes out / in over all steps)\n";
+  const detail::RankTraffic t = detail::rank_traffic(plan);
   for (int r = 0; r < n && r < kMaxListedRanks; ++r)
-    os << "  rank " << std::setw(5) << r << " out " << std::setw(12) << human_bytes(out[r]) << " in "
-       << human_bytes(in[r]) << "\n";
+    os += fmt::format("  rank {:<5} out {:<12} in {}\n", r, human_bytes(t.out[r]), human_bytes(t.in[r]));
   if (n > kMaxListedRanks) {
-    auto mx = std::max_element(out.begin(), out.end());
-    auto mi = std::max_element(in.begin(), in.end());
-    os << "  ... " << n - kMaxListedRanks << " more ranks; busiest sender rank " << (mx - out.begin()) << " ("
-       << human_bytes(*mx) << "), busiest receiver rank " << (mi - in.begin()) << " (" << human_bytes(*mi) << ")\n";
+    auto mx = std::max_element(t.out.begin(), t.out.end());
+    auto mi = std::max_element(t.in.begin(), t.in.end());
+    os += fmt::format("  ... {} more ranks; busiest sender rank {} ({}), busiest receiver rank {} ({})\n",
+                      n - kMaxListedRanks, mx - t.out.begin(), human_bytes(*mx), mi - t.in.begin(), human_bytes(*mi));
   }
-  return os.str();
-}
-
-std::vector<double> step_traffic(const Plan& plan, size_t i) {
-  const Step& s = plan.steps()[i];
-  const Mesh& mesh = plan.src().mesh();
-  const int n = mesh.size();
-  const int es = plan.element_size();
-  std::vector<double> m(static_cast<size_t>(n) * n, 0.0);
-  auto at = [&](int a, int b) -> double& { return m[static_cast<size_t>(a) * n + b]; };
-  Layout a = plan.layout_before(i), b = plan.layout_before(i + 1);
-  switch (s.kind) {
-    case StepKind::kP2P:
-      for (const Transfer& t : s.transfers) at(t.src, t.dst) += static_cast<double>(t.bytes);
-      break;
-    case StepKind::kLocal:
-      for (int r = 0; r < n; ++r) at(r, r) += static_cast<double>(b.local_volume(r) * es);
-      break;
-    case StepKind::kAllGather:
-    case StepKind::kAllToAll:
-    case StepKind::kReduceScatter:
-    case StepKind::kAllReduce:
-      for (int r = 0; r < n; ++r) {
-        std::vector<int> group = mesh.group(r, s.mesh_dims);
-        int g = static_cast<int>(group.size());
-        for (int peer : group) {
-          double bytes = 0;
-          if (s.kind == StepKind::kAllGather) bytes = static_cast<double>(a.local_volume(r) * es);
-          if (s.kind == StepKind::kAllToAll) bytes = static_cast<double>(volume(intersect(a.box(r), b.box(peer))) * es);
-          if (s.kind == StepKind::kReduceScatter) bytes = static_cast<double>(b.local_volume(peer) * es);
-          if (s.kind == StepKind::kAllReduce) bytes = 2.0 * a.local_volume(r) * es / std::max(g, 1);
-          at(r, peer) += bytes;
-        }
-      }
-      break;
-  }
-  return m;
+  if (plan.scope_rank())
+    os += "  (a rank's plan holds only its own p2p transfers: other ranks' p2p traffic is not shown)\n";
+  return os;
 }
 
 }  // namespace reshard

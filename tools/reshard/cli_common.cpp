@@ -1,14 +1,50 @@
 #include "cli_common.hpp"
 
+#include <cstdlib>
 #include <limits>
 
+#include "reshard/plan_json.hpp"
 #include "reshard/text.hpp"
+#include "reshard/tools_text.hpp"
 
 namespace reshard::cli {
+namespace {
 
-void add_tensor_flags(CLI::App& cmd, TensorFlags& flags) {
-  cmd.add_option("--mesh", flags.mesh, "Mesh shape, e.g. 2x4")->required();
-  cmd.add_option("--shape", flags.shape, "Global tensor shape, e.g. 8192x8192")->required();
+// The flags that shape a new plan: meaningless with a plan file.
+constexpr const char* kPlanningFlags[] = {"--strategy",      "--transport",       "--fuse",          "--ranks-per-node",
+                                          "--profile",       "--memory-budget",   "--max-collectives", "--pipeline-chunk"};
+
+void require_flag(const CLI::App& cmd, const std::string& value, const char* flag, const char* alternative) {
+  if (value.empty() && cmd.count(flag) == 0) {
+    if (alternative)
+      fail(ErrorKind::kInvalidArgument, cat(flag, " is required (or give a plan file with ", alternative, ")"));
+    fail(ErrorKind::kInvalidArgument, cat(flag, " is required"));
+  }
+}
+
+int env_int(const char* name, int fallback, int min, int max, bool& present) {
+  const char* v = std::getenv(name);
+  if (!v) return fallback;
+  present = true;
+  RESHARD_REQUIRE(*v, "environment variable ", name, " is set but empty");
+  bool overflow = false;
+  std::optional<long long> parsed = parse_integer(v, &overflow);
+  RESHARD_REQUIRE(parsed, "environment variable ", name, "='", tools::printable(v), "' ",
+                  overflow ? "does not fit in 64 bits" : "is not a whole number");
+  RESHARD_REQUIRE(*parsed >= min && *parsed <= max, "environment variable ", name, "=", *parsed, " is out of range (",
+                  min, "..", max, ")");
+  return static_cast<int>(*parsed);
+}
+
+}  // namespace
+
+void add_tensor_flags(CLI::App& cmd, TensorFlags& flags, bool required) {
+  CLI::Option* mesh = cmd.add_option("--mesh", flags.mesh, "Mesh shape, e.g. 2x4");
+  CLI::Option* shape = cmd.add_option("--shape", flags.shape, "Global tensor shape, e.g. 8192x8192");
+  if (required) {
+    mesh->required();
+    shape->required();
+  }
   cmd.add_option("--ranks", flags.ranks, "Explicit rank at each row-major mesh coordinate, e.g. 3,2,1,0");
 }
 
@@ -29,24 +65,112 @@ Layout make_layout(const TensorFlags& flags, const std::string& placements) {
   return Layout(make_mesh(flags), parse_placements(placements), parse_shape(flags.shape));
 }
 
-Index parse_bytes(const std::string& flag, const std::string& text) {
-  static const std::pair<const char*, Index> kSuffixes[] = {
-      {"GiB", Index(1) << 30}, {"MiB", Index(1) << 20}, {"KiB", Index(1) << 10}, {"B", 1}};
-  std::string_view digits = text;
-  Index scale = 1;
-  for (auto [suffix, factor] : kSuffixes) {
-    std::string_view sv(suffix);
-    if (digits.size() > sv.size() && digits.substr(digits.size() - sv.size()) == sv) {
-      digits.remove_suffix(sv.size());
-      scale = factor;
-      break;
-    }
+void add_plan_flags(CLI::App& cmd, PlanFlags& flags) {
+  add_tensor_flags(cmd, flags.tensor, false);
+  cmd.add_option("--from", flags.from, "Source placements, one per mesh dim (e.g. S0,S1)");
+  cmd.add_option("--to", flags.to, "Target placements, one per mesh dim (e.g. S1,S0)");
+  cmd.add_option("--dtype", flags.dtype, "Element type: f64 f32 f16 bf16 i64 i32 i16 i8 u8 bool f8e4m3 f8e5m2 c64 (or PyTorch's names)")->capture_default_str();
+  cmd.add_option("--strategy", flags.strategy, "auto, collective, p2p or hybrid")->capture_default_str();
+  cmd.add_option("--transport", flags.transport,
+                 "auto, nccl (two-sided, staged) or nvlink (one-sided peer copies, one host)")
+      ->capture_default_str();
+  cmd.add_option("--fuse", flags.fuse,
+                 "auto, always or never: run an nvlink step's peer copies as one kernel per rank (small tensors)")
+      ->capture_default_str();
+  cmd.add_option("--ranks-per-node", flags.ranks_per_node, "Ranks (GPUs) per node, for the cost model")
+      ->capture_default_str();
+  cmd.add_option("--profile", flags.profile, "Cost-model profile JSON (default: built-in H100/H200 + IB400)");
+  cmd.add_option("--memory-budget", flags.memory_budget, "Workspace limit per rank in bytes (suffixes KiB, MiB, GiB)");
+  cmd.add_option("--max-collectives", flags.max_collectives, "Cap on the collective strategy's communication steps");
+  cmd.add_option("--pipeline-chunk", flags.pipeline_chunk,
+                 "Pipeline p2p transfers that need packing in chunks of this many bytes (default 0: off)");
+}
+
+PlanRequest make_plan_request(const CLI::App& cmd, const PlanFlags& flags) {
+  const char* alt = cmd.get_option_no_throw("--plan")   ? "--plan"
+                    : cmd.get_option_no_throw("--load") ? "--load"
+                                                        : nullptr;
+  require_flag(cmd, flags.tensor.mesh, "--mesh", alt);
+  require_flag(cmd, flags.from, "--from", alt);
+  require_flag(cmd, flags.to, "--to", alt);
+  require_flag(cmd, flags.tensor.shape, "--shape", alt);
+  PlanRequest req{make_layout(flags.tensor, flags.from), make_layout(flags.tensor, flags.to), parse_dtype(flags.dtype),
+                  PlanOptions{}};
+  req.options.strategy = parse_strategy(flags.strategy);
+  req.options.transport = parse_transport(flags.transport);
+  req.options.fusion = parse_fusion(flags.fuse);
+  RESHARD_REQUIRE(flags.ranks_per_node >= 1, "--ranks-per-node must be >= 1, got ", flags.ranks_per_node);
+  req.options.topology.ranks_per_node = flags.ranks_per_node;
+  if (cmd.count("--profile")) req.options.profile = load_profile(flags.profile);
+  if (cmd.count("--memory-budget"))
+    req.options.memory_budget_bytes = parse_bytes("--memory-budget", flags.memory_budget);
+  if (cmd.count("--pipeline-chunk"))
+    req.options.pipeline_chunk_bytes = parse_bytes("--pipeline-chunk", flags.pipeline_chunk);
+  if (flags.max_collectives != -1) {
+    RESHARD_REQUIRE(flags.max_collectives >= 0, "--max-collectives must be >= 0, got ", flags.max_collectives);
+    req.options.max_collectives = flags.max_collectives;
   }
-  std::optional<long long> parsed = parse_integer(digits);
-  if (!parsed) fail(ErrorKind::kParse, cat(flag, " '", text, "' is not a byte count (e.g. 1048576, 64MiB)"));
-  long long v = *parsed;
-  if (v < 0) fail(ErrorKind::kInvalidArgument, cat(flag, " must be >= 0 bytes, got ", text));
-  return checked_mul(v, scale, flag);
+  return req;
+}
+
+Plan load_plan_for(const CLI::App& cmd, const PlanFlags& flags, const std::string& path, const char* file_flag) {
+  for (const char* flag : kPlanningFlags)
+    RESHARD_REQUIRE(cmd.count(flag) == 0, flag, " shapes a new plan; it cannot be combined with ", file_flag,
+                    " (the plan file fixes it)");
+  Plan plan = load_plan(path);
+  auto same = [&](const char* flag, const std::string& given, const std::string& in_plan) {
+    RESHARD_REQUIRE(given == in_plan, file_flag, " '", path, "' is a plan for ", flag, " ", in_plan, ", not ", given);
+  };
+  if (!flags.tensor.mesh.empty()) {
+    Mesh mesh = make_mesh(flags.tensor);
+    same("--mesh", mesh.str(), plan.src().mesh().str());
+    RESHARD_REQUIRE(mesh == plan.src().mesh(), file_flag, " '", path, "' places the ranks of mesh ", mesh.str(),
+                    " differently (--ranks)");
+  }
+  if (!flags.tensor.shape.empty())
+    same("--shape", to_string(parse_shape(flags.tensor.shape)), to_string(plan.src().global_shape()));
+  if (!flags.from.empty()) same("--from", to_string(parse_placements(flags.from)), to_string(plan.src().placements()));
+  if (!flags.to.empty()) same("--to", to_string(parse_placements(flags.to)), to_string(plan.dst().placements()));
+  if (cmd.count("--dtype"))
+    same("--dtype", std::string(to_string(parse_dtype(flags.dtype))), std::string(to_string(plan.dtype())));
+  return plan;
+}
+
+Index parse_bytes(const std::string& flag, const std::string& text) {
+  tools::ByteCountError error = tools::ByteCountError::kNone;
+  std::optional<Index> bytes = tools::parse_byte_count(text, &error);
+  if (bytes) return *bytes;
+  const std::string shown = tools::printable(text);
+  switch (error) {
+    case tools::ByteCountError::kEmpty:
+      fail(ErrorKind::kParse, cat(flag, ": empty value; expected a byte count (e.g. 1048576, 64MiB)"));
+    case tools::ByteCountError::kNegative:
+      fail(ErrorKind::kInvalidArgument, cat(flag, " must be >= 0 bytes, got ", shown));
+    case tools::ByteCountError::kTooLarge:
+      fail(ErrorKind::kInvalidArgument, cat(flag, " '", shown, "' does not fit in 64 bits"));
+    default:
+      fail(ErrorKind::kParse, cat(flag, " '", shown, "' is not a byte count (e.g. 1048576, 64MiB)"));
+  }
+}
+
+int check_rank(const char* flag, long long rank, const Mesh& mesh) {
+  RESHARD_REQUIRE(rank >= 0 && rank < mesh.size(), flag, ": rank ", rank, " is not in mesh ", mesh.str(), " (ranks 0..",
+                  mesh.size() - 1, ")");
+  return static_cast<int>(rank);
+}
+
+LaunchEnvironment launch_environment() {
+  LaunchEnvironment env;
+  constexpr int kMax = std::numeric_limits<int>::max();
+  env.world_size = env_int("WORLD_SIZE", 1, 1, kMax, env.set);
+  env.rank = env_int("RANK", 0, 0, env.world_size - 1, env.set);
+  bool local = false;
+  env.local_rank = env_int("LOCAL_RANK", env.rank, 0, kMax, local);
+  const char* addr = std::getenv("MASTER_ADDR");
+  bool port_set = false;
+  int port = env_int("MASTER_PORT", 0, 1, 65534, port_set);
+  if (addr && *addr && port_set) env.rendezvous = cat("tcp:", addr, ":", port + 1);
+  return env;
 }
 
 }  // namespace reshard::cli

@@ -1,7 +1,10 @@
-// Shared pieces of the `reshard` subcommands: the layout flags and their conversion to library types.
+// Shared pieces of the `reshard` subcommands: the layout and plan flags and their conversion to library types, the
+// launcher's environment, and the registry of commands.
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <functional>
+#include <optional>
 #include <string>
 
 #include "reshard/layout.hpp"
@@ -16,7 +19,8 @@ struct TensorFlags {
   std::string ranks;  // optional explicit rank list "3,2,1,0"
 };
 
-void add_tensor_flags(CLI::App& cmd, TensorFlags& flags);
+// `required`: the flags must be given (layout); otherwise they may be left out where a plan file supplies them.
+void add_tensor_flags(CLI::App& cmd, TensorFlags& flags, bool required = true);
 Mesh make_mesh(const TensorFlags& flags);
 Layout make_layout(const TensorFlags& flags, const std::string& placements);
 
@@ -41,11 +45,30 @@ struct PlanRequest {
   PlanOptions options;
 };
 
+// Adds the plan flags; --mesh, --shape, --from and --to are checked by make_plan_request (they are optional when a
+// plan file is given instead).
 void add_plan_flags(CLI::App& cmd, PlanFlags& flags);
-PlanRequest make_plan_request(const PlanFlags& flags);
+PlanRequest make_plan_request(const CLI::App& cmd, const PlanFlags& flags);
+// Loads a plan file and checks it against the flags given with it: the layout flags, when given, must match the
+// plan's; the flags that only shape a new plan (--strategy, --profile, ...) are refused.
+Plan load_plan_for(const CLI::App& cmd, const PlanFlags& flags, const std::string& path, const char* file_flag);
 
 // "1048576", "64MiB", "2GiB", "512KiB": bytes; kParse naming the flag otherwise.
 Index parse_bytes(const std::string& flag, const std::string& text);
+
+// A rank given on the command line: kInvalidArgument "rank R is not in mesh M" unless 0 <= R < mesh size.
+int check_rank(const char* flag, long long rank, const Mesh& mesh);
+
+// The launcher's environment (torchrun, mpirun): WORLD_SIZE, RANK, LOCAL_RANK, MASTER_ADDR, MASTER_PORT.
+struct LaunchEnvironment {
+  int world_size = 1;
+  int rank = 0;
+  int local_rank = 0;
+  bool set = false;        // WORLD_SIZE or RANK present
+  std::string rendezvous;  // tcp:MASTER_ADDR:MASTER_PORT+1 when both are set
+};
+// kInvalidArgument naming the variable for a value that is empty, not a whole number or out of range.
+LaunchEnvironment launch_environment();
 
 // Every subcommand is registered by one of these; the callback it sets returns the exit code.
 using Command = std::function<int()>;

@@ -1,11 +1,17 @@
-// reshard bench: the benchmark sweep (reshard/sweep.hpp), nccl-tests style.
-#include <fstream>
-#include <iostream>
+// reshard bench: the benchmark sweep (reshard/sweep.hpp), nccl-tests style. Every output is opened before the first
+// measurement, and every row is appended and flushed as it is measured, so an interrupted sweep keeps its rows.
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <nlohmann/json.hpp>
 
 #include "cli_common.hpp"
-#include "reshard/calibrate.hpp"
+#include "cli_output.hpp"
+#include "reshard/interrupt.hpp"
 #include "reshard/sweep.hpp"
 #include "reshard/text.hpp"
+#include "reshard/tools_text.hpp"
 
 namespace reshard::cli {
 namespace {
@@ -16,19 +22,100 @@ std::vector<std::string> split_list(const std::string& text) {
   return out;
 }
 
+std::string duration(double seconds) {
+  auto s = static_cast<long long>(seconds + 0.5);
+  if (s < 60) return fmt::format("{}s", s);
+  if (s < 3600) return fmt::format("{}m{:02}s", s / 60, s % 60);
+  return fmt::format("{}h{:02}m", s / 3600, (s % 3600) / 60);
+}
+
+struct Flags {
+  std::string meshes, sizes, shapes, dtypes = "f32,bf16", strategies = "collective,p2p,hybrid", placements = "R,S0,S1";
+  std::string backend = "auto", profile, csv, cases, pipeline_chunk;
+  JsonFlag json;
+  int iters = 20, warmup = 5, ranks_per_node = 8;
+  bool nccl_blocking = false;
+};
+
+SweepOptions sweep_options(const Flags& f) {
+  SweepOptions o;
+  for (const std::string& m : f.meshes.empty() ? std::vector<std::string>{} : split_list(f.meshes))
+    o.meshes.push_back(parse_mesh_shape(m));
+  for (const std::string& s : f.sizes.empty() ? std::vector<std::string>{} : split_list(f.sizes))
+    o.sizes_bytes.push_back(parse_bytes("--sizes", s));
+  for (const std::string& s : f.shapes.empty() ? std::vector<std::string>{} : split_list(f.shapes))
+    o.shapes.push_back(parse_shape(s));
+  RESHARD_REQUIRE(o.shapes.empty() || o.sizes_bytes.empty(), "give --sizes or --shapes, not both");
+  o.dtypes.clear();
+  for (const std::string& d : split_list(f.dtypes)) o.dtypes.push_back(parse_dtype(d));
+  o.strategies.clear();
+  for (const std::string& s : split_list(f.strategies)) {
+    Strategy st = parse_strategy(s);
+    RESHARD_REQUIRE(st != Strategy::kAuto, "--strategies: auto is not a strategy of its own (its choice is marked)");
+    o.strategies.push_back(st);
+  }
+  o.placements = split_list(f.placements);
+  for (const std::string& p : o.placements) parse_placement(p);
+  RESHARD_REQUIRE(f.iters >= 1, "--iters must be >= 1, got ", f.iters);
+  RESHARD_REQUIRE(f.warmup >= 0, "--warmup must be >= 0, got ", f.warmup);
+  o.iters = f.iters;
+  o.warmup = f.warmup;
+  RESHARD_REQUIRE(f.ranks_per_node >= 1, "--ranks-per-node must be >= 1, got ", f.ranks_per_node);
+  o.plan.topology.ranks_per_node = f.ranks_per_node;
+  if (!f.profile.empty()) o.plan.profile = load_profile(f.profile);
+  if (!f.pipeline_chunk.empty()) o.plan.pipeline_chunk_bytes = parse_bytes("--pipeline-chunk", f.pipeline_chunk);
+  RESHARD_REQUIRE(f.backend == "auto" || f.backend == "nccl" || f.backend == "host",
+                  "--backend must be auto, nccl or host, got '", tools::printable(f.backend), "'");
+  o.backend = f.backend == "host" || (f.backend == "auto" && !nccl_available(2)) ? Backend::kHost : Backend::kNccl;
+  o.nccl_mode = f.nccl_blocking ? NcclMode::kBlocking : NcclMode::kNonBlocking;
+  return o;
+}
+
+std::string header(const SweepLink& link) {
+  std::string out;
+  if (link.applies) {
+    out += fmt::format(
+        "# reshard bench: link {:.1f} GB/s (cudaMemcpyPeer {:.1f}, NCCL send/recv {:.1f}), device copy {:.1f} GB/s\n",
+        link.link_GBps, link.measured.peer_copy_GBps, link.measured.nccl_p2p_GBps, link.copy_GBps);
+    out += "# algbw = tensor bytes / time; busbw = slowest rank's max(bytes in, bytes out) / time;\n";
+    out +=
+        "# bound = max(that max / link, slowest rank's local bytes / device copy); decimal GB/s; * = auto's choice\n";
+  } else {
+    out += "# reshard bench: host backend (ranks are threads): no link, so no bound; no CUDA graph ('-')\n";
+    out +=
+        "# algbw = tensor bytes / time; busbw = slowest rank's max(bytes in, bytes out) / time; decimal GB/s; "
+        "* = auto's choice\n";
+  }
+  return out + record_table_header();
+}
+
+// Progress on stderr: rewritten in place on a terminal, one line per run otherwise.
+class Progress {
+ public:
+  Progress() : tty_(::isatty(STDERR_FILENO) == 1), start_(std::chrono::steady_clock::now()) {}
+  void row(size_t done, size_t total) {
+    double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    double eta = done ? elapsed / static_cast<double>(done) * static_cast<double>(total - done) : 0;
+    fmt::print(stderr, "{}[{}/{}] {:.0f}%, {} elapsed, ETA {}{}", tty_ ? "\r" : "", done, total,
+               total ? 100.0 * done / total : 100.0, duration(elapsed), duration(eta), tty_ ? "\x1b[K" : "\n");
+    if (tty_ && done == total) fmt::print(stderr, "\n");
+    std::fflush(stderr);
+  }
+
+ private:
+  bool tty_;
+  std::chrono::steady_clock::time_point start_;
+};
+
 }  // namespace
 
 Command add_bench_command(CLI::App& app) {
-  struct Flags {
-    std::string meshes, sizes, dtypes = "f32,bf16", strategies = "collective,p2p,hybrid", placements = "R,S0,S1";
-    std::string backend = "auto", profile, csv, json, cases, pipeline_chunk;
-    int iters = 20, warmup = 5, ranks_per_node = 8;
-  };
   auto f = std::make_shared<Flags>();
   CLI::App* cmd =
       app.add_subcommand("bench", "Sweep meshes x placement pairs x sizes x dtypes x strategies; verify and time each");
   cmd->add_option("--meshes", f->meshes, "Meshes, comma-separated (default: those the GPUs fit, e.g. 2,1x2,2x1)");
   cmd->add_option("--sizes", f->sizes, "Tensor sizes, comma-separated (default 1MiB..1GiB in x4 steps)");
+  cmd->add_option("--shapes", f->shapes, "Tensor shapes instead of sizes, comma-separated (e.g. 4096x4096,8x1048576)");
   cmd->add_option("--dtypes", f->dtypes, "Dtypes, comma-separated")->capture_default_str();
   cmd->add_option("--strategies", f->strategies, "Strategies to run (auto's choice is marked)")->capture_default_str();
   cmd->add_option("--placements", f->placements, "Placements per mesh dim; every pair is run")->capture_default_str();
@@ -38,79 +125,87 @@ Command add_bench_command(CLI::App& app) {
   cmd->add_option("--ranks-per-node", f->ranks_per_node, "Ranks per node, for the cost model")->capture_default_str();
   cmd->add_option("--profile", f->profile, "Cost-model profile JSON");
   cmd->add_option("--pipeline-chunk", f->pipeline_chunk, "Pipeline chunk bytes (0: off)");
-  cmd->add_option("--csv", f->csv, "Write the rows as CSV");
-  cmd->add_option("--json", f->json, "Write the rows as JSON");
+  cmd->add_flag("--nccl-blocking", f->nccl_blocking, "Blocking NCCL communicators (default: non-blocking)");
+  cmd->add_option("--csv", f->csv, "Write the rows as CSV, each as it is measured");
+  add_json_flag(*cmd, f->json, "The link figures and the rows, each row as it is measured,");
   cmd->add_option("--cases", f->cases, "Write the cases for bench/pytorch_baseline.py");
   return [f] {
-    SweepOptions o;
-    for (const std::string& m : f->meshes.empty() ? std::vector<std::string>{} : split_list(f->meshes))
-      o.meshes.push_back(parse_mesh_shape(m));
-    for (const std::string& s : f->sizes.empty() ? std::vector<std::string>{} : split_list(f->sizes))
-      o.sizes_bytes.push_back(parse_bytes("--sizes", s));
-    o.dtypes.clear();
-    for (const std::string& d : split_list(f->dtypes)) o.dtypes.push_back(parse_dtype(d));
-    o.strategies.clear();
-    for (const std::string& s : split_list(f->strategies)) {
-      Strategy st = parse_strategy(s);
-      RESHARD_REQUIRE(st != Strategy::kAuto, "--strategies: auto is not a strategy of its own (its choice is marked)");
-      o.strategies.push_back(st);
-    }
-    o.placements = split_list(f->placements);
-    for (const std::string& p : o.placements) parse_placement(p);
-    RESHARD_REQUIRE(f->iters >= 1 && f->warmup >= 0, "--iters must be >= 1 and --warmup >= 0");
-    o.iters = f->iters;
-    o.warmup = f->warmup;
-    RESHARD_REQUIRE(f->ranks_per_node >= 1, "--ranks-per-node must be >= 1, got ", f->ranks_per_node);
-    o.plan.topology.ranks_per_node = f->ranks_per_node;
-    if (!f->profile.empty()) o.plan.profile = load_profile(f->profile);
-    if (!f->pipeline_chunk.empty()) o.plan.pipeline_chunk_bytes = parse_bytes("--pipeline-chunk", f->pipeline_chunk);
-    RESHARD_REQUIRE(f->backend == "auto" || f->backend == "nccl" || f->backend == "host",
-                    "--backend must be auto, nccl or host, got '", f->backend, "'");
-    o.backend = f->backend == "host" || (f->backend == "auto" && !nccl_available(2)) ? Backend::kHost : Backend::kNccl;
-    o.csv_path = f->csv;
-    o.json_path = f->json;
-    o.cases_path = f->cases;
-    SweepResult res = run_sweep(o, std::cout);
-    Index wrong = 0, checked = 0;
-    for (const SweepRow& r : res.rows) {
-      wrong += r.wrong;
-      checked += r.checked;
-    }
-    std::cout << "# " << res.rows.size() << " runs, " << checked << " elements checked, " << wrong << " wrong\n";
-    if (wrong) fail(ErrorKind::kMismatch, cat(wrong, " wrong elements in the sweep"));
-    return 0;
-  };
-}
+    SweepOptions o = resolve_sweep(sweep_options(*f));
+    // Every output is opened before anything is measured.
+    std::optional<Output> csv, json, cases_out;
+    if (!f->csv.empty()) csv = Output::open(f->csv, "--csv");
+    if (f->json.given()) json = Output::open(f->json.path(), "--json");
+    if (!f->cases.empty()) cases_out = Output::open(f->cases, "--cases");
+    const bool table = !json || !json->is_stdout();
+    Output out = Output::standard();
 
-Command add_calibrate_command(CLI::App& app) {
-  struct Flags {
-    std::string out, sizes, base;
-    int iters = 20;
-  };
-  auto f = std::make_shared<Flags>();
-  CLI::App* cmd =
-      app.add_subcommand("calibrate", "Fit the cost model's alpha and beta from measurements on the local GPUs");
-  cmd->add_option("--out", f->out, "Write the profile JSON here")->required();
-  cmd->add_option("--sizes", f->sizes, "Sizes, comma-separated (default 4KiB..1GiB in x4 steps)");
-  cmd->add_option("--iters", f->iters, "Timed repetitions per size")->capture_default_str();
-  cmd->add_option("--base", f->base, "Profile for what cannot be measured here (default: the built-in one)");
-  return [f] {
-    CalibrateOptions o;
-    o.iters = f->iters;
-    if (!f->base.empty()) o.base = load_profile(f->base);
-    if (!f->sizes.empty())
-      for (const std::string& size : split_list(f->sizes))
-        o.sizes_bytes.push_back(static_cast<double>(parse_bytes("--sizes", size)));
-    Calibration cal = calibrate(o);
-    std::ofstream out(f->out);
-    RESHARD_REQUIRE(out.good(), "--out: cannot write '", f->out, "'");
-    out << profile_to_json(cal.profile);
-    std::cout << "# calibrated on " << cal.machine << "\n";
-    for (const auto& [name, fit] : cal.fits)
-      std::cout << "  " << name << ": alpha " << fit.params.alpha_us << " us, bandwidth " << fit.params.bandwidth_GBps
-                << " GB/s, rms relative error " << 100 * fit.rms_rel_error << "%, max " << 100 * fit.max_rel_error
-                << "%\n";
-    std::cout << "# wrote " << f->out << "\n";
+    std::vector<SweepCase> cases = sweep_cases(o);
+    if (cases_out) {
+      cases_out->write(sweep_cases_json(cases));
+      cases_out->flush();
+    }
+    if (csv) {
+      csv->write(record_csv_header());
+      csv->flush();
+    }
+    Progress progress;
+    size_t rows = 0;
+    bool json_open = false;
+    SweepEvents events;
+    events.on_start = [&](const SweepLink& link, size_t runs) {
+      fmt::print(stderr, "reshard bench: {} runs ({} cases) on the {} backend\n", runs, cases.size(),
+                 to_string(o.backend));
+      if (table) out.write(header(link));
+      if (json) {
+        nlohmann::ordered_json l = nullptr;  // the host backend has no link
+        if (link.applies)
+          l = {{"peer_copy_GBps", link.measured.peer_copy_GBps},
+               {"nccl_p2p_GBps", link.measured.nccl_p2p_GBps},
+               {"device_copy_GBps", link.measured.device_copy_GBps},
+               {"bytes", link.measured.bytes},
+               {"bound_link_GBps", link.link_GBps},
+               {"bound_copy_GBps", link.copy_GBps}};
+        json->write(fmt::format("{{\"link\": {},\n \"profile\": {},\n \"rows\": [\n", l.dump(),
+                                nlohmann::json(o.plan.profile.name).dump()));
+        json->flush();
+        json_open = true;
+      }
+    };
+    events.on_row = [&](const RunRecord& row, size_t done, size_t runs) {
+      if (table) {
+        out.write(record_table_row(row));
+        out.flush();
+      }
+      if (csv) {
+        csv->write(record_csv_row(row));
+        csv->flush();
+      }
+      if (json) {
+        json->write((rows ? ",\n  " : "  ") + record_json(row));
+        json->flush();
+      }
+      ++rows;
+      progress.row(done, runs);
+    };
+    auto close_json = [&] {
+      if (json && json_open) {
+        json->write("\n ]}\n");
+        json->flush();
+      }
+    };
+    SweepSummary summary;
+    try {
+      summary = run_sweep(o, cases, events);
+    } catch (const Interrupted&) {
+      close_json();  // the rows measured so far stay valid JSON
+      fmt::print(stderr, "reshard bench: stopped after {} runs; every row measured is in the outputs\n", rows);
+      throw;
+    }
+    close_json();
+    if (table)
+      out.write(
+          fmt::format("# {} runs, {} elements checked, {} wrong\n", summary.runs, summary.checked, summary.wrong));
+    if (summary.wrong) fail(ErrorKind::kMismatch, cat(summary.wrong, " wrong elements in the sweep"));
     return 0;
   };
 }

@@ -1,134 +1,100 @@
 // reshard run: execute a redistribution on real buffers, verify every element of every rank, report the time.
 //
-// Metrics (decimal GB/s, as nccl-tests): algbw = tensor bytes / time; busbw = the slowest rank's
+// Metrics (decimal GB/s, as nccl-tests; run_record.hpp): algbw = tensor bytes / time; busbw = the slowest rank's
 // max(bytes in, bytes out) / time, where bytes are what the redistribution must move whatever the plan (the p2p
-// overlap volume); bound = that same max / link bandwidth, the time no plan can beat.
-#include <cstdlib>
-#include <iomanip>
-#include <iostream>
-#include <nlohmann/json.hpp>
+// overlap volume); bound = that same max / link bandwidth, the time no plan can beat (GPU runs, or --link-GBps).
+#include <fmt/format.h>
+
+#include <cmath>
 
 #include "cli_common.hpp"
-#include "reshard/detail/json_text.hpp"
+#include "cli_output.hpp"
 #include "reshard/harness.hpp"
 #include "reshard/overlap.hpp"
 #include "reshard/plan_format.hpp"
+#include "reshard/run_record.hpp"
 #include "reshard/text.hpp"
+#include "reshard/tools_text.hpp"
 
 namespace reshard::cli {
 namespace {
 
-int env_int(const char* name, int fallback) {
-  const char* v = std::getenv(name);
-  if (!v || !*v) return fallback;
-  try {
-    return std::stoi(v);
-  } catch (...) {
-    fail(ErrorKind::kInvalidArgument, cat("environment variable ", name, "='", v, "' is not an integer"));
-  }
-}
+constexpr double kMinLinkGBps = 1e-3, kMaxLinkGBps = 1e6;
 
-struct Report {
-  const Plan& plan;
-  const RunResult& result;
-  TrafficBound bound;
-  double link_GBps;
+struct Flags {
+  PlanFlags plan;
+  std::string plan_file;
+  std::string backend = "auto";
+  int iters = 20;
+  int warmup = 5;
+  bool graph = false;
+  JsonFlag json;
+  bool trace = false;
+  bool nccl_blocking = false;
+  bool measure_link = false;
+  int timeout_ms = 120000;
+  double link_GBps = 0;
+  std::string rendezvous;
+  std::string inject_fault;
+  std::string stages = "lanes";
 };
 
-void print_table(const Report& r) {
-  const Plan& p = r.plan;
-  double tensor_bytes = static_cast<double>(p.src().global_volume() * p.element_size());
-  double t = r.result.median_us;
-  double algbw = t > 0 ? tensor_bytes / (t * 1e3) : 0, busbw = t > 0 ? r.bound.max_rank_bytes / (t * 1e3) : 0;
-  double bound_us = r.bound.max_rank_bytes / (r.link_GBps * 1e3);
-  std::cout
-      << "# reshard run: " << r.result.ranks << " ranks, " << to_string(r.result.backend) << " backend, "
-      << r.result.iteration_us.size() << " timed iterations (median)\n"
-      << "# algbw = tensor bytes / time; busbw = slowest rank's max(bytes in, bytes out) / time; bound = that max / "
-      << r.link_GBps << " GB/s link; GB/s are decimal\n";
-  std::cout << std::left << std::setw(8) << "# mesh" << std::setw(12) << "from" << std::setw(12) << "to"
-            << std::setw(16) << "shape" << std::setw(6) << "dtype" << std::setw(12) << "strategy" << std::right
-            << std::setw(14) << "bytes" << std::setw(12) << "time(us)" << std::setw(12) << "algbw" << std::setw(10)
-            << "busbw" << std::setw(11) << "bound(us)" << std::setw(9) << "%bound" << std::setw(11) << "est(us)"
-            << std::setw(10) << "wrong\n";
-  std::cout << std::left << std::setw(8) << ("  " + p.src().mesh().str()) << std::setw(12)
-            << to_string(p.src().placements()) << std::setw(12) << to_string(p.dst().placements()) << std::setw(16)
-            << to_string(p.src().global_shape()) << std::setw(6) << to_string(p.dtype()) << std::setw(12)
-            << (std::string(to_string(p.strategy())) + "/" + std::string(to_string(p.transport()))) << std::right
-            << std::setw(14) << static_cast<Index>(tensor_bytes) << std::fixed
-            << std::setprecision(1) << std::setw(12) << t << std::setprecision(2) << std::setw(12) << algbw
-            << std::setw(10) << busbw << std::setprecision(1) << std::setw(11) << bound_us << std::setw(8)
-            << (t > 0 ? 100.0 * bound_us / t : 0) << "%" << std::setw(11) << p.estimated_us() << std::setw(9)
-            << r.result.wrong_elements << "\n";
-  for (size_t i = 0; i < r.result.steps.size(); ++i) {
-    const StepTime& st = r.result.steps[i];
-    std::cout << "# step " << i << " " << to_string(p.steps()[i].kind) << std::setprecision(1)
-              << (st.pipelined ? " (pipelined)" : "") << ": pack " << st.pack_us << " us, communication " << st.comm_us
-              << " us, unpack " << st.unpack_us << " us, total " << st.total_us << " us (slowest rank, traced run)\n";
-  }
-  std::cout << "# verified " << r.result.checked_elements << " elements on " << r.result.ranks << " ranks: "
-            << (r.result.wrong_elements == 0 ? "all correct" : std::to_string(r.result.wrong_elements) + " WRONG")
-            << "; peak workspace " << human_bytes(static_cast<double>(r.result.workspace_bytes)) << " per rank\n";
+void parse_fault(const std::string& text, const Mesh& mesh, Backend backend, RunOptions& options) {
+  std::vector<std::string_view> parts = split(text, ':');
+  bool overflow = false;
+  std::optional<long long> r = parts.size() == 2 ? parse_integer(parts[0], &overflow) : std::nullopt;
+  RESHARD_REQUIRE(r && (parts[1] == "after-prepare" || parts[1] == "mid-run"), "--inject-fault '",
+                  tools::printable(text), "' must be RANK:after-prepare or RANK:mid-run");
+  options.fault_rank = check_rank("--inject-fault", *r, mesh);
+  RESHARD_REQUIRE(backend == Backend::kNccl,
+                  "--inject-fault needs the nccl backend (it ends a rank's process; host ranks share one process)");
+  options.fault_point = parts[1] == "mid-run" ? RunOptions::FaultPoint::kMidRun : RunOptions::FaultPoint::kAfterPrepare;
 }
 
-std::string report_json(const Report& r) {
-  const Plan& p = r.plan;
-  double tensor_bytes = static_cast<double>(p.src().global_volume() * p.element_size());
-  double t = r.result.median_us;
-  nlohmann::ordered_json j;
-  j["mesh"] = p.src().mesh().shape();
-  j["from"] = to_string(p.src().placements());
-  j["to"] = to_string(p.dst().placements());
-  j["global_shape"] = p.src().global_shape().vec();
-  j["dtype"] = std::string(to_string(p.dtype()));
-  j["strategy"] = std::string(to_string(p.strategy()));
-  j["transport"] = std::string(to_string(p.transport()));
-  j["backend"] = std::string(to_string(r.result.backend));
-  j["ranks"] = r.result.ranks;
-  j["tensor_bytes"] = static_cast<Index>(tensor_bytes);
-  j["max_rank_bytes"] = r.bound.max_rank_bytes;
-  j["median_us"] = t;
-  j["algbw_GBps"] = t > 0 ? tensor_bytes / (t * 1e3) : 0.0;
-  j["busbw_GBps"] = t > 0 ? r.bound.max_rank_bytes / (t * 1e3) : 0.0;
-  j["link_GBps"] = r.link_GBps;
-  j["bound_us"] = r.bound.max_rank_bytes / (r.link_GBps * 1e3);
-  j["estimated_us"] = p.estimated_us();
-  j["workspace_bytes"] = r.result.workspace_bytes;
-  j["wrong_elements"] = r.result.wrong_elements;
-  j["checked_elements"] = r.result.checked_elements;
-  j["iteration_us"] = r.result.iteration_us;
-  return detail::json_text(j);
+std::string report_table(const Plan& plan, const RunResult& result, const RunRecord& record,
+                         std::optional<double> link_GBps) {
+  const TimingSummary& t = result.timing;
+  std::string out = fmt::format("# reshard run: {} ranks, {} backend, {} timed iterations ({}median)\n", result.ranks,
+                                to_string(result.backend), t.iterations,
+                                t.samples < t.iterations ? fmt::format("{} sampled, ", t.samples) : "");
+  out += "# algbw = tensor bytes / time; busbw = slowest rank's max(bytes in, bytes out) / time; ";
+  out += link_GBps ? fmt::format("bound = that max / {:.1f} GB/s link", *link_GBps)
+                   : std::string("bound: none on the host backend (no link; --link-GBps gives one)");
+  out += "; GB/s are decimal\n";
+  out += record_table_header() + record_table_row(record);
+  out += fmt::format("# time per iteration (us): min {:.1f}, median {:.1f}, p90 {:.1f}, max {:.1f}, mean {:.1f}\n",
+                     t.min_us, t.median_us, t.p90_us, t.max_us, t.mean_us);
+  for (size_t i = 0; i < result.steps.size(); ++i) {
+    const StepTime& st = result.steps[i];
+    out += fmt::format(
+        "# step {} {}{}: pack {:.1f} us, communication {:.1f} us, unpack {:.1f} us, total {:.1f} us (slowest rank, "
+        "traced run)\n",
+        i, to_string(plan.steps()[i].kind), st.pipelined ? " (pipelined)" : "", st.pack_us, st.comm_us, st.unpack_us,
+        st.total_us);
+  }
+  out += fmt::format(
+      "# verified {} elements on {} ranks: {}; peak workspace {} per rank\n", result.checked_elements, result.ranks,
+      result.wrong_elements == 0 ? std::string("all correct") : fmt::format("{} WRONG", result.wrong_elements),
+      human_bytes(static_cast<double>(result.workspace_bytes)));
+  return out;
 }
 
 }  // namespace
 
 Command add_run_command(CLI::App& app) {
-  struct Flags {
-    PlanFlags plan;
-    std::string backend = "auto";
-    int iters = 20;
-    int warmup = 5;
-    bool graph = false;
-    bool json = false;
-    bool trace = false;
-    bool nccl_blocking = false;
-    bool measure_link = false;
-    int timeout_ms = 120000;
-    double link_GBps = 0;
-    std::string rendezvous;
-    std::string inject_fault;
-    std::string stages = "lanes";
-  };
   auto flags = std::make_shared<Flags>();
   CLI::App* cmd =
       app.add_subcommand("run", "Run a redistribution on GPUs (or host threads), verify every element, time it");
   add_plan_flags(*cmd, flags->plan);
+  cmd->add_option("--plan", flags->plan_file,
+                  "Run this plan (from plan --json, possibly edited) instead of planning; layout flags given with it "
+                  "must match it");
   cmd->add_option("--backend", flags->backend, "auto (GPUs when enough are visible, else host), nccl or host")
       ->capture_default_str();
   cmd->add_option("--iters", flags->iters, "Timed iterations")->capture_default_str();
   cmd->add_option("--warmup", flags->warmup, "Untimed iterations first")->capture_default_str();
   cmd->add_flag("--graph", flags->graph, "Capture one run in a CUDA graph and time its replays");
-  cmd->add_flag("--json", flags->json, "Print the result as JSON");
+  add_json_flag(*cmd, flags->json, "The result");
   cmd->add_flag("--trace", flags->trace, "Time each step's pack, communication and unpack (one extra traced run)");
   cmd->add_flag("--nccl-blocking", flags->nccl_blocking, "Blocking NCCL communicators (default: non-blocking)");
   cmd->add_flag("--measure-link", flags->measure_link, "Measure the GPU link bandwidth first and use it for the bound");
@@ -143,75 +109,118 @@ Command add_run_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--inject-fault", flags->inject_fault,
                   "Testing aid: RANK:after-prepare or RANK:mid-run makes that rank's process exit abruptly (nccl)");
-  return [flags] {
-    PlanRequest req = make_plan_request(flags->plan);
-    RESHARD_REQUIRE(flags->iters >= 1, "--iters must be >= 1, got ", flags->iters);
-    RESHARD_REQUIRE(flags->warmup >= 0, "--warmup must be >= 0, got ", flags->warmup);
-    RESHARD_REQUIRE(flags->timeout_ms >= 1, "--timeout-ms must be >= 1, got ", flags->timeout_ms);
-    RESHARD_REQUIRE(flags->backend == "auto" || flags->backend == "nccl" || flags->backend == "host",
-                    "--backend must be auto, nccl or host, got '", flags->backend, "'");
-    const int n = req.src.mesh().size();
-    RunOptions options;
-    options.iters = flags->iters;
-    options.warmup = flags->warmup;
-    options.cuda_graph = flags->graph;
-    options.trace = flags->trace;
-    options.nccl_blocking = flags->nccl_blocking;
-    RESHARD_REQUIRE(flags->stages == "lanes" || flags->stages == "serial", "--stages must be lanes or serial, got '",
-                    flags->stages, "'");
-    options.stage_overlap = flags->stages == "serial" ? StageOverlap::kSerial : StageOverlap::kLanes;
-    if (!flags->inject_fault.empty()) {
-      std::vector<std::string_view> parts = split(flags->inject_fault, ':');
-      std::optional<long long> r = parts.size() == 2 ? parse_integer(parts[0]) : std::nullopt;
-      RESHARD_REQUIRE(r && (parts[1] == "after-prepare" || parts[1] == "mid-run"), "--inject-fault '",
-                      flags->inject_fault, "' must be RANK:after-prepare or RANK:mid-run");
-      options.fault_rank = static_cast<int>(*r);
-      options.fault_point =
-          parts[1] == "mid-run" ? RunOptions::FaultPoint::kMidRun : RunOptions::FaultPoint::kAfterPrepare;
+  return [flags, cmd] {
+    const Flags& f = *flags;
+    RESHARD_REQUIRE(f.iters >= 1, "--iters must be >= 1, got ", f.iters);
+    RESHARD_REQUIRE(f.warmup >= 0, "--warmup must be >= 0, got ", f.warmup);
+    RESHARD_REQUIRE(f.timeout_ms >= 1, "--timeout-ms must be >= 1, got ", f.timeout_ms);
+    RESHARD_REQUIRE(f.backend == "auto" || f.backend == "nccl" || f.backend == "host",
+                    "--backend must be auto, nccl or host, got '", tools::printable(f.backend), "'");
+    RESHARD_REQUIRE(f.stages == "lanes" || f.stages == "serial", "--stages must be lanes or serial, got '",
+                    tools::printable(f.stages), "'");
+    std::optional<double> link_flag;
+    if (cmd->count("--link-GBps")) {
+      RESHARD_REQUIRE(std::isfinite(f.link_GBps) && f.link_GBps >= kMinLinkGBps && f.link_GBps <= kMaxLinkGBps,
+                      "--link-GBps must be a bandwidth between ", kMinLinkGBps, " and ", kMaxLinkGBps, " GB/s, got ",
+                      f.link_GBps);
+      link_flag = f.link_GBps;
     }
-    options.timeout = std::chrono::milliseconds(flags->timeout_ms);
+    std::optional<Output> json;
+    if (f.json.given()) json = Output::open(f.json.path(), "--json");
 
-    const int world = env_int("WORLD_SIZE", 1), rank = env_int("RANK", 0);
-    std::string rendezvous = flags->rendezvous;
-    if (rendezvous.empty() && world > 1 && std::getenv("MASTER_ADDR") && std::getenv("MASTER_PORT"))
-      rendezvous = cat("tcp:", std::getenv("MASTER_ADDR"), ":", env_int("MASTER_PORT", 0) + 1);
-    const bool multi_process = world > 1 || !flags->rendezvous.empty();
+    // What to run: a plan file, or a request to plan.
+    std::optional<Plan> loaded;
+    std::optional<PlanRequest> req;
+    if (!f.plan_file.empty()) {
+      loaded.emplace(load_plan_for(*cmd, f.plan, f.plan_file, "--plan"));
+    } else {
+      req.emplace(make_plan_request(*cmd, f.plan));
+    }
+    const Mesh mesh = loaded ? loaded->src().mesh() : req->src.mesh();
+    const int n = mesh.size();
 
-    if (flags->backend == "nccl" || (flags->backend == "auto" && (multi_process || nccl_available(n)))) {
+    const LaunchEnvironment env = launch_environment();
+    std::string rendezvous = f.rendezvous.empty() && env.world_size > 1 ? env.rendezvous : f.rendezvous;
+    const bool multi_process = env.world_size > 1 || !f.rendezvous.empty();
+    RunOptions options;
+    options.iters = f.iters;
+    options.warmup = f.warmup;
+    options.cuda_graph = f.graph;
+    options.trace = f.trace;
+    options.nccl_mode = f.nccl_blocking ? NcclMode::kBlocking : NcclMode::kNonBlocking;
+    options.stage_overlap = f.stages == "serial" ? StageOverlap::kSerial : StageOverlap::kLanes;
+    options.timeout = std::chrono::milliseconds(f.timeout_ms);
+
+    if (multi_process) {
+      RESHARD_REQUIRE(f.backend != "host", "WORLD_SIZE=", env.world_size,
+                      " (a launcher started one process per rank) needs the nccl backend; --backend host runs every "
+                      "rank in one process: unset WORLD_SIZE and RANK for that");
       options.backend = Backend::kNccl;
+      if (env.rank == 0)
+        fmt::print(stderr,
+                   "reshard run: multi-process mode (WORLD_SIZE={} from the environment): this process is rank {} on "
+                   "local GPU {}; NCCL rendezvous {}\n",
+                   env.world_size, env.rank, env.local_rank, rendezvous.empty() ? "(none)" : rendezvous);
+      const int gpus = local_gpu_count();
+      RESHARD_REQUIRE(env.local_rank < gpus, "multi-process mode needs one GPU per process: LOCAL_RANK ",
+                      env.local_rank, " but ", gpus,
+                      " GPUs are visible (to run every rank in this process, unset WORLD_SIZE and RANK)");
+      RESHARD_REQUIRE(!rendezvous.empty(), "multi-process run: give --rendezvous file:PATH or tcp:HOST:PORT");
+    } else if (f.backend == "nccl" || (f.backend == "auto" && nccl_available(n))) {
+      options.backend = Backend::kNccl;
+      RESHARD_REQUIRE(nccl_available(n), "--backend nccl needs ", n, " GPUs for mesh ", mesh.str(), " but ",
+                      local_gpu_count(), " are visible (use --backend host, or one process per GPU)");
     } else {
       options.backend = Backend::kHost;
     }
-    if (options.backend == Backend::kNccl && !multi_process)
-      RESHARD_REQUIRE(nccl_available(n), "--backend nccl needs ", n, " GPUs for mesh ", req.src.mesh().str(), " but ",
-                      local_gpu_count(), " are visible (use --backend host, or one process per GPU)");
-    RESHARD_REQUIRE(!flags->graph || options.backend == Backend::kNccl, "--graph needs the nccl backend");
+    RESHARD_REQUIRE(!f.graph || options.backend == Backend::kNccl, "--graph needs the nccl backend");
+    RESHARD_REQUIRE(!f.measure_link || options.backend == Backend::kNccl, "--measure-link needs the nccl backend");
+    if (!f.inject_fault.empty()) parse_fault(f.inject_fault, mesh, options.backend, options);
 
-    RunResult result;
     std::optional<Plan> plan;
+    RunResult result;
     if (multi_process) {
-      RESHARD_REQUIRE(!rendezvous.empty(), "multi-process run: give --rendezvous file:PATH or tcp:HOST:PORT");
-      RESHARD_REQUIRE(options.backend == Backend::kNccl, "multi-process runs use the nccl backend");
-      plan.emplace(make_rank_plan(req.src, req.dst, req.dtype, rank, req.options));
-      result = run_plan_process(*plan, rank, world, env_int("LOCAL_RANK", rank), rendezvous, options);
+      if (loaded)
+        plan.emplace(std::move(*loaded));
+      else
+        plan.emplace(make_rank_plan(req->src, req->dst, req->dtype, env.rank, req->options));
+      result = run_plan_process(*plan, env.rank, env.world_size, env.local_rank, rendezvous, options);
     } else {
-      plan.emplace(make_plan(req.src, req.dst, req.dtype, req.options));
+      if (loaded)
+        plan.emplace(std::move(*loaded));
+      else
+        plan.emplace(make_plan(req->src, req->dst, req->dtype, req->options));
+      RESHARD_REQUIRE(!plan->scope_rank(), "--plan '", f.plan_file, "' is rank ", plan->scope_rank().value_or(0),
+                      "'s plan; one process runs every rank and needs the global plan (plan --json without --rank)");
       result = run_plan(*plan, options);
     }
-    TrafficBound bound = traffic_bound(req.src, req.dst, req.options.topology, element_size(req.dtype));
-    const LinkProfile& link = bound.crosses_nodes ? req.options.profile.inter_node : req.options.profile.intra_node;
-    double link_GBps = flags->link_GBps > 0 ? flags->link_GBps : link.p2p.bandwidth_GBps;
-    if (flags->measure_link) {
+
+    TrafficBound bound = traffic_bound(plan->src(), plan->dst(), plan->topology(), plan->element_size());
+    std::optional<double> link_GBps = link_flag;
+    if (!link_GBps && options.backend == Backend::kNccl) {
+      const Profile profile = req ? req->options.profile : default_profile();
+      link_GBps = (bound.crosses_nodes ? profile.inter_node : profile.intra_node).p2p.bandwidth_GBps;
+    }
+    std::string measured;
+    if (f.measure_link) {
       LinkMeasurement m = measure_links();
       link_GBps = std::max(m.peer_copy_GBps, m.nccl_p2p_GBps);
-      if (rank == 0)
-        std::cout << "# measured link: cudaMemcpyPeer " << m.peer_copy_GBps << " GB/s, NCCL send/recv "
-                  << m.nccl_p2p_GBps << " GB/s per direction, device copy " << m.device_copy_GBps << " GB/s ("
-                  << m.bytes << " bytes)\n";
+      measured = fmt::format(
+          "# measured link: cudaMemcpyPeer {:.1f} GB/s, NCCL send/recv {:.1f} GB/s per direction, device copy {:.1f} "
+          "GB/s ({} bytes)\n",
+          m.peer_copy_GBps, m.nccl_p2p_GBps, m.device_copy_GBps, m.bytes);
     }
-    Report report{*plan, result, bound, link_GBps};
-    if (rank == 0) std::cout << (flags->json ? report_json(report) + "\n" : "");
-    if (rank == 0 && !flags->json) print_table(report);
+    RunRecord record = make_record(*plan, result, bound);
+    record.auto_choice = req && req->options.strategy == Strategy::kAuto;
+    if (link_GBps) record.bound_us = bound.max_rank_bytes / (*link_GBps * 1e3);
+    if (env.rank == 0) {
+      if (json) {
+        json->write(record_json(record) + "\n");
+        json->flush();
+      }
+      if (!json || !json->is_stdout())
+        Output::standard().write(measured + report_table(*plan, result, record, link_GBps));
+    }
     if (result.wrong_elements != 0)
       fail(ErrorKind::kMismatch, cat(result.wrong_elements, " of ", result.checked_elements, " elements are wrong"));
     return 0;

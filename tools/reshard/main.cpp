@@ -1,13 +1,33 @@
 // reshard: plan and execute DTensor redistributions.
 //
-// Exit codes: 0 success; 1 a runtime failure (communication error, timeout, wrong data); 2 a usage or input
-// error (unknown flag, malformed mesh / placements / shape, inconsistent options). Errors go to stderr as one line.
-#include <iostream>
+// Exit codes: 0 success; 1 a runtime failure (communication error, timeout, wrong data, an output that cannot be
+// written); 2 a usage or input error (unknown command or flag, malformed mesh / placements / shape, inconsistent
+// options, a request that does not fit in memory); 128 + N when stopped by signal N (SIGINT, SIGTERM). Errors go to
+// stderr as one line: "reshard <command>: error: <message>", control characters escaped.
+#include <fmt/format.h>
+
+#include <cstdio>
 #include <map>
 
+#include "cli_args.hpp"
 #include "cli_common.hpp"
+#include "cli_output.hpp"
+#include "cli_signals.hpp"
 #include "reshard/error.hpp"
 #include "reshard/version.hpp"
+#include "reshard/interrupt.hpp"
+#include "reshard/tools_text.hpp"
+
+namespace {
+
+int report(const std::string& command, std::string_view kind, std::string_view message, int code) {
+  std::fflush(stdout);
+  std::string prefix = command.empty() ? "reshard" : "reshard " + command;
+  fmt::print(stderr, "{}: {}{}\n", prefix, kind, reshard::tools::printable(message));
+  return code;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   using namespace reshard;
@@ -22,7 +42,9 @@ int main(int argc, char** argv) {
   commands["bench"] = cli::add_bench_command(app);
   commands["calibrate"] = cli::add_calibrate_command(app);
 
+  std::string name;
   try {
+    cli::check_arguments(app, argc, argv, name);
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
@@ -31,18 +53,28 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::cerr << "reshard: error: " << e.what() << " (see --help)\n";
-    return 2;
-  }
-  std::string name = app.get_subcommands().front()->get_name();
-  try {
-    return commands.at(name)();
+    return report(name, "error: ", std::string(e.what()) + " (see --help)", 2);
   } catch (const Error& e) {
-    std::cerr << "reshard " << name << ": error: " << e.what() << "\n";
+    return report(name, "error: ", e.what(), 2);
+  }
+  name = app.get_subcommands().front()->get_name();
+  const bool long_running = name == "run" || name == "bench" || name == "calibrate";
+  std::optional<cli::InterruptWatcher> watcher;
+  if (long_running) watcher.emplace(name);
+  try {
+    int code = commands.at(name)();
+    cli::finish_stdout();
+    return code;
+  } catch (const cli::WriteFailure& e) {
+    return report(name, "error: ", e.what(), 1);
+  } catch (const Error& e) {
+    if (stop_requested()) return report(name, "", cli::interrupted_message(stop_signal()), 128 + stop_signal());
     bool usage = e.kind() == ErrorKind::kInvalidArgument || e.kind() == ErrorKind::kParse;
-    return usage ? 2 : 1;
+    return report(name, "error: ", e.what(), usage ? 2 : 1);
+  } catch (const std::bad_alloc&) {
+    return report(name, "error: ", "out of memory (a request larger than this machine holds; narrow it)", 1);
   } catch (const std::exception& e) {
-    std::cerr << "reshard " << name << ": internal error: " << e.what() << "\n";
-    return 1;
+    if (stop_requested()) return report(name, "", cli::interrupted_message(stop_signal()), 128 + stop_signal());
+    return report(name, "internal error: ", e.what(), 1);
   }
 }

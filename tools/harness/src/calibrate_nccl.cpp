@@ -3,11 +3,14 @@
 // (CUDA events between back-to-back operations, the slower rank's median).
 #include <nlohmann/json.hpp>
 
+#include "gpu_timing.hpp"
 #include "reshard/calibrate.hpp"
 #include "reshard/cuda_check.hpp"
 #include "reshard/cuda_device.hpp"
 #include "reshard/harness.hpp"
 #include "reshard/host_backend.hpp"
+#include "reshard/interrupt.hpp"
+#include "reshard/memory_check.hpp"
 #include "reshard/nccl_communicator.hpp"
 #include "reshard/planner.hpp"
 
@@ -28,20 +31,17 @@ std::vector<Sample> measure(std::vector<std::unique_ptr<NcclCommunicator>>& comm
     CudaStream stream(r);
     auto a = dev.allocate(max_bytes * 2), b = dev.allocate(max_bytes * 2);
     RESHARD_CUDA_CHECK(cudaMemset(a->data(), 1, a->bytes()));
+    auto stalled = [&] {
+      comms[r]->abort();
+      fail(ErrorKind::kTimeout, "calibrate: a measurement made no progress for 120 s; the communicator was aborted");
+    };
     for (double size : sizes) {
       size_t bytes = static_cast<size_t>(size);
-      for (int i = 0; i < o.warmup; ++i) op(r, *comms[r], a->data(), b->data(), bytes, stream.handle());
-      std::vector<std::unique_ptr<CudaEvent>> ev;
-      for (int i = 0; i <= o.iters; ++i) ev.push_back(std::make_unique<CudaEvent>());
-      ev[0]->record(stream.get());
-      for (int i = 0; i < o.iters; ++i) {
-        op(r, *comms[r], a->data(), b->data(), bytes, stream.handle());
-        ev[i + 1]->record(stream.get());
-      }
+      auto once = [&] { op(r, *comms[r], a->data(), b->data(), bytes, stream.handle()); };
+      for (int i = 0; i < o.warmup; ++i) once();
+      IterationSamples t = detail::time_on_stream(stream.get(), o.iters, once, std::chrono::seconds(120), stalled);
       comms[r]->wait(stream.handle(), std::chrono::seconds(120));
-      std::vector<double> t;
-      for (int i = 0; i < o.iters; ++i) t.push_back(1000.0 * ev[i + 1]->elapsed_ms_since(*ev[i]));
-      per_rank[r].push_back(median(t));
+      per_rank[r].push_back(summarize(t).median_us);
     }
   });
   for (size_t i = 0; i < sizes.size(); ++i)
@@ -70,6 +70,24 @@ Calibration calibrate(const CalibrateOptions& in) {
   CalibrateOptions o = in;
   if (o.sizes_bytes.empty())
     for (double s = 4096; s <= double(1 << 30); s *= 4) o.sizes_bytes.push_back(s);
+  double largest = 0;
+  for (double s : o.sizes_bytes) {
+    RESHARD_REQUIRE(s >= 4 && s <= double(Index(1) << 40), "calibrate: size ", s, " bytes is outside 4 B .. 1 TiB");
+    largest = std::max(largest, s);
+  }
+  // Two buffers of twice the largest size per GPU (all_gather's output); the copy kernel takes three times it.
+  const Index need = static_cast<Index>(4 * largest);
+  for (int d = 0; d < 2; ++d) {
+    Index free = available_device_memory(d);
+    RESHARD_REQUIRE(need <= free, "calibrate needs ", need, " bytes on GPU ", d, " for sizes up to ",
+                    static_cast<Index>(largest), " bytes but ", free, " are free; give smaller --sizes");
+  }
+  constexpr int kMeasurements = 7;
+  int done = 0;
+  auto next = [&](const std::string& what) {
+    throw_if_stop_requested();
+    if (o.progress) o.progress(what, done++, kMeasurements);
+  };
   auto comms = make_local_communicators(2, NcclOptions{});
   Calibration cal;
   cal.profile = o.base;
@@ -105,12 +123,18 @@ Calibration calibrate(const CalibrateOptions& in) {
     }
     cal.fits.emplace_back(name, std::move(f));
   };
+  next("intra_node.p2p");
   add("intra_node.p2p", &cal.profile.intra_node.p2p, measure(comms, o.sizes_bytes, o, p2p, one));
+  next("intra_node.all_to_all");
   add("intra_node.all_to_all", &cal.profile.intra_node.all_to_all, measure(comms, o.sizes_bytes, o, p2p, one));
+  next("intra_node.all_gather");
   add("intra_node.all_gather", &cal.profile.intra_node.all_gather, measure(comms, o.sizes_bytes, o, ag, ring));
+  next("intra_node.reduce_scatter");
   add("intra_node.reduce_scatter", &cal.profile.intra_node.reduce_scatter, measure(comms, o.sizes_bytes, o, rs, ring));
+  next("intra_node.all_reduce");
   add("intra_node.all_reduce", &cal.profile.intra_node.all_reduce, measure(comms, o.sizes_bytes, o, ar, allreduce));
 
+  next("copy");
   // The copy kernel on a strided pack: half the columns of a square matrix (rows of the sweep's S0->S1 packs).
   {
     CudaDevice dev(0);
@@ -127,22 +151,18 @@ Calibration calibrate(const CalibrateOptions& in) {
                         Dims{cols, 1}, Dims{cols / 2, 1}};
       auto batch = dev.prepare_copies(Copies{{region}}, 4);
       BufferBases bases{src->data(), nullptr, dst->data()};
-      for (int i = 0; i < o.warmup; ++i) batch->run(bases, stream.handle());
-      std::vector<std::unique_ptr<CudaEvent>> ev;
-      for (int i = 0; i <= o.iters; ++i) ev.push_back(std::make_unique<CudaEvent>());
-      ev[0]->record(stream.get());
-      for (int i = 0; i < o.iters; ++i) {
-        batch->run(bases, stream.handle());
-        ev[i + 1]->record(stream.get());
-      }
+      auto once = [&] { batch->run(bases, stream.handle()); };
+      for (int i = 0; i < o.warmup; ++i) once();
+      IterationSamples t = detail::time_on_stream(stream.get(), o.iters, once, std::chrono::seconds(120), [] {
+        fail(ErrorKind::kTimeout, "calibrate: the copy kernel made no progress for 120 s");
+      });
       stream.synchronize();
-      std::vector<double> t;
-      for (int i = 0; i < o.iters; ++i) t.push_back(1000.0 * ev[i + 1]->elapsed_ms_since(*ev[i]));
-      samples.push_back(Sample{static_cast<double>(rows * (cols / 2) * 4), median(t)});
+      samples.push_back(Sample{static_cast<double>(rows * (cols / 2) * 4), summarize(t).median_us});
     }
     add("copy", &cal.profile.copy, samples, false);
   }
 
+  next("step_overhead");
   // The executor's fixed cost per communicating step: small end-to-end runs (p2p, all_gather), whose GPU work is
   // far shorter than the host work that issues it.
   {

@@ -1,14 +1,18 @@
+// The harness's host side: the host backend's rank loop, the runner, and what both backends share.
 #include <algorithm>
 #include <cstring>
 
 #include "reshard/executor.hpp"
 #include "reshard/harness.hpp"
 #include "reshard/host_backend.hpp"
+#include "reshard/interrupt.hpp"
+#include "reshard/memory_check.hpp"
 #include "reshard/pattern.hpp"
 
 namespace reshard {
 
 std::string_view to_string(Backend b) { return b == Backend::kHost ? "host" : "nccl"; }
+std::string_view to_string(NcclMode m) { return m == NcclMode::kBlocking ? "blocking" : "non-blocking"; }
 
 std::vector<StepTime> slowest(const std::vector<std::vector<StepTime>>& per_rank) {
   std::vector<StepTime> out;
@@ -25,72 +29,69 @@ std::vector<StepTime> slowest(const std::vector<std::vector<StepTime>>& per_rank
   return out;
 }
 
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  size_t m = v.size() / 2;
-  return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
-}
-
 namespace {
 
-using Clock = std::chrono::steady_clock;
+// One rank of a host run, as run_rank in harness_nccl.cpp is one rank of an NCCL run.
+struct HostRankOutcome {
+  IterationSamples times;
+  Index wrong = 0, checked = 0;
+  size_t workspace = 0;
+  std::vector<StepTime> steps;
+};
+
+HostRankOutcome run_host_rank(const Plan& plan, HostWorld& world, int r, const RunOptions& options) {
+  HostCommunicator comm(world, r);
+  HostDevice device;
+  Executor exec(plan, comm, device, ExecutorOptions{options.timeout, options.trace, options.stage_overlap});
+  HostRankOutcome out;
+  out.workspace = exec.workspace_bytes();
+  const Box out_box = plan.dst().box(r);
+  std::vector<std::byte> input(exec.input_bytes()), output(exec.output_bytes());
+  fill_local(input.data(), plan.src(), r, plan.dtype());
+  auto run = [&] { exec.run({input.data(), input.size()}, {output.data(), output.size()}, nullptr); };
+  auto verify = [&] {
+    out.wrong += count_local_mismatches(output.data(), plan.src(), plan.dst(), r, plan.dtype());
+    out.checked += volume(out_box);
+  };
+  for (int poison : {0xA5, 0x5A}) {
+    if (!output.empty()) std::memset(output.data(), poison, output.size());
+    run();
+    verify();
+  }
+  for (int i = 0; i < options.warmup; ++i) {
+    throw_if_stop_requested();
+    run();
+  }
+  out.times = time_host_calls(options.iters, run);
+  verify();
+  if (options.trace) {
+    run();
+    out.steps = exec.step_times();
+  }
+  return out;
+}
 
 RunResult run_host(const Plan& plan, const RunOptions& options) {
   const int n = plan.src().mesh().size();
   HostWorld world(n, HostWorldOptions{options.timeout});
-  std::vector<std::vector<double>> times(n);
-  std::vector<Index> wrong(n, 0), checked(n, 0);
-  std::vector<size_t> workspace(n, 0);
-  std::vector<std::vector<StepTime>> traces(n);
+  std::vector<HostRankOutcome> outcomes(n);
   run_ranks(
-      n,
-      [&](int r) {
-        HostCommunicator comm(world, r);
-        HostDevice device;
-        Executor exec(plan, comm, device, ExecutorOptions{options.timeout, options.trace, options.stage_overlap});
-        workspace[r] = exec.workspace_bytes();
-        const Box out_box = plan.dst().box(r);
-        std::vector<std::byte> input(exec.input_bytes()), output(exec.output_bytes());
-        fill_local(input.data(), plan.src(), r, plan.dtype());
-        auto run = [&] { exec.run({input.data(), input.size()}, {output.data(), output.size()}, nullptr); };
-        auto verify = [&] {
-          wrong[r] += count_local_mismatches(output.data(), plan.src(), plan.dst(), r, plan.dtype());
-          checked[r] += volume(out_box);
-        };
-        for (int poison : {0xA5, 0x5A}) {
-          if (!output.empty()) std::memset(output.data(), poison, output.size());
-          run();
-          verify();
-        }
-        for (int i = 0; i < options.warmup; ++i) run();
-        for (int i = 0; i < options.iters; ++i) {
-          auto t0 = Clock::now();
-          run();
-          times[r].push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
-        }
-        verify();
-        if (options.trace) {
-          run();
-          traces[r] = exec.step_times();
-        }
-      },
-      &world);
+      n, [&](int r) { outcomes[r] = run_host_rank(plan, world, r, options); }, &world);
   RunResult res;
   res.backend = Backend::kHost;
   res.ranks = n;
-  for (int i = 0; i < options.iters; ++i) {
-    double worst = 0;
-    for (int r = 0; r < n; ++r) worst = std::max(worst, times[r][i]);
-    res.iteration_us.push_back(worst);
+  IterationSamples times = outcomes[0].times;
+  std::vector<std::vector<StepTime>> traces;
+  for (const HostRankOutcome& o : outcomes) {
+    times.max_with(o.times);
+    traces.push_back(o.steps);
+    res.wrong_elements += o.wrong;
+    res.checked_elements += o.checked;
+    res.workspace_bytes = std::max(res.workspace_bytes, o.workspace);
   }
-  res.median_us = median(res.iteration_us);
+  res.timing = summarize(times);
+  res.median_us = res.timing.median_us;
   res.steps = slowest(traces);
-  for (int r = 0; r < n; ++r) {
-    res.wrong_elements += wrong[r];
-    res.checked_elements += checked[r];
-    res.workspace_bytes = std::max(res.workspace_bytes, workspace[r]);
-  }
   return res;
 }
 
@@ -98,19 +99,21 @@ RunResult run_host(const Plan& plan, const RunOptions& options) {
 
 // The NCCL side lives in harness_nccl.cpp (CUDA builds) or harness_nohw.cpp.
 struct NcclRanks;
-NcclRanks* make_nccl_ranks(int n, std::chrono::milliseconds timeout, bool blocking);  // free: destroy_nccl_ranks
+NcclRanks* make_nccl_ranks(int n, std::chrono::milliseconds timeout, NcclMode mode);  // free: destroy_nccl_ranks
 void destroy_nccl_ranks(NcclRanks* ranks);
 RunResult run_nccl(NcclRanks& ranks, const Plan& plan, const RunOptions& options);
 
 struct LocalRunner::State {
   NcclRanks* nccl = nullptr;
+  NcclMode mode = NcclMode::kNonBlocking;
   ~State() { destroy_nccl_ranks(nccl); }
 };
 
-LocalRunner::LocalRunner(Backend backend, int ranks, std::chrono::milliseconds timeout, bool nccl_blocking)
+LocalRunner::LocalRunner(Backend backend, int ranks, std::chrono::milliseconds timeout, NcclMode nccl_mode)
     : backend_(backend), ranks_(ranks), state_(std::make_unique<State>()) {
   RESHARD_REQUIRE(ranks >= 1, "a runner needs at least one rank, got ", ranks);
-  if (backend == Backend::kNccl) state_->nccl = make_nccl_ranks(ranks, timeout, nccl_blocking);
+  state_->mode = nccl_mode;
+  if (backend == Backend::kNccl) state_->nccl = make_nccl_ranks(ranks, timeout, nccl_mode);
 }
 
 LocalRunner::~LocalRunner() = default;
@@ -119,14 +122,21 @@ RunResult LocalRunner::run(const Plan& plan, RunOptions options) {
   RESHARD_REQUIRE(options.iters >= 1 && options.warmup >= 0, "iterations must be >= 1 and warm-up >= 0");
   RESHARD_REQUIRE(plan.src().mesh().size() == ranks_, "this runner has ", ranks_, " ranks; the plan's mesh ",
                   plan.src().mesh().str(), " has ", plan.src().mesh().size());
+  RESHARD_REQUIRE(!plan.scope_rank(), "the plan is scoped to rank ", *plan.scope_rank(),
+                  "; running every rank in one process needs the global plan");
   options.backend = backend_;
+  options.nccl_mode = state_->mode;
+  std::vector<int> devices;
+  if (backend_ == Backend::kNccl)
+    for (int r = 0; r < ranks_; ++r) devices.push_back(r);
+  check_memory(memory_need(plan, backend_), backend_, devices);
   if (backend_ == Backend::kHost) return run_host(plan, options);
   return run_nccl(*state_->nccl, plan, options);
 }
 
 RunResult run_plan(const Plan& plan, const RunOptions& options) {
-  return LocalRunner(options.backend, plan.src().mesh().size(), options.timeout, options.nccl_blocking)
-      .run(plan, options);
+  if (options.backend == Backend::kHost) check_memory(memory_need(plan, Backend::kHost), Backend::kHost, {});
+  return LocalRunner(options.backend, plan.src().mesh().size(), options.timeout, options.nccl_mode).run(plan, options);
 }
 
 }  // namespace reshard

@@ -1,14 +1,19 @@
 // The NCCL side of the harness: one GPU per rank, in one process (a thread per rank) or one process per rank.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 
+#include "gpu_timing.hpp"
 #include "reshard/cuda_check.hpp"
 #include "reshard/cuda_device.hpp"
 #include "reshard/cuda_pattern.hpp"
 #include "reshard/executor.hpp"
 #include "reshard/harness.hpp"
 #include "reshard/host_backend.hpp"
+#include "reshard/interrupt.hpp"
+#include "reshard/memory_check.hpp"
 #include "reshard/nccl_communicator.hpp"
 #include "reshard/pattern.hpp"
 
@@ -17,7 +22,7 @@ namespace {
 
 struct RankOutcome {
   std::vector<StepTime> steps;
-  std::vector<double> times;
+  IterationSamples times;
   Index wrong = 0, checked = 0;
   size_t workspace = 0;
 };
@@ -43,7 +48,9 @@ class CudaGraph {
   cudaGraphExec_t exec_ = nullptr;
 };
 
-RankOutcome run_rank(const Plan& plan, Communicator& comm, int device_ordinal, const RunOptions& options) {
+// One rank's run on its GPU. The communicator is the harness's own: a stall or a stop request aborts it, so that
+// nothing is left waiting on a peer while the rank unwinds.
+RankOutcome run_rank(const Plan& plan, NcclCommunicator& comm, int device_ordinal, const RunOptions& options) {
   const int r = comm.rank();
   const Dims& shape = plan.src().global_shape();
   CudaDevice device(device_ordinal);
@@ -52,7 +59,7 @@ RankOutcome run_rank(const Plan& plan, Communicator& comm, int device_ordinal, c
   Executor exec(plan, comm, device, ExecutorOptions{options.timeout, options.trace, options.stage_overlap});
   auto fault = [&](RunOptions::FaultPoint point) {
     if (options.fault_point == point && options.fault_rank == r) {
-      std::fprintf(stderr, "rank %d: injected fault, exiting\n", r);
+      fmt::print(stderr, "rank {}: injected fault, exiting\n", r);
       std::_Exit(3);
     }
   };
@@ -90,7 +97,10 @@ RankOutcome run_rank(const Plan& plan, Communicator& comm, int device_ordinal, c
     verify();
   }
   fault(RunOptions::FaultPoint::kMidRun);
-  for (int i = 0; i < options.warmup; ++i) run();
+  for (int i = 0; i < options.warmup; ++i) {
+    throw_if_stop_requested();
+    run();
+  }
   exec.wait(stream.handle());
   CudaGraph graph;
   if (options.cuda_graph) {
@@ -98,18 +108,21 @@ RankOutcome run_rank(const Plan& plan, Communicator& comm, int device_ordinal, c
     graph.launch(stream.get());
     exec.wait(stream.handle());
   }
-  std::vector<std::unique_ptr<CudaEvent>> events;
-  for (int i = 0; i <= options.iters; ++i) events.push_back(std::make_unique<CudaEvent>());
-  events[0]->record(stream.get());
-  for (int i = 0; i < options.iters; ++i) {
-    if (options.cuda_graph)
-      graph.launch(stream.get());
-    else
-      run();
-    events[i + 1]->record(stream.get());
-  }
+  auto stalled = [&] {
+    comm.abort();
+    fail(ErrorKind::kTimeout, cat("rank ", r, ": the timed loop made no progress for ", options.timeout.count(),
+                                  " ms (a peer stopped or died?); the NCCL communicator was aborted"));
+  };
+  out.times = detail::time_on_stream(
+      stream.get(), options.iters,
+      [&] {
+        if (options.cuda_graph)
+          graph.launch(stream.get());
+        else
+          run();
+      },
+      options.timeout, stalled);
   exec.wait(stream.handle());
-  for (int i = 0; i < options.iters; ++i) out.times.push_back(1000.0 * events[i + 1]->elapsed_ms_since(*events[i]));
   verify();
   if (options.trace) {
     run();
@@ -119,40 +132,57 @@ RankOutcome run_rank(const Plan& plan, Communicator& comm, int device_ordinal, c
   return out;
 }
 
-RunResult combine(const std::vector<RankOutcome>& ranks, int iters) {
+RunResult combine(const std::vector<RankOutcome>& ranks) {
   RunResult res;
   res.backend = Backend::kNccl;
   res.ranks = static_cast<int>(ranks.size());
-  for (int i = 0; i < iters; ++i) {
-    double worst = 0;
-    for (const RankOutcome& o : ranks) worst = std::max(worst, o.times[i]);
-    res.iteration_us.push_back(worst);
-  }
-  res.median_us = median(res.iteration_us);
+  IterationSamples times = ranks.at(0).times;
   std::vector<std::vector<StepTime>> traces;
-  for (const RankOutcome& o : ranks) traces.push_back(o.steps);
-  res.steps = slowest(traces);
   for (const RankOutcome& o : ranks) {
+    times.max_with(o.times);
+    traces.push_back(o.steps);
     res.wrong_elements += o.wrong;
     res.checked_elements += o.checked;
     res.workspace_bytes = std::max(res.workspace_bytes, o.workspace);
   }
+  res.timing = summarize(times);
+  res.median_us = res.timing.median_us;
+  res.steps = slowest(traces);
   return res;
+}
+
+// Runs `body`; on any failure (a stop request included) aborts `comm` first, so that peers and the unwinding of
+// this rank's buffers never wait on work that will not complete.
+template <class Body>
+auto aborting_on_failure(NcclCommunicator& comm, Body&& body) {
+  try {
+    return body();
+  } catch (...) {
+    comm.abort();
+    throw;
+  }
 }
 
 }  // namespace
 
 int local_gpu_count() { return cuda_device_count(); }
+
+Index device_free_bytes(int device) {
+  CudaDevice dev(device);
+  size_t free = 0, total = 0;
+  RESHARD_CUDA_CHECK(cudaMemGetInfo(&free, &total));
+  return static_cast<Index>(free);
+}
 bool nccl_available(int n) { return n >= 1 && cuda_device_count() >= n; }
 
 struct NcclRanks {
   std::vector<std::unique_ptr<NcclCommunicator>> comms;
 };
 
-NcclRanks* make_nccl_ranks(int n, std::chrono::milliseconds timeout, bool blocking) {
+NcclRanks* make_nccl_ranks(int n, std::chrono::milliseconds timeout, NcclMode mode) {
   RESHARD_REQUIRE(nccl_available(n), "the nccl backend needs ", n, " GPUs but ", cuda_device_count(), " are visible");
   auto ranks = std::make_unique<NcclRanks>();
-  ranks->comms = make_local_communicators(n, NcclOptions{timeout, !blocking});
+  ranks->comms = make_local_communicators(n, NcclOptions{timeout, mode == NcclMode::kNonBlocking});
   return ranks.release();
 }
 
@@ -161,22 +191,32 @@ void destroy_nccl_ranks(NcclRanks* ranks) { delete ranks; }
 RunResult run_nccl(NcclRanks& ranks, const Plan& plan, const RunOptions& options) {
   const int n = static_cast<int>(ranks.comms.size());
   std::vector<RankOutcome> outcomes(n);
-  run_ranks(n, [&](int r) { outcomes[r] = run_rank(plan, *ranks.comms[r], r, options); });
-  return combine(outcomes, options.iters);
+  run_ranks(n, [&](int r) {
+    NcclCommunicator& comm = *ranks.comms[r];
+    outcomes[r] = aborting_on_failure(comm, [&] { return run_rank(plan, comm, r, options); });
+  });
+  return combine(outcomes);
 }
 
 RunResult run_plan_process(const Plan& plan, int rank, int world_size, int device, const std::string& rendezvous,
                            const RunOptions& options) {
   RESHARD_REQUIRE(world_size == plan.src().mesh().size(), "the launcher started ", world_size, " processes but mesh ",
                   plan.src().mesh().str(), " has ", plan.src().mesh().size(), " ranks");
+  RESHARD_REQUIRE(!plan.scope_rank() || *plan.scope_rank() == rank, "the plan is scoped to rank ", *plan.scope_rank(),
+                  " but this process is rank ", rank);
+  const int gpus = local_gpu_count();
+  RESHARD_REQUIRE(device >= 0 && device < gpus, "multi-process run: rank ", rank, " needs local GPU ", device,
+                  " (LOCAL_RANK) but ", gpus, " GPUs are visible");
+  check_memory(memory_need(plan, Backend::kNccl, rank), Backend::kNccl, {device});
   auto comm = make_process_communicator(rank, world_size, device, rendezvous,
-                                        NcclOptions{options.timeout, !options.nccl_blocking});
-  RankOutcome mine = run_rank(plan, *comm, device, options);
-  // Combine over processes: iteration times by max, counts by sum (one all_reduce each, on the GPU).
+                                        NcclOptions{options.timeout, options.nccl_mode == NcclMode::kNonBlocking});
+  RankOutcome mine = aborting_on_failure(*comm, [&] { return run_rank(plan, *comm, device, options); });
+  // Combine over processes: sampled iteration times by max (every process kept the same iterations), counts by sum
+  // (one all_reduce each, on the GPU).
   CudaDevice dev(device);
   CudaStream stream(device);
-  const size_t k = mine.times.size();
-  std::vector<double> times = mine.times;
+  std::vector<double>& times = mine.times.mutable_values();
+  const size_t k = times.size();
   std::vector<double> counts{static_cast<double>(mine.wrong), static_cast<double>(mine.checked),
                              static_cast<double>(mine.workspace)};
   auto buf = dev.allocate((k + 3) * sizeof(double));
@@ -192,11 +232,12 @@ RunResult run_plan_process(const Plan& plan, int rank, int world_size, int devic
   RunResult res;
   res.backend = Backend::kNccl;
   res.ranks = world_size;
-  res.iteration_us = times;
-  res.median_us = median(times);
+  res.timing = summarize(mine.times);
+  res.median_us = res.timing.median_us;
   res.wrong_elements = static_cast<Index>(counts[0]);
   res.checked_elements = static_cast<Index>(counts[1]);
   res.workspace_bytes = static_cast<size_t>(counts[2]);
+  res.steps = mine.steps;
   return res;
 }
 
@@ -205,6 +246,8 @@ LinkMeasurement measure_links(size_t bytes) {
   LinkMeasurement m;
   m.bytes = bytes;
   constexpr int kReps = 10;
+  const auto timeout = std::chrono::seconds(60);
+  auto stuck = [] { fail(ErrorKind::kTimeout, "measuring links: a copy made no progress for 60 s"); };
   // Device copy and peer copy.
   {
     CudaDevice d0(0), d1(1);
@@ -219,46 +262,36 @@ LinkMeasurement measure_links(size_t bytes) {
       cudaGetLastError();
     }
     auto time = [&](auto op) {
-      std::vector<double> ms;
-      op();
-      for (int i = 0; i < kReps; ++i) {
-        CudaEvent start, stop;
-        start.record(s0.get());
-        op();
-        stop.record(s0.get());
-        s0.synchronize();
-        ms.push_back(stop.elapsed_ms_since(start));
-      }
-      return median(ms);
+      op();  // warm-up
+      return summarize(detail::time_on_stream(s0.get(), kReps, op, timeout, stuck)).median_us;
     };
-    double copy_ms = time(
+    double copy_us = time(
         [&] { RESHARD_CUDA_CHECK(cudaMemcpyAsync(b->data(), a->data(), bytes, cudaMemcpyDeviceToDevice, s0.get())); });
-    double peer_ms =
+    double peer_us =
         time([&] { RESHARD_CUDA_CHECK(cudaMemcpyPeerAsync(c->data(), 1, a->data(), 0, bytes, s0.get())); });
-    m.device_copy_GBps = bytes / (copy_ms * 1e6);
-    m.peer_copy_GBps = bytes / (peer_ms * 1e6);
+    m.device_copy_GBps = bytes / (copy_us * 1e3);
+    m.peer_copy_GBps = bytes / (peer_us * 1e3);
   }
   // NCCL send/recv, both directions at once.
   auto comms = make_local_communicators(2, NcclOptions{});
-  std::vector<double> ms(2, 0);
+  std::vector<double> us(2, 0);
   run_ranks(2, [&](int r) {
     CudaDevice dev(r);
     CudaStream s(r);
     auto send = dev.allocate(bytes), recv = dev.allocate(bytes);
     SendOp so{1 - r, send->data(), bytes};
     RecvOp ro{1 - r, recv->data(), bytes};
-    std::vector<double> t;
-    for (int i = 0; i <= kReps; ++i) {
-      CudaEvent start, stop;
-      start.record(s.get());
+    auto exchange = [&] {
       comms[r]->exchange(std::span<const SendOp>(&so, 1), std::span<const RecvOp>(&ro, 1), s.handle());
-      stop.record(s.get());
-      comms[r]->wait(s.handle(), std::chrono::seconds(60));
-      if (i > 0) t.push_back(stop.elapsed_ms_since(start));
-    }
-    ms[r] = median(t);
+    };
+    exchange();  // warm-up
+    us[r] = summarize(detail::time_on_stream(s.get(), kReps, exchange, timeout, [&] {
+              comms[r]->abort();
+              stuck();
+            })).median_us;
+    comms[r]->wait(s.handle(), timeout);
   });
-  m.nccl_p2p_GBps = bytes / (std::max(ms[0], ms[1]) * 1e6);
+  m.nccl_p2p_GBps = bytes / (std::max(us[0], us[1]) * 1e3);
   return m;
 }
 

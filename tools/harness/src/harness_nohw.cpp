@@ -5,10 +5,11 @@ namespace reshard {
 
 int local_gpu_count() { return 0; }
 bool nccl_available(int) { return false; }
+Index device_free_bytes(int) { return 0; }
 
 struct NcclRanks {};
 
-NcclRanks* make_nccl_ranks(int, std::chrono::milliseconds, bool) {
+NcclRanks* make_nccl_ranks(int, std::chrono::milliseconds, NcclMode) {
   fail(ErrorKind::kInvalidArgument, "this reshard was built without CUDA/NCCL: use the host backend");
 }
 

@@ -1,19 +1,18 @@
 #include "reshard/sweep.hpp"
 
-#include <cmath>
-#include <fstream>
-#include <iomanip>
+#include <algorithm>
 #include <map>
 #include <nlohmann/json.hpp>
-#include <ostream>
 
 #include "reshard/detail/json_text.hpp"
+#include "reshard/interrupt.hpp"
+#include "reshard/memory_check.hpp"
 #include "reshard/overlap.hpp"
 
 namespace reshard {
 namespace {
 
-std::vector<std::vector<Placement>> all_pairs_side(int mesh_ndim, const std::vector<std::string>& options) {
+std::vector<std::vector<Placement>> all_sides(int mesh_ndim, const std::vector<std::string>& options) {
   std::vector<std::vector<Placement>> out{{}};
   for (int k = 0; k < mesh_ndim; ++k) {
     std::vector<std::vector<Placement>> next;
@@ -27,8 +26,6 @@ std::vector<std::vector<Placement>> all_pairs_side(int mesh_ndim, const std::vec
   return out;
 }
 
-std::string mesh_text(const std::vector<int>& m) { return Mesh(m).str(); }
-
 // The largest local copy any rank makes (bytes it keeps from source to target).
 Index max_local_bytes(const Layout& src, const Layout& dst, int es) {
   Index worst = 0;
@@ -36,28 +33,38 @@ Index max_local_bytes(const Layout& src, const Layout& dst, int es) {
   return worst;
 }
 
-void header(std::ostream& log, const SweepResult& res, double link, double copy) {
-  log << "# reshard bench: link " << std::fixed << std::setprecision(1) << link << " GB/s (cudaMemcpyPeer "
-      << res.link.peer_copy_GBps << ", NCCL send/recv " << res.link.nccl_p2p_GBps << "), device copy " << copy
-      << " GB/s\n"
-      << "# algbw = tensor bytes / time; busbw = slowest rank's max(bytes in, bytes out) / time;\n"
-      << "# bound = max(that max / link, slowest rank's local bytes / device copy); decimal GB/s; * = auto's choice\n";
-  log << std::left << std::setw(8) << "# mesh" << std::setw(9) << "from" << std::setw(9) << "to" << std::setw(13)
-      << "shape" << std::setw(6) << "dtype" << std::setw(12) << "strategy" << std::right << std::setw(12) << "bytes"
-      << std::setw(11) << "time(us)" << std::setw(11) << "graph(us)" << std::setw(10) << "algbw" << std::setw(9)
-      << "busbw" << std::setw(11) << "bound(us)" << std::setw(8) << "%bound" << std::setw(10) << "est(us)"
-      << std::setw(7) << "wrong\n";
+Plan plan_case(const SweepOptions& o, const SweepCase& c, Strategy s) {
+  Mesh mesh(c.mesh);
+  PlanOptions po = o.plan;
+  po.strategy = s;
+  return make_plan(Layout(mesh, c.from, c.shape), Layout(mesh, c.to, c.shape), c.dtype, po);
 }
 
-void line(std::ostream& log, const SweepRow& r) {
-  log << std::left << std::setw(8) << ("  " + r.mesh) << std::setw(9) << r.from << std::setw(9) << r.to << std::setw(13)
-      << r.shape << std::setw(6) << r.dtype << std::setw(12) << (r.strategy + (r.auto_choice ? "*" : "")) << std::right
-      << std::setw(12) << r.tensor_bytes << std::fixed << std::setprecision(1) << std::setw(11) << r.median_us
-      << std::setw(11) << r.graph_us << std::setprecision(2) << std::setw(10) << r.algbw << std::setw(9) << r.busbw
-      << std::setprecision(1) << std::setw(11) << r.bound_us << std::setw(7)
-      << (r.median_us > 0 ? 100.0 * r.bound_us / r.median_us : 0.0) << "%" << std::setw(10) << r.estimated_us
-      << std::setw(7) << r.wrong << "\n";
-  log.flush();
+// Host memory of the largest run, and device memory of the largest rank, over every run of the sweep.
+void check_sweep_memory(const SweepOptions& o, const std::vector<SweepCase>& cases) {
+  MemoryNeed worst;
+  int worst_ranks = 1;
+  for (const SweepCase& c : cases) {
+    throw_if_stop_requested();
+    for (Strategy s : c.strategies) {
+      Plan plan = plan_case(o, c, s);
+      MemoryNeed need = memory_need(plan, o.backend);
+      if (need.host_bytes > worst.host_bytes) {
+        worst.host_bytes = need.host_bytes;
+        worst.host_detail = need.host_detail + " for mesh " + plan.src().mesh().str() + " " +
+                            to_string(plan.src().global_shape()) + " " + std::string(to_string(plan.dtype()));
+      }
+      if (need.device_bytes > worst.device_bytes) {
+        worst.device_bytes = need.device_bytes;
+        worst.device_detail = need.device_detail;
+        worst_ranks = plan.src().mesh().size();
+      }
+    }
+  }
+  std::vector<int> devices;
+  if (o.backend == Backend::kNccl)
+    for (int r = 0; r < worst_ranks; ++r) devices.push_back(r);
+  check_memory(worst, o.backend, devices);
 }
 
 }  // namespace
@@ -70,11 +77,10 @@ Dims sweep_shape(Index bytes, DType dtype) {
   return Dims{rows, n / rows};
 }
 
-SweepResult run_sweep(const SweepOptions& in, std::ostream& log) {
+SweepOptions resolve_sweep(const SweepOptions& in) {
   SweepOptions o = in;
-  const int gpus = local_gpu_count();
   if (o.meshes.empty()) {
-    int n = o.backend == Backend::kNccl ? std::max(gpus, 1) : 2;
+    int n = o.backend == Backend::kNccl ? std::max(local_gpu_count(), 1) : 2;
     o.meshes = {{n}};
     if (n >= 2) {
       o.meshes.push_back({1, n});
@@ -86,139 +92,109 @@ SweepResult run_sweep(const SweepOptions& in, std::ostream& log) {
       o.meshes.push_back({2, 2, n / 4});
     }
   }
-  if (o.sizes_bytes.empty())
+  if (o.sizes_bytes.empty() && o.shapes.empty())
     for (Index s = Index(1) << 20; s <= (Index(1) << 30); s *= 4) o.sizes_bytes.push_back(s);
+  RESHARD_REQUIRE(o.iters >= 1 && o.warmup >= 0, "iterations must be >= 1 and warm-up >= 0");
+  return o;
+}
 
-  SweepResult res;
-  double link = o.plan.profile.intra_node.p2p.bandwidth_GBps, copy = o.plan.profile.copy.bandwidth_GBps;
-  if (o.backend == Backend::kNccl && o.measure_link && gpus >= 2) {
-    res.link = measure_links();
-    link = std::max(res.link.peer_copy_GBps, res.link.nccl_p2p_GBps);
-    copy = res.link.device_copy_GBps;
-  }
-  header(log, res, link, copy);
-  nlohmann::ordered_json cases = nlohmann::ordered_json::array();
-  std::map<int, std::unique_ptr<LocalRunner>> runners;
+std::vector<SweepCase> sweep_cases(const SweepOptions& o) {
+  std::vector<SweepCase> cases;
   for (const auto& m : o.meshes) {
     Mesh mesh(m);
-    auto& runner = runners[mesh.size()];
-    if (!runner) runner = std::make_unique<LocalRunner>(o.backend, mesh.size());
-    auto sides = all_pairs_side(mesh.ndim(), o.placements);
+    auto sides = all_sides(mesh.ndim(), o.placements);
     for (const auto& from : sides) {
       for (const auto& to : sides) {
         for (DType dtype : o.dtypes) {
-          for (Index size : o.sizes_bytes) {
-            Dims shape = sweep_shape(size, dtype);
-            Layout src(mesh, from, shape), dst(mesh, to, shape);
-            cases.push_back({{"mesh", m},
-                             {"from", to_string(from)},
-                             {"to", to_string(to)},
-                             {"shape", shape.vec()},
-                             {"dtype", std::string(to_string(dtype))}});
-            const int es = element_size(dtype);
-            TrafficBound tb = traffic_bound(src, dst, o.plan.topology, es);
-            double bound = std::max(tb.max_rank_bytes / (link * 1e3), max_local_bytes(src, dst, es) / (copy * 1e3));
-            PlanOptions po = o.plan;
-            po.strategy = Strategy::kAuto;
-            Plan automatic = make_plan(src, dst, dtype, po);
-            for (Strategy s : o.strategies) {
-              const Candidate* cand = nullptr;
-              for (const Candidate& c : automatic.candidates())
-                if (c.strategy == s) cand = &c;
-              if (!cand || !cand->available) continue;
-              po.strategy = s;
-              Plan plan = make_plan(src, dst, dtype, po);
-              RunOptions ro;
-              ro.iters = o.iters;
-              ro.warmup = o.warmup;
-              RunResult r = runner->run(plan, ro);
-              SweepRow row;
-              row.mesh = mesh_text(m);
-              row.from = to_string(from);
-              row.to = to_string(to);
-              row.shape = to_string(shape);
-              row.dtype = std::string(to_string(dtype));
-              row.strategy = std::string(to_string(s));
-              row.auto_choice = automatic.strategy() == s;
-              row.tensor_bytes = src.global_volume() * es;
-              row.max_rank_bytes = tb.max_rank_bytes;
-              row.estimated_us = plan.estimated_us();
-              row.median_us = r.median_us;
-              row.algbw = r.median_us > 0 ? row.tensor_bytes / (r.median_us * 1e3) : 0;
-              row.busbw = r.median_us > 0 ? tb.max_rank_bytes / (r.median_us * 1e3) : 0;
-              row.bound_us = bound;
-              row.wrong = r.wrong_elements;
-              row.checked = r.checked_elements;
-              row.workspace = r.workspace_bytes;
-              for (const Step& st : plan.steps()) {
-                if (!row.steps.empty()) row.steps += '+';
-                row.steps += to_string(st.kind);
-              }
-              if (row.auto_choice && o.backend == Backend::kNccl && row.tensor_bytes <= o.graph_max_bytes) {
-                RunOptions g = ro;
-                g.cuda_graph = true;
-                RunResult gr = runner->run(plan, g);
-                row.graph_us = gr.median_us;
-                row.wrong += gr.wrong_elements;
-                row.checked += gr.checked_elements;
-              }
-              line(log, row);
-              res.rows.push_back(std::move(row));
-            }
+          std::vector<Dims> shapes = o.shapes;
+          if (shapes.empty())
+            for (Index size : o.sizes_bytes) shapes.push_back(sweep_shape(size, dtype));
+          for (const Dims& shape : shapes) {
+            throw_if_stop_requested();
+            SweepCase c{m, from, to, shape, dtype, {}, Strategy::kAuto};
+            Plan automatic = plan_case(o, c, Strategy::kAuto);
+            c.auto_choice = automatic.strategy();
+            for (Strategy s : o.strategies)
+              for (const Candidate& cand : automatic.candidates())
+                if (cand.strategy == s && cand.available) c.strategies.push_back(s);
+            cases.push_back(std::move(c));
           }
         }
       }
     }
   }
-  if (!o.cases_path.empty()) {
-    std::ofstream f(o.cases_path);
-    f << cases.dump(1) << "\n";
+  return cases;
+}
+
+size_t sweep_runs(const std::vector<SweepCase>& cases) {
+  size_t n = 0;
+  for (const SweepCase& c : cases) n += c.strategies.size();
+  return n;
+}
+
+std::string sweep_cases_json(const std::vector<SweepCase>& cases) {
+  nlohmann::ordered_json j = nlohmann::ordered_json::array();
+  for (const SweepCase& c : cases)
+    j.push_back({{"mesh", c.mesh},
+                 {"from", to_string(c.from)},
+                 {"to", to_string(c.to)},
+                 {"shape", c.shape.vec()},
+                 {"dtype", std::string(to_string(c.dtype))}});
+  return j.dump(1) + "\n";
+}
+
+SweepSummary run_sweep(const SweepOptions& o, const std::vector<SweepCase>& cases, const SweepEvents& events) {
+  check_sweep_memory(o, cases);
+  SweepLink link;
+  link.applies = o.backend == Backend::kNccl;
+  link.link_GBps = o.plan.profile.intra_node.p2p.bandwidth_GBps;
+  link.copy_GBps = o.plan.profile.copy.bandwidth_GBps;
+  if (link.applies && o.measure_link && local_gpu_count() >= 2) {
+    link.measured = measure_links();
+    link.link_GBps = std::max(link.measured.peer_copy_GBps, link.measured.nccl_p2p_GBps);
+    link.copy_GBps = link.measured.device_copy_GBps;
   }
-  if (!o.csv_path.empty()) {
-    std::ofstream f(o.csv_path);
-    f << "mesh,from,to,shape,dtype,strategy,auto_choice,tensor_bytes,max_rank_bytes,estimated_us,median_us,graph_us,"
-         "algbw_GBps,busbw_GBps,bound_us,wrong,checked,workspace_bytes,steps\n";
-    for (const SweepRow& r : res.rows)
-      f << r.mesh << ",\"" << r.from << "\",\"" << r.to << "\"," << r.shape << "," << r.dtype << "," << r.strategy
-        << "," << r.auto_choice << "," << r.tensor_bytes << "," << r.max_rank_bytes << "," << r.estimated_us << ","
-        << r.median_us << "," << r.graph_us << "," << r.algbw << "," << r.busbw << "," << r.bound_us << "," << r.wrong
-        << "," << r.checked << "," << r.workspace << "," << r.steps << "\n";
+  const size_t runs = sweep_runs(cases);
+  if (events.on_start) events.on_start(link, runs);
+
+  SweepSummary summary;
+  std::map<int, std::unique_ptr<LocalRunner>> runners;
+  for (const SweepCase& c : cases) {
+    Mesh mesh(c.mesh);
+    auto& runner = runners[mesh.size()];
+    if (!runner) runner = std::make_unique<LocalRunner>(o.backend, mesh.size(), std::chrono::seconds(120), o.nccl_mode);
+    Layout src(mesh, c.from, c.shape), dst(mesh, c.to, c.shape);
+    const int es = element_size(c.dtype);
+    TrafficBound tb = traffic_bound(src, dst, o.plan.topology, es);
+    std::optional<double> bound;
+    if (link.applies)
+      bound =
+          std::max(tb.max_rank_bytes / (link.link_GBps * 1e3), max_local_bytes(src, dst, es) / (link.copy_GBps * 1e3));
+    for (Strategy s : c.strategies) {
+      throw_if_stop_requested();
+      Plan plan = plan_case(o, c, s);
+      RunOptions ro;
+      ro.iters = o.iters;
+      ro.warmup = o.warmup;
+      RunResult r = runner->run(plan, ro);
+      RunRecord row = make_record(plan, r, tb);
+      row.auto_choice = c.auto_choice == s;
+      row.bound_us = bound;
+      if (row.auto_choice && o.backend == Backend::kNccl && row.tensor_bytes <= o.graph_max_bytes) {
+        RunOptions g = ro;
+        g.cuda_graph = true;
+        RunResult gr = runner->run(plan, g);
+        row.graph_us = gr.timing.median_us;
+        row.wrong += gr.wrong_elements;
+        row.checked += gr.checked_elements;
+      }
+      ++summary.runs;
+      summary.wrong += row.wrong;
+      summary.checked += row.checked;
+      if (events.on_row) events.on_row(row, summary.runs, runs);
+    }
   }
-  if (!o.json_path.empty()) {
-    nlohmann::ordered_json j;
-    j["link"] = {{"peer_copy_GBps", res.link.peer_copy_GBps},
-                 {"nccl_p2p_GBps", res.link.nccl_p2p_GBps},
-                 {"device_copy_GBps", res.link.device_copy_GBps},
-                 {"bytes", res.link.bytes},
-                 {"bound_link_GBps", link},
-                 {"bound_copy_GBps", copy}};
-    j["profile"] = o.plan.profile.name;
-    nlohmann::ordered_json rows = nlohmann::ordered_json::array();
-    for (const SweepRow& r : res.rows)
-      rows.push_back({{"mesh", r.mesh},
-                      {"from", r.from},
-                      {"to", r.to},
-                      {"shape", r.shape},
-                      {"dtype", r.dtype},
-                      {"strategy", r.strategy},
-                      {"auto_choice", r.auto_choice},
-                      {"tensor_bytes", r.tensor_bytes},
-                      {"max_rank_bytes", r.max_rank_bytes},
-                      {"estimated_us", r.estimated_us},
-                      {"median_us", r.median_us},
-                      {"graph_us", r.graph_us},
-                      {"algbw_GBps", r.algbw},
-                      {"busbw_GBps", r.busbw},
-                      {"bound_us", r.bound_us},
-                      {"wrong", r.wrong},
-                      {"checked", r.checked},
-                      {"workspace_bytes", r.workspace},
-                      {"steps", r.steps}});
-    j["rows"] = std::move(rows);
-    std::ofstream f(o.json_path);
-    f << detail::json_text(j) << "\n";
-  }
-  return res;
+  return summary;
 }
 
 }  // namespace reshard

@@ -2,6 +2,7 @@
 // squares (Eigen), and a profile JSON the planner reads.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,8 @@ struct CalibrateOptions {
   int iters = 20;
   int warmup = 3;
   Profile base = default_profile();  // fields calibration cannot measure (inter-node, per-peer) come from here
+  // Called before each measurement: its name, how many are done, how many there are in all.
+  std::function<void(const std::string& what, int done, int total)> progress;
 };
 
 struct Calibration {
@@ -39,7 +42,7 @@ struct Calibration {
   std::string machine;
 };
 
-// Needs 2 local GPUs (kInvalidArgument otherwise).
+// Needs 2 local GPUs (kInvalidArgument otherwise). A stop request (interrupt.hpp) ends it with Interrupted.
 Calibration calibrate(const CalibrateOptions& options);
 
 }  // namespace reshard

@@ -4,30 +4,43 @@
 // Verification protocol: the output is poisoned with 0xA5 bytes, the plan runs once and every element is checked;
 // then poisoned with 0x5A, run and checked again (an element no step writes fails at least one of the two, even
 // where the pattern happens to equal a poison byte); then the timed iterations, and a final check of their result.
+//
+// Resources: before allocating, a run computes what it needs (memory_check.hpp) and refuses (kInvalidArgument) what
+// does not fit. Timing keeps at most IterationSamples::kDefaultCapacity samples per rank and, on GPUs, a small ring
+// of CUDA events (timing.hpp), so memory does not grow with the iteration count. A stop request (interrupt.hpp)
+// ends the timed loops between iterations with Interrupted.
 #pragma once
 
 #include <chrono>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "reshard/executor.hpp"
 #include "reshard/plan.hpp"
+#include "reshard/timing.hpp"
 
 namespace reshard {
 
 enum class Backend { kHost, kNccl };
 std::string_view to_string(Backend b);
 
+// How the harness's NCCL communicators are created. Non-blocking (the default) returns ncclInProgress from NCCL calls
+// and lets the harness poll them against its timeout; blocking makes each call return when enqueued, which saves a
+// thread handoff per group (tens of microseconds on H200) on small tensors. `reshard run --nccl-blocking` selects it.
+enum class NcclMode { kNonBlocking, kBlocking };
+std::string_view to_string(NcclMode m);
+
 struct RunOptions {
   Backend backend = Backend::kHost;
   int warmup = 3;
   int iters = 20;
-  bool cuda_graph = false;     // capture one run in a CUDA graph and time its replays (NCCL backend)
-  bool trace = false;          // one more run with per-step event timings (RunResult::steps)
-  bool nccl_blocking = false;  // blocking NCCL communicators (the default)
+  bool cuda_graph = false;  // capture one run in a CUDA graph and time its replays (NCCL backend)
+  bool trace = false;       // one more run with per-step event timings (RunResult::steps)
+  NcclMode nccl_mode = NcclMode::kNonBlocking;
   StageOverlap stage_overlap = StageOverlap::kLanes;  // how pipelined steps run their stages (executor.hpp)
-  // Testing aid: the process of rank `fault_rank` exits abruptly (std::_Exit(3)) at `fault_point`, as a crashed rank
-  // would, so that tests can check the other ranks fail within their timeout instead of hanging.
+  // Testing aid (NCCL backend): the process of rank `fault_rank` exits abruptly (std::_Exit(3)) at `fault_point`, as
+  // a crashed rank would, so that tests can check the other ranks fail within their timeout instead of hanging.
   enum class FaultPoint { kNone, kAfterPrepare, kMidRun } fault_point = FaultPoint::kNone;
   int fault_rank = -1;
   std::chrono::milliseconds timeout{std::chrono::seconds(120)};
@@ -36,8 +49,8 @@ struct RunOptions {
 struct RunResult {
   Backend backend = Backend::kHost;
   int ranks = 0;
-  std::vector<double> iteration_us;  // per timed iteration, the slowest rank's time
-  double median_us = 0;
+  TimingSummary timing;      // per timed iteration, the slowest rank's time
+  double median_us = 0;      // timing.median_us
   Index wrong_elements = 0;  // summed over ranks and over the verification passes
   Index checked_elements = 0;
   size_t workspace_bytes = 0;   // largest rank's
@@ -47,6 +60,8 @@ struct RunResult {
 
 // Whether `n` ranks can run on local GPUs with NCCL (built with CUDA and at least n GPUs visible).
 bool nccl_available(int n);
+// GPUs visible to this process (0 without a driver, without GPUs, or in a build without CUDA); makes no CUDA call
+// that can fail loudly.
 int local_gpu_count();
 
 // Runs plans on `ranks` ranks in this process, one thread per rank (host backend, or one GPU per rank for NCCL),
@@ -54,11 +69,12 @@ int local_gpu_count();
 class LocalRunner {
  public:
   LocalRunner(Backend backend, int ranks, std::chrono::milliseconds timeout = std::chrono::seconds(120),
-              bool nccl_blocking = false);
+              NcclMode nccl_mode = NcclMode::kNonBlocking);
   ~LocalRunner();
   LocalRunner(const LocalRunner&) = delete;
   LocalRunner& operator=(const LocalRunner&) = delete;
-  // The plan's mesh must have `ranks` ranks; options.backend is ignored (the runner's is used).
+  // The plan's mesh must have `ranks` ranks; options.backend and options.nccl_mode are the runner's. Checks memory
+  // first (check_memory).
   RunResult run(const Plan& plan, RunOptions options);
 
  private:
@@ -68,7 +84,7 @@ class LocalRunner {
   std::unique_ptr<State> state_;
 };
 
-// Single process, fresh runner: LocalRunner(options.backend, mesh size).run(plan, options).
+// Single process, fresh runner: LocalRunner(options.backend, mesh size, ...).run(plan, options).
 RunResult run_plan(const Plan& plan, const RunOptions& options);
 
 // One rank per process: the NCCL id is shared through `rendezvous` (file:PATH or tcp:HOST:PORT); results are
@@ -76,8 +92,6 @@ RunResult run_plan(const Plan& plan, const RunOptions& options);
 RunResult run_plan_process(const Plan& plan, int rank, int world_size, int device, const std::string& rendezvous,
                            const RunOptions& options);
 
-// Median of a list (0 when empty).
-double median(std::vector<double> values);
 // The slowest rank's time of each phase of each step.
 std::vector<StepTime> slowest(const std::vector<std::vector<StepTime>>& per_rank);
 

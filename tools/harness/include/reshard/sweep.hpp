@@ -1,53 +1,78 @@
-// The benchmark sweep (`reshard bench`): redistributions over mesh shapes, placement pairs, sizes, dtypes and
+// The benchmark sweep (`reshard bench`): redistributions over mesh shapes, placement pairs, tensor shapes, dtypes and
 // strategies, each verified and timed, next to the cost model's estimate and the link-bandwidth lower bound.
 //
-// Metrics (decimal GB/s): algbw = tensor bytes / time; busbw = the slowest rank's max(bytes in, bytes out) / time;
-// bound = max(that max / link GB/s, the slowest rank's local-copy bytes / device-copy GB/s), with link GB/s the
-// larger of a measured cudaMemcpyPeer and NCCL send/recv (or the profile's value without GPUs).
+// Metrics (decimal GB/s, run_record.hpp): algbw = tensor bytes / time; busbw = the slowest rank's max(bytes in,
+// bytes out) / time; bound = max(that max / link GB/s, the slowest rank's local-copy bytes / device-copy GB/s), with
+// link GB/s the larger of a measured cudaMemcpyPeer and NCCL send/recv (NCCL backend only: the host backend has no
+// link, so its rows have no bound and no CUDA-graph time).
+//
+// Every case is planned before the first measurement, so the number of runs is known (progress and ETA) and the
+// memory of the largest run is checked up front (memory_check.hpp).
 #pragma once
 
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "reshard/harness.hpp"
 #include "reshard/planner.hpp"
+#include "reshard/run_record.hpp"
 
 namespace reshard {
 
 struct SweepOptions {
   std::vector<std::vector<int>> meshes;  // empty: (2), (1,2), (2,1) with 2 GPUs; more for more GPUs
-  std::vector<Index> sizes_bytes;        // empty: 1 MiB to 1 GiB in x4 steps
+  std::vector<Index> sizes_bytes;        // empty (and no shapes): 1 MiB to 1 GiB in x4 steps
+  std::vector<Dims> shapes;              // explicit tensor shapes, run instead of sizes when given
   std::vector<DType> dtypes{DType::kF32, DType::kBF16};
   std::vector<Strategy> strategies{Strategy::kCollective, Strategy::kP2P, Strategy::kHybrid};
   std::vector<std::string> placements{"R", "S0", "S1"};  // per mesh dim; every pair is run
   Backend backend = Backend::kNccl;
+  NcclMode nccl_mode = NcclMode::kNonBlocking;
   PlanOptions plan;  // profile, topology, pipelining
   int iters = 20;
   int warmup = 5;
   Index graph_max_bytes = 4 << 20;  // also time CUDA-graph replays of auto's plan up to this size (NCCL)
   bool measure_link = true;
-  std::string csv_path, json_path;
-  std::string cases_path;  // the cases as JSON for bench/pytorch_baseline.py
 };
 
-struct SweepRow {
-  std::string mesh, from, to, shape, dtype, strategy;
-  bool auto_choice = false;
-  Index tensor_bytes = 0, max_rank_bytes = 0;
-  double estimated_us = 0, median_us = 0, graph_us = 0;  // graph_us: 0 when not measured
-  double algbw = 0, busbw = 0, bound_us = 0;
+// One tensor on one mesh between two placements, and the strategies that run it.
+struct SweepCase {
+  std::vector<int> mesh;
+  std::vector<Placement> from, to;
+  Dims shape;
+  DType dtype = DType::kF32;
+  std::vector<Strategy> strategies;  // requested and available for this case
+  Strategy auto_choice = Strategy::kCollective;
+};
+
+// The options with their defaults filled in (meshes for the visible GPUs, sizes) and every case, planned.
+SweepOptions resolve_sweep(const SweepOptions& options);
+std::vector<SweepCase> sweep_cases(const SweepOptions& resolved);
+size_t sweep_runs(const std::vector<SweepCase>& cases);
+// The cases as JSON for bench/pytorch_baseline.py: [{"mesh", "from", "to", "shape", "dtype"}, ...].
+std::string sweep_cases_json(const std::vector<SweepCase>& cases);
+
+struct SweepLink {
+  LinkMeasurement measured;  // NCCL backend with measure_link and 2 GPUs
+  double link_GBps = 0, copy_GBps = 0;
+  bool applies = false;  // false on the host backend: no bound
+};
+
+struct SweepEvents {
+  std::function<void(const SweepLink& link, size_t runs)> on_start;  // before the first measurement
+  std::function<void(const RunRecord& row, size_t done, size_t runs)> on_row;
+};
+
+struct SweepSummary {
+  size_t runs = 0;
   Index wrong = 0, checked = 0;
-  size_t workspace = 0;
-  std::string steps;  // per-step kinds
 };
 
-struct SweepResult {
-  LinkMeasurement link;
-  std::vector<SweepRow> rows;
-};
-
-// Prints one nccl-tests style line per run to `log` as it goes; writes CSV / JSON / cases when paths are set.
-SweepResult run_sweep(const SweepOptions& options, std::ostream& log);
+// Checks the largest run's memory, measures the link, then runs every case; `events` get each row as it is made.
+// A stop request (interrupt.hpp) ends it with Interrupted between runs.
+SweepSummary run_sweep(const SweepOptions& resolved, const std::vector<SweepCase>& cases, const SweepEvents& events);
 
 // A 2-D shape of `bytes` / element size elements, as square as powers of two allow.
 Dims sweep_shape(Index bytes, DType dtype);

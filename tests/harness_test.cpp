@@ -1,0 +1,147 @@
+// The harness's building blocks: bounded iteration samples, the memory a run needs, the run record's three
+// renderings, byte counts and escaping.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "reshard/memory_check.hpp"
+#include "reshard/planner.hpp"
+#include "reshard/run_record.hpp"
+#include "reshard/tools_text.hpp"
+
+namespace reshard {
+namespace {
+
+TEST(IterationSamples, ExactUpToCapacityThenBounded) {
+  IterationSamples s(8);
+  for (int i = 1; i <= 5; ++i) s.add(i);
+  TimingSummary t = summarize(s);
+  EXPECT_EQ(t.iterations, 5);
+  EXPECT_EQ(t.samples, 5);
+  EXPECT_EQ(t.min_us, 1);
+  EXPECT_EQ(t.median_us, 3);
+  EXPECT_EQ(t.max_us, 5);
+  EXPECT_EQ(t.mean_us, 3);
+  for (int i = 6; i <= 100000; ++i) s.add(i);
+  EXPECT_EQ(s.count(), 100000);
+  EXPECT_EQ(s.values().size(), 8u);  // memory does not grow with the iterations
+  for (double v : s.values()) EXPECT_TRUE(v >= 1 && v <= 100000);
+}
+
+TEST(IterationSamples, UniformSampleEstimatesTheMedian) {
+  IterationSamples s;                                 // 4096 kept
+  for (int i = 0; i < 1000000; ++i) s.add(i % 1000);  // uniform on 0..999, median 499.5
+  TimingSummary t = summarize(s);
+  EXPECT_EQ(t.iterations, 1000000);
+  EXPECT_EQ(t.samples, 4096);
+  EXPECT_NEAR(t.median_us, 499.5, 40);
+  EXPECT_NEAR(t.p90_us, 899, 40);
+}
+
+TEST(IterationSamples, RanksKeepTheSameIterationsSoTheSlowestCombines) {
+  // Rank 0 is slow on even iterations, rank 1 on odd ones: the slowest rank per iteration is always 10.
+  IterationSamples a(16), b(16);
+  for (int i = 0; i < 10000; ++i) {
+    a.add(i % 2 == 0 ? 10 : 1);
+    b.add(i % 2 == 1 ? 10 : 1);
+  }
+  a.max_with(b);
+  for (double v : a.values()) EXPECT_EQ(v, 10);
+  IterationSamples c(16);
+  c.add(1);
+  EXPECT_THROW(a.max_with(c), Error);
+}
+
+TEST(MemoryNeed, HostRunCountsEveryRanksTensorsWorkspaceAndMessages) {
+  // 2 ranks, 1024x1024 f32, S0 -> S1 by p2p: each rank holds 2 MiB in and out, sends 1 MiB.
+  Layout src(Mesh({2}), parse_placements("S0"), Dims{1024, 1024});
+  PlanOptions o;
+  o.strategy = Strategy::kP2P;
+  Plan plan = make_plan(src, src.with_placements(parse_placements("S1")), DType::kF32, o);
+  MemoryNeed host = memory_need(plan, Backend::kHost);
+  const Index mib = 1 << 20;
+  EXPECT_EQ(host.host_bytes, 2 * 2 * mib + 2 * 2 * mib + 2 * plan.peak_workspace_bytes() + 2 * mib);
+  EXPECT_NE(host.host_detail.find("sources 4.0 MiB + targets 4.0 MiB"), std::string::npos) << host.host_detail;
+  MemoryNeed gpu = memory_need(plan, Backend::kNccl, 1);
+  EXPECT_EQ(gpu.host_bytes, 0);
+  EXPECT_EQ(gpu.device_bytes, 2 * mib + 2 * mib + plan.peak_workspace_bytes());
+}
+
+TEST(MemoryNeed, AllGatherStagesTheGroupsData) {
+  // all_gather on 4 ranks: each posts its 1 MiB shard to 3 others.
+  Layout src(Mesh({4}), parse_placements("S0"), Dims{1024, 1024});
+  PlanOptions o;
+  o.strategy = Strategy::kCollective;
+  Plan plan = make_plan(src, src.with_placements(parse_placements("R")), DType::kF32, o);
+  ASSERT_EQ(plan.steps().front().kind, StepKind::kAllGather);
+  MemoryNeed need = memory_need(plan, Backend::kHost);
+  const Index mib = 1 << 20;
+  EXPECT_EQ(need.host_bytes, 4 * mib + 4 * 4 * mib + 4 * plan.peak_workspace_bytes() + 4 * 3 * mib);
+}
+
+TEST(RunRecord, HostRowsShowDashWhereAFigureDoesNotApply) {
+  RunRecord r;
+  r.mesh = "2";
+  r.from = "S0";
+  r.to = "P(avg),S1";
+  r.shape = "8x8";
+  r.dtype = "f32";
+  r.strategy = "p2p";
+  r.backend = "host";
+  r.tensor_bytes = 256;
+  r.max_rank_bytes = 128;
+  r.timing.median_us = 2;
+  r.timing.iterations = 3;
+  const std::string row = record_table_row(r);
+  EXPECT_EQ(std::count(row.begin(), row.end(), '-'), 3) << row;  // graph, bound, %bound
+  EXPECT_NE(row.find("0.13"), std::string::npos) << row;         // algbw = 256 B / 2 us
+  const std::string csv = record_csv_row(r), header = record_csv_header();
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), ','), std::count(header.begin(), header.end(), ',') + 1)
+      << csv;                                           // one comma inside the quoted "P(avg),S1"
+  EXPECT_NE(csv.find(",,"), std::string::npos) << csv;  // empty fields
+  nlohmann::json j = nlohmann::json::parse(record_json(r));
+  EXPECT_TRUE(j["graph_us"].is_null());
+  EXPECT_TRUE(j["bound_us"].is_null());
+  EXPECT_DOUBLE_EQ(j["algbw_GBps"].get<double>(), 0.128);
+  r.timing.median_us = 0;  // no time, no bandwidth: never inf or nan
+  j = nlohmann::json::parse(record_json(r));
+  EXPECT_TRUE(j["algbw_GBps"].is_null());
+  r.bound_us = 1;
+  r.timing.median_us = 4;
+  EXPECT_NE(record_table_row(r).find("25.0%"), std::string::npos);
+}
+
+TEST(ToolsText, ByteCountsAndEscaping) {
+  using tools::ByteCountError;
+  ByteCountError e{};
+  EXPECT_EQ(tools::parse_byte_count("64MiB", &e), Index(64) << 20);
+  EXPECT_EQ(tools::parse_byte_count("8B"), 8);
+  EXPECT_FALSE(tools::parse_byte_count("", &e));
+  EXPECT_EQ(e, ByteCountError::kEmpty);
+  EXPECT_FALSE(tools::parse_byte_count("-1", &e));
+  EXPECT_EQ(e, ByteCountError::kNegative);
+  EXPECT_FALSE(tools::parse_byte_count("9999999999GiB", &e));
+  EXPECT_EQ(e, ByteCountError::kTooLarge);
+  EXPECT_FALSE(tools::parse_byte_count("12QB", &e));
+  EXPECT_EQ(e, ByteCountError::kNotANumber);
+  EXPECT_EQ(tools::printable("a\x1b[31mb\n\x7f\x01"), "a\\e[31mb\\n\\x7f\\x01");
+}
+
+TEST(MemoryLimit, InjectedLimitCapsTheAvailableFigure) {
+  ::setenv("RESHARD_MEMORY_LIMIT_BYTES", "4KiB", 1);
+  EXPECT_EQ(available_host_memory(), 4096);
+  MemoryNeed need;
+  need.host_bytes = 4097;
+  need.host_detail = "test";
+  EXPECT_THROW(check_memory(need, Backend::kHost, {}), Error);
+  need.host_bytes = 4096;
+  EXPECT_NO_THROW(check_memory(need, Backend::kHost, {}));
+  ::setenv("RESHARD_MEMORY_LIMIT_BYTES", "lots", 1);
+  EXPECT_THROW(available_host_memory(), Error);
+  ::unsetenv("RESHARD_MEMORY_LIMIT_BYTES");
+  EXPECT_GT(available_host_memory(), 0);
+}
+
+}  // namespace
+}  // namespace reshard

@@ -1,0 +1,65 @@
+#include "cli_output.hpp"
+
+#include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "reshard/tools_text.hpp"
+
+namespace reshard::cli {
+
+void Output::Closer::operator()(std::FILE* f) const { std::fclose(f); }
+
+Output::Output(std::FILE* file, std::string name, bool owned)
+    : file_(file), name_(std::move(name)), owned_(owned ? file : nullptr) {}
+
+Output Output::standard() { return Output(stdout, "standard output", false); }
+
+Output Output::open(const std::string& path, std::string_view flag) {
+  if (path == "-") return standard();
+  if (path.empty()) throw WriteFailure(fmt::format("{}: empty file name", flag));
+  std::FILE* f = std::fopen(path.c_str(), "w");
+  if (!f)
+    throw WriteFailure(fmt::format("{}: cannot write '{}': {}", flag, tools::printable(path), std::strerror(errno)));
+  return Output(f, "'" + tools::printable(path) + "'", true);
+}
+
+void Output::failed(int error) const {
+  throw WriteFailure(fmt::format("cannot write {}: {}", name_, std::strerror(error ? error : EIO)));
+}
+
+void Output::write(std::string_view text) {
+  errno = 0;
+  if (!text.empty() && std::fwrite(text.data(), 1, text.size(), file_) != text.size()) failed(errno);
+}
+
+void Output::flush() {
+  errno = 0;
+  if (std::fflush(file_) != 0 || std::ferror(file_)) failed(errno);
+}
+
+void check_writable(const std::string& path, std::string_view flag) {
+  if (path.empty()) throw WriteFailure(fmt::format("{}: empty file name", flag));
+  struct stat st {};
+  const bool existed = ::stat(path.c_str(), &st) == 0;
+  if (existed && S_ISDIR(st.st_mode))
+    throw WriteFailure(fmt::format("{}: cannot write '{}': it is a directory", flag, tools::printable(path)));
+  std::FILE* f = std::fopen(path.c_str(), "a");
+  if (!f)
+    throw WriteFailure(fmt::format("{}: cannot write '{}': {}", flag, tools::printable(path), std::strerror(errno)));
+  std::fclose(f);
+  if (!existed) ::unlink(path.c_str());
+}
+
+void finish_stdout() { Output::standard().flush(); }
+
+void add_json_flag(CLI::App& cmd, JsonFlag& flag, const std::string& what) {
+  flag.option = cmd.add_option("--json", flag.value, what + " as JSON, to standard output (no value or -) or to FILE")
+                    ->expected(0, 1)
+                    ->type_name("[FILE]");
+}
+
+}  // namespace reshard::cli
