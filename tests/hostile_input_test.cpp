@@ -167,6 +167,8 @@ TEST(HostilePlan, MetadataIsRangeCheckedAndRecomputed) {
   Profile slow = default_profile();
   slow.name = "custom";
   slow.step_overhead_us = 1e6;
+  slow.nvlink.step_overhead_us = 1e6;  // whichever transport the plan's steps use
+  slow.nvlink.fused_overhead_us = 1e6;
   const Plan repriced = plan_from_json(edited([](json& j) { j["profile"] = "custom"; }), slow);
   EXPECT_GE(repriced.estimated_us(), 1e6);
 }

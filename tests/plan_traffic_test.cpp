@@ -24,14 +24,17 @@ std::vector<Plan> plans() {
   for (const Case& c : cases) {
     Layout src(Mesh(c.mesh), parse_placements(c.from), c.shape);
     Layout dst = src.with_placements(parse_placements(c.to));
-    for (Strategy s : {Strategy::kCollective, Strategy::kP2P, Strategy::kHybrid}) {
-      PlanOptions o;
-      o.strategy = s;
-      try {
-        out.push_back(make_plan(src, dst, DType::kF32, o));
-      } catch (const Error&) {  // hybrid has no plan on some pairs
+    for (Strategy s : {Strategy::kCollective, Strategy::kP2P, Strategy::kHybrid})
+      for (Transport t : {Transport::kNccl, Transport::kNvlink}) {
+        if (s == Strategy::kCollective && t == Transport::kNvlink) continue;
+        PlanOptions o;
+        o.strategy = s;
+        o.transport = t;
+        try {
+          out.push_back(make_plan(src, dst, DType::kF32, o));
+        } catch (const Error&) {  // hybrid has no plan on some pairs
+        }
       }
-    }
   }
   return out;
 }
@@ -87,6 +90,10 @@ TEST(PlanTraffic, ExchangeStepsMatchTheLoweredMessages) {
             if (regions)
               for (const CopyRegion& cr : *regions)
                 if (cr.src.peer == r) sent[q] += static_cast<double>(cr.shape.product()) * es;
+            if (const auto* red = std::get_if<Reductions>(&op.body))  // Partial sources: reduced as they are read
+              for (const ReduceRegion& rr : red->regions)
+                for (const BufferRef& b : rr.srcs)
+                  if (b.peer == r) sent[q] += static_cast<double>(rr.shape.product()) * es;
           }
         int peers = 0;
         for (int q = 0; q < n; ++q) {

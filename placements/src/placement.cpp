@@ -199,7 +199,7 @@ Placement parse_placement(std::string_view raw) {
 
 std::vector<Placement> parse_placements(std::string_view raw) {
   std::string_view text = trim(raw);
-  if (text.empty()) fail(ErrorKind::kParse, cat("placements are empty; ", kForms, ", comma-separated"));
+  if (text.empty()) fail(ErrorKind::kParse, cat("placements: empty value; ", kForms, ", comma-separated"));
   // A Python tuple or list: "(a, b)", "[a, b]", "(a,)".
   if ((text.front() == '(' && text.back() == ')') || (text.front() == '[' && text.back() == ']')) {
     int depth = 0;

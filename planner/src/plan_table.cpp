@@ -18,25 +18,36 @@ constexpr int kMaxLoweredRanks = 64;  // pipeline stages are counted on the lowe
 
 std::string dims_text(const std::vector<int>& dims) { return dims.empty() ? "-" : join(dims); }
 
+// A candidate's name: its strategy, and the transport where both are offered (collectives always run on NCCL).
+std::string label(Strategy s, Transport t) {
+  return s == Strategy::kCollective ? std::string(to_string(s)) : cat(to_string(s), "/", to_string(t));
+}
+std::string label(const Candidate& c) { return label(c.strategy, c.transport); }
+
+bool is_chosen(const Plan& plan, const Candidate& c) {
+  return c.available && c.strategy == plan.strategy() &&
+         (c.strategy == Strategy::kCollective || c.transport == plan.transport());
+}
+
 std::string why(const Plan& plan) {
   const Candidate* chosen = nullptr;
   for (const Candidate& c : plan.candidates())
-    if (c.available && c.strategy == plan.strategy()) chosen = &c;
+    if (is_chosen(plan, c)) chosen = &c;
   if (!chosen) return "why: loaded from a file without candidates";
-  std::string out = fmt::format("why: {} at {:.1f} us", to_string(plan.strategy()), chosen->estimated_us);
+  std::string out = fmt::format("why: {} at {:.1f} us", label(*chosen), chosen->estimated_us);
   for (const Candidate& c : plan.candidates()) {
     if (&c == chosen) continue;
     if (!c.available) {
-      out += fmt::format("; {} unavailable ({})", to_string(c.strategy), c.reason);
+      out += fmt::format("; {} unavailable ({})", label(c), c.reason);
     } else if (!c.fits_budget) {
-      out += fmt::format("; {} needs {} of workspace, over the budget", to_string(c.strategy),
+      out += fmt::format("; {} needs {} of workspace, over the budget", label(c),
                          human_bytes(static_cast<double>(c.peak_workspace_bytes)));
     } else if (c.estimated_us >= chosen->estimated_us) {
       out += fmt::format("; {:.2f}x faster than {} ({:.1f} us)", c.estimated_us / std::max(chosen->estimated_us, 1e-9),
-                         to_string(c.strategy), c.estimated_us);
+                         label(c), c.estimated_us);
     } else {
       out +=
-          fmt::format("; {} would be faster ({:.1f} us) but was not requested", to_string(c.strategy), c.estimated_us);
+          fmt::format("; {} would be faster ({:.1f} us) but was not requested", label(c), c.estimated_us);
     }
   }
   return out;
@@ -99,7 +110,7 @@ std::string plan_table(const Plan& plan) {
   if (plan.scope_rank()) os += fmt::format("scope  transfers of rank {} only\n", *plan.scope_rank());
   os +=
       fmt::format("chose  {}: {:.1f} us estimated, {} moved between ranks, peak workspace {} per rank",
-                  to_string(plan.strategy()), plan.estimated_us(), human_bytes(static_cast<double>(plan.bytes_moved())),
+                  label(plan.strategy(), plan.transport()), plan.estimated_us(), human_bytes(static_cast<double>(plan.bytes_moved())),
                   human_bytes(static_cast<double>(plan.peak_workspace_bytes())));
   if (plan.memory_budget_bytes())
     os += fmt::format(" (budget {})", human_bytes(static_cast<double>(*plan.memory_budget_bytes())));
@@ -112,15 +123,15 @@ std::string plan_table(const Plan& plan) {
                       stages.all_ranks ? "" : fmt::format(", counted on ranks 0-{}", stages.ranks_counted - 1));
   }
   os += why(plan) + "\n\ncandidates\n";
-  constexpr const char* kCand = "{}{:<12}{:<12}{:<7}{:<13}{:<13}{}\n";
+  constexpr const char* kCand = "{}{:<16}{:<12}{:<7}{:<13}{:<13}{}\n";
   os += fmt::format(kCand, "  ", "strategy", "est. us", "steps", "moved", "workspace", "route");
   for (const Candidate& c : plan.candidates()) {
-    const char* mark = c.strategy == plan.strategy() && c.available ? "* " : "  ";
+    const char* mark = is_chosen(plan, c) ? "* " : "  ";
     if (!c.available) {
-      os += fmt::format("{}{:<12}unavailable: {}\n", mark, to_string(c.strategy), c.reason);
+      os += fmt::format("{}{:<16}unavailable: {}\n", mark, label(c), c.reason);
       continue;
     }
-    os += fmt::format(kCand, mark, to_string(c.strategy), fmt::format("{:.1f}", c.estimated_us), c.steps,
+    os += fmt::format(kCand, mark, label(c), fmt::format("{:.1f}", c.estimated_us), c.steps,
                       human_bytes(static_cast<double>(c.bytes_moved)),
                       human_bytes(static_cast<double>(c.peak_workspace_bytes)) + (c.fits_budget ? "" : "!"), c.route);
   }
