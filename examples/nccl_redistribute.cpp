@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "reshard/cuda_device.hpp"
+#include "reshard/cuda_pattern.hpp"
 #include "reshard/executor.hpp"
 #include "reshard/nccl_communicator.hpp"
-#include "reshard/cuda_pattern.hpp"
 #include "reshard/planner.hpp"
 
 int main() {

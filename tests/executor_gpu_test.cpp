@@ -401,11 +401,12 @@ TEST_F(Gpu, ARankProcessThatDiesMakesTheOthersFailWithinTheTimeout) {
     const std::string transport = std::string(point) == "mid-run" ? "nvlink" : "nccl";
     std::string cmd = "cd /tmp && ", token = make_rendezvous_token();
     for (int r = 0; r < 2; ++r) {
-      cmd += "(RESHARD_RENDEZVOUS_TOKEN=" + token + " RANK=" + std::to_string(r) +
-             " WORLD_SIZE=2 LOCAL_RANK=" + std::to_string(r) + " timeout 90 " + testing::cli_path() +
-             " run --mesh 2 --from S0 --to S1 --shape 4096x4096 --iters 5 --timeout-ms 5000 --strategy p2p --transport " +
-             transport + " --inject-fault 1:" + point + " --rendezvous " + rendezvous + " > " + base +
-             std::to_string(r) + " 2>&1; echo $? > " + base + "rc" + std::to_string(r) + ") & ";
+      cmd +=
+          "(RESHARD_RENDEZVOUS_TOKEN=" + token + " RANK=" + std::to_string(r) +
+          " WORLD_SIZE=2 LOCAL_RANK=" + std::to_string(r) + " timeout 90 " + testing::cli_path() +
+          " run --mesh 2 --from S0 --to S1 --shape 4096x4096 --iters 5 --timeout-ms 5000 --strategy p2p --transport " +
+          transport + " --inject-fault 1:" + point + " --rendezvous " + rendezvous + " > " + base + std::to_string(r) +
+          " 2>&1; echo $? > " + base + "rc" + std::to_string(r) + ") & ";
     }
     cmd += "wait";
     auto start = std::chrono::steady_clock::now();

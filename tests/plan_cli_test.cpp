@@ -91,7 +91,8 @@ TEST(PlanCli, SvgOfALargeMeshShowsPeersPerRank) {
 
 TEST(PlanCli, TableShowsPipelining) {
   // Under a budget the p2p candidate is pipelined: the table says in how many stages of which chunk.
-  testing::CliResult r = run_cli("plan --mesh 2x2 --from S0,S0 --to S1,S1 --shape 4096x4096 --memory-budget 8MiB --transport nccl");
+  testing::CliResult r =
+      run_cli("plan --mesh 2x2 --from S0,S0 --to S1,S1 --shape 4096x4096 --memory-budget 8MiB --transport nccl");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("pipe   chunks of 1.0 MiB: transfers that need packing run in up to 4 stages"),
             std::string::npos)

@@ -31,7 +31,8 @@ std::string join(const std::vector<int>& values, char sep) {
 
 Dims row_major_strides(const Dims& shape) {
   Dims strides(shape.size(), 1);
-  for (int i = shape.size() - 2; i >= 0; --i) strides[i] = checked_mul(strides[i + 1], shape[i + 1], "row-major strides");
+  for (int i = shape.size() - 2; i >= 0; --i)
+    strides[i] = checked_mul(strides[i + 1], shape[i + 1], "row-major strides");
   return strides;
 }
 

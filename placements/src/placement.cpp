@@ -77,8 +77,8 @@ ReduceOp parse_op(std::string_view original, std::string_view op) {
   if (op == "avg") return ReduceOp::kAvg;
   if (op == "max") return ReduceOp::kMax;
   if (op == "min") return ReduceOp::kMin;
-  fail(ErrorKind::kParse,
-       cat("placement '", printable(original), "': unknown reduce op '", printable(op), "'; expected sum, avg, max or min"));
+  fail(ErrorKind::kParse, cat("placement '", printable(original), "': unknown reduce op '", printable(op),
+                              "'; expected sum, avg, max or min"));
 }
 
 // The call's arguments matched to `names` by position or keyword (a name may have aliases, "split_factor|sf").
@@ -88,13 +88,15 @@ std::vector<std::string_view> bind(std::string_view original, const std::vector<
   std::vector<std::string_view> out(names.size());
   std::vector<bool> seen(names.size(), false);
   auto set = [&](size_t i, std::string_view v) {
-    if (seen[i]) fail(ErrorKind::kParse, cat("placement '", printable(original), "': '", names[i][0], "' is given twice"));
+    if (seen[i])
+      fail(ErrorKind::kParse, cat("placement '", printable(original), "': '", names[i][0], "' is given twice"));
     seen[i] = true;
     out[i] = trim(v);
   };
   for (size_t a = 0; a < args.size(); ++a) {
     if (args[a].key.empty()) {
-      if (a >= names.size()) fail(ErrorKind::kParse, cat("placement '", printable(original), "': too many arguments; ", kForms));
+      if (a >= names.size())
+        fail(ErrorKind::kParse, cat("placement '", printable(original), "': too many arguments; ", kForms));
       set(a, args[a].value);
       continue;
     }
@@ -103,7 +105,8 @@ std::vector<std::string_view> bind(std::string_view original, const std::vector<
       for (std::string_view alias : names[i])
         if (alias == args[a].key) found = i;
     if (found == names.size())
-      fail(ErrorKind::kParse, cat("placement '", printable(original), "': unknown argument '", printable(args[a].key), "'; ", kForms));
+      fail(ErrorKind::kParse,
+           cat("placement '", printable(original), "': unknown argument '", printable(args[a].key), "'; ", kForms));
     set(found, args[a].value);
   }
   return out;
@@ -111,17 +114,21 @@ std::vector<std::string_view> bind(std::string_view original, const std::vector<
 
 int shard_dim(std::string_view original, std::string_view text) {
   int dim = 0;
-  if (text.empty()) fail(ErrorKind::kParse, cat("placement '", printable(original), "': the shard dim is missing; ", kForms));
+  if (text.empty())
+    fail(ErrorKind::kParse, cat("placement '", printable(original), "': the shard dim is missing; ", kForms));
   if (!parse_int(text, dim))
-    fail(ErrorKind::kParse, cat("placement '", printable(original), "': shard dim '", printable(text), "' is not an integer"));
+    fail(ErrorKind::kParse,
+         cat("placement '", printable(original), "': shard dim '", printable(text), "' is not an integer"));
   return dim;
 }
 
 int split_factor(std::string_view original, std::string_view text) {
   int f = 0;
-  if (text.empty()) fail(ErrorKind::kParse, cat("placement '", printable(original), "': the split factor is missing; ", kForms));
+  if (text.empty())
+    fail(ErrorKind::kParse, cat("placement '", printable(original), "': the split factor is missing; ", kForms));
   if (!parse_int(text, f) || f < 1)
-    fail(ErrorKind::kParse, cat("placement '", printable(original), "': split factor '", printable(text), "' is not a whole number >= 1"));
+    fail(ErrorKind::kParse,
+         cat("placement '", printable(original), "': split factor '", printable(text), "' is not a whole number >= 1"));
   return f;
 }
 
@@ -177,7 +184,8 @@ Placement parse_placement(std::string_view raw) {
   std::string_view name;
   std::vector<Arg> args;
   bool called = false;
-  if (!split_call(text, name, args, called)) fail(ErrorKind::kParse, cat("unknown placement '", printable(raw), "'; ", kForms));
+  if (!split_call(text, name, args, called))
+    fail(ErrorKind::kParse, cat("unknown placement '", printable(raw), "'; ", kForms));
   if (name == "R" || name == "Replicate") {
     if (!args.empty()) fail(ErrorKind::kParse, cat("placement '", printable(raw), "': Replicate takes no arguments"));
     return Placement::replicate();

@@ -120,8 +120,9 @@ void recompute_summary(PlanSpec& spec, const Profile* profile) {
   Transport transport = Transport::kNccl;  // as Plan::transport(): nvlink when any step is
   for (const Step& s : spec.steps)
     if (s.transport == Transport::kNvlink) transport = Transport::kNvlink;
-  auto chosen = std::find_if(spec.candidates.begin(), spec.candidates.end(),
-                             [&](const Candidate& c) { return c.strategy == spec.strategy && c.transport == transport; });
+  auto chosen = std::find_if(spec.candidates.begin(), spec.candidates.end(), [&](const Candidate& c) {
+    return c.strategy == spec.strategy && c.transport == transport;
+  });
   if (chosen == spec.candidates.end()) {
     spec.candidates.push_back(Candidate{});
     chosen = spec.candidates.end() - 1;

@@ -46,8 +46,7 @@ std::string why(const Plan& plan) {
       out += fmt::format("; {:.2f}x faster than {} ({:.1f} us)", c.estimated_us / std::max(chosen->estimated_us, 1e-9),
                          label(c), c.estimated_us);
     } else {
-      out +=
-          fmt::format("; {} would be faster ({:.1f} us) but was not requested", label(c), c.estimated_us);
+      out += fmt::format("; {} would be faster ({:.1f} us) but was not requested", label(c), c.estimated_us);
     }
   }
   return out;
@@ -108,10 +107,10 @@ std::string plan_table(const Plan& plan) {
                                to_string(plan.src().global_shape()), to_string(plan.dtype()), human_bytes(tensor_bytes),
                                plan.topology().ranks_per_node, plan.profile_name());
   if (plan.scope_rank()) os += fmt::format("scope  transfers of rank {} only\n", *plan.scope_rank());
-  os +=
-      fmt::format("chose  {}: {:.1f} us estimated, {} moved between ranks, peak workspace {} per rank",
-                  label(plan.strategy(), plan.transport()), plan.estimated_us(), human_bytes(static_cast<double>(plan.bytes_moved())),
-                  human_bytes(static_cast<double>(plan.peak_workspace_bytes())));
+  os += fmt::format("chose  {}: {:.1f} us estimated, {} moved between ranks, peak workspace {} per rank",
+                    label(plan.strategy(), plan.transport()), plan.estimated_us(),
+                    human_bytes(static_cast<double>(plan.bytes_moved())),
+                    human_bytes(static_cast<double>(plan.peak_workspace_bytes())));
   if (plan.memory_budget_bytes())
     os += fmt::format(" (budget {})", human_bytes(static_cast<double>(*plan.memory_budget_bytes())));
   os += "\n";

@@ -55,8 +55,9 @@ void bind_plan(py::module_& m) {
       .def("json", &plan_to_json, "The plan as JSON: exactly what `reshard plan --json` prints.")
       .def("table", &plan_table, "The plan as `reshard plan` prints it.")
       .def("svg", &plan_svg, "A picture of the plan (per-step traffic matrices), as `reshard plan --svg` writes.")
-      .def_static("from_json", [](const std::string& text) { return plan_from_json(text); }, py::arg("text"),
-                  "Loads and validates a plan from its JSON.")
+      .def_static(
+          "from_json", [](const std::string& text) { return plan_from_json(text); }, py::arg("text"),
+          "Loads and validates a plan from its JSON.")
       .def("__repr__", [](const Plan& p) {
         return cat("<reshard.Plan ", p.src().str(), " -> [", to_string(p.dst().placements()), "] ",
                    to_string(p.dtype()), ": ", to_string(p.strategy()), ", ", p.steps().size(), " steps, ",

@@ -11,8 +11,9 @@ namespace reshard::cli {
 namespace {
 
 // The flags that shape a new plan: meaningless with a plan file.
-constexpr const char* kPlanningFlags[] = {"--strategy",      "--transport",       "--fuse",          "--ranks-per-node",
-                                          "--profile",       "--memory-budget",   "--max-collectives", "--pipeline-chunk"};
+constexpr const char* kPlanningFlags[] = {"--strategy",        "--transport",     "--fuse",
+                                          "--ranks-per-node",  "--profile",       "--memory-budget",
+                                          "--max-collectives", "--pipeline-chunk"};
 
 void require_flag(const CLI::App& cmd, const std::string& value, const char* flag, const char* alternative) {
   if (value.empty() && cmd.count(flag) == 0) {
@@ -69,7 +70,9 @@ void add_plan_flags(CLI::App& cmd, PlanFlags& flags) {
   add_tensor_flags(cmd, flags.tensor, false);
   cmd.add_option("--from", flags.from, "Source placements, one per mesh dim (e.g. S0,S1)");
   cmd.add_option("--to", flags.to, "Target placements, one per mesh dim (e.g. S1,S0)");
-  cmd.add_option("--dtype", flags.dtype, "Element type: f64 f32 f16 bf16 i64 i32 i16 i8 u8 bool f8e4m3 f8e5m2 c64 (or PyTorch's names)")->capture_default_str();
+  cmd.add_option("--dtype", flags.dtype,
+                 "Element type: f64 f32 f16 bf16 i64 i32 i16 i8 u8 bool f8e4m3 f8e5m2 c64 (or PyTorch's names)")
+      ->capture_default_str();
   cmd.add_option("--strategy", flags.strategy, "auto, collective, p2p or hybrid")->capture_default_str();
   cmd.add_option("--transport", flags.transport,
                  "auto, nccl (two-sided, staged) or nvlink (one-sided peer copies, one host)")

@@ -14,9 +14,9 @@
 #include "cli_output.hpp"
 #include "cli_signals.hpp"
 #include "reshard/error.hpp"
-#include "reshard/version.hpp"
 #include "reshard/interrupt.hpp"
 #include "reshard/tools_text.hpp"
+#include "reshard/version.hpp"
 
 namespace {
 

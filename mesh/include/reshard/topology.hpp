@@ -8,7 +8,7 @@ namespace reshard {
 enum class LinkClass { kIntraNode, kInterNode };
 
 struct Topology {
-  int ranks_per_node = 8;  // ranks (GPUs) on one node; a mesh smaller than this lives on one node
+  int ranks_per_node = 8;   // ranks (GPUs) on one node; a mesh smaller than this lives on one node
   bool peer_access = true;  // the GPUs of a node can address each other's memory (NVLink / PCIe peer access)
 
   int node_of(int rank) const { return rank / ranks_per_node; }

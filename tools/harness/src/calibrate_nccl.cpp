@@ -100,7 +100,9 @@ Calibration calibrate(const CalibrateOptions& in) {
     RecvOp ro{1 - r, b, bytes};
     c.exchange(std::span<const SendOp>(&so, 1), std::span<const RecvOp>(&ro, 1), s);
   };
-  CommOp ag = [](int, Communicator& c, void* a, void* b, size_t bytes, StreamHandle s) { c.all_gather(a, b, bytes, s); };
+  CommOp ag = [](int, Communicator& c, void* a, void* b, size_t bytes, StreamHandle s) {
+    c.all_gather(a, b, bytes, s);
+  };
   CommOp rs = [](int, Communicator& c, void* a, void* b, size_t bytes, StreamHandle s) {
     c.reduce_scatter(a, b, bytes / 4, DType::kF32, ReduceOp::kSum, s);
   };

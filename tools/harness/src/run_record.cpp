@@ -54,7 +54,8 @@ RunRecord make_record(const Plan& plan, const RunResult& result, const TrafficBo
   for (const Step& st : plan.steps()) {
     if (!r.steps.empty()) r.steps += '+';
     r.steps += to_string(st.kind);
-    if (st.kind == StepKind::kP2P && st.transport == Transport::kNvlink) r.steps += st.fused ? "/nvlink-fused" : "/nvlink";
+    if (st.kind == StepKind::kP2P && st.transport == Transport::kNvlink)
+      r.steps += st.fused ? "/nvlink-fused" : "/nvlink";
   }
   r.ranks = result.ranks;
   r.tensor_bytes = checked_mul(plan.src().global_volume(), plan.element_size(), "the tensor's bytes");
@@ -75,23 +76,25 @@ std::string record_table_header() {
 std::string record_table_row(const RunRecord& r) {
   std::optional<double> pct = r.percent_of_bound();
   return fmt::format(kTableFormat, "  " + r.mesh, r.from, r.to, r.shape, r.dtype,
-                     r.strategy + "/" + r.transport + (r.auto_choice ? "*" : ""), r.tensor_bytes, fmt::format("{:.1f}", r.timing.median_us),
-                     cell(r.graph_us, 1), cell(r.algbw_GBps(), 2), cell(r.busbw_GBps(), 2), cell(r.bound_us, 1),
+                     r.strategy + "/" + r.transport + (r.auto_choice ? "*" : ""), r.tensor_bytes,
+                     fmt::format("{:.1f}", r.timing.median_us), cell(r.graph_us, 1), cell(r.algbw_GBps(), 2),
+                     cell(r.busbw_GBps(), 2), cell(r.bound_us, 1),
                      pct ? fmt::format("{:.1f}%", *pct) : std::string("-"), fmt::format("{:.1f}", r.estimated_us),
                      r.wrong);
 }
 
 std::string record_csv_header() {
-  return "mesh,from,to,shape,dtype,strategy,transport,auto_choice,tensor_bytes,max_rank_bytes,estimated_us,median_us,graph_us,"
+  return "mesh,from,to,shape,dtype,strategy,transport,auto_choice,tensor_bytes,max_rank_bytes,estimated_us,median_us,"
+         "graph_us,"
          "algbw_GBps,busbw_GBps,bound_us,wrong,checked,workspace_bytes,steps,backend,iterations\n";
 }
 
 std::string record_csv_row(const RunRecord& r) {
-  return fmt::format("{},\"{}\",\"{}\",{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", r.mesh, r.from, r.to,
-                     r.shape, r.dtype, r.strategy, r.transport, r.auto_choice ? 1 : 0, r.tensor_bytes, r.max_rank_bytes,
-                     r.estimated_us, r.timing.median_us, csv_number(r.graph_us), csv_number(r.algbw_GBps()),
-                     csv_number(r.busbw_GBps()), csv_number(r.bound_us), r.wrong, r.checked, r.workspace_bytes, r.steps,
-                     r.backend, r.timing.iterations);
+  return fmt::format("{},\"{}\",\"{}\",{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", r.mesh, r.from,
+                     r.to, r.shape, r.dtype, r.strategy, r.transport, r.auto_choice ? 1 : 0, r.tensor_bytes,
+                     r.max_rank_bytes, r.estimated_us, r.timing.median_us, csv_number(r.graph_us),
+                     csv_number(r.algbw_GBps()), csv_number(r.busbw_GBps()), csv_number(r.bound_us), r.wrong, r.checked,
+                     r.workspace_bytes, r.steps, r.backend, r.timing.iterations);
 }
 
 std::string record_json(const RunRecord& r) {
