@@ -30,7 +30,7 @@ std::string duration(double seconds) {
 }
 
 struct Flags {
-  std::string meshes, sizes, shapes, dtypes = "f32,bf16", strategies = "collective,p2p,hybrid", placements = "R,S0,S1";
+  std::string meshes, sizes, shapes, dtypes = "f32,bf16", strategies = "collective,p2p,hybrid", transports = "nccl,nvlink", placements = "R,S0,S1";
   std::string backend = "auto", profile, csv, cases, pipeline_chunk;
   JsonFlag json;
   int iters = 20, warmup = 5, ranks_per_node = 8;
@@ -53,6 +53,12 @@ SweepOptions sweep_options(const Flags& f) {
     Strategy st = parse_strategy(s);
     RESHARD_REQUIRE(st != Strategy::kAuto, "--strategies: auto is not a strategy of its own (its choice is marked)");
     o.strategies.push_back(st);
+  }
+  o.transports.clear();
+  for (const std::string& t : split_list(f.transports)) {
+    Transport tr = parse_transport(t);
+    RESHARD_REQUIRE(tr != Transport::kAuto, "--transports: auto is not a transport of its own (its choice is marked)");
+    o.transports.push_back(tr);
   }
   o.placements = split_list(f.placements);
   for (const std::string& p : o.placements) parse_placement(p);
@@ -118,6 +124,9 @@ Command add_bench_command(CLI::App& app) {
   cmd->add_option("--shapes", f->shapes, "Tensor shapes instead of sizes, comma-separated (e.g. 4096x4096,8x1048576)");
   cmd->add_option("--dtypes", f->dtypes, "Dtypes, comma-separated")->capture_default_str();
   cmd->add_option("--strategies", f->strategies, "Strategies to run (auto's choice is marked)")->capture_default_str();
+  cmd->add_option("--transports", f->transports,
+                  "Transports of p2p and hybrid: nccl, nvlink (unavailable across nodes); collectives run on nccl")
+      ->capture_default_str();
   cmd->add_option("--placements", f->placements, "Placements per mesh dim; every pair is run")->capture_default_str();
   cmd->add_option("--backend", f->backend, "auto, nccl or host")->capture_default_str();
   cmd->add_option("--iters", f->iters, "Timed iterations per run")->capture_default_str();

@@ -33,10 +33,11 @@ Index max_local_bytes(const Layout& src, const Layout& dst, int es) {
   return worst;
 }
 
-Plan plan_case(const SweepOptions& o, const SweepCase& c, Strategy s) {
+Plan plan_case(const SweepOptions& o, const SweepCase& c, SweepRun run) {
   Mesh mesh(c.mesh);
   PlanOptions po = o.plan;
-  po.strategy = s;
+  po.strategy = run.strategy;
+  po.transport = run.transport;
   return make_plan(Layout(mesh, c.from, c.shape), Layout(mesh, c.to, c.shape), c.dtype, po);
 }
 
@@ -46,7 +47,7 @@ void check_sweep_memory(const SweepOptions& o, const std::vector<SweepCase>& cas
   int worst_ranks = 1;
   for (const SweepCase& c : cases) {
     throw_if_stop_requested();
-    for (Strategy s : c.strategies) {
+    for (SweepRun s : c.runs) {
       Plan plan = plan_case(o, c, s);
       MemoryNeed need = memory_need(plan, o.backend);
       if (need.host_bytes > worst.host_bytes) {
@@ -111,12 +112,16 @@ std::vector<SweepCase> sweep_cases(const SweepOptions& o) {
             for (Index size : o.sizes_bytes) shapes.push_back(sweep_shape(size, dtype));
           for (const Dims& shape : shapes) {
             throw_if_stop_requested();
-            SweepCase c{m, from, to, shape, dtype, {}, Strategy::kAuto};
-            Plan automatic = plan_case(o, c, Strategy::kAuto);
-            c.auto_choice = automatic.strategy();
+            SweepCase c{m, from, to, shape, dtype, {}, {}};
+            Plan automatic = plan_case(o, c, SweepRun{Strategy::kAuto, Transport::kAuto});
+            c.auto_choice = SweepRun{automatic.strategy(), automatic.transport()};
             for (Strategy s : o.strategies)
-              for (const Candidate& cand : automatic.candidates())
-                if (cand.strategy == s && cand.available) c.strategies.push_back(s);
+              for (const Candidate& cand : automatic.candidates()) {
+                const bool wanted = std::find(o.transports.begin(), o.transports.end(), cand.transport) !=
+                                    o.transports.end();
+                if (cand.strategy == s && cand.available && (wanted || s == Strategy::kCollective))
+                  c.runs.push_back(SweepRun{s, cand.transport});
+              }
             cases.push_back(std::move(c));
           }
         }
@@ -128,7 +133,7 @@ std::vector<SweepCase> sweep_cases(const SweepOptions& o) {
 
 size_t sweep_runs(const std::vector<SweepCase>& cases) {
   size_t n = 0;
-  for (const SweepCase& c : cases) n += c.strategies.size();
+  for (const SweepCase& c : cases) n += c.runs.size();
   return n;
 }
 
@@ -170,7 +175,7 @@ SweepSummary run_sweep(const SweepOptions& o, const std::vector<SweepCase>& case
     if (link.applies)
       bound =
           std::max(tb.max_rank_bytes / (link.link_GBps * 1e3), max_local_bytes(src, dst, es) / (link.copy_GBps * 1e3));
-    for (Strategy s : c.strategies) {
+    for (SweepRun s : c.runs) {
       throw_if_stop_requested();
       Plan plan = plan_case(o, c, s);
       RunOptions ro;

@@ -27,6 +27,7 @@ struct SweepOptions {
   std::vector<Dims> shapes;              // explicit tensor shapes, run instead of sizes when given
   std::vector<DType> dtypes{DType::kF32, DType::kBF16};
   std::vector<Strategy> strategies{Strategy::kCollective, Strategy::kP2P, Strategy::kHybrid};
+  std::vector<Transport> transports{Transport::kNccl, Transport::kNvlink};  // p2p and hybrid run on each available
   std::vector<std::string> placements{"R", "S0", "S1"};  // per mesh dim; every pair is run
   Backend backend = Backend::kNccl;
   NcclMode nccl_mode = NcclMode::kNonBlocking;
@@ -37,14 +38,21 @@ struct SweepOptions {
   bool measure_link = true;
 };
 
+// A plan of a case: a strategy on a transport (collectives: NCCL).
+struct SweepRun {
+  Strategy strategy = Strategy::kCollective;
+  Transport transport = Transport::kNccl;
+  friend bool operator==(const SweepRun&, const SweepRun&) = default;
+};
+
 // One tensor on one mesh between two placements, and the strategies that run it.
 struct SweepCase {
   std::vector<int> mesh;
   std::vector<Placement> from, to;
   Dims shape;
   DType dtype = DType::kF32;
-  std::vector<Strategy> strategies;  // requested and available for this case
-  Strategy auto_choice = Strategy::kCollective;
+  std::vector<SweepRun> runs;  // requested and available for this case
+  SweepRun auto_choice;
 };
 
 // The options with their defaults filled in (meshes for the visible GPUs, sizes) and every case, planned.
