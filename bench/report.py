@@ -59,6 +59,12 @@ def load_sweep(path):
     return rows
 
 
+def label(r):
+    """A row's strategy with its transport ("p2p/nvlink"); collectives and sweeps from before transports: the strategy."""
+    t = r.get("transport")
+    return r["strategy"] if not t or r["strategy"] == "collective" else f"{r['strategy']}/{t}"
+
+
 def sweep_series(rows):
     """{(mesh, dtype): {(from, to): {name: [(MiB, us), ...]}}} with a series per strategy, plus "auto (CUDA graph)" and
     "lower bound" where the sweep measured them; points sorted by size."""
@@ -66,7 +72,7 @@ def sweep_series(rows):
     for r in rows:
         series = out[(r["mesh"], r["dtype"])][(r["from"], r["to"])]
         size = r["tensor_bytes"] / MiB
-        series[r["strategy"]].append((size, r["median_us"]))
+        series[label(r)].append((size, r["median_us"]))
         if r["auto_choice"] and r.get("graph_us"):
             series["auto (CUDA graph)"].append((size, r["graph_us"]))
         if r["auto_choice"] and r.get("bound_us"):
@@ -174,8 +180,10 @@ def build_report(res, docs):
             sel = [k for k in cases if k[0] == "2" and k[1] == f and k[2] == t and k[4] == dtype]
             sel.sort(key=lambda k: cases[k][0]["tensor_bytes"])
             sizes = [cases[k][0]["tensor_bytes"] / MiB for k in sel]
-            for strat, style in (("collective", "o-"), ("p2p", "s-")):
-                ys = [next((r["median_us"] for r in cases[k] if r["strategy"] == strat), None) for k in sel]
+            for strat, style in (("collective", "o-"), ("p2p", "s-"), ("p2p/nccl", "s-"), ("p2p/nvlink", "d-")):
+                ys = [next((r["median_us"] for r in cases[k] if label(r) == strat), None) for k in sel]
+                if all(y is None for y in ys):
+                    continue
                 ax.plot(sizes, ys, style, label=f"reshard {strat}")
             ax.plot(sizes, [auto[k]["graph_us"] or None for k in sel], "^:", label="reshard auto, CUDA graph")
             ax.plot(sizes, [pt[k]["median_us"] if k in pt else None for k in sel], "k*-", label="PyTorch redistribute")
