@@ -14,6 +14,8 @@ namespace reshard {
 std::string_view to_string(Backend b) { return b == Backend::kHost ? "host" : "nccl"; }
 std::string_view to_string(NcclMode m) { return m == NcclMode::kBlocking ? "blocking" : "non-blocking"; }
 
+namespace {
+
 std::vector<StepTime> slowest(const std::vector<std::vector<StepTime>>& per_rank) {
   std::vector<StepTime> out;
   for (const auto& rank : per_rank) {
@@ -29,21 +31,34 @@ std::vector<StepTime> slowest(const std::vector<std::vector<StepTime>>& per_rank
   return out;
 }
 
+}  // namespace
+
+RunResult combine_ranks(Backend backend, const std::vector<RankOutcome>& ranks) {
+  RunResult res;
+  res.backend = backend;
+  res.ranks = static_cast<int>(ranks.size());
+  IterationSamples times = ranks.at(0).times;
+  std::vector<std::vector<StepTime>> traces;
+  for (const RankOutcome& o : ranks) {
+    times.max_with(o.times);
+    traces.push_back(o.steps);
+    res.wrong_elements += o.wrong;
+    res.checked_elements += o.checked;
+    res.workspace_bytes = std::max(res.workspace_bytes, o.workspace);
+  }
+  res.timing = summarize(times);
+  res.median_us = res.timing.median_us;
+  res.steps = slowest(traces);
+  return res;
+}
+
 namespace {
 
-// One rank of a host run, as run_rank in harness_nccl.cpp is one rank of an NCCL run.
-struct HostRankOutcome {
-  IterationSamples times;
-  Index wrong = 0, checked = 0;
-  size_t workspace = 0;
-  std::vector<StepTime> steps;
-};
-
-HostRankOutcome run_host_rank(const Plan& plan, HostWorld& world, int r, const RunOptions& options) {
+RankOutcome run_host_rank(const Plan& plan, HostWorld& world, int r, const RunOptions& options) {
   HostCommunicator comm(world, r);
   HostDevice device;
   Executor exec(plan, comm, device, ExecutorOptions{options.timeout, options.trace, options.stage_overlap});
-  HostRankOutcome out;
+  RankOutcome out;
   out.workspace = exec.workspace_bytes();
   const Box out_box = plan.dst().box(r);
   std::vector<std::byte> input(exec.input_bytes()), output(exec.output_bytes());
@@ -74,25 +89,10 @@ HostRankOutcome run_host_rank(const Plan& plan, HostWorld& world, int r, const R
 RunResult run_host(const Plan& plan, const RunOptions& options) {
   const int n = plan.src().mesh().size();
   HostWorld world(n, HostWorldOptions{options.timeout});
-  std::vector<HostRankOutcome> outcomes(n);
+  std::vector<RankOutcome> outcomes(n);
   run_ranks(
       n, [&](int r) { outcomes[r] = run_host_rank(plan, world, r, options); }, &world);
-  RunResult res;
-  res.backend = Backend::kHost;
-  res.ranks = n;
-  IterationSamples times = outcomes[0].times;
-  std::vector<std::vector<StepTime>> traces;
-  for (const HostRankOutcome& o : outcomes) {
-    times.max_with(o.times);
-    traces.push_back(o.steps);
-    res.wrong_elements += o.wrong;
-    res.checked_elements += o.checked;
-    res.workspace_bytes = std::max(res.workspace_bytes, o.workspace);
-  }
-  res.timing = summarize(times);
-  res.median_us = res.timing.median_us;
-  res.steps = slowest(traces);
-  return res;
+  return combine_ranks(Backend::kHost, outcomes);
 }
 
 }  // namespace

@@ -20,13 +20,6 @@
 namespace reshard {
 namespace {
 
-struct RankOutcome {
-  std::vector<StepTime> steps;
-  IterationSamples times;
-  Index wrong = 0, checked = 0;
-  size_t workspace = 0;
-};
-
 // Owns a captured CUDA graph and its executable instance.
 class CudaGraph {
  public:
@@ -132,25 +125,6 @@ RankOutcome run_rank(const Plan& plan, NcclCommunicator& comm, int device_ordina
   return out;
 }
 
-RunResult combine(const std::vector<RankOutcome>& ranks) {
-  RunResult res;
-  res.backend = Backend::kNccl;
-  res.ranks = static_cast<int>(ranks.size());
-  IterationSamples times = ranks.at(0).times;
-  std::vector<std::vector<StepTime>> traces;
-  for (const RankOutcome& o : ranks) {
-    times.max_with(o.times);
-    traces.push_back(o.steps);
-    res.wrong_elements += o.wrong;
-    res.checked_elements += o.checked;
-    res.workspace_bytes = std::max(res.workspace_bytes, o.workspace);
-  }
-  res.timing = summarize(times);
-  res.median_us = res.timing.median_us;
-  res.steps = slowest(traces);
-  return res;
-}
-
 // Runs `body`; on any failure (a stop request included) aborts `comm` first, so that peers and the unwinding of
 // this rank's buffers never wait on work that will not complete.
 template <class Body>
@@ -195,7 +169,7 @@ RunResult run_nccl(NcclRanks& ranks, const Plan& plan, const RunOptions& options
     NcclCommunicator& comm = *ranks.comms[r];
     outcomes[r] = aborting_on_failure(comm, [&] { return run_rank(plan, comm, r, options); });
   });
-  return combine(outcomes);
+  return combine_ranks(Backend::kNccl, outcomes);
 }
 
 RunResult run_plan_process(const Plan& plan, int rank, int world_size, int device, const std::string& rendezvous,

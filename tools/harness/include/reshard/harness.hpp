@@ -92,8 +92,17 @@ RunResult run_plan(const Plan& plan, const RunOptions& options);
 RunResult run_plan_process(const Plan& plan, int rank, int world_size, int device, const std::string& rendezvous,
                            const RunOptions& options);
 
-// The slowest rank's time of each phase of each step.
-std::vector<StepTime> slowest(const std::vector<std::vector<StepTime>>& per_rank);
+// What one rank's run gave, on either backend.
+struct RankOutcome {
+  std::vector<StepTime> steps;
+  IterationSamples times;
+  Index wrong = 0, checked = 0;
+  size_t workspace = 0;
+};
+
+// The run's result over its ranks: wrong and checked elements summed, per iteration and per step phase the slowest
+// rank's time, the largest workspace.
+RunResult combine_ranks(Backend backend, const std::vector<RankOutcome>& ranks);
 
 // Link bandwidths measured on local GPUs 0 and 1 with large transfers (decimal GB/s), for the lower bound.
 struct LinkMeasurement {
