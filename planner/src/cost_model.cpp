@@ -70,9 +70,10 @@ double CostModel::exchange_rank_us(const RankTraffic& t, bool all_to_all) const 
   const int peers = std::max(t.peers_out, t.peers_in);
   double network = any || peers > 0 ? stages * alpha + profile_.p2p_per_peer_us * peers + wire : 0.0;
   if (stages > 1 && any) network = std::max(network, staged + profile_.p2p_per_peer_us * peers);
-  if (stages == 1) return copy_us(t.pack_bytes) + std::max(network, copy_us(t.local_bytes)) + copy_us(t.unpack_bytes);
+  const double local = copy_us(t.local_bytes) + copy_engine_us(t.local_engine_bytes);  // on its own lane
+  if (stages == 1) return copy_us(t.pack_bytes) + std::max(network, local) + copy_us(t.unpack_bytes);
   const double pack = copy_us(t.pack_bytes), unpack = copy_us(t.unpack_bytes);
-  return pack / stages + std::max({network, pack, unpack, copy_us(t.local_bytes)}) + unpack / stages;
+  return pack / stages + std::max({network, pack, unpack, local}) + unpack / stages;
 }
 
 }  // namespace reshard

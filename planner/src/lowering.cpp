@@ -77,7 +77,12 @@ Index lower_exchange(StepParts& ps, const RankTransfers& t, const RankBoxes& a, 
     }
   }
   if (!rules.reduces) {
-    for (const Transfer& tr : t.local) ps.local.push_back(box_copy(buf.in, from, buf.out, to, tr.region));
+    for (const Transfer& tr : t.local)
+      (copy_engine_for(tr.region, from, to, rules.element_size, rules.copy_engine_min_row_bytes) ==
+               CopyEngine::kCopyEngine
+           ? ps.local_engine
+           : ps.local)
+          .push_back(box_copy(buf.in, from, buf.out, to, tr.region));
     for (const Transfer& tr : t.recvs) {
       const Movement m = movement(tr.region, a[tr.src], to, rules);
       for (int i = 0; i < m.chunks; ++i) {

@@ -73,7 +73,7 @@ void schedule_step(StepParts parts, int step, int element_size, StageOverlap ove
   StepOps out(ops, step);
   if (parts.one_sided) return schedule_one_sided(out, parts, step);
   std::vector<StageParts>& stages = parts.stages;
-  if (!parts.local_engine.empty()) {  // local steps only: the copy engines on the main lane
+  if (!parts.local_engine.empty() && stages.empty()) {  // nothing else to do: the copy engines on the main lane
     out.copies(std::move(parts.local_engine), Lane::kMain, {}, CopyEngine::kCopyEngine);
     parts.local_engine.clear();
   }

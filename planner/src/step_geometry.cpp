@@ -60,7 +60,8 @@ Movement RankExchange::receive(const Transfer& t, const Box& sender_box, const B
 }
 
 void RankExchange::local(const Transfer& t, const Box& from, const Box& to) {
-  if (rules_.transport == Transport::kNvlink && !rules_.reduces &&
+  // Either transport: a local copy with rows wide enough goes to the copy engines (no SMs, full device bandwidth).
+  if (!rules_.reduces &&
       copy_engine_for(t.region, from, to, rules_.element_size, rules_.copy_engine_min_row_bytes) ==
           CopyEngine::kCopyEngine)
     traffic_.local_engine_bytes += t.bytes;
