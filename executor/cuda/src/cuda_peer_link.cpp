@@ -94,7 +94,13 @@ class CudaPeerLink : public PeerLink {
     RESHARD_CUDA_CHECK(cudaHostAlloc(&error_, sizeof(int), cudaHostAllocMapped));
     *error_ = 0;
     RESHARD_CUDA_CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&error_device_), error_, 0));
-    RESHARD_CUDA_CHECK(cudaMalloc(&one_, sizeof(std::uint32_t)));
+    // The constant 1 (graph posts), then the outbox: [phase][peer], the number of this rank's latest post.
+    RESHARD_CUDA_CHECK(cudaMalloc(&one_, (1 + static_cast<size_t>(kPhases) * n_) * sizeof(std::uint32_t)));
+    RESHARD_CUDA_CHECK(cudaMemset(one_, 0, (1 + static_cast<size_t>(kPhases) * n_) * sizeof(std::uint32_t)));
+    outbox_ = one_ + 1;
+    posted_.assign(static_cast<size_t>(kPhases) * n_, 0);
+    awaited_.assign(static_cast<size_t>(kPhases) * n_, 0);
+    expected_.assign(static_cast<size_t>(kPhases) * n_, 0);
     const std::uint32_t one = 1;
     RESHARD_CUDA_CHECK(cudaMemcpy(one_, &one, sizeof(one), cudaMemcpyHostToDevice));
     // The cleared flags must be in memory before any peer can post into them (after the all-gather below): the
@@ -236,23 +242,46 @@ class CudaPeerLink : public PeerLink {
 
   const RankBuffers* peers() const override { return peers_.data(); }
 
+  // Eager runs (as NCCL's CE collectives do): every post to a peer in a phase carries the next number of that
+  // (phase, peer) pair, written into this rank's outbox slot by a stream operation and copied by the copy engine
+  // into the peer's flag; the peer waits until its flag reaches the number it expects (>=, wrap-safe). Nothing is
+  // re-armed, so no reset can race with a peer's next post. Under CUDA-graph capture the values would be frozen:
+  // there a post carries 1, a wait waits for 1 and then re-arms the flag to 0 in stream order.
   void sync(const PeerSync& sync, StreamHandle stream) override {
     auto s = static_cast<cudaStream_t>(stream);
     const int phase = static_cast<int>(sync.phase);
-    for (int p : sync.notify)
-      RESHARD_CUDA_CHECK(
-          cudaMemcpyAsync(peer_flags_[p] + slot(phase, me_), one_, sizeof(std::uint32_t), cudaMemcpyDeviceToDevice, s));
+    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+    RESHARD_CUDA_CHECK(cudaStreamIsCapturing(s, &capture));
+    const bool graph = capture != cudaStreamCaptureStatusNone;
+    if (!sync.notify.empty()) {
+      if (!graph) {
+        ops_.clear();
+        for (int p : sync.notify) {
+          CUstreamBatchMemOpParams op{};
+          op.writeValue.operation = CU_STREAM_MEM_OP_WRITE_VALUE_32;
+          op.writeValue.address = reinterpret_cast<CUdeviceptr>(outbox_ + slot(phase, p));
+          op.writeValue.value = ++posted_[slot(phase, p)];
+          op.writeValue.flags = CU_STREAM_WRITE_VALUE_DEFAULT;
+          ops_.push_back(op);
+        }
+        RESHARD_CU_CHECK(driver_api().stream_batch_mem_op(reinterpret_cast<CUstream>(s),
+                                                          static_cast<unsigned int>(ops_.size()), ops_.data(), 0));
+      }
+      for (int p : sync.notify)
+        RESHARD_CUDA_CHECK(cudaMemcpyAsync(peer_flags_[p] + slot(phase, me_), graph ? one_ : outbox_ + slot(phase, p),
+                                           sizeof(std::uint32_t), cudaMemcpyDeviceToDevice, s));
+    }
     if (sync.await.empty()) return;
     ops_.clear();
     for (int p : sync.await) {
       CUstreamBatchMemOpParams op{};
       op.waitValue.operation = CU_STREAM_MEM_OP_WAIT_VALUE_32;
       op.waitValue.address = reinterpret_cast<CUdeviceptr>(flags_ + slot(phase, p));
-      op.waitValue.value = 1;
-      op.waitValue.flags = CU_STREAM_WAIT_VALUE_EQ;
+      op.waitValue.value = expected_[slot(phase, p)] = graph ? 1u : ++awaited_[slot(phase, p)];
+      op.waitValue.flags = graph ? CU_STREAM_WAIT_VALUE_EQ : CU_STREAM_WAIT_VALUE_GEQ;
       ops_.push_back(op);
     }
-    for (int p : sync.await) {
+    for (int p : graph ? sync.await : std::vector<int>{}) {
       CUstreamBatchMemOpParams op{};
       op.writeValue.operation = CU_STREAM_MEM_OP_WRITE_VALUE_32;
       op.writeValue.address = reinterpret_cast<CUdeviceptr>(flags_ + slot(phase, p));
@@ -266,8 +295,8 @@ class CudaPeerLink : public PeerLink {
 
   void release() override {
     cudaSetDevice(ordinal_);
-    std::vector<std::uint32_t> ones(static_cast<size_t>(kPhases) * n_, 1);
-    cudaMemcpyAsync(flags_, ones.data(), ones.size() * sizeof(std::uint32_t), cudaMemcpyHostToDevice, side_);
+    // Every flag set to what the latest enqueued wait on it waits for: every wait already enqueued passes.
+    cudaMemcpyAsync(flags_, expected_.data(), expected_.size() * sizeof(std::uint32_t), cudaMemcpyHostToDevice, side_);
     cudaStreamSynchronize(side_);
     cudaGetLastError();
   }
@@ -337,7 +366,10 @@ class CudaPeerLink : public PeerLink {
   int* error_ = nullptr;                // host-mapped, set by a fused kernel that gave up
   int* error_device_ = nullptr;
   std::uint32_t* flags_ = nullptr;  // [phase][rank]: 1 when that rank posted the phase to this one
-  std::uint32_t* one_ = nullptr;    // the posted value, copied into peers' slots
+  std::uint32_t* one_ = nullptr;     // the value graph posts copy into peers' slots (1)
+  std::uint32_t* outbox_ = nullptr;  // [phase][peer]: eager posts' numbers, copied into peers' slots
+  std::vector<std::uint32_t> posted_, awaited_;  // [phase][peer]: eager posts made and waits enqueued
+  std::vector<std::uint32_t> expected_;          // [phase][peer]: the value the latest enqueued wait waits for
   cudaStream_t side_ = nullptr;     // release() only
   std::vector<Card> cards_;
   std::vector<std::uint32_t*> peer_flags_;
