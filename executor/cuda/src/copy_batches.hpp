@@ -13,7 +13,9 @@ namespace reshard::cuda {
 // A batch's copy regions cut into tiles (64 KiB of rows each) for the copy kernels, descriptors uploaded once.
 class TileSet {
  public:
-  TileSet(Device& device, int ordinal, const std::vector<CopyRegion>& regions, int element_size);
+  // Regions cut into tiles of at most `tile_bytes` (a multiple of 16; 64 KiB by default).
+  TileSet(Device& device, int ordinal, const std::vector<CopyRegion>& regions, int element_size,
+          long long tile_bytes = 64 * 1024);
   const DeviceCopyRegion* regions() const { return regions_; }
   const DeviceCopyTile* tiles() const { return tiles_; }
   int tile_count() const { return tile_count_; }

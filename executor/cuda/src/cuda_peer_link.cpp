@@ -56,12 +56,24 @@ struct Exposed {
 constexpr int kPhases = 2;
 constexpr int kFusedSlots = 8;  // fused steps per plan (their flags: one epoch per slot, phase and peer)
 
+// Tiles of a fused step: small enough that every SM gets a few (a small step is latency-bound: one 64 KiB tile per
+// block would leave most of the GPU idle), at most 64 KiB, a power of two of at least 2 KiB.
+long long tile_bytes_for(const std::vector<CopyRegion>& regions, int es, int sm_count) {
+  long long total = 0;
+  for (const CopyRegion& r : regions) total += r.shape.product() * es;
+  long long tile = 64 * 1024;
+  while (tile > 2048 && total / tile < 4LL * sm_count) tile /= 2;
+  return tile;
+}
+
 // A fused step: its tiles, its call counter and its flags (fused_kernel.cu).
 class FusedBatch : public CopyBatch {
  public:
   FusedBatch(Device& device, int ordinal, int sm_count, const std::vector<CopyRegion>& regions, int es,
              const FusedSync& sync)
-      : tiles_(device, ordinal, regions, es), state_(device.allocate(2 * sizeof(unsigned long long))), sync_(sync) {
+      : tiles_(device, ordinal, regions, es, tile_bytes_for(regions, es, sm_count)),
+        state_(device.allocate(2 * sizeof(unsigned long long))),
+        sync_(sync) {
     RESHARD_CUDA_CHECK(cudaMemset(state_->data(), 0, 2 * sizeof(unsigned long long)));
     RESHARD_CUDA_CHECK(cudaStreamSynchronize(cudaStreamLegacy));  // the runs' streams do not wait for it
     sync_.state = static_cast<unsigned long long*>(state_->data());
@@ -365,12 +377,12 @@ class CudaPeerLink : public PeerLink {
   std::vector<std::byte*> fused_base_;  // every rank's fused epochs, as this rank addresses them
   int* error_ = nullptr;                // host-mapped, set by a fused kernel that gave up
   int* error_device_ = nullptr;
-  std::uint32_t* flags_ = nullptr;  // [phase][rank]: 1 when that rank posted the phase to this one
-  std::uint32_t* one_ = nullptr;     // the value graph posts copy into peers' slots (1)
-  std::uint32_t* outbox_ = nullptr;  // [phase][peer]: eager posts' numbers, copied into peers' slots
+  std::uint32_t* flags_ = nullptr;               // [phase][rank]: 1 when that rank posted the phase to this one
+  std::uint32_t* one_ = nullptr;                 // the value graph posts copy into peers' slots (1)
+  std::uint32_t* outbox_ = nullptr;              // [phase][peer]: eager posts' numbers, copied into peers' slots
   std::vector<std::uint32_t> posted_, awaited_;  // [phase][peer]: eager posts made and waits enqueued
   std::vector<std::uint32_t> expected_;          // [phase][peer]: the value the latest enqueued wait waits for
-  cudaStream_t side_ = nullptr;     // release() only
+  cudaStream_t side_ = nullptr;                  // release() only
   std::vector<Card> cards_;
   std::vector<std::uint32_t*> peer_flags_;
   std::vector<bool> reachable_;

@@ -9,8 +9,6 @@
 namespace reshard::cuda {
 namespace {
 
-constexpr long long kTileBytes = 64 * 1024;
-
 unsigned int alignment_of(long long x) {
   unsigned int a = 16;
   while (a > 1 && x % a != 0) a /= 2;
@@ -19,7 +17,8 @@ unsigned int alignment_of(long long x) {
 
 }  // namespace
 
-TileSet::TileSet(Device& device, int ordinal, const std::vector<CopyRegion>& regions, int es) {
+TileSet::TileSet(Device& device, int ordinal, const std::vector<CopyRegion>& regions, int es, long long tile_bytes) {
+  RESHARD_REQUIRE(tile_bytes >= 16 && tile_bytes % 16 == 0, "copy tiles must be a positive multiple of 16 bytes");
   std::vector<DeviceCopyRegion> rs;
   std::vector<DeviceCopyTile> tiles;
   for (const CopyRegion& r : regions) {
@@ -45,26 +44,26 @@ TileSet::TileSet(Device& device, int ordinal, const std::vector<CopyRegion>& reg
     if (rows == 0 || d.row_bytes == 0) continue;
     const int index = static_cast<int>(rs.size());
     rs.push_back(d);
-    if (d.row_bytes >= kTileBytes) {
-      // Long rows: one row per tile, cut into 64 KiB pieces (16-byte multiples).
+    if (d.row_bytes >= tile_bytes) {
+      // Long rows: one row per tile, cut into tile_bytes pieces (16-byte multiples).
       for (long long row = 0; row < rows; ++row)
-        for (long long c = 0; c < d.row_bytes; c += kTileBytes)
-          tiles.push_back({index, row, row + 1, c, std::min(d.row_bytes, c + kTileBytes)});
+        for (long long c = 0; c < d.row_bytes; c += tile_bytes)
+          tiles.push_back({index, row, row + 1, c, std::min(d.row_bytes, c + tile_bytes)});
     } else {
-      long long per_tile = std::max(1LL, kTileBytes / d.row_bytes);
+      long long per_tile = std::max(1LL, tile_bytes / d.row_bytes);
       for (long long row = 0; row < rows; row += per_tile)
         tiles.push_back({index, row, std::min(rows, row + per_tile), 0, d.row_bytes});
     }
   }
   tile_count_ = static_cast<int>(tiles.size());
   RESHARD_CUDA_CHECK(cudaSetDevice(ordinal));
-  size_t region_bytes = rs.size() * sizeof(DeviceCopyRegion), tile_bytes = tiles.size() * sizeof(DeviceCopyTile);
-  memory_ = device.allocate(region_bytes + tile_bytes + 16);
+  size_t region_bytes = rs.size() * sizeof(DeviceCopyRegion), table_bytes = tiles.size() * sizeof(DeviceCopyTile);
+  memory_ = device.allocate(region_bytes + table_bytes + 16);
   auto* base = static_cast<char*>(memory_->data());
   regions_ = reinterpret_cast<DeviceCopyRegion*>(base);
   tiles_ = reinterpret_cast<DeviceCopyTile*>(base + region_bytes);
   if (region_bytes) RESHARD_CUDA_CHECK(cudaMemcpy(regions_, rs.data(), region_bytes, cudaMemcpyHostToDevice));
-  if (tile_bytes) RESHARD_CUDA_CHECK(cudaMemcpy(tiles_, tiles.data(), tile_bytes, cudaMemcpyHostToDevice));
+  if (table_bytes) RESHARD_CUDA_CHECK(cudaMemcpy(tiles_, tiles.data(), table_bytes, cudaMemcpyHostToDevice));
   // Uploads go through the legacy stream, which non-blocking streams do not wait for: finish them before any run.
   RESHARD_CUDA_CHECK(cudaStreamSynchronize(cudaStreamLegacy));
 }
