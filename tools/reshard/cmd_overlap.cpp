@@ -20,7 +20,7 @@ struct Flags {
   std::string gemm = "8192x8192x8192:bf16";
   std::string transports;
   int repeats = 5;
-  int iters = 20;
+  int iters = 50;
   int warmup = 3;
   int timeout_ms = 120000;
   JsonFlag json;
@@ -117,7 +117,8 @@ Command add_overlap_command(CLI::App& app) {
   cmd->add_option("--iters", flags->iters, "GEMMs per loop (the redistributions per loop are sized to match)")
       ->capture_default_str();
   cmd->add_option("--warmup", flags->warmup, "Untimed GEMMs and redistributions first")->capture_default_str();
-  cmd->add_option("--timeout-ms", flags->timeout_ms, "Abort with an error when a phase stalls this long")
+  cmd->add_option("--timeout-ms", flags->timeout_ms,
+                  "Abort with an error when one phase (or a wait for the other ranks) takes longer than this")
       ->capture_default_str();
   add_json_flag(*cmd, flags->json, "The result");
   return [flags, cmd] {

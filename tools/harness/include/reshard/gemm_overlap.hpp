@@ -52,9 +52,9 @@ double gemm_flops(const GemmSpec& gemm);         // 2 m n k
 struct OverlapOptions {
   GemmSpec gemm;
   int repeats = 5;  // kMinOverlapRepeats..kMaxOverlapRepeats; the figures are medians over them
-  int gemms = 20;   // GEMMs per loop (G), 1..kMaxGemmsPerLoop
+  int gemms = 50;   // GEMMs per loop (G), 1..kMaxGemmsPerLoop
   int warmup = 3;   // untimed GEMMs and redistributions before the calibration, >= 0
-  std::chrono::milliseconds timeout{std::chrono::seconds(120)};  // a phase that makes no progress this long aborts
+  std::chrono::milliseconds timeout{std::chrono::seconds(120)};  // a phase or barrier longer than this aborts
 };
 // kInvalidArgument naming the option out of range.
 void check_overlap_options(const OverlapOptions& options);
