@@ -41,6 +41,7 @@ int main(int argc, char** argv) {
   commands["run"] = cli::add_run_command(app);
   commands["bench"] = cli::add_bench_command(app);
   commands["calibrate"] = cli::add_calibrate_command(app);
+  commands["overlap"] = cli::add_overlap_command(app);
 
   std::string name;
   try {
@@ -58,7 +59,7 @@ int main(int argc, char** argv) {
     return report(name, "error: ", e.what(), 2);
   }
   name = app.get_subcommands().front()->get_name();
-  const bool long_running = name == "run" || name == "bench" || name == "calibrate";
+  const bool long_running = name == "run" || name == "bench" || name == "calibrate" || name == "overlap";
   std::optional<cli::InterruptWatcher> watcher;
   if (long_running) watcher.emplace(name);
   try {

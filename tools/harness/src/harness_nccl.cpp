@@ -6,16 +6,15 @@
 #include <cstdlib>
 
 #include "gpu_timing.hpp"
+#include "nccl_rank.hpp"
 #include "reshard/cuda_check.hpp"
 #include "reshard/cuda_device.hpp"
-#include "reshard/cuda_pattern.hpp"
 #include "reshard/executor.hpp"
 #include "reshard/harness.hpp"
 #include "reshard/host_backend.hpp"
 #include "reshard/interrupt.hpp"
 #include "reshard/memory_check.hpp"
 #include "reshard/nccl_communicator.hpp"
-#include "reshard/pattern.hpp"
 
 namespace reshard {
 namespace {
@@ -45,11 +44,9 @@ class CudaGraph {
 // nothing is left waiting on a peer while the rank unwinds.
 RankOutcome run_rank(const Plan& plan, NcclCommunicator& comm, int device_ordinal, const RunOptions& options) {
   const int r = comm.rank();
-  const Dims& shape = plan.src().global_shape();
   CudaDevice device(device_ordinal);
-  CudaStream stream(device_ordinal);
-  CudaPatternChecker pattern(device);
-  Executor exec(plan, comm, device, ExecutorOptions{options.timeout, options.trace, options.stage_overlap});
+  detail::RankRedistribution redistribution(plan, comm, device,
+                                            ExecutorOptions{options.timeout, options.trace, options.stage_overlap});
   auto fault = [&](RunOptions::FaultPoint point) {
     if (options.fault_point == point && options.fault_rank == r) {
       fmt::print(stderr, "rank {}: injected fault, exiting\n", r);
@@ -58,34 +55,15 @@ RankOutcome run_rank(const Plan& plan, NcclCommunicator& comm, int device_ordina
   };
   fault(RunOptions::FaultPoint::kAfterPrepare);
   RankOutcome out;
-  out.workspace = exec.workspace_bytes();
-  Box in_box = plan.src().box(r), out_box = plan.dst().box(r);
-  auto input = device.allocate(exec.input_bytes());
-  auto output = device.allocate(exec.output_bytes());
-  // Partial layouts: contributions and expected values are made on the host (pattern.hpp); otherwise on the GPU.
-  const bool partial = plan.src().has_partial() || plan.dst().has_partial();
-  if (partial) {
-    std::vector<unsigned char> host(input->bytes());
-    fill_local(host.data(), plan.src(), r, plan.dtype());
-    if (!host.empty()) RESHARD_CUDA_CHECK(cudaMemcpy(input->data(), host.data(), host.size(), cudaMemcpyHostToDevice));
-  } else {
-    pattern.fill(input->data(), in_box, shape, plan.dtype(), stream.get());
-  }
-  auto run = [&] { exec.run({input->data(), input->bytes()}, {output->data(), output->bytes()}, stream.handle()); };
+  out.workspace = redistribution.workspace_bytes();
+  const cudaStream_t stream = redistribution.stream();
+  auto run = [&] { redistribution.run(); };
   auto verify = [&] {
-    exec.wait(stream.handle());
-    if (partial) {
-      std::vector<unsigned char> host(output->bytes());
-      if (!host.empty())
-        RESHARD_CUDA_CHECK(cudaMemcpy(host.data(), output->data(), host.size(), cudaMemcpyDeviceToHost));
-      out.wrong += count_local_mismatches(host.data(), plan.src(), plan.dst(), r, plan.dtype());
-    } else {
-      out.wrong += pattern.count_mismatches(output->data(), out_box, shape, plan.dtype(), stream.get());
-    }
-    out.checked += volume(out_box);
+    out.wrong += redistribution.count_wrong();
+    out.checked += redistribution.target_elements();
   };
   for (int poison : {0xA5, 0x5A}) {
-    if (output->bytes()) RESHARD_CUDA_CHECK(cudaMemsetAsync(output->data(), poison, output->bytes(), stream.get()));
+    redistribution.poison(poison);
     run();
     verify();
   }
@@ -94,12 +72,12 @@ RankOutcome run_rank(const Plan& plan, NcclCommunicator& comm, int device_ordina
     throw_if_stop_requested();
     run();
   }
-  exec.wait(stream.handle());
+  redistribution.wait();
   CudaGraph graph;
   if (options.cuda_graph) {
-    graph.capture(stream.get(), run);
-    graph.launch(stream.get());
-    exec.wait(stream.handle());
+    graph.capture(stream, run);
+    graph.launch(stream);
+    redistribution.wait();
   }
   auto stalled = [&] {
     comm.abort();
@@ -107,34 +85,22 @@ RankOutcome run_rank(const Plan& plan, NcclCommunicator& comm, int device_ordina
                                   " ms (a peer stopped or died?); the NCCL communicator was aborted"));
   };
   out.times = detail::time_on_stream(
-      stream.get(), options.iters,
+      stream, options.iters,
       [&] {
         if (options.cuda_graph)
-          graph.launch(stream.get());
+          graph.launch(stream);
         else
           run();
       },
       options.timeout, stalled);
-  exec.wait(stream.handle());
+  redistribution.wait();
   verify();
   if (options.trace) {
     run();
-    exec.wait(stream.handle());
-    out.steps = exec.step_times();
+    redistribution.wait();
+    out.steps = redistribution.step_times();
   }
   return out;
-}
-
-// Runs `body`; on any failure (a stop request included) aborts `comm` first, so that peers and the unwinding of
-// this rank's buffers never wait on work that will not complete.
-template <class Body>
-auto aborting_on_failure(NcclCommunicator& comm, Body&& body) {
-  try {
-    return body();
-  } catch (...) {
-    comm.abort();
-    throw;
-  }
 }
 
 }  // namespace
@@ -167,7 +133,7 @@ RunResult run_nccl(NcclRanks& ranks, const Plan& plan, const RunOptions& options
   std::vector<RankOutcome> outcomes(n);
   run_ranks(n, [&](int r) {
     NcclCommunicator& comm = *ranks.comms[r];
-    outcomes[r] = aborting_on_failure(comm, [&] { return run_rank(plan, comm, r, options); });
+    outcomes[r] = detail::aborting_on_failure(comm, [&] { return run_rank(plan, comm, r, options); });
   });
   return combine_ranks(Backend::kNccl, outcomes);
 }
@@ -184,7 +150,7 @@ RunResult run_plan_process(const Plan& plan, int rank, int world_size, int devic
   check_memory(memory_need(plan, Backend::kNccl, rank), Backend::kNccl, {device});
   auto comm = make_process_communicator(rank, world_size, device, rendezvous,
                                         NcclOptions{options.timeout, options.nccl_mode == NcclMode::kNonBlocking});
-  RankOutcome mine = aborting_on_failure(*comm, [&] { return run_rank(plan, *comm, device, options); });
+  RankOutcome mine = detail::aborting_on_failure(*comm, [&] { return run_rank(plan, *comm, device, options); });
   // Combine over processes: sampled iteration times by max (every process kept the same iterations), counts by sum
   // (one all_reduce each, on the GPU).
   CudaDevice dev(device);

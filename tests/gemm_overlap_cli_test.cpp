@@ -1,0 +1,64 @@
+// `reshard overlap` (a redistribution beside GEMMs): malformed GEMM specs and options are refused with one line and
+// exit 2 before anything runs, and without GPUs the command says what it needs instead of running.
+#include <gtest/gtest.h>
+
+#include "cli_runner.hpp"
+
+namespace reshard {
+namespace {
+
+using testing::CliResult;
+using testing::run_cli;
+
+const std::string kCase = "overlap --mesh 2 --from S0 --to S1 --shape 64x64 ";
+
+// Runs `args` with no GPU visible (a CUDA build sees none with CUDA_VISIBLE_DEVICES empty).
+CliResult run_without_gpus(const std::string& args) { return run_cli(args, "CUDA_VISIBLE_DEVICES="); }
+
+void expect_refused(const std::string& args, const std::string& message) {
+  CliResult r = run_without_gpus(args);
+  EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.err;
+  EXPECT_EQ(testing::count_lines(r.err), 1) << args << "\n" << r.err;
+  EXPECT_EQ(r.err.rfind("reshard overlap: error: ", 0), 0u) << r.err;
+  EXPECT_NE(r.err.find(message), std::string::npos) << args << "\nwanted: " << message << "\ngot: " << r.err;
+  EXPECT_TRUE(r.out.empty()) << r.out;
+}
+
+TEST(OverlapCli, MalformedGemmIsRefusedNamingTheProblem) {
+  expect_refused(kCase + "--gemm 8192x8192", "--gemm '8192x8192' must be MxNxK[:dtype]");
+  expect_refused(kCase + "--gemm 8192x8192x8192x2", "(three extents, got 4)");
+  expect_refused(kCase + "--gemm 8192xabcx8192", "N 'abc' is not a whole number");
+  expect_refused(kCase + "--gemm 0x8192x8192", "M = 0 is out of range (1..1048576)");
+  expect_refused(kCase + "--gemm 8192x8192x2097152", "K = 2097152 is out of range");
+  expect_refused(kCase + "--gemm 8192x8192x-4", "K = -4 is out of range");
+  expect_refused(kCase + "--gemm 8192x8192x8192:", "the dtype after ':' is empty");
+  expect_refused(kCase + "--gemm 8192x8192x8192:i32", "the GEMM dtype must be bf16, f16 or f32, got i32");
+  expect_refused(kCase + "--gemm 8192x8192x8192:nope", "nope");
+  expect_refused(kCase + "--gemm 99999999999999999999x1x1", "M '99999999999999999999' does not fit in 64 bits");
+}
+
+TEST(OverlapCli, OptionsOutOfRangeAreRefused) {
+  expect_refused(kCase + "--repeats 3", "--repeats must be between 5 and 1000");
+  expect_refused(kCase + "--iters 0", "--iters (GEMMs per loop) must be between 1 and 100000, got 0");
+  expect_refused(kCase + "--warmup -1", "--warmup must be between 0 and 100000, got -1");
+  expect_refused(kCase + "--timeout-ms 0", "--timeout-ms must be >= 1");
+  expect_refused(kCase + "--transports nccl,auto", "--transports: auto is not a transport of its own");
+  expect_refused(kCase + "--transports nccl,nccl", "--transports names nccl twice");
+  expect_refused(kCase + "--transport nccl --transports nvlink", "give --transport or --transports, not both");
+  expect_refused("overlap --mesh 2 --from S0 --shape 64x64", "--to is required");
+}
+
+TEST(OverlapCli, HelpNamesTheGemmAndTransportsFlags) {
+  CliResult r = run_cli("overlap --help");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  for (const char* flag : {"--gemm", "--transports", "--repeats", "--iters", "--json"})
+    EXPECT_NE(r.out.find(flag), std::string::npos) << flag << "\n" << r.out;
+}
+
+TEST(OverlapCli, WithoutGpusSaysWhatItNeeds) {
+  expect_refused(kCase + "--gemm 256x256x256:f16", "measuring a redistribution beside GEMMs needs 2 GPUs");
+  expect_refused(kCase + "--transports nccl,nvlink --json", "needs 2 GPUs");
+}
+
+}  // namespace
+}  // namespace reshard

@@ -1,0 +1,59 @@
+// One rank's redistribution on its GPU, as every NCCL run of the harness sets it up: the executor, the source tensor
+// filled with the pattern, the target buffer, and the check of the target against the pattern. Used by the timed runs
+// (harness_nccl.cpp) and by the overlap measurement (overlap_nccl.cpp).
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "reshard/cuda_device.hpp"
+#include "reshard/cuda_pattern.hpp"
+#include "reshard/executor.hpp"
+#include "reshard/nccl_communicator.hpp"
+
+namespace reshard::detail {
+
+class RankRedistribution {
+ public:
+  // Collective over the plan's ranks (the executor's construction is). `device` must outlive this object.
+  RankRedistribution(const Plan& plan, Communicator& comm, CudaDevice& device, const ExecutorOptions& options);
+
+  cudaStream_t stream() const { return stream_.get(); }
+  size_t workspace_bytes() const { return exec_.workspace_bytes(); }
+  Index target_elements() const { return volume(out_box_); }
+
+  // Enqueues one redistribution of the source into the target on stream().
+  void run();
+  // Waits for the enqueued work (the executor's wait, with its timeout).
+  void wait();
+  // Fills the target with `byte` on stream(), so that an element no run writes is caught.
+  void poison(int byte);
+  // Waits, then counts the target's elements that differ from the redistributed pattern.
+  Index count_wrong();
+  // Phase times of the last run (ExecutorOptions::trace, after wait()).
+  std::vector<StepTime> step_times() const { return exec_.step_times(); }
+
+ private:
+  const Plan& plan_;
+  int rank_;
+  bool partial_;  // Partial layouts: contributions and expected values are made on the host (pattern.hpp)
+  Box in_box_, out_box_;
+  CudaStream stream_;
+  CudaPatternChecker pattern_;
+  Executor exec_;
+  std::unique_ptr<DeviceMemory> input_, output_;
+};
+
+// Runs `body`; on any failure (a stop request included) aborts `comm` first, so that peers and the unwinding of
+// this rank's buffers never wait on work that will not complete.
+template <class Body>
+auto aborting_on_failure(NcclCommunicator& comm, Body&& body) {
+  try {
+    return body();
+  } catch (...) {
+    comm.abort();
+    throw;
+  }
+}
+
+}  // namespace reshard::detail
