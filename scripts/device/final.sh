@@ -49,6 +49,10 @@ for s in 1024x1024 256x256 64x64; do
 done
 cat "$OUT/bench.txt"
 echo "[$(el) s] bench"
+{ echo "== overlap: 1 GiB S0->S1 beside bf16 8192^3 GEMMs"
+  timeout 100 $R overlap --mesh 2 --from S0 --to S1 --shape 16384x16384 --strategy p2p --transports nvlink,nccl \
+    --gemm 8192x8192x8192:bf16 --repeats 5 2>&1; echo "overlap exit $?"; } | tee -a "$OUT/bench.txt"
+echo "[$(el) s] overlap"
 python3 - "$OUT/cases.json" <<'PY'
 import json, sys
 c = [dict(mesh=[2], **{"from": f, "to": t}, shape=s, dtype=d) for f, t, s, d in [
