@@ -62,6 +62,10 @@ TEST(CliHugeMeshes, LayoutOfAMillionRanksIsASummary) {
   ASSERT_EQ(j.exit_code, 0) << j.err;
   EXPECT_NE(j.out.find("\"rank\": 1048575,"), std::string::npos);
   EXPECT_EQ(j.out.substr(j.out.size() - 4), "]\n}\n") << j.out.substr(j.out.size() - 40);
+  // Beyond the limit: refused at once, naming it.
+  CliResult over = run_cli("layout --mesh 100000000 --placements S0 --shape 10");
+  EXPECT_EQ(over.exit_code, 2);
+  EXPECT_NE(over.err.find("the most reshard supports (2^20)"), std::string::npos) << over.err;
   CliResult one = run_cli("layout --mesh 1048576 --placements S0 --shape 10 --json --rank 7");
   ASSERT_EQ(one.exit_code, 0) << one.err;
   nlohmann::json doc = nlohmann::json::parse(one.out);
