@@ -70,8 +70,9 @@ std::vector<std::pair<std::string, Request>> one_field_changed() {
   add("peer access", [](Request& r) { r.options.topology.peer_access = false; });
   add("profile name", [](Request& r) { r.options.profile.name = "other"; });
   add("profile numbers, same name", [](Request& r) { r.options.profile.intra_node.p2p.bandwidth_GBps *= 2; });
-  add("profile samples, same name",
-      [](Request& r) { r.options.profile.intra_node.all_to_all.samples = {{1024, 10}, {1 << 20, 40}}; });
+  add("profile samples, same name", [](Request& r) {
+    r.options.profile.intra_node.all_to_all.samples = {{1024, 10}, {1 << 20, 40}};
+  });
   add("memory budget", [](Request& r) { r.options.memory_budget_bytes = Index(1) << 30; });
   add("memory budget value", [](Request& r) { r.options.memory_budget_bytes = Index(1) << 31; });
   add("max collectives", [](Request& r) { r.options.max_collectives = 3; });
@@ -139,7 +140,7 @@ TEST(PlanCache, EvictsTheLeastRecentlyUsed) {
   auto b = cached(cache, request(DType::kF16));
   auto c = cached(cache, request(DType::kI32));
   EXPECT_EQ(cached(cache, request(DType::kF32)).get(), a.get());  // order now a, c, b
-  auto d = cached(cache, request(DType::kI8));                     // evicts b
+  auto d = cached(cache, request(DType::kI8));                    // evicts b
   EXPECT_EQ(cache.size(), 3u);
   EXPECT_EQ(cache.stats().evictions, 1u);
   EXPECT_EQ(cached(cache, request(DType::kF32)).get(), a.get());

@@ -81,8 +81,7 @@ const std::string& PlanCache::profile_identity(const Profile& profile) {
   return profiles_.back().identity;
 }
 
-std::string PlanCache::key_of(const Layout& src, const Layout& dst, DType dtype, int rank,
-                              const PlanOptions& options) {
+std::string PlanCache::key_of(const Layout& src, const Layout& dst, DType dtype, int rank, const PlanOptions& options) {
   // Every field of PlanOptions and Topology is named here: a new field breaks this binding (the number of names must
   // match the number of fields) until it is added to the key below.
   const auto& [strategy, transport, fusion, topology, profile, memory_budget_bytes, max_collectives,

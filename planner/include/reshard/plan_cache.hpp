@@ -85,7 +85,7 @@ class PlanCache {
 
   const size_t capacity_;
   mutable std::mutex mutex_;
-  std::list<Entry> lru_;  // most recently used first
+  std::list<Entry> lru_;                                                    // most recently used first
   std::unordered_map<std::string_view, std::list<Entry>::iterator> index_;  // views of the entries' keys
   std::vector<KnownProfile> profiles_;                                      // most recently added last
   PlanCacheStats stats_;
