@@ -1,7 +1,9 @@
 // Planning time (Google Benchmark): auto plans (all candidates priced) and per-rank plans on meshes from 2x2 to
-// 1024 ranks, for the seed experiment's pairs. Results: bench/results/planning-*.json.
+// 1024 ranks, for the seed experiment's pairs, and PlanCache hits and misses. Results: bench/results/*planning*.json,
+// bench/results/*plan-cache.txt.
 #include <benchmark/benchmark.h>
 
+#include "reshard/plan_cache.hpp"
 #include "reshard/planner.hpp"
 
 namespace reshard {
@@ -45,8 +47,56 @@ void BM_RankPlan(benchmark::State& state) {
   label(state, c);
 }
 
+// A cache hit: the key of the request, one lookup, the shared plan returned (never planned again).
+void BM_CacheHit(benchmark::State& state) {
+  const Case& c = kCases[state.range(0)];
+  Mesh mesh(c.mesh);
+  Layout src(mesh, parse_placements(c.from), Dims{16384, 16384});
+  Layout dst(mesh, parse_placements(c.to), Dims{16384, 16384});
+  PlanOptions options;
+  PlanCache cache;
+  cache.get_or_plan(src, dst, DType::kBF16, options);
+  for (auto _ : state) benchmark::DoNotOptimize(cache.get_or_plan(src, dst, DType::kBF16, options));
+  if (cache.stats().misses != 1) state.SkipWithError("a hit planned");
+  label(state, c);
+}
+
+void BM_CacheHitRank(benchmark::State& state) {
+  const Case& c = kCases[state.range(0)];
+  Mesh mesh(c.mesh);
+  Layout src(mesh, parse_placements(c.from), Dims{16384, 16384});
+  Layout dst(mesh, parse_placements(c.to), Dims{16384, 16384});
+  PlanOptions options;
+  PlanCache cache;
+  const int rank = (mesh.size() / 2 + 1) % mesh.size();
+  cache.get_or_plan_rank(src, dst, DType::kBF16, rank, options);
+  for (auto _ : state) benchmark::DoNotOptimize(cache.get_or_plan_rank(src, dst, DType::kBF16, rank, options));
+  if (cache.stats().misses != 1) state.SkipWithError("a hit planned");
+  label(state, c);
+}
+
+// A miss: the cache emptied, then the key, a full auto plan and the insertion (compare with BM_AutoPlan).
+void BM_CacheMiss(benchmark::State& state) {
+  const Case& c = kCases[state.range(0)];
+  Mesh mesh(c.mesh);
+  Layout src(mesh, parse_placements(c.from), Dims{16384, 16384});
+  Layout dst(mesh, parse_placements(c.to), Dims{16384, 16384});
+  PlanOptions options;
+  PlanCache cache;
+  for (auto _ : state) {
+    cache.clear();
+    benchmark::DoNotOptimize(cache.get_or_plan(src, dst, DType::kBF16, options));
+  }
+  if (cache.stats().hits != 0) state.SkipWithError("a miss hit");
+  label(state, c);
+}
+
 BENCHMARK(BM_AutoPlan)->DenseRange(0, 9)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_RankPlan)->DenseRange(0, 9)->Unit(benchmark::kMicrosecond);
+// Cases 0 (2x2 [S0,S1]->[S1,S0]) and 9 (16x64 [S0,S0]->[S1,S1]).
+BENCHMARK(BM_CacheHit)->Arg(0)->Arg(9)->Unit(benchmark::kNanosecond);
+BENCHMARK(BM_CacheHitRank)->Arg(0)->Arg(9)->Unit(benchmark::kNanosecond);
+BENCHMARK(BM_CacheMiss)->Arg(0)->Arg(9)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 }  // namespace reshard

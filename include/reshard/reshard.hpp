@@ -24,6 +24,7 @@
 #include "reshard/pattern.hpp"
 #include "reshard/placement.hpp"
 #include "reshard/plan.hpp"
+#include "reshard/plan_cache.hpp"
 #include "reshard/plan_format.hpp"
 #include "reshard/plan_json.hpp"
 #include "reshard/planner.hpp"

@@ -34,10 +34,12 @@ struct AlphaBeta {
   std::vector<std::pair<double, double>> samples;
   // The operation's time in microseconds.
   double time_us(double bytes) const;
+  friend bool operator==(const AlphaBeta&, const AlphaBeta&) = default;
 };
 
 struct LinkProfile {
   AlphaBeta p2p, all_gather, reduce_scatter, all_reduce, all_to_all;
+  friend bool operator==(const LinkProfile&, const LinkProfile&) = default;
 };
 
 // The NVLink one-sided transport (ranks of one host with peer access): regions pulled straight from a peer's tensor.
@@ -51,6 +53,7 @@ struct OneSidedProfile {
   AlphaBeta fused;
   double fused_overhead_us = 0;
   long long copy_engine_min_row_bytes = 0;  // regions with shorter contiguous rows (or over 3-D) go to the kernel
+  friend bool operator==(const OneSidedProfile&, const OneSidedProfile&) = default;
 };
 
 struct Profile {
@@ -63,6 +66,8 @@ struct Profile {
   AlphaBeta copy_engine;        // local device-to-device copies on the copy engines (one way)
   OneSidedProfile nvlink;
   std::string extra_json;  // other top-level keys, verbatim (calibration fits)
+  // Every field, exactly (PlanCache tells profiles apart with it).
+  friend bool operator==(const Profile&, const Profile&) = default;
 };
 
 // Defaults for H100/H200 NVLink within a node and 400 Gb/s InfiniBand (one NIC per GPU) between nodes.

@@ -8,6 +8,7 @@
 #include "reshard/interrupt.hpp"
 #include "reshard/memory_check.hpp"
 #include "reshard/overlap.hpp"
+#include "reshard/plan_cache.hpp"
 
 namespace reshard {
 namespace {
@@ -33,22 +34,37 @@ Index max_local_bytes(const Layout& src, const Layout& dst, int es) {
   return worst;
 }
 
-Plan plan_case(const SweepOptions& o, const SweepCase& c, SweepRun run) {
-  Mesh mesh(c.mesh);
+PlanOptions plan_options(const SweepOptions& o, SweepRun run) {
   PlanOptions po = o.plan;
   po.strategy = run.strategy;
   po.transport = run.transport;
-  return make_plan(Layout(mesh, c.from, c.shape), Layout(mesh, c.to, c.shape), c.dtype, po);
+  return po;
+}
+
+Plan plan_case(const SweepOptions& o, const SweepCase& c, SweepRun run) {
+  Mesh mesh(c.mesh);
+  return make_plan(Layout(mesh, c.from, c.shape), Layout(mesh, c.to, c.shape), c.dtype, plan_options(o, run));
+}
+
+// The most plans a sweep keeps between its memory check and its runs (bounds the sweep's host memory).
+constexpr size_t kSweepPlans = 4096;
+
+// The same plan through the sweep's cache: the memory check and the runs plan each case once between them.
+std::shared_ptr<const Plan> cached_plan_case(PlanCache& cache, const SweepOptions& o, const SweepCase& c,
+                                             SweepRun run) {
+  Mesh mesh(c.mesh);
+  return cache.get_or_plan(Layout(mesh, c.from, c.shape), Layout(mesh, c.to, c.shape), c.dtype, plan_options(o, run));
 }
 
 // Host memory of the largest run, and device memory of the largest rank, over every run of the sweep.
-void check_sweep_memory(const SweepOptions& o, const std::vector<SweepCase>& cases) {
+void check_sweep_memory(const SweepOptions& o, const std::vector<SweepCase>& cases, PlanCache& plans) {
   MemoryNeed worst;
   int worst_ranks = 1;
   for (const SweepCase& c : cases) {
     throw_if_stop_requested();
     for (SweepRun s : c.runs) {
-      Plan plan = plan_case(o, c, s);
+      const std::shared_ptr<const Plan> cached = cached_plan_case(plans, o, c, s);
+      const Plan& plan = *cached;
       MemoryNeed need = memory_need(plan, o.backend);
       if (need.host_bytes > worst.host_bytes) {
         worst.host_bytes = need.host_bytes;
@@ -117,8 +133,8 @@ std::vector<SweepCase> sweep_cases(const SweepOptions& o) {
             c.auto_choice = SweepRun{automatic.strategy(), automatic.transport()};
             for (Strategy s : o.strategies)
               for (const Candidate& cand : automatic.candidates()) {
-                const bool wanted = std::find(o.transports.begin(), o.transports.end(), cand.transport) !=
-                                    o.transports.end();
+                const bool wanted =
+                    std::find(o.transports.begin(), o.transports.end(), cand.transport) != o.transports.end();
                 if (cand.strategy == s && cand.available && (wanted || s == Strategy::kCollective))
                   c.runs.push_back(SweepRun{s, cand.transport});
               }
@@ -149,7 +165,10 @@ std::string sweep_cases_json(const std::vector<SweepCase>& cases) {
 }
 
 SweepSummary run_sweep(const SweepOptions& o, const std::vector<SweepCase>& cases, const SweepEvents& events) {
-  check_sweep_memory(o, cases);
+  // Holds every run's plan, up to kSweepPlans (sweep meshes are one host's GPUs, so plans are small): the runs visit
+  // them in the memory check's order, so a cache smaller than the sweep evicts each plan before its run.
+  PlanCache plans(std::clamp<size_t>(sweep_runs(cases), 1, kSweepPlans));
+  check_sweep_memory(o, cases, plans);
   SweepLink link;
   link.applies = o.backend == Backend::kNccl;
   link.link_GBps = o.plan.profile.intra_node.p2p.bandwidth_GBps;
@@ -177,7 +196,8 @@ SweepSummary run_sweep(const SweepOptions& o, const std::vector<SweepCase>& case
           std::max(tb.max_rank_bytes / (link.link_GBps * 1e3), max_local_bytes(src, dst, es) / (link.copy_GBps * 1e3));
     for (SweepRun s : c.runs) {
       throw_if_stop_requested();
-      Plan plan = plan_case(o, c, s);
+      const std::shared_ptr<const Plan> cached = cached_plan_case(plans, o, c, s);
+      const Plan& plan = *cached;
       RunOptions ro;
       ro.iters = o.iters;
       ro.warmup = o.warmup;
