@@ -8,9 +8,28 @@
 namespace reshard::detail {
 
 CopyEngine copy_engine_for(const Box& region, const Box& from, const Box& to, int element_size, Index min_row_bytes) {
-  const CopyRegion view = box_copy(BufferRef{}, from, BufferRef{}, to, region);
-  const int nd = view.shape.size();
-  const Index row_bytes = view.shape[nd - 1] * element_size;
+  // The dims box_copy's views end with (region_views.cpp: extent-1 dims dropped, dims contiguous in both views
+  // merged, a unit innermost dim added when the last run is strided), without building the views: the planner asks
+  // this for every transfer it prices.
+  const Dims sf = row_major_strides(from.shape), st = row_major_strides(to.shape);
+  Index shape[kMaxDims + 1], src[kMaxDims + 1], dst[kMaxDims + 1];
+  int nd = 0;
+  for (int i = 0; i < region.shape.size(); ++i) {
+    const Index e = region.shape[i];
+    if (e == 1) continue;
+    if (nd > 0 && src[nd - 1] == sf[i] * e && dst[nd - 1] == st[i] * e) {
+      shape[nd - 1] *= e;
+      src[nd - 1] = sf[i];
+      dst[nd - 1] = st[i];
+      continue;
+    }
+    shape[nd] = e;
+    src[nd] = sf[i];
+    dst[nd] = st[i];
+    ++nd;
+  }
+  const Index row_bytes = nd > 0 && src[nd - 1] == 1 && dst[nd - 1] == 1 ? shape[nd - 1] * element_size : element_size;
+  if (!(nd > 0 && src[nd - 1] == 1 && dst[nd - 1] == 1)) ++nd;  // the unit innermost dim box_copy adds
   return nd <= 3 && row_bytes >= min_row_bytes ? CopyEngine::kCopyEngine : CopyEngine::kKernel;
 }
 
