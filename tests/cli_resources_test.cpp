@@ -100,7 +100,8 @@ TEST(CliHugeMeshes, PlanJsonTooLargeSaysHowToNarrowIt) {
 
 CliResult interrupt(const std::string& args, int sig) {
   testing::CliProcess p = testing::spawn_cli(args, "sig");
-  std::this_thread::sleep_for(std::chrono::milliseconds(700));  // well into the timed loop
+  // Well into the timed loop, its handlers long installed (sanitizer builds on a loaded machine start slowly).
+  std::this_thread::sleep_for(std::chrono::milliseconds(2000));
   ::kill(p.pid, sig);
   return testing::wait_cli(p, std::chrono::seconds(10));
 }
@@ -118,7 +119,7 @@ TEST(CliSignals, SigintStopsARunPromptlyWithOneLine) {
 
 TEST(CliSignals, SigtermStopsASweepKeepingEveryRowMeasured) {
   std::string csv = testing::temp_base() + "_sig.csv", json = testing::temp_base() + "_sig.json";
-  CliResult r = interrupt("bench --backend host --meshes 2 --sizes 4KiB,8KiB,16KiB --iters 2000 --warmup 0 --csv " +
+  CliResult r = interrupt("bench --backend host --meshes 2 --sizes 4KiB,8KiB,16KiB --iters 100000 --warmup 0 --csv " +
                               csv + " --json " + json,
                           SIGTERM);
   EXPECT_EQ(r.exit_code, 143) << r.err;

@@ -10,6 +10,8 @@
 // which is how a memory budget is met.
 #pragma once
 
+#include "reshard/checked_math.hpp"
+
 #include <algorithm>
 #include <vector>
 
@@ -23,7 +25,7 @@ inline constexpr int kMaxStages = 64;
 // Elements rounded up to the 256-byte alignment of scratch areas.
 inline Index aligned_elements(Index elements, int element_size) {
   const Index align = std::max<Index>(1, 256 / element_size);
-  return (elements + align - 1) / align * align;
+  return checked_add(elements, align - 1, "an aligned workspace size") / align * align;
 }
 
 // `receiver_copies`: the receiver copies the transfer out of scratch whatever its contiguity (reductions).

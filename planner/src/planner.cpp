@@ -254,7 +254,7 @@ class Planner {
       for (size_t i = 0; i < after.size(); ++i) intermediate[i] = after[i]->volume(r);
       peak = std::max(peak, detail::WorkspaceLayout(intermediate, es).total(scratch));
     }
-    return peak * es;
+    return checked_mul(peak, es, "the plan's peak workspace in bytes");
   }
 
   const RankBoxes& boxes(const std::vector<Placement>& ps) {

@@ -92,12 +92,12 @@ class WorkspaceLayout {
     Index temp[2] = {0, 0};
     for (size_t i = 0; i < intermediate.size(); ++i) temp[i % 2] = std::max(temp[i % 2], intermediate[i]);
     temp_offset_[1] = aligned_elements(temp[0], element_size);
-    scratch_base_ = temp_offset_[1] + aligned_elements(temp[1], element_size);
+    scratch_base_ = checked_add(temp_offset_[1], aligned_elements(temp[1], element_size), "a rank's workspace");
   }
   // Where the output of step i (not the last) lives.
   Index intermediate_offset(size_t step) const { return temp_offset_[step % 2]; }
   Index scratch_base() const { return scratch_base_; }
-  Index total(Index scratch) const { return scratch_base_ + scratch; }
+  Index total(Index scratch) const { return checked_add(scratch_base_, scratch, "a rank's workspace"); }
 
  private:
   Index temp_offset_[2] = {0, 0};
