@@ -57,11 +57,6 @@ TEST(CliHugeMeshes, LayoutOfAMillionRanksIsASummary) {
   EXPECT_NE(r.out.find("... 1048512 more ranks (--rank R shows one) ..."), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("1048575 "), std::string::npos);  // the last rank is listed
   EXPECT_NE(r.out.find("picture drawn for meshes of up to 4096 ranks"), std::string::npos);
-  CliResult j = run_cli("layout --mesh 1048576 --placements S0 --shape 10 --json");
-  // The JSON of every rank is streamed (tens of MB at the rank limit; larger documents are refused before printing).
-  ASSERT_EQ(j.exit_code, 0) << j.err;
-  EXPECT_NE(j.out.find("\"rank\": 1048575,"), std::string::npos);
-  EXPECT_EQ(j.out.substr(j.out.size() - 4), "]\n}\n") << j.out.substr(j.out.size() - 40);
   // Beyond the limit: refused at once, naming it.
   CliResult over = run_cli("layout --mesh 100000000 --placements S0 --shape 10");
   EXPECT_EQ(over.exit_code, 2);
