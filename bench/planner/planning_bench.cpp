@@ -22,15 +22,20 @@ const Case kCases[] = {
     {{16, 64}, "S0,S0", "S1,S1"},
 };
 
+// The case's source and target layouts of a 16384x16384 tensor.
+std::pair<Layout, Layout> layouts(const Case& c) {
+  Mesh mesh(c.mesh);
+  return {Layout(mesh, parse_placements(c.from), Dims{16384, 16384}),
+          Layout(mesh, parse_placements(c.to), Dims{16384, 16384})};
+}
+
 void label(benchmark::State& state, const Case& c) {
   state.SetLabel(Mesh(c.mesh).str() + " [" + c.from + "]->[" + c.to + "]");
 }
 
 void BM_AutoPlan(benchmark::State& state) {
   const Case& c = kCases[state.range(0)];
-  Mesh mesh(c.mesh);
-  Layout src(mesh, parse_placements(c.from), Dims{16384, 16384});
-  Layout dst(mesh, parse_placements(c.to), Dims{16384, 16384});
+  const auto [src, dst] = layouts(c);
   PlanOptions options;  // auto, 8 ranks per node
   for (auto _ : state) benchmark::DoNotOptimize(make_plan(src, dst, DType::kBF16, options));
   label(state, c);
@@ -38,21 +43,18 @@ void BM_AutoPlan(benchmark::State& state) {
 
 void BM_RankPlan(benchmark::State& state) {
   const Case& c = kCases[state.range(0)];
-  Mesh mesh(c.mesh);
-  Layout src(mesh, parse_placements(c.from), Dims{16384, 16384});
-  Layout dst(mesh, parse_placements(c.to), Dims{16384, 16384});
+  const auto [src, dst] = layouts(c);
   PlanOptions options;
-  int rank = mesh.size() / 2 + 1;
-  for (auto _ : state) benchmark::DoNotOptimize(make_rank_plan(src, dst, DType::kBF16, rank % mesh.size(), options));
+  int rank = src.mesh().size() / 2 + 1;
+  for (auto _ : state)
+    benchmark::DoNotOptimize(make_rank_plan(src, dst, DType::kBF16, rank % src.mesh().size(), options));
   label(state, c);
 }
 
 // A cache hit: the key of the request, one lookup, the shared plan returned (never planned again).
 void BM_CacheHit(benchmark::State& state) {
   const Case& c = kCases[state.range(0)];
-  Mesh mesh(c.mesh);
-  Layout src(mesh, parse_placements(c.from), Dims{16384, 16384});
-  Layout dst(mesh, parse_placements(c.to), Dims{16384, 16384});
+  const auto [src, dst] = layouts(c);
   PlanOptions options;
   PlanCache cache;
   cache.get_or_plan(src, dst, DType::kBF16, options);
@@ -63,12 +65,10 @@ void BM_CacheHit(benchmark::State& state) {
 
 void BM_CacheHitRank(benchmark::State& state) {
   const Case& c = kCases[state.range(0)];
-  Mesh mesh(c.mesh);
-  Layout src(mesh, parse_placements(c.from), Dims{16384, 16384});
-  Layout dst(mesh, parse_placements(c.to), Dims{16384, 16384});
+  const auto [src, dst] = layouts(c);
   PlanOptions options;
   PlanCache cache;
-  const int rank = (mesh.size() / 2 + 1) % mesh.size();
+  const int rank = (src.mesh().size() / 2 + 1) % src.mesh().size();
   cache.get_or_plan_rank(src, dst, DType::kBF16, rank, options);
   for (auto _ : state) benchmark::DoNotOptimize(cache.get_or_plan_rank(src, dst, DType::kBF16, rank, options));
   if (cache.stats().misses != 1) state.SkipWithError("a hit planned");
@@ -78,9 +78,7 @@ void BM_CacheHitRank(benchmark::State& state) {
 // A miss: the cache emptied, then the key, a full auto plan and the insertion (compare with BM_AutoPlan).
 void BM_CacheMiss(benchmark::State& state) {
   const Case& c = kCases[state.range(0)];
-  Mesh mesh(c.mesh);
-  Layout src(mesh, parse_placements(c.from), Dims{16384, 16384});
-  Layout dst(mesh, parse_placements(c.to), Dims{16384, 16384});
+  const auto [src, dst] = layouts(c);
   PlanOptions options;
   PlanCache cache;
   for (auto _ : state) {
