@@ -187,7 +187,7 @@ Fusion parse_fusion(std::string_view text) {
   if (text == "auto") return Fusion::kAuto;
   if (text == "always") return Fusion::kAlways;
   if (text == "never") return Fusion::kNever;
-  fail(ErrorKind::kParse, cat("unknown fusion '", text, "'; expected auto, always or never"));
+  fail(ErrorKind::kParse, cat("unknown fusion '", printable(text), "'; expected auto, always or never"));
 }
 
 Strategy parse_strategy(std::string_view text) {

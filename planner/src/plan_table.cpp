@@ -42,7 +42,9 @@ std::string why(const Plan& plan) {
     } else if (!c.fits_budget) {
       out += fmt::format("; {} needs {} of workspace, over the budget", label(c),
                          human_bytes(static_cast<double>(c.peak_workspace_bytes)));
-    } else if (c.estimated_us >= chosen->estimated_us) {
+    } else if (c.estimated_us == chosen->estimated_us) {
+      out += fmt::format("; {} as fast ({:.1f} us)", label(c), c.estimated_us);
+    } else if (c.estimated_us > chosen->estimated_us) {
       out += fmt::format("; {:.2f}x faster than {} ({:.1f} us)", c.estimated_us / std::max(chosen->estimated_us, 1e-9),
                          label(c), c.estimated_us);
     } else {
