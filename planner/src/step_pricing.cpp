@@ -132,9 +132,11 @@ PricedStep StepPricer::p2p(const OverlapIndex& index, Transport transport) const
         continue;
       }
       const LinkClass link = model_.topology().link(t.src, t.dst);
-      if (one_sided && link != LinkClass::kIntraNode && ps.unavailable.empty())
+      if (one_sided && link != LinkClass::kIntraNode) {  // the step cannot run: nothing more to price
         ps.unavailable =
             cat("nvlink moves data within a node only; rank ", t.src, " sends to rank ", t.dst, " on another node");
+        return ps;
+      }
       ranks[t.src].send(t, a[t.src], b[t.dst], link);
       ranks[t.dst].receive(t, a[t.src], b[t.dst], link);
       ps.step.bytes_moved += t.bytes;

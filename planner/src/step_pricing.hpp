@@ -49,7 +49,8 @@ class StepPricer {
                                         std::span<const int> dims) const;
 
   // A p2p step on `transport`: streams every transfer once, pricing the slowest rank and sizing every rank's scratch.
-  // The step holds no transfers (the planner materialises them for the plan it keeps).
+  // The step holds no transfers (the planner materialises them for the plan it keeps). An nvlink step with a
+  // transfer across nodes returns at that transfer with `unavailable` set and no figures.
   PricedStep p2p(const OverlapIndex& index, Transport transport = Transport::kNccl) const;
 
   // The exchange rules of this pricer's steps (transport, element size, chunking, copy-engine rule).
