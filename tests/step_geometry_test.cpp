@@ -36,8 +36,8 @@ TEST(StepGeometry, CopyEngineRuleMatchesTheLoweredViews) {
         const CopyEngine want =
             vd <= 3 && view.shape[vd - 1] * es >= min_row ? CopyEngine::kCopyEngine : CopyEngine::kKernel;
         ASSERT_EQ(copy_engine_for(region, from, to, es, min_row), want)
-            << "region " << to_string(region) << " from " << to_string(from) << " to " << to_string(to) << " es "
-            << es << " min_row " << min_row;
+            << "region " << to_string(region) << " from " << to_string(from) << " to " << to_string(to) << " es " << es
+            << " min_row " << min_row;
         (want == CopyEngine::kCopyEngine ? engine : kernel)++;
       }
     }

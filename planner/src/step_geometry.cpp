@@ -80,9 +80,8 @@ Movement RankExchange::receive(const Transfer& t, const Box& sender_box, const B
 
 void RankExchange::local(const Transfer& t, const Box& from, const Box& to) {
   // Either transport: a local copy with rows wide enough goes to the copy engines (no SMs, full device bandwidth).
-  if (!rules_.reduces &&
-      copy_engine_for(t.region, from, to, rules_.element_size, rules_.copy_engine_min_row_bytes) ==
-          CopyEngine::kCopyEngine)
+  if (!rules_.reduces && copy_engine_for(t.region, from, to, rules_.element_size, rules_.copy_engine_min_row_bytes) ==
+                             CopyEngine::kCopyEngine)
     traffic_.local_engine_bytes += t.bytes;
   else
     traffic_.local_bytes += t.bytes;

@@ -30,7 +30,8 @@ std::string duration(double seconds) {
 }
 
 struct Flags {
-  std::string meshes, sizes, shapes, dtypes = "f32,bf16", strategies = "collective,p2p,hybrid", transports = "nccl,nvlink", placements = "R,S0,S1";
+  std::string meshes, sizes, shapes, dtypes = "f32,bf16", strategies = "collective,p2p,hybrid",
+                                     transports = "nccl,nvlink", placements = "R,S0,S1";
   std::string backend = "auto", profile, csv, cases, pipeline_chunk;
   JsonFlag json;
   int iters = 20, warmup = 5, ranks_per_node = 8;

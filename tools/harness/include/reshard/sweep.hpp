@@ -28,7 +28,7 @@ struct SweepOptions {
   std::vector<DType> dtypes{DType::kF32, DType::kBF16};
   std::vector<Strategy> strategies{Strategy::kCollective, Strategy::kP2P, Strategy::kHybrid};
   std::vector<Transport> transports{Transport::kNccl, Transport::kNvlink};  // p2p and hybrid run on each available
-  std::vector<std::string> placements{"R", "S0", "S1"};  // per mesh dim; every pair is run
+  std::vector<std::string> placements{"R", "S0", "S1"};                     // per mesh dim; every pair is run
   Backend backend = Backend::kNccl;
   NcclMode nccl_mode = NcclMode::kNonBlocking;
   PlanOptions plan;  // profile, topology, pipelining
