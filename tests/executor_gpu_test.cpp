@@ -3,12 +3,15 @@
 // one process per rank. Every element of every rank is checked (harness protocol).
 #include <gtest/gtest.h>
 
+#include <cuda_runtime.h>
+#include <nccl.h>
 #include <unistd.h>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <thread>
+#include <vector>
 
 #include "cli_runner.hpp"
 #include "reshard/cuda_device.hpp"
@@ -426,6 +429,65 @@ TEST_F(Gpu, ARankProcessThatDiesMakesTheOthersFailWithinTheTimeout) {
                 out0.substr(at == std::string::npos ? 0 : at).c_str());
     std::remove(rendezvous.substr(5).c_str());
   }
+}
+
+// A communicator the caller owns is never aborted by reshard: a timeout raises the error, leaves the communicator
+// usable, and says so (issue 18). The stream is held by a host function until the timeout has fired.
+TEST(GpuNccl, CallersCommunicatorSurvivesATimeout) {
+  if (local_gpu_count() < 2) GTEST_SKIP() << "needs 2 GPUs";
+  ncclComm_t comms[2];
+  int devices[2] = {0, 1};
+  ASSERT_EQ(ncclCommInitAll(comms, 2, devices), ncclSuccess);
+  std::atomic<bool> release{false};
+  {
+    ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+    NcclOptions options;
+    options.timeout = std::chrono::milliseconds(200);
+    NcclCommunicator wrapped(comms[0], /*owned=*/false, options);
+    cudaStream_t s;
+    ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+    auto hold = [](void* flag) {
+      while (!static_cast<std::atomic<bool>*>(flag)->load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    };
+    ASSERT_EQ(cudaLaunchHostFunc(s, hold, &release), cudaSuccess);
+    try {
+      wrapped.wait(s, std::chrono::milliseconds(200));
+      ADD_FAILURE() << "wait() returned while the stream was held";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kTimeout);
+      EXPECT_NE(std::string(e.what()).find("left as it is"), std::string::npos) << e.what();
+    }
+    release = true;
+    ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+    ASSERT_EQ(cudaStreamDestroy(s), cudaSuccess);
+  }
+  // Not aborted: both ranks still all-reduce correctly over it.
+  ncclResult_t state = ncclSuccess;
+  ASSERT_EQ(ncclCommGetAsyncError(comms[0], &state), ncclSuccess);
+  EXPECT_EQ(state, ncclSuccess);
+  float* buf[2];
+  cudaStream_t streams[2];
+  for (int r = 0; r < 2; ++r) {
+    ASSERT_EQ(cudaSetDevice(r), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&buf[r], 1024 * sizeof(float)), cudaSuccess);
+    std::vector<float> v(1024, static_cast<float>(r + 1));
+    ASSERT_EQ(cudaMemcpy(buf[r], v.data(), v.size() * sizeof(float), cudaMemcpyHostToDevice), cudaSuccess);
+    ASSERT_EQ(cudaStreamCreate(&streams[r]), cudaSuccess);
+  }
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  for (int r = 0; r < 2; ++r)
+    ASSERT_EQ(ncclAllReduce(buf[r], buf[r], 1024, ncclFloat, ncclSum, comms[r], streams[r]), ncclSuccess);
+  ASSERT_EQ(ncclGroupEnd(), ncclSuccess);
+  for (int r = 0; r < 2; ++r) {
+    ASSERT_EQ(cudaSetDevice(r), cudaSuccess);
+    ASSERT_EQ(cudaStreamSynchronize(streams[r]), cudaSuccess);
+    std::vector<float> v(1024);
+    ASSERT_EQ(cudaMemcpy(v.data(), buf[r], v.size() * sizeof(float), cudaMemcpyDeviceToHost), cudaSuccess);
+    for (float x : v) ASSERT_EQ(x, 3.0f);
+    cudaFree(buf[r]);
+    cudaStreamDestroy(streams[r]);
+  }
+  for (ncclComm_t c : comms) ncclCommDestroy(c);
 }
 
 }  // namespace

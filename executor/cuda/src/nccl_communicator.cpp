@@ -101,7 +101,7 @@ void NcclCommunicator::check(ncclResult_t result, const char* call, const char* 
   if (watchdog_fired_)
     fail(ErrorKind::kTimeout,
          cat(file, ":", line, ": ", call, " stayed blocked for more than ", options_.timeout.count(),
-             " ms (a peer never joined?); the communicator was aborted"));
+             " ms (a peer never joined?)", abort_text()));
   RESHARD_REQUIRE(!aborted_, "the NCCL communicator was aborted after an earlier failure");
   if (result == ncclSuccess) return;
   if (result == ncclInProgress) return poll_ready(call);
@@ -122,7 +122,7 @@ void NcclCommunicator::poll_ready(const char* call) {
     if (Clock::now() > deadline) {
       abort();
       fail(ErrorKind::kTimeout, cat(call, " did not complete within ", options_.timeout.count(),
-                                    " ms (a peer never joined?); the communicator was aborted"));
+                                    " ms (a peer never joined?)", abort_text()));
     }
     std::this_thread::yield();
   }
@@ -202,7 +202,7 @@ Communicator& NcclCommunicator::group(const Mesh& mesh, const std::vector<int>& 
   ncclResult_t started = ncclCommSplit(comm_, color, key, &child, nullptr);  // inherits this communicator's config
   if (watchdog_fired_)
     fail(ErrorKind::kTimeout, cat("ncclCommSplit stayed blocked for more than ", options_.timeout.count(),
-                                  " ms (does every rank prepare the same plan?); the communicator was aborted"));
+                                  " ms (does every rank prepare the same plan?)", abort_text()));
   if (started != ncclSuccess && started != ncclInProgress)
     detail::throw_nccl(started, comm_, "ncclCommSplit", __FILE__, __LINE__);
   const auto deadline = std::chrono::steady_clock::now() + options_.timeout;
@@ -224,7 +224,7 @@ Communicator& NcclCommunicator::group(const Mesh& mesh, const std::vector<int>& 
     if (std::chrono::steady_clock::now() > deadline) {
       abort();
       fail(ErrorKind::kTimeout, cat("ncclCommSplit did not complete within ", options_.timeout.count(),
-                                    " ms (does every rank prepare the same plan?); the communicator was aborted"));
+                                    " ms (does every rank prepare the same plan?)", abort_text()));
     }
     std::this_thread::yield();
   }
@@ -256,7 +256,7 @@ void NcclCommunicator::wait(StreamHandle stream, std::chrono::milliseconds timeo
     if (Clock::now() > deadline) {
       abort();
       fail(ErrorKind::kTimeout, cat("rank ", rank_, ": the redistribution did not finish within ", timeout.count(),
-                                    " ms (a peer never posted its part?); the NCCL communicator was aborted"));
+                                    " ms (a peer never posted its part?)", abort_text()));
     }
     std::this_thread::sleep_for(std::chrono::microseconds(50));
   }
@@ -265,10 +265,16 @@ void NcclCommunicator::wait(StreamHandle stream, std::chrono::milliseconds timeo
 void NcclCommunicator::abort() {
   std::lock_guard<std::mutex> lock(abort_mutex_);  // also guards groups_ against group() on another thread
   for (auto& [dims, g] : groups_) g->abort();
-  if (!aborted_ && comm_) {
+  if (!aborted_ && comm_ && may_abort()) {
     aborted_ = true;
     ncclCommAbort(comm_);  // may run on the watchdog thread while another thread is blocked in NCCL
   }
+}
+
+std::string NcclCommunicator::abort_text() const {
+  return may_abort() ? "; the NCCL communicator was aborted"
+                     : "; the caller's NCCL communicator was left as it is (reshard does not own it: the caller "
+                       "decides whether to abort it; NcclOptions::abort_unowned lets reshard do it)";
 }
 
 }  // namespace reshard

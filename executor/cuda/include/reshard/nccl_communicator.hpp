@@ -27,6 +27,9 @@ struct NcclOptions {
   // Non-blocking communicators return ncclInProgress and are polled; each group then costs a thread handoff
   // (tens of microseconds measured on H200), so blocking ones, guarded by the watchdog, are the default.
   bool nonblocking = false;
+  // On a timeout or an NCCL error, also abort a communicator the caller passed in (owned = false). Off by default:
+  // the error is raised and the caller decides; the mesh-dim groups reshard split from it are always aborted.
+  bool abort_unowned = false;
 };
 
 class NcclCommunicator : public Communicator {
@@ -60,6 +63,10 @@ class NcclCommunicator : public Communicator {
   // Marks the calling thread as inside an NCCL call for the watchdog (RAII).
   class WatchedCall;
   void watchdog();
+  // Whether abort() may abort comm_ itself (reshard owns it, or the caller allowed it).
+  bool may_abort() const { return owned_ || options_.abort_unowned; }
+  // How an error message ends: what happened to the communicator.
+  std::string abort_text() const;
 
   ncclComm_t comm_;
   bool owned_;
