@@ -2,6 +2,10 @@
 // checked (harness protocol: two poisoned runs and a final run); failures and bad input.
 #include <gtest/gtest.h>
 
+#include <string>
+
+#include <mutex>
+
 #include <atomic>
 #include <cstring>
 #include <thread>
@@ -269,6 +273,48 @@ TEST(HostExecutor, ZeroCopyStepsHaveNoPackingAndAreCorrect) {
     EXPECT_EQ(exchanges, r == 1 || r == 2 ? 1 : 0) << "rank " << r;
   }
   EXPECT_EQ(run_plan(plan, quick()).wrong_elements, 0);
+}
+
+TEST(HostExecutor, LogHookReportsThePlanAndTracedStepTimes) {
+  Layout src(Mesh({2}), parse_placements("S0"), Dims{64, 64});
+  const Layout dst = src.with_placements(parse_placements("S1"));
+  PlanOptions o;
+  o.strategy = Strategy::kP2P;
+  o.transport = Transport::kNvlink;
+  o.fusion = Fusion::kNever;
+  Plan plan = make_plan(src, dst, DType::kF32, o);
+  HostWorld world(2);
+  std::mutex mutex;
+  std::vector<std::string> lines;
+  std::atomic<Index> wrong{0};
+  run_ranks(
+      2,
+      [&](int r) {
+        HostCommunicator comm(world, r);
+        HostDevice device;
+        ExecutorOptions eo;
+        eo.trace = true;
+        eo.log = [&](const std::string& line) {
+          std::lock_guard<std::mutex> lock(mutex);
+          lines.push_back(line);
+        };
+        Executor exec(plan, comm, device, eo);
+        std::vector<std::byte> in(exec.input_bytes()), out(exec.output_bytes());
+        fill_pattern(in.data(), src.box(r), src.global_shape(), DType::kF32);
+        exec.run({in.data(), in.size()}, {out.data(), out.size()}, nullptr);
+        exec.wait(nullptr);
+        wrong += count_mismatches(out.data(), dst.box(r), dst.global_shape(), DType::kF32);
+      },
+      &world);
+  EXPECT_EQ(wrong.load(), 0);
+  ASSERT_EQ(lines.size(), 4u);  // per rank: the prepared plan, then its one step's times
+  int prepared = 0, steps = 0;
+  for (const std::string& l : lines) {
+    prepared += l.find("prepared p2p/nvlink for 2 [S0] 64x64 -> [S1] f32: 1 steps") != std::string::npos;
+    steps += l.find(": step 0 p2p/nvlink: pack ") != std::string::npos;
+  }
+  EXPECT_EQ(prepared, 2) << lines[0];
+  EXPECT_EQ(steps, 2) << lines[1] << " / " << lines[3];
 }
 
 TEST(HostReduce, HalfPrecisionAccumulatesInFloat) {

@@ -1,5 +1,8 @@
 #include "reshard/executor.hpp"
 
+#include <cstdio>
+#include <cstdlib>
+#include <string_view>
 #include <type_traits>
 
 namespace reshard {
@@ -31,8 +34,33 @@ void* mutable_address(const BufferBases& b, const BufferRef& ref, int es) {
 
 }  // namespace
 
+namespace {
+
+// The log sink: the caller's, else stderr when the environment says RESHARD_LOG=1 (read once per executor).
+std::function<void(const std::string&)> log_sink(const ExecutorOptions& options) {
+  if (options.log) return options.log;
+  const char* env = std::getenv("RESHARD_LOG");
+  if (env == nullptr || std::string_view(env) != "1") return {};
+  return [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
+}
+
+// A profiler range over a scope (Device::range_push/pop), closed on every exit.
+class Range {
+ public:
+  Range(Device& device, const char* name) : device_(device) { device_.range_push(name); }
+  ~Range() { device_.range_pop(); }
+  Range(const Range&) = delete;
+  Range& operator=(const Range&) = delete;
+
+ private:
+  Device& device_;
+};
+
+}  // namespace
+
 Executor::Executor(const Plan& plan, Communicator& comm, Device& device, ExecutorOptions options)
-    : comm_(comm), device_(device), options_(options) {
+    : comm_(comm), device_(device), options_(options), log_(log_sink(options)) {
+  const Range range(device_, "reshard prepare");
   const Mesh& mesh = plan.src().mesh();
   RESHARD_REQUIRE(comm.size() == mesh.size(), "the communicator has ", comm.size(), " ranks but the plan's mesh ",
                   mesh.str(), " has ", mesh.size());
@@ -42,7 +70,18 @@ Executor::Executor(const Plan& plan, Communicator& comm, Device& device, Executo
   output_bytes_ = static_cast<size_t>(program_.output_elements) * es;
   workspace_bytes_ = static_cast<size_t>(program_.work_elements) * es;
   if (workspace_bytes_ > 0) workspace_ = device.allocate(workspace_bytes_);
+  for (size_t i = 0; i < plan.steps().size(); ++i) {
+    const Step& s = plan.steps()[i];
+    step_names_.push_back(
+        cat("reshard step ", i, " ", to_string(s.kind),
+            s.kind == StepKind::kP2P ? cat("/", to_string(s.transport), s.fused ? "-fused" : "") : std::string()));
+  }
   prepare(mesh);
+  if (log_)
+    log_(cat("reshard: rank ", comm.rank(), " prepared ", to_string(plan.strategy()), "/", to_string(plan.transport()),
+             " for ", plan.src().str(), " -> [", to_string(plan.dst().placements()), "] ", to_string(plan.dtype()),
+             ": ", plan.steps().size(), " steps, ", plan.estimated_us(), " us estimated, ", workspace_bytes_,
+             " B workspace, ", program_.ops.size(), " operations"));
 }
 
 Executor::~Executor() = default;
@@ -161,7 +200,9 @@ void Executor::run(ConstBuffer input, MutableBuffer output, StreamHandle stream)
   const BufferBases bases{input.data, output.data, workspace_ ? workspace_->data() : nullptr,
                           peers_ ? peers_->peers() : nullptr};
   size_t i = 0;
+  const Range run_range(device_, "reshard run");
   for (int step = 0; step < program_.step_count; ++step) {
+    const Range step_range(device_, step_names_[step].c_str());
     StepMarks* marks = options_.trace ? &marks_[step] : nullptr;
     if (marks) marks->start->record(stream);
     int comm_seen = 0;
@@ -188,6 +229,13 @@ void Executor::wait(StreamHandle stream) {
   try {
     comm_.wait(stream, options_.timeout);
     if (peers_) peers_->check();
+    if (log_ && options_.trace) {
+      const std::vector<StepTime> times = step_times();
+      for (size_t s = 0; s < times.size(); ++s)
+        log_(cat("reshard: rank ", program_.rank, ": ", step_names_[s].substr(8), ": pack ", times[s].pack_us,
+                 " us, communication ", times[s].comm_us, " us, unpack ", times[s].unpack_us, " us, total ",
+                 times[s].total_us, " us"));
+    }
   } catch (const Error& e) {
     if (peers_ && e.kind() == ErrorKind::kTimeout) peers_->release();  // let the stream drain: no spin forever
     throw;

@@ -1,5 +1,7 @@
 #include "reshard/cuda_device.hpp"
 
+#include <nvtx3/nvToolsExt.h>
+
 #include <algorithm>
 
 #include "copy_batches.hpp"
@@ -115,6 +117,10 @@ std::unique_ptr<CopyBatch> CudaDevice::prepare_copies(const Copies& copies, int 
 std::unique_ptr<PeerLink> CudaDevice::connect_peers(Communicator& comm) {
   return cuda::connect_cuda_peers(comm, *this, device_);
 }
+
+// NVTX (header-only, part of the CUDA toolkit): a few nanoseconds when no profiler is attached.
+void CudaDevice::range_push(const char* name) { nvtxRangePushA(name); }
+void CudaDevice::range_pop() { nvtxRangePop(); }
 
 void CudaDevice::check_buffer(const void* data, size_t bytes, const char* what) const {
   RESHARD_REQUIRE(data != nullptr, what, " buffer is null but ", bytes, " bytes are needed");

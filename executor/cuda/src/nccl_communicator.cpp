@@ -99,9 +99,8 @@ NcclCommunicator::~NcclCommunicator() {
 
 void NcclCommunicator::check(ncclResult_t result, const char* call, const char* file, int line) {
   if (watchdog_fired_)
-    fail(ErrorKind::kTimeout,
-         cat(file, ":", line, ": ", call, " stayed blocked for more than ", options_.timeout.count(),
-             " ms (a peer never joined?)", abort_text()));
+    fail(ErrorKind::kTimeout, cat(file, ":", line, ": ", call, " stayed blocked for more than ",
+                                  options_.timeout.count(), " ms (a peer never joined?)", abort_text()));
   RESHARD_REQUIRE(!aborted_, "the NCCL communicator was aborted after an earlier failure");
   if (result == ncclSuccess) return;
   if (result == ncclInProgress) return poll_ready(call);

@@ -168,6 +168,9 @@ class Device {
   // One-sided access to the other ranks of `comm` (collective over comm). kInvalidArgument, naming the ranks, when
   // some of them cannot address each other's memory (another host, no peer access).
   virtual std::unique_ptr<PeerLink> connect_peers(Communicator& comm) = 0;
+  // Names the work enqueued until the matching range_pop() for profilers (NVTX ranges on CUDA); no-ops by default.
+  virtual void range_push(const char* /*name*/) {}
+  virtual void range_pop() {}
 };
 
 }  // namespace reshard

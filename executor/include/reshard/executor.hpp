@@ -11,6 +11,8 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
+#include <string>
 
 #include "reshard/backend.hpp"
 #include "reshard/plan.hpp"
@@ -21,6 +23,9 @@ struct ExecutorOptions {
   std::chrono::milliseconds timeout{std::chrono::seconds(120)};  // for wait(): a stuck peer aborts instead of hanging
   bool trace = false;  // record events around each step's phases; read them with step_times() after wait()
   StageOverlap stage_overlap = StageOverlap::kLanes;  // how pipelined exchanges run their stages (program.hpp)
+  // Receives one line per event: the plan this rank prepared and, after wait() of a traced run, its per-step
+  // times. Unset: the environment variable RESHARD_LOG=1 sends them to stderr; otherwise nothing is logged.
+  std::function<void(const std::string&)> log;
 };
 
 // Per step of the last traced run, in microseconds, on the main lane: before the first communication ("pack"), from
@@ -79,7 +84,9 @@ class Executor {
   const void* checked_output_ = nullptr;
   bool checked_ = false;
   std::vector<OpRuntime> ops_;
-  std::vector<StepMarks> marks_;  // options.trace: per step
+  std::vector<StepMarks> marks_;                 // options.trace: per step
+  std::vector<std::string> step_names_;          // profiler range names, "reshard step 0 p2p/nvlink"
+  std::function<void(const std::string&)> log_;  // options.log, or stderr under RESHARD_LOG=1, or unset
 };
 
 }  // namespace reshard

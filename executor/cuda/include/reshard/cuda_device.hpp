@@ -58,6 +58,8 @@ class CudaDevice : public Device {
   // Ranks of this host whose GPUs can access each other: peers' buffers mapped directly (same process) or through
   // CUDA IPC (other processes), ordering flags posted by copy engines and awaited by stream memory operations.
   std::unique_ptr<PeerLink> connect_peers(Communicator& comm) override;
+  void range_push(const char* name) override;
+  void range_pop() override;
 
  private:
   int device_;
