@@ -9,6 +9,7 @@
 #include <set>
 
 #include "host_runs.hpp"
+#include "placement_sets.hpp"
 #include "reshard/detail/half.hpp"
 #include "reshard/detail/pattern_bits.hpp"
 #include "reshard/harness.hpp"
@@ -24,19 +25,7 @@ constexpr Strategy kStrategies[] = {Strategy::kCollective, Strategy::kP2P, Strat
 
 RunOptions quick() { return testing::quick_host_run(); }
 
-std::vector<std::vector<Placement>> all_placements(int mesh_ndim, int tensor_ndim) {
-  std::vector<std::vector<Placement>> out{{}};
-  for (int k = 0; k < mesh_ndim; ++k) {
-    std::vector<std::vector<Placement>> next;
-    for (const auto& prefix : out)
-      for (int c = 0; c <= tensor_ndim; ++c) {
-        next.push_back(prefix);
-        next.back().push_back(c == 0 ? Placement::replicate() : Placement::shard(c - 1));
-      }
-    out = std::move(next);
-  }
-  return out;
-}
+using testing::all_placements;
 
 // Plans src -> dst with strategy s and runs it; returns the number of wrong elements, or nullopt when the strategy
 // has no plan (hybrid needs two changing mesh dims).

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "host_runs.hpp"
+#include "placement_sets.hpp"
 #include "reshard/executor.hpp"
 #include "reshard/harness.hpp"
 #include "reshard/host_backend.hpp"
@@ -24,19 +25,7 @@ namespace {
 
 RunOptions quick() { return testing::quick_host_run(); }
 
-std::vector<std::vector<Placement>> all_placements(int mesh_ndim, int tensor_ndim) {
-  std::vector<std::vector<Placement>> out{{}};
-  for (int k = 0; k < mesh_ndim; ++k) {
-    std::vector<std::vector<Placement>> next;
-    for (const auto& prefix : out)
-      for (int c = 0; c <= tensor_ndim; ++c) {
-        next.push_back(prefix);
-        next.back().push_back(c == 0 ? Placement::replicate() : Placement::shard(c - 1));
-      }
-    out = std::move(next);
-  }
-  return out;
-}
+using testing::all_placements;
 
 std::vector<Dims> shapes_for(int nd) {
   switch (nd) {

@@ -4,6 +4,7 @@
 
 #include <random>
 
+#include "placement_sets.hpp"
 #include "reshard/plan_json.hpp"
 #include "reshard/planner.hpp"
 #include "reshard/profile.hpp"
@@ -18,21 +19,7 @@ using testing::distribute;
 using testing::minimum_bytes;
 using testing::simulate;
 
-std::vector<std::vector<Placement>> all_placements(int mesh_ndim, int tensor_ndim) {
-  std::vector<Placement> options{Placement::replicate()};
-  for (int d = 0; d < tensor_ndim; ++d) options.push_back(Placement::shard(d));
-  std::vector<std::vector<Placement>> out{{}};
-  for (int k = 0; k < mesh_ndim; ++k) {
-    std::vector<std::vector<Placement>> next;
-    for (const auto& prefix : out)
-      for (const Placement& p : options) {
-        next.push_back(prefix);
-        next.back().push_back(p);
-      }
-    out = std::move(next);
-  }
-  return out;
-}
+using testing::all_placements;
 
 std::vector<Dims> shapes_for(int nd) {
   switch (nd) {

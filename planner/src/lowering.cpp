@@ -13,6 +13,14 @@ namespace reshard {
 namespace detail {
 namespace {
 
+// A rank's local copy of `region` from its `from` tensor into its `to` tensor, on the engine the step geometry picks.
+void add_local_copy(StepParts& ps, BufferRef in, const Box& from, BufferRef out, const Box& to, const Box& region,
+                    int element_size, Index engine_min_row_bytes) {
+  (copy_engine_for(region, from, to, element_size, engine_min_row_bytes) == CopyEngine::kCopyEngine ? ps.local_engine
+                                                                                                    : ps.local)
+      .push_back(box_copy(in, from, out, to, region));
+}
+
 struct BoxLess {
   bool operator()(const Box& a, const Box& b) const {
     for (int i = 0; i < a.ndim(); ++i) {
@@ -78,11 +86,7 @@ Index lower_exchange(StepParts& ps, const RankTransfers& t, const RankBoxes& a, 
   }
   if (!rules.reduces) {
     for (const Transfer& tr : t.local)
-      (copy_engine_for(tr.region, from, to, rules.element_size, rules.copy_engine_min_row_bytes) ==
-               CopyEngine::kCopyEngine
-           ? ps.local_engine
-           : ps.local)
-          .push_back(box_copy(buf.in, from, buf.out, to, tr.region));
+      add_local_copy(ps, buf.in, from, buf.out, to, tr.region, rules.element_size, rules.copy_engine_min_row_bytes);
     for (const Transfer& tr : t.recvs) {
       const Movement m = movement(tr.region, a[tr.src], to, rules);
       for (int i = 0; i < m.chunks; ++i) {
@@ -156,13 +160,8 @@ void lower_one_sided(StepParts& ps, const RankTransfers& t, const RankBoxes& a, 
   one.ready = PeerSync{SyncPhase::kReady, readers, sources};
   one.done = PeerSync{SyncPhase::kDone, sources, readers};
   if (!rules.reduces) {
-    for (const Transfer& tr : t.local) {
-      (copy_engine_for(tr.region, from, to, rules.element_size, rules.copy_engine_min_row_bytes) ==
-               CopyEngine::kCopyEngine
-           ? ps.local_engine
-           : ps.local)
-          .push_back(box_copy(buf.in, from, buf.out, to, tr.region));
-    }
+    for (const Transfer& tr : t.local)
+      add_local_copy(ps, buf.in, from, buf.out, to, tr.region, rules.element_size, rules.copy_engine_min_row_bytes);
     for (const Transfer& tr : t.recvs) {
       const Movement m = movement(tr.region, a[tr.src], to, rules);
       (m.engine == CopyEngine::kCopyEngine ? one.engine_copies : one.kernel_copies)
@@ -252,9 +251,7 @@ RankProgram lower_steps(const Layout& src, const std::vector<Step>& steps, DType
           ps.stages.emplace_back().reduce.push_back(
               box_reduce({{buf.in, from}}, buf.out, to, to, ReduceOp::kSum, part.divisor));
         } else {
-          (copy_engine_for(to, from, to, es, engine_min_row_bytes) == CopyEngine::kCopyEngine ? ps.local_engine
-                                                                                              : ps.local)
-              .push_back(box_copy(buf.in, from, buf.out, to, to));
+          add_local_copy(ps, buf.in, from, buf.out, to, to, es, engine_min_row_bytes);
         }
         break;
       }

@@ -46,8 +46,7 @@ Movement movement(const Box& region, const Box& sender_box, const Box& receiver_
   return m;
 }
 
-Movement RankExchange::send(const Transfer& t, const Box& sender_box, const Box& receiver_box, LinkClass link) {
-  const Movement m = movement(t.region, sender_box, receiver_box, rules_);
+void RankExchange::send(const Transfer& t, const Movement& m, LinkClass link) {
   traffic_.out_bytes[static_cast<int>(link)] += t.bytes;
   ++traffic_.peers_out;
   traffic_.stages = std::max(traffic_.stages, m.chunks);
@@ -55,11 +54,9 @@ Movement RankExchange::send(const Transfer& t, const Box& sender_box, const Box&
     traffic_.pack_bytes += t.bytes;
     scratch_.add_chunks(t.region, m.chunks);
   }
-  return m;
 }
 
-Movement RankExchange::receive(const Transfer& t, const Box& sender_box, const Box& receiver_box, LinkClass link) {
-  const Movement m = movement(t.region, sender_box, receiver_box, rules_);
+void RankExchange::receive(const Transfer& t, const Movement& m, LinkClass link) {
   traffic_.in_bytes[static_cast<int>(link)] += t.bytes;
   ++traffic_.peers_in;
   traffic_.stages = std::max(traffic_.stages, m.chunks);
@@ -75,7 +72,6 @@ Movement RankExchange::receive(const Transfer& t, const Box& sender_box, const B
     traffic_.unpack_bytes += t.bytes;
     scratch_.add_chunks(t.region, m.chunks);
   }
-  return m;
 }
 
 void RankExchange::local(const Transfer& t, const Box& from, const Box& to) {
@@ -110,8 +106,10 @@ RankTransfers all_to_all_transfers(const RankBoxes& a, const RankBoxes& b, std::
 RankExchange rank_exchange(const RankTransfers& t, const RankBoxes& a, const RankBoxes& b, int rank,
                            const ExchangeRules& rules, const Topology& topology) {
   RankExchange x(rules);
-  for (const Transfer& tr : t.sends) x.send(tr, a[rank], b[tr.dst], topology.link(rank, tr.dst));
-  for (const Transfer& tr : t.recvs) x.receive(tr, a[tr.src], b[rank], topology.link(tr.src, rank));
+  for (const Transfer& tr : t.sends)
+    x.send(tr, movement(tr.region, a[rank], b[tr.dst], rules), topology.link(rank, tr.dst));
+  for (const Transfer& tr : t.recvs)
+    x.receive(tr, movement(tr.region, a[tr.src], b[rank], rules), topology.link(tr.src, rank));
   for (const Transfer& tr : t.local) x.local(tr, a[rank], b[rank]);
   return x;
 }

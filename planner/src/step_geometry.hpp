@@ -60,9 +60,10 @@ class RankExchange {
  public:
   explicit RankExchange(const ExchangeRules& rules) : rules_(rules), scratch_(rules.element_size) {}
 
-  // A transfer this rank sends (over `link`), or receives; the movement it was given.
-  Movement send(const Transfer& t, const Box& sender_box, const Box& receiver_box, LinkClass link);
-  Movement receive(const Transfer& t, const Box& sender_box, const Box& receiver_box, LinkClass link);
+  // A transfer this rank sends (over `link`), or receives, moving as `m` (movement() under this exchange's rules:
+  // computed once per transfer by the caller, which accounts it on both of its ranks).
+  void send(const Transfer& t, const Movement& m, LinkClass link);
+  void receive(const Transfer& t, const Movement& m, LinkClass link);
   void local(const Transfer& t, const Box& from, const Box& to);
 
   const ExchangeRules& rules() const { return rules_; }

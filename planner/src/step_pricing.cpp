@@ -137,8 +137,9 @@ PricedStep StepPricer::p2p(const OverlapIndex& index, Transport transport) const
             cat("nvlink moves data within a node only; rank ", t.src, " sends to rank ", t.dst, " on another node");
         return ps;
       }
-      ranks[t.src].send(t, a[t.src], b[t.dst], link);
-      ranks[t.dst].receive(t, a[t.src], b[t.dst], link);
+      const Movement m = movement(t.region, a[t.src], b[t.dst], rules);  // once for both of its ranks
+      ranks[t.src].send(t, m, link);
+      ranks[t.dst].receive(t, m, link);
       ps.step.bytes_moved += t.bytes;
     }
   }
