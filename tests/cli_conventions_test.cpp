@@ -98,6 +98,9 @@ TEST(CliValues, OutOfRangeValuesAreRefused) {
   ASSERT_EQ(ok.exit_code, 0) << ok.err;
   EXPECT_NE(ok.out.find("bound = that max / 100.0 GB/s link"), std::string::npos) << ok.out;
   expect_one_line(run_cli("plan " + kRequest + " --rank -2"), 2, "rank -2 is not in mesh 2x2");
+  expect_one_line(run_cli("plan " + kRequest + " --fuse sometimes"), 2, "unknown fusion 'sometimes'");
+  expect_one_line(run_cli("bench --backend host --transports nccl,nccl"), 2, "--transports names nccl twice");
+  expect_one_line(run_cli("bench --backend host --transports nccl,auto"), 2, "auto is not a transport of its own");
   expect_one_line(run_cli("plan " + kRequest + " --rank 4"), 2, "rank 4 is not in mesh 2x2");
   expect_one_line(run_cli("layout --mesh 2 --placements S0 --shape 4 --rank 2"), 2, "rank 2 is not in mesh 2");
   expect_one_line(run_cli(run + " --inject-fault 1:mid-run"), 2, "--inject-fault needs the nccl backend");

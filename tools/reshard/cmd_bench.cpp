@@ -2,6 +2,7 @@
 // measurement, and every row is appended and flushed as it is measured, so an interrupted sweep keeps its rows.
 #include <fmt/format.h>
 #include <unistd.h>
+#include <algorithm>
 
 #include <chrono>
 #include <nlohmann/json.hpp>
@@ -59,6 +60,8 @@ SweepOptions sweep_options(const Flags& f) {
   for (const std::string& t : split_list(f.transports)) {
     Transport tr = parse_transport(t);
     RESHARD_REQUIRE(tr != Transport::kAuto, "--transports: auto is not a transport of its own (its choice is marked)");
+    RESHARD_REQUIRE(std::find(o.transports.begin(), o.transports.end(), tr) == o.transports.end(),
+                    "--transports names ", to_string(tr), " twice");
     o.transports.push_back(tr);
   }
   o.placements = split_list(f.placements);
