@@ -143,7 +143,11 @@ class CudaPeerLink : public PeerLink {
         continue;
       }
       int their = -1;
-      if (cudaDeviceGetByPCIBusId(&their, c.pci_bus_id) == cudaSuccess) {
+      if (cudaDeviceGetByPCIBusId(&their, c.pci_bus_id) != cudaSuccess) {
+        cudaGetLastError();  // not visible in this process (CUDA_VISIBLE_DEVICES): IPC still maps it
+        their = -1;
+      }
+      if (their >= 0 && their != ordinal_) {  // (ranks sharing this GPU need no peer access)
         int can = 0;
         RESHARD_CUDA_CHECK(cudaDeviceCanAccessPeer(&can, ordinal_, their));
         if (!can) {
@@ -155,8 +159,6 @@ class CudaPeerLink : public PeerLink {
           if (e != cudaSuccess && e != cudaErrorPeerAccessAlreadyEnabled) RESHARD_CUDA_CHECK(e);
           cudaGetLastError();  // clear "already enabled"
         }
-      } else {
-        cudaGetLastError();  // not visible in this process (CUDA_VISIBLE_DEVICES): IPC still maps it
       }
       peer_flags_[p] = c.pid == mine.pid ? reinterpret_cast<std::uint32_t*>(c.flags)
                                          : static_cast<std::uint32_t*>(open(p, c.flags_handle));

@@ -15,95 +15,9 @@
 #include "reshard/interrupt.hpp"
 #include "reshard/memory_check.hpp"
 #include "reshard/nccl_communicator.hpp"
+#include "timed_rank.hpp"
 
 namespace reshard {
-namespace {
-
-// Owns a captured CUDA graph and its executable instance.
-class CudaGraph {
- public:
-  ~CudaGraph() {
-    if (exec_) cudaGraphExecDestroy(exec_);
-    if (graph_) cudaGraphDestroy(graph_);
-  }
-  template <class F>
-  void capture(cudaStream_t stream, F work) {
-    RESHARD_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-    work();
-    RESHARD_CUDA_CHECK(cudaStreamEndCapture(stream, &graph_));
-    RESHARD_CUDA_CHECK(cudaGraphInstantiate(&exec_, graph_, 0));
-  }
-  void launch(cudaStream_t stream) { RESHARD_CUDA_CHECK(cudaGraphLaunch(exec_, stream)); }
-
- private:
-  cudaGraph_t graph_ = nullptr;
-  cudaGraphExec_t exec_ = nullptr;
-};
-
-// One rank's run on its GPU. The communicator is the harness's own: a stall or a stop request aborts it, so that
-// nothing is left waiting on a peer while the rank unwinds.
-RankOutcome run_rank(const Plan& plan, NcclCommunicator& comm, int device_ordinal, const RunOptions& options) {
-  const int r = comm.rank();
-  CudaDevice device(device_ordinal);
-  detail::RankRedistribution redistribution(plan, comm, device,
-                                            ExecutorOptions{options.timeout, options.trace, options.stage_overlap});
-  auto fault = [&](RunOptions::FaultPoint point) {
-    if (options.fault_point == point && options.fault_rank == r) {
-      fmt::print(stderr, "rank {}: injected fault, exiting\n", r);
-      std::_Exit(3);
-    }
-  };
-  fault(RunOptions::FaultPoint::kAfterPrepare);
-  RankOutcome out;
-  out.workspace = redistribution.workspace_bytes();
-  const cudaStream_t stream = redistribution.stream();
-  auto run = [&] { redistribution.run(); };
-  auto verify = [&] {
-    out.wrong += redistribution.count_wrong();
-    out.checked += redistribution.target_elements();
-  };
-  for (int poison : {0xA5, 0x5A}) {
-    redistribution.poison(poison);
-    run();
-    verify();
-  }
-  fault(RunOptions::FaultPoint::kMidRun);
-  for (int i = 0; i < options.warmup; ++i) {
-    throw_if_stop_requested();
-    run();
-  }
-  redistribution.wait();
-  CudaGraph graph;
-  if (options.cuda_graph) {
-    graph.capture(stream, run);
-    graph.launch(stream);
-    redistribution.wait();
-  }
-  auto stalled = [&] {
-    comm.abort();
-    fail(ErrorKind::kTimeout, cat("rank ", r, ": the timed loop made no progress for ", options.timeout.count(),
-                                  " ms (a peer stopped or died?); the NCCL communicator was aborted"));
-  };
-  out.times = detail::time_on_stream(
-      stream, options.iters,
-      [&] {
-        if (options.cuda_graph)
-          graph.launch(stream);
-        else
-          run();
-      },
-      options.timeout, stalled);
-  redistribution.wait();
-  verify();
-  if (options.trace) {
-    run();
-    redistribution.wait();
-    out.steps = redistribution.step_times();
-  }
-  return out;
-}
-
-}  // namespace
 
 int local_gpu_count() { return cuda_device_count(); }
 
@@ -133,7 +47,8 @@ RunResult run_nccl(NcclRanks& ranks, const Plan& plan, const RunOptions& options
   std::vector<RankOutcome> outcomes(n);
   run_ranks(n, [&](int r) {
     NcclCommunicator& comm = *ranks.comms[r];
-    outcomes[r] = detail::aborting_on_failure(comm, [&] { return run_rank(plan, comm, r, options); });
+    outcomes[r] = detail::aborting_on_failure(
+        comm, [&] { return detail::run_timed_rank(plan, comm, r, options, [&] { comm.abort(); }); });
   });
   return combine_ranks(Backend::kNccl, outcomes);
 }
@@ -150,7 +65,8 @@ RunResult run_plan_process(const Plan& plan, int rank, int world_size, int devic
   check_memory(memory_need(plan, Backend::kNccl, rank), Backend::kNccl, {device});
   auto comm = make_process_communicator(rank, world_size, device, rendezvous,
                                         NcclOptions{options.timeout, options.nccl_mode == NcclMode::kNonBlocking});
-  RankOutcome mine = detail::aborting_on_failure(*comm, [&] { return run_rank(plan, *comm, device, options); });
+  RankOutcome mine = detail::aborting_on_failure(
+      *comm, [&] { return detail::run_timed_rank(plan, *comm, device, options, [&] { comm->abort(); }); });
   // Combine over processes: sampled iteration times by max (every process kept the same iterations), counts by sum
   // (one all_reduce each, on the GPU).
   CudaDevice dev(device);

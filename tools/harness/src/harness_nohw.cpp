@@ -23,6 +23,10 @@ RunResult run_plan_process(const Plan&, int, int, int, const std::string&, const
   fail(ErrorKind::kInvalidArgument, "this reshard was built without CUDA/NCCL: multi-process runs need NCCL");
 }
 
+RunResult run_shared_gpus(const Plan&, const RunOptions&) {
+  fail(ErrorKind::kInvalidArgument, "this reshard was built without CUDA: ranks sharing GPUs need one");
+}
+
 LinkMeasurement measure_links(size_t) {
   fail(ErrorKind::kInvalidArgument, "this reshard was built without CUDA/NCCL: no links to measure");
 }

@@ -111,6 +111,12 @@ struct LinkMeasurement {
   double device_copy_GBps = 0;  // cudaMemcpyAsync device to device on one GPU (bytes copied per second)
   size_t bytes = 0;
 };
+// Runs a one-sided plan (every communicating step p2p on the nvlink transport) with its ranks sharing the visible GPUs:
+// a thread per rank, rank r on GPU r % local_gpu_count(), no NCCL (which refuses two ranks on one GPU). Tests the
+// NVLink transport's ordering, copies and fused kernels with more ranks than GPUs. Verified and timed as run()
+// (times include every rank's work serialized on shared GPUs). kInvalidArgument for other plans or without a GPU.
+RunResult run_shared_gpus(const Plan& plan, const RunOptions& options);
+
 LinkMeasurement measure_links(size_t bytes = size_t(1) << 30);
 
 }  // namespace reshard

@@ -1,0 +1,127 @@
+// The NVLink transport with more ranks than GPUs (skipped without a GPU): ranks are threads sharing the visible GPUs
+// (harness run_shared_gpus, no NCCL), so its one-sided ordering, copy-engine and kernel copies and fused kernels run
+// on one GPU too. Every one-sided plan of every placement pair of R/S0/S1/P(sum) on meshes (2), (1,2), (2,1), (3),
+// (4), (2,2), sizes 0, 1, uneven and a few MiB, separate and fused; eager and CUDA-graph replays over many iterations
+// (each flag reused hundreds of times); every element of every rank checked (harness protocol).
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <vector>
+
+#include "placement_sets.hpp"
+#include "reshard/harness.hpp"
+#include "reshard/planner.hpp"
+
+namespace reshard {
+namespace {
+
+bool light() {  // RESHARD_GPU_TESTS_LIGHT=1 (under compute-sanitizer): small shapes, fewer iterations
+  const char* v = std::getenv("RESHARD_GPU_TESTS_LIGHT");
+  return v && *v == '1';
+}
+
+class SharedGpu : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (local_gpu_count() < 1) GTEST_SKIP() << "needs a GPU";
+  }
+  // Runs and verifies `plan`; returns the elements checked.
+  static Index check(const Plan& plan, int iters, bool graph) {
+    RunOptions o;
+    o.backend = Backend::kNccl;
+    o.warmup = 1;
+    o.iters = iters;
+    o.cuda_graph = graph;
+    o.timeout = std::chrono::seconds(30);
+    const RunResult r = run_shared_gpus(plan, o);
+    EXPECT_EQ(r.wrong_elements, 0) << plan.src().str() << " -> [" << to_string(plan.dst().placements()) << "] "
+                                   << to_string(plan.dtype())
+                                   << (plan.steps().empty() || !plan.steps()[0].fused ? " separate" : " fused")
+                                   << (graph ? " graph: " : " eager: ") << r.first_error;
+    EXPECT_GT(r.checked_elements, 0);
+    return r.checked_elements;
+  }
+  // The one-sided plans of a pair: separate copies and fused (where the planner offers p2p on nvlink).
+  static std::vector<Plan> one_sided_plans(const Layout& src, const Layout& dst, DType t) {
+    std::vector<Plan> plans;
+    for (Fusion f : {Fusion::kNever, Fusion::kAlways}) {
+      PlanOptions o;
+      o.strategy = Strategy::kP2P;
+      o.transport = Transport::kNvlink;
+      o.fusion = f;
+      plans.push_back(make_plan(src, dst, t, o));
+    }
+    return plans;
+  }
+};
+
+std::vector<std::vector<Placement>> with_partial(int mesh_ndim) {
+  std::vector<std::vector<Placement>> out = testing::all_placements(mesh_ndim, 2);
+  std::vector<Placement> p(mesh_ndim, Placement::replicate());
+  p[0] = Placement::partial(ReduceOp::kSum);
+  out.push_back(p);
+  return out;
+}
+
+TEST_F(SharedGpu, EveryPairOnSmallMeshes) {
+  Index checked = 0;
+  for (std::vector<int> m : {std::vector<int>{2}, {1, 2}, {2, 1}, {3}, {4}, {2, 2}}) {
+    Mesh mesh(m);
+    std::vector<Dims> shapes{Dims{0, 4}, Dims{1, 1}, Dims{7, 5}, Dims{300, 517}};
+    if (light()) shapes = {Dims{1, 1}, Dims{7, 5}};
+    for (const Dims& shape : shapes)
+      for (const auto& from : with_partial(mesh.ndim()))
+        for (const auto& to : testing::all_placements(mesh.ndim(), 2))
+          for (const Plan& plan : one_sided_plans(Layout(mesh, from, shape), Layout(mesh, to, shape), DType::kF32))
+            checked += check(plan, 2, false);
+  }
+  std::printf("shared GPU: %lld elements checked\n", static_cast<long long>(checked));
+}
+
+// Hundreds of runs back to back, eager and replayed from a CUDA graph: a flag protocol that re-armed too early, lost a
+// post or let a run overtake its predecessor shows up as a hang (timeout) or a wrong element.
+TEST_F(SharedGpu, ManyIterationsEagerAndGraph) {
+  const int iters = light() ? 20 : 300;
+  for (std::vector<int> m : {std::vector<int>{2}, {2, 2}}) {
+    Mesh mesh(m);
+    const std::vector<Placement> s0(m.size(), Placement::shard(0)), s1(m.size(), Placement::shard(1));
+    for (const Dims& shape :
+         light() ? std::vector<Dims>{Dims{64, 64}} : std::vector<Dims>{Dims{64, 64}, Dims{1024, 1024}})
+      for (const Plan& plan : one_sided_plans(Layout(mesh, s0, shape), Layout(mesh, s1, shape), DType::kBF16))
+        for (bool graph : {false, true}) check(plan, iters, graph);
+  }
+}
+
+// Copy-engine rows (wide contiguous rows go to the copy engines) and kernel rows (narrow) in one larger tensor.
+TEST_F(SharedGpu, CopyEngineAndKernelRows) {
+  if (light()) GTEST_SKIP() << "light mode: no large tensors";
+  Mesh mesh({2});
+  for (const Dims& shape : {Dims{4096, 4096}, Dims{4099, 7}})
+    for (const char* pair : {"S0>S1", "S1>S0", "S0>R", "R>S1"}) {
+      const std::string p(pair);
+      const auto gt = p.find('>');
+      const Layout src(mesh, parse_placements(p.substr(0, gt)), shape);
+      const Layout dst(mesh, parse_placements(p.substr(gt + 1)), shape);
+      for (const Plan& plan : one_sided_plans(src, dst, DType::kF32)) check(plan, 5, false);
+    }
+}
+
+TEST_F(SharedGpu, RefusesPlansWithNcclSteps) {
+  Mesh mesh({2});
+  PlanOptions o;
+  o.strategy = Strategy::kCollective;
+  const Plan plan = make_plan(Layout(mesh, parse_placements("S0"), Dims{8, 8}),
+                              Layout(mesh, parse_placements("R"), Dims{8, 8}), DType::kF32, o);
+  RunOptions r;
+  r.backend = Backend::kNccl;
+  try {
+    run_shared_gpus(plan, r);
+    ADD_FAILURE() << "a collective plan ran on shared GPUs";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("one-sided"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace reshard

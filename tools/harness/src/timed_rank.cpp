@@ -1,0 +1,76 @@
+#include "timed_rank.hpp"
+
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <cstdlib>
+
+#include "gpu_timing.hpp"
+#include "nccl_rank.hpp"
+#include "reshard/interrupt.hpp"
+
+namespace reshard::detail {
+
+RankOutcome run_timed_rank(const Plan& plan, Communicator& comm, int device_ordinal, const RunOptions& options,
+                           const std::function<void()>& abort_comm) {
+  const int r = comm.rank();
+  CudaDevice device(device_ordinal);
+  RankRedistribution redistribution(plan, comm, device,
+                                    ExecutorOptions{options.timeout, options.trace, options.stage_overlap});
+  auto fault = [&](RunOptions::FaultPoint point) {
+    if (options.fault_point == point && options.fault_rank == r) {
+      fmt::print(stderr, "rank {}: injected fault, exiting\n", r);
+      std::_Exit(3);
+    }
+  };
+  fault(RunOptions::FaultPoint::kAfterPrepare);
+  RankOutcome out;
+  out.workspace = redistribution.workspace_bytes();
+  const cudaStream_t stream = redistribution.stream();
+  auto run = [&] { redistribution.run(); };
+  auto verify = [&] {
+    out.wrong += redistribution.count_wrong();
+    out.checked += redistribution.target_elements();
+  };
+  for (int poison : {0xA5, 0x5A}) {
+    redistribution.poison(poison);
+    run();
+    verify();
+  }
+  fault(RunOptions::FaultPoint::kMidRun);
+  for (int i = 0; i < options.warmup; ++i) {
+    throw_if_stop_requested();
+    run();
+  }
+  redistribution.wait();
+  CudaGraph graph;
+  if (options.cuda_graph) {
+    graph.capture(stream, run);
+    graph.launch(stream);
+    redistribution.wait();
+  }
+  auto stalled = [&] {
+    abort_comm();
+    fail(ErrorKind::kTimeout, cat("rank ", r, ": the timed loop made no progress for ", options.timeout.count(),
+                                  " ms (a peer stopped or died?); the communicator was aborted"));
+  };
+  out.times = time_on_stream(
+      stream, options.iters,
+      [&] {
+        if (options.cuda_graph)
+          graph.launch(stream);
+        else
+          run();
+      },
+      options.timeout, stalled);
+  redistribution.wait();
+  verify();
+  if (options.trace) {
+    run();
+    redistribution.wait();
+    out.steps = redistribution.step_times();
+  }
+  return out;
+}
+
+}  // namespace reshard::detail
