@@ -5,6 +5,7 @@
 // (each flag reused hundreds of times); every element of every rank checked (harness protocol).
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <vector>
 
@@ -14,6 +15,11 @@
 
 namespace reshard {
 namespace {
+
+// Ranks sharing a GPU hold many streams on it; CUDA multiplexes streams onto CUDA_DEVICE_MAX_CONNECTIONS hardware
+// queues (8 by default), and a stream queued behind another rank's wait-value operation could never run its post.
+// Set before CUDA starts (static initialisation, before main).
+const bool g_connections = [] { return ::setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0) == 0; }();
 
 bool light() {  // RESHARD_GPU_TESTS_LIGHT=1 (under compute-sanitizer): small shapes, fewer iterations
   const char* v = std::getenv("RESHARD_GPU_TESTS_LIGHT");
@@ -32,7 +38,7 @@ class SharedGpu : public ::testing::Test {
     o.warmup = 1;
     o.iters = iters;
     o.cuda_graph = graph;
-    o.timeout = std::chrono::seconds(30);
+    o.timeout = std::chrono::seconds(10);
     const RunResult r = run_shared_gpus(plan, o);
     EXPECT_EQ(r.wrong_elements, 0) << plan.src().str() << " -> [" << to_string(plan.dst().placements()) << "] "
                                    << to_string(plan.dtype())
@@ -65,7 +71,7 @@ std::vector<std::vector<Placement>> with_partial(int mesh_ndim) {
 
 // 1-D meshes: every pair at sizes 0, 1, uneven and larger. (2,2): every pair uneven, and the pairs that move along
 // both mesh dims at once also at 1 and larger; (1,2) and (2,1): those pairs, uneven. (Runs cost ~0.1 s each: every
-// run connects its ranks anew.) Light mode: mesh (2) uneven, and six crossing pairs of (2,2).
+// run connects its ranks anew.) Light mode: mesh (2) uneven, and three crossing pairs of (2,2).
 TEST_F(SharedGpu, EveryPairOnSmallMeshes) {
   Index checked = 0;
   const std::vector<std::vector<int>> meshes =
@@ -73,6 +79,8 @@ TEST_F(SharedGpu, EveryPairOnSmallMeshes) {
               : std::vector<std::vector<int>>{{2}, {3}, {4}, {1, 2}, {2, 1}, {2, 2}};
   for (const std::vector<int>& m : meshes) {
     Mesh mesh(m);
+    std::printf("mesh %s\n", mesh.str().c_str());
+    std::fflush(stdout);
     int crossing_pairs = 0;
     for (const auto& from : with_partial(mesh.ndim()))
       for (const auto& to : testing::all_placements(mesh.ndim(), 2)) {
@@ -80,7 +88,7 @@ TEST_F(SharedGpu, EveryPairOnSmallMeshes) {
         std::vector<Dims> shapes{Dims{7, 5}};
         if (mesh.ndim() == 1 && !light()) shapes = {Dims{0, 4}, Dims{1, 1}, Dims{7, 5}, Dims{300, 517}};
         if (mesh.ndim() == 2 && !crossing && (m != std::vector<int>{2, 2} || light())) continue;
-        if (crossing && light() && ++crossing_pairs > 6) continue;
+        if (crossing && light() && ++crossing_pairs > 3) continue;
         if (crossing && m == std::vector<int>{2, 2} && !light()) shapes = {Dims{1, 1}, Dims{7, 5}, Dims{300, 517}};
         for (const Dims& shape : shapes)
           for (const Plan& plan : one_sided_plans(Layout(mesh, from, shape), Layout(mesh, to, shape), DType::kF32))

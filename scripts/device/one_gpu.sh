@@ -12,18 +12,17 @@ bash scripts/device/build.sh > "$OUT/one_gpu.log" 2>&1 || { tail -40 "$OUT/one_g
 { date -u; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; } >> "$OUT/one_gpu.log" 2>&1
 echo "[$(el) s] built"
 S=build-device/tests/shared_gpu_tests
-timeout ${SHARED_S:-150} $S > "$OUT/shared_gpu.log" 2>&1; echo "shared gpu tests exit $?"
-grep -E "^\[ +(OK|FAILED|PASSED|SKIPPED) |shared GPU:|Failure|wrong|error" "$OUT/shared_gpu.log" | head -40
-echo "[$(el) s] shared gpu tests"
-compute-sanitizer --version | head -2 > "$OUT/sanitizer.log"
+# The full suite and the three sanitizers (light mode) at once: the GPU has room, and device time is scarce.
+limit=$(( ${BUDGET:-300} - $(el) - 10 ))
+timeout $limit $S > "$OUT/shared_gpu.log" 2>&1 &
 for tool in memcheck racecheck synccheck; do
-  left=$(( ${BUDGET:-560} - $(el) ))
-  [ $left -lt 30 ] && { echo "== $tool skipped: $left s left" >> "$OUT/sanitizer.log"; continue; }
-  echo "== $tool" >> "$OUT/sanitizer.log"
-  RESHARD_GPU_TESTS_LIGHT=1 timeout $(( left < 100 ? left - 10 : 90 )) compute-sanitizer --tool $tool \
-    --kernel-name kns=reshard --report-api-errors no --error-exitcode 9 $S \
-    --gtest_filter='SharedGpu.EveryPair*:SharedGpu.Many*' >> "$OUT/sanitizer.log" 2>&1
-  echo "exit $?" >> "$OUT/sanitizer.log"
+  RESHARD_GPU_TESTS_LIGHT=1 timeout $limit compute-sanitizer --tool $tool --kernel-name kns=reshard \
+    --report-api-errors no --error-exitcode 9 $S --gtest_filter='SharedGpu.EveryPair*:SharedGpu.Many*' \
+    > /tmp/san_$tool.log 2>&1 &
 done
-grep -E "^== |ERROR SUMMARY|RACECHECK SUMMARY|exit |PASSED|FAILED" "$OUT/sanitizer.log"
-echo "[$(el) s] sanitizers"
+wait
+compute-sanitizer --version | head -2 > "$OUT/sanitizer.log"
+for tool in memcheck racecheck synccheck; do echo "== $tool"; cat /tmp/san_$tool.log; done >> "$OUT/sanitizer.log"
+grep -E "^\[ +(OK|FAILED|PASSED|SKIPPED) |^mesh|shared GPU:|Failure|wrong|error" "$OUT/shared_gpu.log" | head -40
+grep -E "^== |^mesh|ERROR SUMMARY|RACECHECK SUMMARY|OK \]|PASSED|FAILED" "$OUT/sanitizer.log"
+echo "[$(el) s] done"

@@ -16,9 +16,11 @@
 #include <unistd.h>
 
 #include <array>
+#include <chrono>
 #include <cstring>
 #include <map>
 #include <string>
+#include <thread>
 
 #include "copy_batches.hpp"
 #include "cuda_peer_link.hpp"
@@ -310,8 +312,12 @@ class CudaPeerLink : public PeerLink {
   void release() override {
     cudaSetDevice(ordinal_);
     // Every flag set to what the latest enqueued wait on it waits for: every wait already enqueued passes.
+    // Bounded: a side stream that CUDA queued behind a stuck wait (streams share hardware queues) must not hang the
+    // error path; the caller reports the timeout either way.
     cudaMemcpyAsync(flags_, expected_.data(), expected_.size() * sizeof(std::uint32_t), cudaMemcpyHostToDevice, side_);
-    cudaStreamSynchronize(side_);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+    while (cudaStreamQuery(side_) == cudaErrorNotReady && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
     cudaGetLastError();
   }
 
