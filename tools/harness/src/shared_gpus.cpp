@@ -4,6 +4,7 @@
 // kernels tested with more ranks than GPUs.
 #include <chrono>
 #include <thread>
+#include <vector>
 
 #include "reshard/cuda_check.hpp"
 #include "reshard/harness.hpp"
@@ -81,8 +82,13 @@ RunResult run_shared_gpus(const Plan& plan, const RunOptions& options) {
       n,
       [&](int r) {
         OneSidedCommunicator comm(world, r);
-        outcomes[r] =
-            detail::run_timed_rank(plan, comm, r % gpus, options, [&] { world.abort(cat("rank ", r, " stalled")); });
+        auto meet = [&] {
+          char none = 0;
+          std::vector<char> all(n);
+          comm.all_gather_host(&none, all.data(), 1);
+        };
+        outcomes[r] = detail::run_timed_rank(
+            plan, comm, r % gpus, options, [&] { world.abort(cat("rank ", r, " stalled")); }, meet);
       },
       &world);
   return combine_ranks(Backend::kNccl, outcomes);

@@ -12,7 +12,7 @@
 namespace reshard::detail {
 
 RankOutcome run_timed_rank(const Plan& plan, Communicator& comm, int device_ordinal, const RunOptions& options,
-                           const std::function<void()>& abort_comm) {
+                           const std::function<void()>& abort_comm, const std::function<void()>& prepared) {
   const int r = comm.rank();
   CudaDevice device(device_ordinal);
   RankRedistribution redistribution(plan, comm, device,
@@ -23,6 +23,7 @@ RankOutcome run_timed_rank(const Plan& plan, Communicator& comm, int device_ordi
       std::_Exit(3);
     }
   };
+  if (prepared) prepared();
   fault(RunOptions::FaultPoint::kAfterPrepare);
   RankOutcome out;
   out.workspace = redistribution.workspace_bytes();

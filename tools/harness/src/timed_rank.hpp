@@ -35,7 +35,9 @@ class CudaGraph {
 
 // Runs `plan` for rank comm.rank() on GPU `device_ordinal`. A timed loop that makes no progress for options.timeout
 // calls `abort_comm` (so that nothing is left waiting on a peer while the rank unwinds), then fails with kTimeout.
+// `prepared` (if set) runs once every buffer of this rank exists, before its first run (ranks sharing a GPU meet
+// there: a peer still preparing may synchronise the GPU, which would wait for this rank's waits on that peer).
 RankOutcome run_timed_rank(const Plan& plan, Communicator& comm, int device_ordinal, const RunOptions& options,
-                           const std::function<void()>& abort_comm);
+                           const std::function<void()>& abort_comm, const std::function<void()>& prepared = {});
 
 }  // namespace reshard::detail
