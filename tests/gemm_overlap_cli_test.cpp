@@ -51,13 +51,37 @@ TEST(OverlapCli, OptionsOutOfRangeAreRefused) {
 TEST(OverlapCli, HelpNamesTheGemmAndTransportsFlags) {
   CliResult r = run_cli("overlap --help");
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  for (const char* flag : {"--gemm", "--transports", "--repeats", "--iters", "--json"})
+  for (const char* flag : {"--gemm", "--transports", "--repeats", "--iters", "--json", "--cuda-graph", "--low-sm"})
     EXPECT_NE(r.out.find(flag), std::string::npos) << flag << "\n" << r.out;
 }
 
 TEST(OverlapCli, WithoutGpusSaysWhatItNeeds) {
   expect_refused(kCase + "--gemm 256x256x256:f16", "measuring a redistribution beside GEMMs needs 2 GPUs");
   expect_refused(kCase + "--transports nccl,nvlink --json", "needs 2 GPUs");
+  expect_refused(kCase + "--transports nccl,nvlink --cuda-graph --low-sm", "needs 2 GPUs");
+  expect_refused(kCase + "--graph", "needs 2 GPUs");
+}
+
+TEST(OverlapCli, CudaGraphTakesNoValue) {
+  CliResult r = run_without_gpus(kCase + "--cuda-graph=maybe");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_EQ(testing::count_lines(r.err), 1) << r.err;
+  EXPECT_NE(r.err.find("--cuda-graph"), std::string::npos) << r.err;
+}
+
+// --low-sm (plan, run, bench, overlap): the plan says it was priced for compute beside it, and runs verified.
+TEST(LowSmCli, PlanSaysSoAndRunVerifies) {
+  CliResult plan = run_cli("plan --mesh 2 --from S0 --to R --shape 64x256 --low-sm");
+  EXPECT_EQ(plan.exit_code, 0) << plan.err;
+  EXPECT_NE(plan.out.find("low-SM priced to run beside compute"), std::string::npos) << plan.out;
+  CliResult plain = run_cli("plan --mesh 2 --from S0 --to R --shape 64x256");
+  EXPECT_EQ(plain.exit_code, 0) << plain.err;
+  EXPECT_EQ(plain.out.find("low-SM"), std::string::npos) << plain.out;
+  CliResult run = run_cli("run --backend host --mesh 2 --from S0 --to S1 --shape 64x256 --iters 1 --warmup 0 --low-sm");
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_NE(run.out.find("all correct"), std::string::npos) << run.out;
+  CliResult help = run_cli("bench --help");
+  EXPECT_NE(help.out.find("--low-sm"), std::string::npos) << help.out;
 }
 
 }  // namespace
