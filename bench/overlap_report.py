@@ -25,7 +25,7 @@ def load_rows(paths):
         text = open(path).read()
         try:
             doc = json.loads(text)
-            rows += doc["rows"] if isinstance(doc, dict) else doc
+            rows += doc if isinstance(doc, list) else doc["rows"] if "rows" in doc else [doc]  # one row: JSON lines
         except ValueError:  # JSON lines
             rows += [json.loads(line) for line in text.splitlines() if line.strip()]
     for r in rows:

@@ -213,8 +213,9 @@ def main():
     if args.cases:
         with open(args.cases) as f:
             cases = json.load(f)
-    torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", 0)))
-    dist.init_process_group("nccl")
+    device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", 0)))
+    torch.cuda.set_device(device)
+    dist.init_process_group("nccl", device_id=device)  # barriers and collectives on this rank's GPU
     meshes, rows = {}, []
     for case in cases:
         row = Case(case, meshes, args.gemm).row(args.iters, args.repeats, args.warmup)
