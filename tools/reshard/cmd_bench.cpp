@@ -172,7 +172,7 @@ Command add_bench_command(CLI::App& app) {
     events.on_start = [&](const SweepLink& link, size_t runs) {
       fmt::print(stderr, "reshard bench: {} runs ({} cases) on the {} backend\n", runs, cases.size(),
                  to_string(o.backend));
-      if (table) out.write(header(link));
+      if (table) out.write(std::string(o.plan.low_sm ? "# planned in low-SM mode (--low-sm)\n" : "") + header(link));
       if (json) {
         nlohmann::ordered_json l = nullptr;  // the host backend has no link
         if (link.applies)
@@ -182,8 +182,8 @@ Command add_bench_command(CLI::App& app) {
                {"bytes", link.measured.bytes},
                {"bound_link_GBps", link.link_GBps},
                {"bound_copy_GBps", link.copy_GBps}};
-        json->write(fmt::format("{{\"link\": {},\n \"profile\": {},\n \"rows\": [\n", l.dump(),
-                                nlohmann::json(o.plan.profile.name).dump()));
+        json->write(fmt::format("{{\"link\": {},\n \"profile\": {},\n \"low_sm\": {},\n \"rows\": [\n", l.dump(),
+                                nlohmann::json(o.plan.profile.name).dump(), o.plan.low_sm));
         json->flush();
         json_open = true;
       }
