@@ -77,6 +77,7 @@ std::vector<std::pair<std::string, Request>> one_field_changed() {
   add("memory budget value", [](Request& r) { r.options.memory_budget_bytes = Index(1) << 31; });
   add("max collectives", [](Request& r) { r.options.max_collectives = 3; });
   add("pipeline chunk", [](Request& r) { r.options.pipeline_chunk_bytes = 4096; });
+  add("low sm", [](Request& r) { r.options.low_sm = true; });
   return out;
 }
 

@@ -6,21 +6,21 @@ namespace reshard {
 
 double CostModel::all_gather_us(int n, Index chunk_bytes, LinkClass c) const {
   if (n <= 1) return copy_us(chunk_bytes);
-  return link(c).all_gather.time_us(static_cast<double>(n - 1) * static_cast<double>(chunk_bytes));
+  return on_sms(link(c).all_gather.time_us(static_cast<double>(n - 1) * static_cast<double>(chunk_bytes)));
 }
 
 double CostModel::reduce_scatter_us(int n, Index chunk_bytes, LinkClass c) const {
   if (n <= 1) return copy_us(chunk_bytes);
-  return link(c).reduce_scatter.time_us(static_cast<double>(n - 1) * static_cast<double>(chunk_bytes));
+  return on_sms(link(c).reduce_scatter.time_us(static_cast<double>(n - 1) * static_cast<double>(chunk_bytes)));
 }
 
 double CostModel::all_reduce_us(int n, Index bytes, LinkClass c) const {
   if (n <= 1) return copy_us(bytes);
-  return link(c).all_reduce.time_us(2.0 * (n - 1) / n * static_cast<double>(bytes));
+  return on_sms(link(c).all_reduce.time_us(2.0 * (n - 1) / n * static_cast<double>(bytes)));
 }
 
 double CostModel::copy_us(Index bytes) const {
-  return bytes > 0 ? profile_.copy.time_us(static_cast<double>(bytes)) : 0.0;
+  return bytes > 0 ? on_sms(profile_.copy.time_us(static_cast<double>(bytes))) : 0.0;
 }
 
 double CostModel::copy_engine_us(Index bytes) const {
@@ -33,7 +33,7 @@ double CostModel::one_sided_rank_us(const RankTraffic& t) const {
   if (t.engine_in_bytes > 0)
     pull += t.engine_calls * n.copy_engine.alpha_us +
             static_cast<double>(t.engine_in_bytes) / (n.copy_engine.bandwidth_GBps * 1e3);
-  if (t.kernel_in_bytes > 0) pull += n.kernel.time_us(static_cast<double>(t.kernel_in_bytes));
+  if (t.kernel_in_bytes > 0) pull += on_sms(n.kernel.time_us(static_cast<double>(t.kernel_in_bytes)));
   Index out = 0;
   for (Index b : t.out_bytes) out += b;
   const double serve = static_cast<double>(out) / (n.copy_engine.bandwidth_GBps * 1e3);
@@ -48,7 +48,7 @@ double CostModel::fused_rank_us(const RankTraffic& t) const {
   Index out = 0;
   for (Index b : t.out_bytes) out += b;
   const OneSidedProfile& n = profile_.nvlink;
-  return std::max(n.fused.time_us(static_cast<double>(std::max(in, out))), n.fused_overhead_us);
+  return std::max(on_sms(n.fused.time_us(static_cast<double>(std::max(in, out)))), n.fused_overhead_us);
 }
 
 double CostModel::exchange_rank_us(const RankTraffic& t, bool all_to_all) const {
@@ -70,6 +70,8 @@ double CostModel::exchange_rank_us(const RankTraffic& t, bool all_to_all) const 
   const int peers = std::max(t.peers_out, t.peers_in);
   double network = any || peers > 0 ? stages * alpha + profile_.p2p_per_peer_us * peers + wire : 0.0;
   if (stages > 1 && any) network = std::max(network, staged + profile_.p2p_per_peer_us * peers);
+  // NCCL's send/recv kernels run on SMs.
+  network = on_sms(network);
   const double local = copy_us(t.local_bytes) + copy_engine_us(t.local_engine_bytes);  // on its own lane
   if (stages == 1) return copy_us(t.pack_bytes) + std::max(network, local) + copy_us(t.unpack_bytes);
   const double pack = copy_us(t.pack_bytes), unpack = copy_us(t.unpack_bytes);

@@ -139,6 +139,7 @@ std::string plan_to_json(const Plan& plan) {
   if (plan.scope_rank()) j["rank"] = *plan.scope_rank();
   j["pipeline_chunk_bytes"] = plan.pipeline_chunk_bytes();
   j["copy_engine_min_row_bytes"] = plan.copy_engine_min_row_bytes();
+  if (plan.low_sm()) j["low_sm"] = true;
   j["strategy"] = std::string(to_string(plan.strategy()));
   j["estimated_us"] = plan.estimated_us();
   j["bytes_moved"] = plan.bytes_moved();
@@ -222,6 +223,7 @@ Plan parse_plan(const std::string& text, const Profile* profile) {
   spec.pipeline_chunk_bytes = R::integer(j, "pipeline_chunk_bytes", "");
   if (j.contains("copy_engine_min_row_bytes"))
     spec.copy_engine_min_row_bytes = R::integer(j, "copy_engine_min_row_bytes", "");
+  if (j.contains("low_sm")) spec.low_sm = R::boolean(j, "low_sm", "");
   spec.strategy = parse_strategy(R::string(j, "strategy", ""));
   spec.estimated_us = R::number(j, "estimated_us", "");
   spec.bytes_moved = R::integer(j, "bytes_moved", "");

@@ -69,7 +69,7 @@ void check_planner_transfers(const PlanSpec& spec) {
 void recompute_summary(PlanSpec& spec, const Profile* profile) {
   const int es = element_size(spec.dtype);
   const int n = spec.src.mesh().size();
-  const CostModel model(profile ? *profile : default_profile(), spec.topology);
+  const CostModel model(profile ? *profile : default_profile(), spec.topology, spec.low_sm);
   const StepPricer pricer(model, spec.dtype, spec.pipeline_chunk_bytes);
   // nvlink steps priced as they were planned: fused or separate copies.
   const StepPricer fused_pricer(model, spec.dtype, spec.pipeline_chunk_bytes, Fusion::kAlways);

@@ -33,7 +33,7 @@ class Planner {
         dtype_(dtype),
         options_(options),
         rank_(rank),
-        model_(options.profile, options.topology),
+        model_(options.profile, options.topology, options.low_sm),
         pricer_(model_, dtype, options.pipeline_chunk_bytes, options.fusion) {
     validate_inputs();
     csrc_ = src.with_placements(canonical_placements(src.mesh(), src.placements()));
@@ -62,6 +62,7 @@ class Planner {
     spec.memory_budget_bytes = options_.memory_budget_bytes;
     spec.scope_rank = rank_;
     spec.pipeline_chunk_bytes = chosen->chunk_bytes;
+    spec.low_sm = options_.low_sm;
     spec.copy_engine_min_row_bytes = options_.profile.nvlink.copy_engine_min_row_bytes;
     spec.strategy = chosen->summary.strategy;
     spec.estimated_us = chosen->summary.estimated_us;

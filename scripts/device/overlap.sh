@@ -1,18 +1,64 @@
 #!/usr/bin/env bash
-# On the 2-GPU machine: build, then `reshard overlap` (a 1 GiB f32 S0 -> S1 redistribution beside a bf16 8192^3 GEMM
-# loop) with the nvlink and the nccl transport, each verified. Output in $OUT/overlap.txt (JSON in $OUT/overlap_*.json).
+# On the 2-GPU machine, one call (about 5-7 minutes): build, then a redistribution beside a bf16 8192^3 GEMM loop
+# (docs/benchmarks.md, "Redistribution beside compute"), every run verified:
+#   - `reshard overlap`, p2p with the nvlink and the nccl transport, eager and replayed from CUDA graphs, S0 -> S1 f32
+#     of 64 MiB, 256 MiB and 1 GiB (the 1 GiB case is the acceptance case);
+#   - the same 1 GiB case planned by auto in low-SM mode (--low-sm), eager;
+#   - PyTorch's DTensor redistribute beside the same GEMM (bench/pytorch_overlap.py), same three sizes.
+# Three files under $OUT: machine.txt, overlap.txt (the tables and the log) and overlap_rows.jsonl (one JSON row per
+# measurement, `reshard overlap --json`'s fields; PyTorch's with strategy "pytorch"), which
+#   /usr/bin/python3 bench/overlap_report.py overlap_rows.jsonl --out DIR
+# turns into a table and the slowdown-vs-size plot.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 source scripts/device/lib.sh
 t0=$(date +%s); stamp() { echo "[$(( $(date +%s) - t0 )) s] $*"; }
-device_setup || exit 1
+device_setup > /tmp/overlap_build.log 2>&1 || { cat /tmp/overlap_build.log; exit 1; }
 stamp built
-{
-for tr in nvlink nccl; do
-  echo "== $tr"
-  timeout 100 $R overlap --mesh 2 --from S0 --to S1 --shape 16384x16384 --strategy p2p --transport $tr \
-    --gemm 8192x8192x8192:bf16 --repeats 5 --json "$OUT/overlap_$tr.json" 2>&1
+rows=/tmp/overlap_rows; rm -rf $rows; mkdir -p $rows
+GEMM="--gemm 8192x8192x8192:bf16 --repeats 5 --iters 50"
+BUDGET_S=${BUDGET_S:-480}  # the device call's limit is 500 s: nothing is started that could run past this
+left() { echo $(( BUDGET_S - ($(date +%s) - t0) )); }
+overlap() {  # NAME FLAGS...: one `reshard overlap` run, its JSON rows kept as $rows/NAME.json
+  local name=$1; shift
+  if [ "$(left)" -lt 150 ]; then echo "== skipped $name: $(left) s left, kept for PyTorch"; return; fi
+  echo "== reshard overlap $* $GEMM"
+  timeout 60 $R overlap --mesh 2 --from S0 --to S1 $GEMM --json "$rows/$name.json" "$@" 2>&1
   echo "exit $?"
-  stamp "$tr done"
-done
+  stamp "$name"
+}
+{
+  for shape in 16384x16384 8192x8192 4096x4096; do
+    overlap "eager_$shape" --shape $shape --strategy p2p --transports nvlink,nccl
+    overlap "graph_$shape" --shape $shape --strategy p2p --transports nvlink,nccl --cuda-graph
+  done
+  overlap low_sm_auto --shape 16384x16384 --low-sm
+  python3 - "$rows/cases.json" <<'PY'
+import json, sys
+json.dump([{"mesh": [2], "from": "S0", "to": "S1", "shape": s, "dtype": "f32"}
+           for s in ([16384, 16384], [8192, 8192], [4096, 4096])], open(sys.argv[1], "w"))
+PY
+  echo "== torchrun bench/pytorch_overlap.py (same cases)"
+  timeout $(( $(left) > 20 ? $(left) - 10 : 10 )) torchrun --nproc-per-node 2 bench/pytorch_overlap.py --cases "$rows/cases.json" \
+    --gemm 8192x8192x8192:bf16 --repeats 5 --iters 50 --out "$rows/pytorch.json" > /tmp/pytorch_overlap.log 2>&1
+  echo "exit $?"
+  grep -E '^\{"strategy": "pytorch"' /tmp/pytorch_overlap.log
+  grep -iE "error|Traceback" /tmp/pytorch_overlap.log | head -5
+  stamp pytorch
 } 2>&1 | tee "$OUT/overlap.txt"
+python3 - "$rows" "$OUT/overlap_rows.jsonl" <<'PY'
+import glob, json, os, sys
+with open(sys.argv[2], "w") as out:
+    for path in sorted(glob.glob(os.path.join(sys.argv[1], "*.json"))):
+        if path.endswith("cases.json"):
+            continue
+        try:
+            rows = json.load(open(path))["rows"]
+        except (OSError, ValueError, KeyError) as e:
+            print(f"{path}: no rows ({e})")
+            continue
+        for row in rows:
+            out.write(json.dumps(dict(row, run=os.path.basename(path)[:-5])) + "\n")
+PY
+wc -l < "$OUT/overlap_rows.jsonl" | sed 's/^/rows: /'
+stamp done

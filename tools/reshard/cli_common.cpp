@@ -11,9 +11,9 @@ namespace reshard::cli {
 namespace {
 
 // The flags that shape a new plan: meaningless with a plan file.
-constexpr const char* kPlanningFlags[] = {"--strategy",        "--transport",     "--fuse",
-                                          "--ranks-per-node",  "--profile",       "--memory-budget",
-                                          "--max-collectives", "--pipeline-chunk"};
+constexpr const char* kPlanningFlags[] = {"--strategy",        "--transport",      "--fuse",
+                                          "--ranks-per-node",  "--profile",        "--memory-budget",
+                                          "--max-collectives", "--pipeline-chunk", "--low-sm"};
 
 void require_flag(const CLI::App& cmd, const std::string& value, const char* flag, const char* alternative) {
   if (value.empty() && cmd.count(flag) == 0) {
@@ -87,6 +87,9 @@ void add_plan_flags(CLI::App& cmd, PlanFlags& flags) {
   cmd.add_option("--max-collectives", flags.max_collectives, "Cap on the collective strategy's communication steps");
   cmd.add_option("--pipeline-chunk", flags.pipeline_chunk,
                  "Pipeline p2p transfers that need packing in chunks of this many bytes (default 0: off)");
+  cmd.add_flag("--low-sm", flags.low_sm,
+               "Low-SM mode, for a redistribution run beside compute: price SM kernels (NCCL, copy kernels) at the "
+               "profile's low_sm_kernel_factor, so auto prefers copy engines");
 }
 
 PlanRequest make_plan_request(const CLI::App& cmd, const PlanFlags& flags) {
@@ -109,6 +112,7 @@ PlanRequest make_plan_request(const CLI::App& cmd, const PlanFlags& flags) {
     req.options.memory_budget_bytes = parse_bytes("--memory-budget", flags.memory_budget);
   if (cmd.count("--pipeline-chunk"))
     req.options.pipeline_chunk_bytes = parse_bytes("--pipeline-chunk", flags.pipeline_chunk);
+  req.options.low_sm = flags.low_sm;
   if (flags.max_collectives != -1) {
     RESHARD_REQUIRE(flags.max_collectives >= 0, "--max-collectives must be >= 0, got ", flags.max_collectives);
     req.options.max_collectives = flags.max_collectives;

@@ -37,6 +37,7 @@ struct PlanFlags {
   std::string memory_budget;
   int max_collectives = -1;
   std::string pipeline_chunk;
+  bool low_sm = false;
 };
 
 struct PlanRequest {

@@ -37,6 +37,7 @@ struct Flags {
   JsonFlag json;
   int iters = 20, warmup = 5, ranks_per_node = 8;
   bool nccl_blocking = false;
+  bool low_sm = false;
 };
 
 SweepOptions sweep_options(const Flags& f) {
@@ -73,6 +74,7 @@ SweepOptions sweep_options(const Flags& f) {
   RESHARD_REQUIRE(f.ranks_per_node >= 1, "--ranks-per-node must be >= 1, got ", f.ranks_per_node);
   o.plan.topology.ranks_per_node = f.ranks_per_node;
   if (!f.profile.empty()) o.plan.profile = load_profile(f.profile);
+  o.plan.low_sm = f.low_sm;
   if (!f.pipeline_chunk.empty()) o.plan.pipeline_chunk_bytes = parse_bytes("--pipeline-chunk", f.pipeline_chunk);
   RESHARD_REQUIRE(f.backend == "auto" || f.backend == "nccl" || f.backend == "host",
                   "--backend must be auto, nccl or host, got '", tools::printable(f.backend), "'");
@@ -138,6 +140,8 @@ Command add_bench_command(CLI::App& app) {
   cmd->add_option("--ranks-per-node", f->ranks_per_node, "Ranks per node, for the cost model")->capture_default_str();
   cmd->add_option("--profile", f->profile, "Cost-model profile JSON");
   cmd->add_option("--pipeline-chunk", f->pipeline_chunk, "Pipeline chunk bytes (0: off)");
+  cmd->add_flag("--low-sm", f->low_sm,
+                "Plan in low-SM mode (SM kernels priced at the profile's low_sm_kernel_factor; see plan --help)");
   cmd->add_flag("--nccl-blocking", f->nccl_blocking, "Blocking NCCL communicators (default: non-blocking)");
   cmd->add_option("--csv", f->csv, "Write the rows as CSV, each as it is measured");
   add_json_flag(*cmd, f->json, "The link figures and the rows, each row as it is measured,");
@@ -168,7 +172,7 @@ Command add_bench_command(CLI::App& app) {
     events.on_start = [&](const SweepLink& link, size_t runs) {
       fmt::print(stderr, "reshard bench: {} runs ({} cases) on the {} backend\n", runs, cases.size(),
                  to_string(o.backend));
-      if (table) out.write(header(link));
+      if (table) out.write(std::string(o.plan.low_sm ? "# planned in low-SM mode (--low-sm)\n" : "") + header(link));
       if (json) {
         nlohmann::ordered_json l = nullptr;  // the host backend has no link
         if (link.applies)
@@ -178,8 +182,8 @@ Command add_bench_command(CLI::App& app) {
                {"bytes", link.measured.bytes},
                {"bound_link_GBps", link.link_GBps},
                {"bound_copy_GBps", link.copy_GBps}};
-        json->write(fmt::format("{{\"link\": {},\n \"profile\": {},\n \"rows\": [\n", l.dump(),
-                                nlohmann::json(o.plan.profile.name).dump()));
+        json->write(fmt::format("{{\"link\": {},\n \"profile\": {},\n \"low_sm\": {},\n \"rows\": [\n", l.dump(),
+                                nlohmann::json(o.plan.profile.name).dump(), o.plan.low_sm));
         json->flush();
         json_open = true;
       }

@@ -23,6 +23,7 @@ struct Flags {
   int iters = 50;
   int warmup = 3;
   int timeout_ms = 120000;
+  bool cuda_graph = false;
   JsonFlag json;
 };
 
@@ -33,11 +34,12 @@ std::string report_table(const PlanRequest& req, const std::vector<Plan>& plans,
   const OverlapResult& first = results.front();
   const Plan& p = plans.front();
   const double tensor_bytes = static_cast<double>(volume(whole(p.src().global_shape()))) * p.element_size();
-  std::string out =
-      fmt::format("# reshard overlap: mesh {}, {} -> {}, {} {} ({}), beside GEMM {} ({} GEMMs per loop, {} repeats)\n",
-                  p.src().mesh().str(), to_string(req.src.placements()), to_string(req.dst.placements()),
-                  to_string(p.src().global_shape()), to_string(p.dtype()), human_bytes(tensor_bytes),
-                  to_string(first.gemm), first.gemms_per_loop, first.repeats);
+  std::string out = fmt::format(
+      "# reshard overlap: mesh {}, {} -> {}, {} {} ({}), beside GEMM {} ({} GEMMs per loop, {} repeats{}{})\n",
+      p.src().mesh().str(), to_string(req.src.placements()), to_string(req.dst.placements()),
+      to_string(p.src().global_shape()), to_string(p.dtype()), human_bytes(tensor_bytes), to_string(first.gemm),
+      first.gemms_per_loop, first.repeats, first.cuda_graph ? ", replayed from CUDA graphs" : ", enqueued eagerly",
+      p.low_sm() ? ", planned in low-SM mode" : "");
   out +=
       "# times per GEMM / per redistribution (us): medians over the repeats of the slowest rank; "
       "slowdown = beside / alone - 1\n";
@@ -76,6 +78,9 @@ std::string report_json(const std::vector<Plan>& plans, const std::vector<Overla
                     {"dtype", std::string(to_string(p.dtype()))},
                     {"strategy", std::string(to_string(p.strategy()))},
                     {"transport", std::string(to_string(p.transport()))},
+                    {"cuda_graph", r.cuda_graph},
+                    {"low_sm", p.low_sm()},
+                    {"tensor_bytes", volume(whole(p.src().global_shape())) * p.element_size()},
                     {"gemm", to_string(r.gemm)},
                     {"gemms_per_loop", r.gemms_per_loop},
                     {"redistributions_per_loop", r.redistributions_per_loop},
@@ -117,6 +122,8 @@ Command add_overlap_command(CLI::App& app) {
   cmd->add_option("--iters", flags->iters, "GEMMs per loop (the redistributions per loop are sized to match)")
       ->capture_default_str();
   cmd->add_option("--warmup", flags->warmup, "Untimed GEMMs and redistributions first")->capture_default_str();
+  cmd->add_flag("--cuda-graph,--graph", flags->cuda_graph,
+                "Capture one redistribution and one GEMM into CUDA graphs and time their replays (verified as eager)");
   cmd->add_option("--timeout-ms", flags->timeout_ms,
                   "Abort with an error when one phase (or a wait for the other ranks) takes longer than this")
       ->capture_default_str();
@@ -128,6 +135,7 @@ Command add_overlap_command(CLI::App& app) {
     options.repeats = f.repeats;
     options.gemms = f.iters;
     options.warmup = f.warmup;
+    options.cuda_graph = f.cuda_graph;
     RESHARD_REQUIRE(f.timeout_ms >= 1, "--timeout-ms must be >= 1, got ", f.timeout_ms);
     options.timeout = std::chrono::milliseconds(f.timeout_ms);
     check_overlap_options(options);

@@ -25,6 +25,10 @@
 // A step that communicates costs at least step_overhead_us, the executor's fixed host work per call (launches,
 // events, NCCL group calls), which overlaps the GPU work: t = max(step_overhead, t_gpu). It dominates small
 // tensors. Local steps cost their copy.
+// Low-SM mode (PlanOptions::low_sm, for a redistribution run beside compute): every time above spent in SM kernels
+// (collectives, NCCL exchanges, copy kernels, nvlink kernel pulls, fused kernels) is multiplied by
+// profile.low_sm_kernel_factor; copy-engine copies, the nvlink ordering (stream memory operations) and host work are
+// not.
 #pragma once
 
 #include <algorithm>
@@ -53,10 +57,12 @@ struct RankTraffic {
 
 class CostModel {
  public:
-  CostModel(Profile profile, Topology topology) : profile_(std::move(profile)), topology_(topology) {}
+  CostModel(Profile profile, Topology topology, bool low_sm = false)
+      : profile_(std::move(profile)), topology_(topology), low_sm_(low_sm) {}
 
   const Profile& profile() const { return profile_; }
   const Topology& topology() const { return topology_; }
+  bool low_sm() const { return low_sm_; }
 
   double all_gather_us(int n, Index chunk_bytes, LinkClass link) const;
   double reduce_scatter_us(int n, Index chunk_bytes, LinkClass link) const;
@@ -79,8 +85,11 @@ class CostModel {
   const LinkProfile& link(LinkClass c) const {
     return c == LinkClass::kIntraNode ? profile_.intra_node : profile_.inter_node;
   }
+  // Time spent in SM kernels, as priced: low-SM mode charges it profile.low_sm_kernel_factor.
+  double on_sms(double us) const { return low_sm_ ? us * profile_.low_sm_kernel_factor : us; }
   Profile profile_;
   Topology topology_;
+  bool low_sm_ = false;
 };
 
 }  // namespace reshard

@@ -97,6 +97,7 @@ struct PlanSpec {
   // Copies (nvlink steps' peer regions, local steps) with contiguous rows at least this long, at most 3-D, run on the
   // copy engines; others on a kernel (step_geometry's rule, from the profile).
   Index copy_engine_min_row_bytes = 2048;
+  bool low_sm = false;  // priced in low-SM mode (PlanOptions::low_sm): SM kernels' time scaled by the profile
   Strategy strategy = Strategy::kCollective;
   double estimated_us = 0;
   Index bytes_moved = 0;
@@ -120,6 +121,7 @@ class Plan {
   const std::optional<int>& scope_rank() const { return s_.scope_rank; }
   Index pipeline_chunk_bytes() const { return s_.pipeline_chunk_bytes; }
   Index copy_engine_min_row_bytes() const { return s_.copy_engine_min_row_bytes; }
+  bool low_sm() const { return s_.low_sm; }
   Strategy strategy() const { return s_.strategy; }
   double estimated_us() const { return s_.estimated_us; }
   Index bytes_moved() const { return s_.bytes_moved; }

@@ -30,6 +30,11 @@ struct PlanOptions {
   // p2p transfers that need packing are pipelined in chunks of this many bytes; 0 (the default) runs them whole:
   // on 2x H200 (2026-11-22) pipelining in 16 or 64 MiB chunks measured slower than one pass (docs/benchmarks.md).
   Index pipeline_chunk_bytes = 0;
+  // The caller means to run compute beside the redistribution (low-SM mode): work done by SM kernels (NCCL's
+  // collectives and exchanges, pack/unpack/local copy kernels, nvlink kernel pulls and fused kernels) is priced at
+  // Profile::low_sm_kernel_factor times its time alone, copy-engine work and stream-memory waits as alone; so auto
+  // prefers the copy engines under compute even where a kernel is faster alone.
+  bool low_sm = false;
 };
 
 // The global plan: p2p steps list every rank's transfers (for inspection, JSON and SVG).

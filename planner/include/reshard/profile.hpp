@@ -13,6 +13,7 @@
 //   "copy_engine": {"alpha_us": a, "bandwidth_GBps": b},                       (optional: defaults)
 //   "nvlink": {"copy_engine": {..}, "kernel": {..}, "sync_us": s, "step_overhead_us": o,
 //              "copy_engine_min_row_bytes": n}                                    (optional: defaults)
+//   "low_sm_kernel_factor": f                                                  (optional: default)
 // }
 // Bandwidths are decimal GB/s (1e9 bytes/s): for collectives the bus bandwidth of nccl-tests, for p2p the
 // per-direction bandwidth of one rank, for copy the bytes copied per second by a device-to-device kernel.
@@ -65,6 +66,9 @@ struct Profile {
   AlphaBeta copy;               // pack, unpack and local-copy kernels
   AlphaBeta copy_engine;        // local device-to-device copies on the copy engines (one way)
   OneSidedProfile nvlink;
+  // Low-SM mode (PlanOptions::low_sm): work run by SM kernels is priced at this multiple of its time alone (its own
+  // slowdown beside compute plus the compute it displaces); copy-engine work is not. In [1, 100].
+  double low_sm_kernel_factor = 1;
   std::string extra_json;  // other top-level keys, verbatim (calibration fits)
   // Every field, exactly (PlanCache tells profiles apart with it).
   friend bool operator==(const Profile&, const Profile&) = default;

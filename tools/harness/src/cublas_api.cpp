@@ -37,6 +37,7 @@ CublasApi load() {
   resolve(library, "cublasCreate_v2", api.create);
   resolve(library, "cublasDestroy_v2", api.destroy);
   resolve(library, "cublasSetStream_v2", api.set_stream);
+  resolve(library, "cublasSetWorkspace_v2", api.set_workspace);
   resolve(library, "cublasGemmEx", api.gemm_ex);
   resolve(library, "cublasGetStatusName", api.status_name);
   resolve(library, "cublasGetStatusString", api.status_string);

@@ -16,6 +16,7 @@ struct CublasApi {
   decltype(&cublasCreate_v2) create = nullptr;
   decltype(&cublasDestroy_v2) destroy = nullptr;
   decltype(&cublasSetStream_v2) set_stream = nullptr;
+  decltype(&cublasSetWorkspace_v2) set_workspace = nullptr;
   GemmEx gemm_ex = nullptr;
   decltype(&cublasGetStatusName) status_name = nullptr;
   decltype(&cublasGetStatusString) status_string = nullptr;

@@ -7,6 +7,7 @@
 #include "cublas_api.hpp"
 #include "gpu_timing.hpp"
 #include "nccl_rank.hpp"
+#include "overlap_graph.hpp"
 #include "reshard/checked_math.hpp"
 #include "reshard/cuda_check.hpp"
 #include "reshard/gemm_overlap.hpp"
@@ -19,7 +20,10 @@
 namespace reshard {
 namespace {
 
-// What cuBLAS may take beyond the operands: its handle and the workspace it keeps per stream (32 MiB on Hopper).
+// cuBLAS's workspace, given to it (cublasSetWorkspace) so that it allocates nothing while a GEMM is captured into a
+// CUDA graph: 32 MiB, the size cuBLAS documents for Hopper.
+constexpr Index kCublasWorkspaceBytes = Index(32) << 20;
+// What cuBLAS may take beyond the operands: that workspace, its handle and its kernels' module data.
 constexpr Index kCublasReserveBytes = Index(128) << 20;
 // Redistributions timed alone to size the loop of phase 3.
 constexpr int kCalibrationRuns = 5;
@@ -68,6 +72,8 @@ class GemmLoop {
     const double vmax = spec.dtype == DType::kBF16 ? 127.0 : spec.dtype == DType::kF16 ? 1023.0 : 8388608.0;
     alpha_ = static_cast<float>(1.0 / (static_cast<double>(spec.k) * vmax * vmax));
     RESHARD_CUBLAS_CHECK(detail::cublas_api().set_stream(handle_.get(), stream_.get()));
+    workspace_ = device.allocate(static_cast<size_t>(kCublasWorkspaceBytes));
+    RESHARD_CUBLAS_CHECK(detail::cublas_api().set_workspace(handle_.get(), workspace_->data(), workspace_->bytes()));
   }
 
   cudaStream_t stream() const { return stream_.get(); }
@@ -85,7 +91,7 @@ class GemmLoop {
   GemmSpec spec_;
   CudaStream stream_;
   CublasHandle handle_;
-  std::unique_ptr<DeviceMemory> a_, b_, c_;
+  std::unique_ptr<DeviceMemory> a_, b_, c_, workspace_;
   float alpha_ = 1, beta_ = 0;
 };
 
@@ -125,6 +131,7 @@ class RankOverlap {
     }
     redistribution_.wait();
     wait_gemms_done();
+    if (options_.cuda_graph) capture_graphs(out);
     const int g = options_.gemms;
     barrier();
     const double gemm_loop_us = time_gemms(g);
@@ -153,6 +160,31 @@ class RankOverlap {
   int redistributions_per_loop() const { return redistributions_per_loop_; }
 
  private:
+  // CUDA-graph mode: one redistribution and one GEMM, each captured on its stream into its own graph; every timed
+  // phase then replays the graphs instead of enqueueing the work. The redistribution's graph is verified once
+  // (poisoned target, one replay) before anything is timed, and again after every phase 3 as in eager mode.
+  void capture_graphs(RankSamples& out) {
+    gemm_graph_.capture(gemm_.stream(), [this] { gemm_.enqueue(); });
+    run_graph_.capture(redistribution_.stream(), [this] { redistribution_.run(); });
+    redistribution_.poison(0xA5);
+    run_graph_.launch(redistribution_.stream());
+    verify(out);
+    gemm_graph_.launch(gemm_.stream());
+    wait_gemms_done();
+  }
+  // One GEMM / one redistribution on its stream: replayed from its graph in CUDA-graph mode, enqueued otherwise.
+  void gemm() {
+    if (gemm_graph_.captured())
+      gemm_graph_.launch(gemm_.stream());
+    else
+      gemm_.enqueue();
+  }
+  void redistribute() {
+    if (run_graph_.captured())
+      run_graph_.launch(redistribution_.stream());
+    else
+      redistribution_.run();
+  }
   [[noreturn]] void stalled() {
     comm_.abort();
     fail(ErrorKind::kTimeout,
@@ -191,7 +223,7 @@ class RankOverlap {
   double time_gemms(int count) {
     CudaEvent start, stop;
     start.record(gemm_.stream());
-    for (int i = 0; i < count; ++i) gemm_.enqueue();
+    for (int i = 0; i < count; ++i) gemm();
     stop.record(gemm_.stream());
     wait_event(stop);
     return 1000.0 * stop.elapsed_ms_since(start);
@@ -200,7 +232,7 @@ class RankOverlap {
   double time_redistributions(int count) {
     CudaEvent start, stop;
     start.record(redistribution_.stream());
-    for (int i = 0; i < count; ++i) redistribution_.run();
+    for (int i = 0; i < count; ++i) redistribute();
     stop.record(redistribution_.stream());
     redistribution_.wait();
     wait_event(stop);
@@ -215,10 +247,10 @@ class RankOverlap {
     long long g = 0, r = 0;
     while (g < gemms || r < runs) {
       if (r >= runs || (g < gemms && g * runs <= r * gemms)) {
-        gemm_.enqueue();
+        gemm();
         ++g;
       } else {
-        redistribution_.run();
+        redistribute();
         ++r;
       }
     }
@@ -235,6 +267,8 @@ class RankOverlap {
   DeviceMemory& sync_;
   const OverlapOptions& options_;
   detail::RankRedistribution redistribution_;
+  // Declared after what they replay, so that they are destroyed first.
+  detail::StreamGraph gemm_graph_, run_graph_;
   int redistributions_per_loop_ = 0;
 };
 
@@ -254,6 +288,7 @@ OverlapResult combine(const std::vector<RankSamples>& ranks, int redistributions
   res.gemms_per_loop = options.gemms;
   res.redistributions_per_loop = redistributions_per_loop;
   res.repeats = options.repeats;
+  res.cuda_graph = options.cuda_graph;
   res.gemm_alone_samples = slowest(ranks, &RankSamples::gemm_alone);
   res.gemm_beside_samples = slowest(ranks, &RankSamples::gemm_beside);
   res.redistribution_alone_samples = slowest(ranks, &RankSamples::redistribution_alone);

@@ -14,6 +14,10 @@
 //   3. both at once: the G GEMMs and the R runs enqueued interleaved (in proportion, so both streams start together
 //      and neither runs dry while the host enqueues), each stream bracketed by its own events; the target was
 //      poisoned before the phase and every element is verified after it.
+// In CUDA-graph mode (OverlapOptions::cuda_graph) one redistribution and one GEMM are each captured into a CUDA graph
+// after the warm-up (the redistribution's graph replayed once into a poisoned target and verified), and the
+// calibration and all three phases replay the graphs (one launch per GEMM / per redistribution) instead of
+// enqueueing the work; everything else is as above.
 // Per figure and repeat the slowest rank's time counts (per GEMM: loop time / G; per redistribution: loop time / R);
 // the result holds their medians over the repeats, and slowdown = beside / alone - 1 of the medians.
 //
@@ -54,6 +58,9 @@ struct OverlapOptions {
   int repeats = 5;  // kMinOverlapRepeats..kMaxOverlapRepeats; the figures are medians over them
   int gemms = 50;   // GEMMs per loop (G), 1..kMaxGemmsPerLoop
   int warmup = 3;   // untimed GEMMs and redistributions before the calibration, >= 0
+  // CUDA-graph mode: one redistribution and one GEMM are captured, each into its own CUDA graph on its stream, after
+  // the warm-up; every timed phase (the calibration included) replays the graphs instead of enqueueing the work.
+  bool cuda_graph = false;
   std::chrono::milliseconds timeout{std::chrono::seconds(120)};  // a phase or barrier longer than this aborts
 };
 // kInvalidArgument naming the option out of range.
@@ -65,6 +72,7 @@ struct OverlapResult {
   int gemms_per_loop = 0;            // G
   int redistributions_per_loop = 0;  // R
   int repeats = 0;
+  bool cuda_graph = false;  // the work was replayed from CUDA graphs
   // Medians over the repeats of the slowest rank's time, per GEMM and per redistribution (microseconds).
   double gemm_alone_us = 0, gemm_beside_us = 0;
   double redistribution_alone_us = 0, redistribution_beside_us = 0;
