@@ -6,6 +6,7 @@
 // protocol). Not under compute-sanitizer: it serialises the ranks' work on the shared GPU and the runs stall.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
@@ -75,6 +76,13 @@ std::vector<std::vector<Placement>> with_partial(int mesh_ndim) {
 Index every_pair(const std::vector<int>& m) {
   Mesh mesh(m);
   Index checked = 0;
+  const auto start = std::chrono::steady_clock::now();
+  int runs = 0;
+  auto progress = [&](const char* what) {
+    std::printf("mesh %s: %d runs, %.1f s%s\n", mesh.str().c_str(), runs,
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), what);
+    std::fflush(stdout);
+  };
   for (const auto& from : with_partial(mesh.ndim()))
     for (const auto& to : testing::all_placements(mesh.ndim(), 2)) {
       const bool crossing = mesh.ndim() == 2 && from[0] != to[0] && from[1] != to[1] && from[0] != from[1];
@@ -84,8 +92,9 @@ Index every_pair(const std::vector<int>& m) {
       for (const Dims& shape : shapes)
         for (const Plan& plan :
              SharedGpu::one_sided_plans(Layout(mesh, from, shape), Layout(mesh, to, shape), DType::kF32))
-          checked += SharedGpu::check(plan, 2, false);
+          if (checked += SharedGpu::check(plan, 2, false); ++runs % 50 == 0) progress("");
     }
+  progress(", done");
   return checked;
 }
 
@@ -95,9 +104,9 @@ TEST_F(SharedGpu, EveryPairOnMeshes2And3And4And1x2And2x1) {
   std::printf("shared GPU: %lld elements checked\n", static_cast<long long>(checked));
 }
 
-// Known problem (2026-11-23, one H100): four ranks of a (2,2) mesh sharing one GPU stop making progress inside a CUDA
-// call (no timeout fires), while four ranks of mesh (4) pass. Not understood yet; ranks on separate GPUs are covered by
-// executor_gpu_tests. Run with --gtest_also_run_disabled_tests.
+// Mesh (2,2), four ranks on one GPU. On one H100 (2026-11-23) this did not finish within the ~100 s it was given,
+// without a failure or a timeout printed: whether it stalls or is only slow (four ranks' runs serialised) is not known
+// yet. Disabled until measured; run with --gtest_also_run_disabled_tests (it prints its progress with times).
 TEST_F(SharedGpu, DISABLED_EveryPairOnMesh2x2) { every_pair({2, 2}); }
 
 // Hundreds of runs back to back, eager and replayed from a CUDA graph: a flag protocol that re-armed too early, lost a
