@@ -11,6 +11,6 @@ bash scripts/device/build.sh > "$OUT/one_gpu.log" 2>&1 || { tail -40 "$OUT/one_g
 { date -u; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; } >> "$OUT/one_gpu.log" 2>&1
 echo "[$(el) s] built"
 S=build-device/tests/shared_gpu_tests
-timeout $(( ${BUDGET:-300} - $(el) - 5 )) $S > "$OUT/shared_gpu.log" 2>&1; echo "shared gpu tests exit $?"
-grep -E "^\[ +(OK|FAILED|PASSED|SKIPPED) |shared GPU:|Failure|wrong|error" "$OUT/shared_gpu.log" | head -40
+timeout $(( ${BUDGET:-300} - $(el) - 5 )) $S --gtest_also_run_disabled_tests --gtest_filter="${FILTER:-*}" > "$OUT/shared_gpu.log" 2>&1; echo "shared gpu tests exit $?"
+grep -E "^\[ +(OK|FAILED|PASSED|SKIPPED) |^mesh|shared GPU:|Failure|wrong|error" "$OUT/shared_gpu.log" | head -40
 echo "[$(el) s] done"
