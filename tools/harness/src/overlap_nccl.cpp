@@ -7,7 +7,6 @@
 #include "cublas_api.hpp"
 #include "gpu_timing.hpp"
 #include "nccl_rank.hpp"
-#include "overlap_graph.hpp"
 #include "reshard/checked_math.hpp"
 #include "reshard/cuda_check.hpp"
 #include "reshard/gemm_overlap.hpp"
@@ -16,6 +15,7 @@
 #include "reshard/interrupt.hpp"
 #include "reshard/memory_check.hpp"
 #include "reshard/plan_format.hpp"
+#include "stream_graph.hpp"
 
 namespace reshard {
 namespace {

@@ -8,6 +8,7 @@
 #include "gpu_timing.hpp"
 #include "nccl_rank.hpp"
 #include "reshard/interrupt.hpp"
+#include "stream_graph.hpp"
 
 namespace reshard::detail {
 
@@ -44,7 +45,7 @@ RankOutcome run_timed_rank(const Plan& plan, Communicator& comm, int device_ordi
     run();
   }
   redistribution.wait();
-  CudaGraph graph;
+  StreamGraph graph;
   if (options.cuda_graph) {
     graph.capture(stream, run);
     graph.launch(stream);

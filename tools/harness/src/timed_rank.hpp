@@ -3,35 +3,11 @@
 // an optional traced run.
 #pragma once
 
-#include <cuda_runtime.h>
-
 #include <functional>
 
-#include "reshard/cuda_check.hpp"
 #include "reshard/harness.hpp"
 
 namespace reshard::detail {
-
-// Owns a captured CUDA graph and its executable instance.
-class CudaGraph {
- public:
-  ~CudaGraph() {
-    if (exec_) cudaGraphExecDestroy(exec_);
-    if (graph_) cudaGraphDestroy(graph_);
-  }
-  template <class F>
-  void capture(cudaStream_t stream, F work) {
-    RESHARD_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-    work();
-    RESHARD_CUDA_CHECK(cudaStreamEndCapture(stream, &graph_));
-    RESHARD_CUDA_CHECK(cudaGraphInstantiate(&exec_, graph_, 0));
-  }
-  void launch(cudaStream_t stream) { RESHARD_CUDA_CHECK(cudaGraphLaunch(exec_, stream)); }
-
- private:
-  cudaGraph_t graph_ = nullptr;
-  cudaGraphExec_t exec_ = nullptr;
-};
 
 // Runs `plan` for rank comm.rank() on GPU `device_ordinal`. A timed loop that makes no progress for options.timeout
 // calls `abort_comm` (so that nothing is left waiting on a peer while the rank unwinds), then fails with kTimeout.
