@@ -47,7 +47,7 @@ def _rank_list(ranks):
 
 
 def _plan_args(mesh, src, dst, shape, dtype, strategy, memory_budget, transport, ranks_per_node, profile, ranks,
-               allow_scalar=False):
+               allow_scalar=False, fuse="auto", low_sm=False):
     from . import _core
 
     a = _core.PlanArgs()
@@ -59,6 +59,8 @@ def _plan_args(mesh, src, dst, shape, dtype, strategy, memory_budget, transport,
     a.dtype = _args.dtype_name(dtype)
     a.strategy = str(strategy)
     a.transport = str(transport)
+    a.fuse = str(fuse)
+    a.low_sm = bool(low_sm)
     a.memory_budget = _args.byte_count("memory_budget", memory_budget)
     a.ranks_per_node = int(ranks_per_node)
     a.profile = None if profile is None else str(profile)
@@ -66,17 +68,19 @@ def _plan_args(mesh, src, dst, shape, dtype, strategy, memory_budget, transport,
 
 
 def plan(mesh, src, dst, shape, dtype="f32", strategy="auto", memory_budget=None, *, transport="auto",
-         ranks_per_node=8, profile=None, ranks=None, rank=None):
+         ranks_per_node=8, profile=None, ranks=None, rank=None, fuse="auto", low_sm=False):
     """Plans a redistribution as `reshard plan` does; returns a Plan.
 
     plan.json() is exactly what `reshard plan --json` prints for the same arguments; plan.strategy,
     plan.estimated_us, plan.bytes_moved, plan.peak_workspace_bytes, plan.candidates, plan.table(), plan.svg().
     memory_budget: bytes per rank (an int, or text such as "64MiB"); profile: path of a cost-model profile JSON;
-    rank: plan as that rank needs it (only its own transfers), as `--rank`.
+    rank: plan as that rank needs it (only its own transfers), as `--rank`; fuse: "auto", "always" or "never", as
+    `--fuse`; low_sm: price SM kernels for running beside compute, as `--low-sm`.
     """
     from . import _core
 
-    args = _plan_args(mesh, src, dst, shape, dtype, strategy, memory_budget, transport, ranks_per_node, profile, ranks)
+    args = _plan_args(mesh, src, dst, shape, dtype, strategy, memory_budget, transport, ranks_per_node, profile, ranks,
+                      fuse=fuse, low_sm=low_sm)
     return _core.make_plan(args, None if rank is None else int(rank))
 
 
@@ -109,7 +113,7 @@ def _infer_shape(mesh_text, ranks, placements, shards):
 
 
 def run_host(mesh, src, dst, shards, *, shape=None, dtype=None, strategy="auto", memory_budget=None,
-             transport="auto", ranks_per_node=8, ranks=None):
+             transport="auto", ranks_per_node=8, ranks=None, fuse="auto", low_sm=False):
     """Redistributes NumPy shards on the host backend (one thread per rank) through the executor.
 
     shards: one array per rank, in rank order, each that rank's source local tensor (C order is made where needed).
@@ -143,7 +147,8 @@ def run_host(mesh, src, dst, shards, *, shape=None, dtype=None, strategy="auto",
         if dtype is None:
             dtype = _np.dtype(complex_part)
     args = _plan_args(mesh_text, ",".join(src_p), ",".join(dst_p), shape_a, np_dtype if dtype is None else dtype,
-                      strategy, memory_budget, transport, ranks_per_node, None, ranks, allow_scalar=True)
+                      strategy, memory_budget, transport, ranks_per_node, None, ranks, allow_scalar=True, fuse=fuse,
+                      low_sm=low_sm)
     outs = _core.run_host(args, shards)
     if complex_part is not None:
         outs = [o.view(np_dtype).reshape(o.shape[:-1]) for o in outs]

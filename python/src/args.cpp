@@ -28,6 +28,8 @@ PlanRequest make_plan_request(const PlanArgs& args) {
                   parse_dtype(args.dtype), PlanOptions{}};
   req.options.strategy = parse_strategy(args.strategy);
   req.options.transport = parse_transport(args.transport);
+  req.options.fusion = parse_fusion(args.fuse);
+  req.options.low_sm = args.low_sm;
   RESHARD_REQUIRE(args.ranks_per_node >= 1, "--ranks-per-node must be >= 1, got ", args.ranks_per_node);
   req.options.topology.ranks_per_node = args.ranks_per_node;
   if (args.profile) req.options.profile = load_profile(*args.profile);

@@ -37,6 +37,8 @@ struct PlanArgs {
   std::string dtype = "f32";
   std::string strategy = "auto";
   std::string transport = "auto";
+  std::string fuse = "auto";
+  bool low_sm = false;
   std::optional<std::int64_t> memory_budget;
   int ranks_per_node = 8;
   std::optional<std::string> profile;  // path of a profile JSON

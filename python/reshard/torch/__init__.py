@@ -63,8 +63,9 @@ def redistribute(dtensor, device_mesh=None, placements=None, *, async_op=False, 
 
 
 def configure(*, strategy=None, transport=None, memory_budget=None, ranks_per_node=None, timeout_s=None,
-              cache_size=None):
-    """Settings of reshard.torch (the same on every rank). strategy/transport: as `reshard plan`; memory_budget:
+              cache_size=None, fuse=None, low_sm=None):
+    """Settings of reshard.torch (the same on every rank). strategy/transport/fuse/low_sm: as `reshard plan`'s
+    --strategy, --transport, --fuse and --low-sm (low_sm: when redistributions run beside compute); memory_budget:
     workspace bytes per rank (int or "64MiB"); ranks_per_node: for the cost model (default: LOCAL_WORLD_SIZE);
     timeout_s: NCCL calls and waits longer than this abort reshard's communicators; cache_size: prepared executors
     kept. Returns the settings in force."""
@@ -73,6 +74,10 @@ def configure(*, strategy=None, transport=None, memory_budget=None, ranks_per_no
         s.strategy = str(strategy)
     if transport is not None:
         s.transport = str(transport)
+    if fuse is not None:
+        s.fuse = str(fuse)
+    if low_sm is not None:
+        s.low_sm = bool(low_sm)
     if memory_budget is not None:
         s.memory_budget = memory_budget
     if ranks_per_node is not None:
@@ -84,5 +89,5 @@ def configure(*, strategy=None, transport=None, memory_budget=None, ranks_per_no
     _ops._decisions.clear()  # plans depend on the settings: decide and prepare again
     _ops._routes.clear()
     _runtime.clear_cache()
-    return {k: getattr(s, k) for k in ("strategy", "transport", "memory_budget", "ranks_per_node", "timeout_s",
-                                      "cache_size")}
+    return {k: getattr(s, k) for k in ("strategy", "transport", "fuse", "low_sm", "memory_budget", "ranks_per_node",
+                                      "timeout_s", "cache_size")}

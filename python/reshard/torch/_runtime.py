@@ -34,6 +34,8 @@ else:
 class Settings:
     strategy = "auto"  # default strategy of enable() and of redistribute()
     transport = "auto"
+    fuse = "auto"  # one-sided steps as one kernel per rank: auto, always, never
+    low_sm = False  # price SM kernels for running beside compute (auto then prefers the copy engines)
     memory_budget = None  # bytes of workspace per rank; None: no limit
     ranks_per_node = None  # None: torch.cuda.device_count() of this host
     timeout_s = 600.0  # NCCL calls and waits longer than this abort reshard's communicator
@@ -140,6 +142,8 @@ def plan_args(mesh_shape, src, dst, shape, dtype_name, strategy):
     a.dtype = dtype_name
     a.strategy = strategy
     a.transport = settings.transport
+    a.fuse = settings.fuse
+    a.low_sm = bool(settings.low_sm)
     a.memory_budget = _args.byte_count("memory_budget", settings.memory_budget)
     a.ranks_per_node = int(settings.ranks_per_node or _ranks_per_node())
     return a
