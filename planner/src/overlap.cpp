@@ -211,6 +211,22 @@ void OverlapIndex::transfers_from(int src_rank, std::vector<Transfer>& out) cons
   }
 }
 
+std::optional<Transfer> OverlapIndex::transfer_between(int src_rank, int dst_rank) const {
+  if (src_.volume(src_rank) == 0 || dst_.volume(dst_rank) == 0) return std::nullopt;
+  const Box region = intersect(src_[src_rank], dst_[dst_rank]);
+  if (is_empty(region)) return std::nullopt;
+  const Mesh& mesh = src().mesh();
+  const Dims src_coord = mesh.coord_of(src_rank), dst_coord = mesh.coord_of(dst_rank);
+  for (int k : roles_.kept)  // a kept contribution stays on its coordinate
+    if (src_coord[k] != dst_coord[k]) return std::nullopt;
+  // The block's aligned holder for this destination: the block's coordinates everywhere but on the source's
+  // replicated dims, the destination's there.
+  Dims aligned = src_coord;
+  for (int k : src_free_dims_) aligned[k] = dst_coord[k];
+  if (choose_holder(dst_rank, dst_coord, aligned) != src_rank) return std::nullopt;
+  return Transfer{src_rank, dst_rank, region, volume(region) * element_size_};
+}
+
 std::vector<Transfer> OverlapIndex::all_transfers() const {
   // The destination side visits each transfer once; the source side would also visit destinations another
   // replica serves.

@@ -1,6 +1,7 @@
 #include "reshard/planner.hpp"
 
 #include "plan_recompute.hpp"
+#include "planner_reference.hpp"
 
 #include <algorithm>
 #include <limits>
@@ -27,14 +28,16 @@ constexpr Index kMinChunkBytes = 256;
 
 class Planner {
  public:
-  Planner(const Layout& src, const Layout& dst, DType dtype, const PlanOptions& options, std::optional<int> rank)
+  Planner(const Layout& src, const Layout& dst, DType dtype, const PlanOptions& options, std::optional<int> rank,
+          bool reference)
       : src_(src),
         dst_(dst),
         dtype_(dtype),
         options_(options),
         rank_(rank),
+        reference_(reference),
         model_(options.profile, options.topology),
-        pricer_(model_, dtype, options.pipeline_chunk_bytes, options.fusion) {
+        pricer_(model_, dtype, options.pipeline_chunk_bytes, options.fusion, reference) {
     validate_inputs();
     csrc_ = src.with_placements(canonical_placements(src.mesh(), src.placements()));
     cdst_ = src.with_placements(canonical_placements(dst.mesh(), dst.placements()));
@@ -152,7 +155,7 @@ class Planner {
       int stalled = 0;  // halvings without a smaller workspace since the last one that helped
       bool helped = false;
       for (; chunk >= kMinChunkBytes && stalled < 2; chunk /= 2) {
-        detail::StepPricer pricer(model_, dtype_, chunk, options_.fusion);
+        detail::StepPricer pricer(model_, dtype_, chunk, options_.fusion, reference_);
         Built t = build_strategy(b.summary.strategy, b.summary.transport, pricer);
         if (!t.summary.available) break;
         finish(t, pricer);
@@ -329,6 +332,7 @@ class Planner {
   DType dtype_;
   const PlanOptions& options_;
   std::optional<int> rank_;
+  bool reference_;
   CostModel model_;
   detail::StepPricer pricer_;
   Layout csrc_, cdst_;
@@ -338,11 +342,20 @@ class Planner {
 }  // namespace
 
 Plan make_plan(const Layout& src, const Layout& dst, DType dtype, const PlanOptions& options) {
-  return Planner(src, dst, dtype, options, std::nullopt).build();
+  return Planner(src, dst, dtype, options, std::nullopt, false).build();
 }
 
 Plan make_rank_plan(const Layout& src, const Layout& dst, DType dtype, int rank, const PlanOptions& options) {
-  return Planner(src, dst, dtype, options, rank).build();
+  return Planner(src, dst, dtype, options, rank, false).build();
 }
+
+namespace detail {
+
+Plan make_plan_reference(const Layout& src, const Layout& dst, DType dtype, const PlanOptions& options,
+                         std::optional<int> rank) {
+  return Planner(src, dst, dtype, options, rank, true).build();
+}
+
+}  // namespace detail
 
 }  // namespace reshard

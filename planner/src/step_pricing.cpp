@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "transfer_classes.hpp"
 #include "transitions.hpp"
 
 namespace reshard::detail {
@@ -115,34 +116,15 @@ PricedStep StepPricer::p2p(const OverlapIndex& index, Transport transport) const
   ps.step.kind = StepKind::kP2P;
   ps.step.from = a.layout().placements();
   ps.step.to = b.layout().placements();
+  ps.step.transport = transport;
   // A step that reduces Partial contributions copies every received one out of scratch (the reduction).
   const ExchangeRules rules = exchange_rules(transport, index.partial_roles().contributions > 1);
   std::vector<RankExchange> ranks(n, RankExchange(rules));
+  const bool complete = !reference_ && TransferClasses::applies(index)
+                            ? exchanges_by_class(index, rules, ranks, ps)
+                            : exchanges_by_transfer(index, rules, ranks, ps);
+  if (!complete) return ps;  // unavailable
   const bool one_sided = transport == Transport::kNvlink;
-  ps.step.transport = transport;
-  std::vector<Transfer> buffer;
-  // From the destination side every transfer is visited exactly once (the source side would also visit the
-  // destinations that another replica serves); each is accounted on both of its ranks.
-  for (int r = 0; r < n; ++r) {
-    buffer.clear();
-    index.transfers_into(r, buffer);
-    for (const Transfer& t : buffer) {
-      if (t.is_local()) {
-        ranks[t.dst].local(t, a[t.dst], b[t.dst]);
-        continue;
-      }
-      const LinkClass link = model_.topology().link(t.src, t.dst);
-      if (one_sided && link != LinkClass::kIntraNode) {  // the step cannot run: nothing more to price
-        ps.unavailable =
-            cat("nvlink moves data within a node only; rank ", t.src, " sends to rank ", t.dst, " on another node");
-        return ps;
-      }
-      const Movement m = movement(t.region, a[t.src], b[t.dst], rules);  // once for both of its ranks
-      ranks[t.src].send(t, m, link);
-      ranks[t.dst].receive(t, m, link);
-      ps.step.bytes_moved += t.bytes;
-    }
-  }
   ps.scratch.resize(n);
   double fused_us = 0;  // the step as one kernel per rank (one-sided steps without reductions)
   int most_peers = 0;
@@ -163,6 +145,112 @@ PricedStep StepPricer::p2p(const OverlapIndex& index, Transport transport) const
     ps.step.estimated_us = fused_us;
   }
   return ps;
+}
+
+std::string StepPricer::cross_node_reason(const Transfer& t) {
+  return cat("nvlink moves data within a node only; rank ", t.src, " sends to rank ", t.dst, " on another node");
+}
+
+bool StepPricer::exchanges_by_transfer(const OverlapIndex& index, const ExchangeRules& rules,
+                                       std::vector<RankExchange>& ranks, PricedStep& ps) const {
+  const RankBoxes &a = index.src_boxes(), &b = index.dst_boxes();
+  const bool one_sided = rules.transport == Transport::kNvlink;
+  std::vector<Transfer> buffer;
+  // From the destination side every transfer is visited exactly once (the source side would also visit the
+  // destinations that another replica serves); each is accounted on both of its ranks.
+  for (int r = 0; r < a.size(); ++r) {
+    buffer.clear();
+    index.transfers_into(r, buffer);
+    for (const Transfer& t : buffer) {
+      if (t.is_local()) {
+        ranks[t.dst].local(t, a[t.dst], b[t.dst]);
+        continue;
+      }
+      const LinkClass link = model_.topology().link(t.src, t.dst);
+      if (one_sided && link != LinkClass::kIntraNode) {  // the step cannot run: nothing more to price
+        ps.unavailable = cross_node_reason(t);
+        return false;
+      }
+      const Movement m = movement(t.region, a[t.src], b[t.dst], rules);  // once for both of its ranks
+      ranks[t.src].send(t, m, link);
+      ranks[t.dst].receive(t, m, link);
+      ps.step.bytes_moved += t.bytes;
+    }
+  }
+  return true;
+}
+
+bool StepPricer::exchanges_by_class(const OverlapIndex& index, const ExchangeRules& rules,
+                                    std::vector<RankExchange>& ranks, PricedStep& ps) const {
+  const RankBoxes &a = index.src_boxes(), &b = index.dst_boxes();
+  const Topology& topology = model_.topology();
+  const int n = a.size();
+  const bool one_sided = rules.transport == Transport::kNvlink;
+  const TransferClasses classes(index);
+  std::vector<TransferClass> cls;
+  std::vector<Transfer> near;  // the rank's transfers with ranks of its node
+  auto node_transfers = [&](int rank, bool incoming) {
+    near.clear();
+    const int first = topology.node_of(rank) * topology.ranks_per_node;
+    const int last = std::min(n, first + topology.ranks_per_node);
+    for (int q = first; q < last; ++q) {
+      std::optional<Transfer> t = incoming ? index.transfer_between(q, rank) : index.transfer_between(rank, q);
+      if (t) near.push_back(*t);
+    }
+  };
+  // Takes transfer t (of the rank's own box `own`) out of its class.
+  auto take_out = [&](const Transfer& t, const Box& other) {
+    for (TransferClass& c : cls)
+      if (c.count > 0 && c.region.shape == t.region.shape && c.other.shape == other.shape) {
+        --c.count;
+        return;
+      }
+    fail(ErrorKind::kInternal, "a p2p transfer on its node is in none of its rank's transfer classes");
+  };
+  // Receivers first, in rank order, so that an unavailable step names the transfer the enumeration would.
+  for (int r = 0; r < n; ++r) {
+    classes.incoming(r, cls);
+    node_transfers(r, true);
+    for (const Transfer& t : near) {
+      take_out(t, a[t.src]);
+      if (t.is_local()) {
+        ranks[r].local(t, a[r], b[r]);
+        continue;
+      }
+      ranks[r].receive(t, movement(t.region, a[t.src], b[r], rules), LinkClass::kIntraNode);
+      ps.step.bytes_moved += t.bytes;
+    }
+    for (const TransferClass& c : cls) {
+      if (c.count == 0) continue;
+      if (one_sided) {  // the enumeration's first transfer across nodes into r names the problem
+        std::vector<Transfer> all;
+        index.transfers_into(r, all);
+        for (const Transfer& t : all)
+          if (!t.is_local() && topology.link(t.src, t.dst) != LinkClass::kIntraNode) {
+            ps.unavailable = cross_node_reason(t);
+            return false;
+          }
+        fail(ErrorKind::kInternal, "a transfer class across nodes has no transfer across nodes");
+      }
+      const Transfer t{-1, r, c.region, volume(c.region) * es_};
+      ranks[r].receive(t, movement(c.region, c.other, b[r], rules), LinkClass::kInterNode, c.count);
+      ps.step.bytes_moved += t.bytes * c.count;
+    }
+  }
+  for (int s = 0; s < n; ++s) {
+    classes.outgoing(s, cls);
+    node_transfers(s, false);
+    for (const Transfer& t : near) {
+      take_out(t, b[t.dst]);
+      if (!t.is_local()) ranks[s].send(t, movement(t.region, a[s], b[t.dst], rules), LinkClass::kIntraNode);
+    }
+    for (const TransferClass& c : cls) {
+      if (c.count == 0) continue;
+      const Transfer t{s, -1, c.region, volume(c.region) * es_};
+      ranks[s].send(t, movement(c.region, a[s], c.other, rules), LinkClass::kInterNode, c.count);
+    }
+  }
+  return true;
 }
 
 ExchangeRules StepPricer::exchange_rules(Transport transport, bool reduces) const {

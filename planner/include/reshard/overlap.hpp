@@ -26,6 +26,7 @@
 // of a large job never materialises all N^2 pairs.
 #pragma once
 
+#include <optional>
 #include <vector>
 
 #include "reshard/partial.hpp"
@@ -33,6 +34,10 @@
 #include "reshard/rank_boxes.hpp"
 
 namespace reshard {
+
+namespace detail {
+class TransferClasses;
+}
 
 class OverlapIndex {
  public:
@@ -46,6 +51,9 @@ class OverlapIndex {
   void transfers_from(int src_rank, std::vector<Transfer>& out) const;
   // Every transfer, sorted by (src, dst).
   std::vector<Transfer> all_transfers() const;
+  // The transfer from `src_rank` to `dst_rank` (the local copy when they are equal), if the rule makes one: a rank
+  // holds one block, so there is at most one. O(ndim) plus the holder choice.
+  std::optional<Transfer> transfer_between(int src_rank, int dst_rank) const;
 
   const Layout& src() const { return src_.layout(); }
   const Layout& dst() const { return dst_.layout(); }
@@ -55,6 +63,8 @@ class OverlapIndex {
   const PartialRoles& partial_roles() const { return roles_; }
 
  private:
+  friend class detail::TransferClasses;  // prices a rank's transfers by classes of alike ones (transfer_classes.hpp)
+
   struct Chunk {
     Index begin = 0, size = 0;
     Index combo = 0;  // row-major index over the layout's sharding mesh dims of this tensor dim
