@@ -1,6 +1,7 @@
 #include "step_pricing.hpp"
 
 #include <algorithm>
+#include <map>
 
 #include "transfer_classes.hpp"
 #include "transitions.hpp"
@@ -93,18 +94,85 @@ StepPrice StepPricer::collective_wire(const RankBoxes& a, const RankBoxes& b, St
   fail(ErrorKind::kInternal, "p2p steps are priced from their transfers");
 }
 
+Index StepPricer::rank_collective_scratch(const RankBoxes& a, const RankBoxes& b, StepKind kind,
+                                         std::span<const int> dims, int rank) const {
+  if (kind == StepKind::kAllToAll)
+    return rank_exchange(all_to_all_transfers(a, b, dims, rank, es_), a, b, rank,
+                         exchange_rules(Transport::kNccl, false), model_.topology())
+        .scratch()
+        .total();
+  return detail::collective_scratch(kind, a, b, dims, rank).total(es_);
+}
+
 std::vector<Index> StepPricer::collective_scratch(const RankBoxes& a, const RankBoxes& b, StepKind kind,
                                                   std::span<const int> dims) const {
   std::vector<Index> scratch(a.size(), 0);
-  for (int r = 0; r < a.size(); ++r) {
-    if (kind == StepKind::kAllToAll) {
-      scratch[r] = rank_exchange(all_to_all_transfers(a, b, dims, r, es_), a, b, r,
-                                 exchange_rules(Transport::kNccl, false), model_.topology())
-                       .scratch()
-                       .total();
-    } else {
-      scratch[r] = detail::collective_scratch(kind, a, b, dims, r).total(es_);
+  if (kind != StepKind::kAllToAll && kind != StepKind::kAllGather && kind != StepKind::kReduceScatter)
+    return scratch;  // the other kinds take none
+  if (reference_) {
+    for (int r = 0; r < a.size(); ++r) scratch[r] = rank_collective_scratch(a, b, kind, dims, r);
+    return scratch;
+  }
+  // A rank's scratch depends only on the shapes of its group's boxes and on where they lie relative to each other.
+  // Per tensor dim d: where no mesh dim of the group shards d (in a or b), every member's intervals equal the rank's,
+  // so its class records their extents and relative offset; otherwise the members' intervals on d are set by the
+  // rank's coordinates on the other mesh dims sharding d ("outer"), and its class records those intervals, shifted to
+  // start at 0 (a signature, computed once per outer coordinate), and the rank's own place among the members. Ranks
+  // of one class share a scratch: it is computed once per class, O(ranks + classes * group) in all.
+  const Layout &la = a.layout(), &lb = b.layout();
+  const Mesh& mesh = la.mesh();
+  struct DimGroup {
+    std::vector<int> outer, inner;               // mesh dims sharding d in a or b: off the group, in it
+    std::map<Index, Index> signature_of_outer;   // outer combo -> signature id
+  };
+  std::vector<DimGroup> groups(la.ndim());
+  for (int d = 0; d < la.ndim(); ++d)
+    for (const Layout* l : {&la, &lb})
+      for (int k : l->sharding_mesh_dims(d)) {
+        std::vector<int>& side = std::find(dims.begin(), dims.end(), k) != dims.end() ? groups[d].inner : groups[d].outer;
+        if (std::find(side.begin(), side.end(), k) == side.end()) side.push_back(k);
+      }
+  std::map<std::vector<Index>, Index> signatures;
+  auto signature = [&](int d, const Dims& coord) {
+    DimGroup& g = groups[d];
+    Index outer = 0;
+    for (int k : g.outer) outer = outer * mesh.dim_size(k) + coord[k];
+    auto it = g.signature_of_outer.find(outer);
+    if (it != g.signature_of_outer.end()) return it->second;
+    std::vector<Index> sig;
+    Dims c = coord;
+    for (int k : g.inner) c[k] = 0;
+    Index base = -1;
+    while (true) {
+      const Interval x = la.interval(d, c), y = lb.interval(d, c);
+      if (base < 0) base = x.begin;
+      sig.insert(sig.end(), {x.begin - base, x.size, y.begin - base, y.size});
+      int j = static_cast<int>(g.inner.size()) - 1;
+      while (j >= 0 && ++c[g.inner[j]] == mesh.dim_size(g.inner[j])) c[g.inner[j--]] = 0;
+      if (j < 0) break;
     }
+    const Index id = signatures.try_emplace(std::move(sig), static_cast<Index>(signatures.size())).first->second;
+    g.signature_of_outer.emplace(outer, id);
+    return id;
+  };
+  std::map<std::vector<Index>, Index> by_class;
+  std::vector<Index> key;
+  for (int r = 0; r < a.size(); ++r) {
+    key.clear();
+    const Dims coord = mesh.coord_of(r);
+    for (int d = 0; d < la.ndim(); ++d) {
+      if (!groups[d].inner.empty()) {
+        key.push_back(signature(d, coord));
+        for (int k : groups[d].inner) key.push_back(coord[k]);
+      } else {
+        key.push_back(a[r].shape[d]);
+        key.push_back(b[r].shape[d]);
+        key.push_back(a[r].offset[d] - b[r].offset[d]);
+      }
+    }
+    auto [it, fresh] = by_class.try_emplace(key, 0);
+    if (fresh) it->second = rank_collective_scratch(a, b, kind, dims, r);
+    scratch[r] = it->second;
   }
   return scratch;
 }

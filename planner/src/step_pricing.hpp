@@ -52,7 +52,7 @@ class StepPricer {
   StepPrice collective(const RankBoxes& a, const RankBoxes& b, StepKind kind, std::span<const int> dims) const;
   // The same without the fixed per-step overhead.
   StepPrice collective_wire(const RankBoxes& a, const RankBoxes& b, StepKind kind, std::span<const int> dims) const;
-  // Every rank's scratch for a collective or local step.
+  // Every rank's scratch for a collective or local step (computed once per class of alike ranks).
   std::vector<Index> collective_scratch(const RankBoxes& a, const RankBoxes& b, StepKind kind,
                                         std::span<const int> dims) const;
 
@@ -73,6 +73,8 @@ class StepPricer {
   bool exchanges_by_class(const OverlapIndex& index, const ExchangeRules& rules, std::vector<RankExchange>& ranks,
                           PricedStep& ps) const;
   static std::string cross_node_reason(const Transfer& t);
+  Index rank_collective_scratch(const RankBoxes& a, const RankBoxes& b, StepKind kind, std::span<const int> dims,
+                                int rank) const;
 
   const CostModel& model_;
   DType dtype_;
