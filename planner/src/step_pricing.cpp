@@ -95,7 +95,7 @@ StepPrice StepPricer::collective_wire(const RankBoxes& a, const RankBoxes& b, St
 }
 
 Index StepPricer::rank_collective_scratch(const RankBoxes& a, const RankBoxes& b, StepKind kind,
-                                         std::span<const int> dims, int rank) const {
+                                          std::span<const int> dims, int rank) const {
   if (kind == StepKind::kAllToAll)
     return rank_exchange(all_to_all_transfers(a, b, dims, rank, es_), a, b, rank,
                          exchange_rules(Transport::kNccl, false), model_.topology())
@@ -122,14 +122,15 @@ std::vector<Index> StepPricer::collective_scratch(const RankBoxes& a, const Rank
   const Layout &la = a.layout(), &lb = b.layout();
   const Mesh& mesh = la.mesh();
   struct DimGroup {
-    std::vector<int> outer, inner;               // mesh dims sharding d in a or b: off the group, in it
-    std::map<Index, Index> signature_of_outer;   // outer combo -> signature id
+    std::vector<int> outer, inner;              // mesh dims sharding d in a or b: off the group, in it
+    std::map<Index, Index> signature_of_outer;  // outer combo -> signature id
   };
   std::vector<DimGroup> groups(la.ndim());
   for (int d = 0; d < la.ndim(); ++d)
     for (const Layout* l : {&la, &lb})
       for (int k : l->sharding_mesh_dims(d)) {
-        std::vector<int>& side = std::find(dims.begin(), dims.end(), k) != dims.end() ? groups[d].inner : groups[d].outer;
+        std::vector<int>& side =
+            std::find(dims.begin(), dims.end(), k) != dims.end() ? groups[d].inner : groups[d].outer;
         if (std::find(side.begin(), side.end(), k) == side.end()) side.push_back(k);
       }
   std::map<std::vector<Index>, Index> signatures;
@@ -188,9 +189,8 @@ PricedStep StepPricer::p2p(const OverlapIndex& index, Transport transport) const
   // A step that reduces Partial contributions copies every received one out of scratch (the reduction).
   const ExchangeRules rules = exchange_rules(transport, index.partial_roles().contributions > 1);
   std::vector<RankExchange> ranks(n, RankExchange(rules));
-  const bool complete = !reference_ && TransferClasses::applies(index)
-                            ? exchanges_by_class(index, rules, ranks, ps)
-                            : exchanges_by_transfer(index, rules, ranks, ps);
+  const bool complete = !reference_ && TransferClasses::applies(index) ? exchanges_by_class(index, rules, ranks, ps)
+                                                                       : exchanges_by_transfer(index, rules, ranks, ps);
   if (!complete) return ps;  // unavailable
   const bool one_sided = transport == Transport::kNvlink;
   ps.scratch.resize(n);

@@ -55,7 +55,7 @@ class TransferClasses {
   void product(const Layout& own, const Table& t, int rank, Index multiplicity, std::vector<TransferClass>& out) const;
 
   const OverlapIndex& index_;
-  Table in_, out_;     // target intervals against source chunks; source intervals against target chunks
+  Table in_, out_;      // target intervals against source chunks; source intervals against target chunks
   Index replicas_ = 1;  // destinations per target box that a sender serves (the target's free dims but kept ones)
 };
 
