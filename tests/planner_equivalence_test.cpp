@@ -27,10 +27,10 @@ std::string outcome(const std::function<Plan()>& plan) {
 
 // Cases the sanitizer build runs (3-5x slower); the release build runs all 10,000.
 #if defined(__SANITIZE_ADDRESS__)
-constexpr int kCases = 2000;
+constexpr int kCases = 1000;
 #elif defined(__has_feature)
 #if __has_feature(address_sanitizer)
-constexpr int kCases = 2000;
+constexpr int kCases = 1000;
 #else
 constexpr int kCases = 10000;
 #endif
@@ -47,7 +47,7 @@ TEST(PlannerEquivalence, FastAndReferencePlansAreIdentical) {
     std::vector<int> mesh_shape(pick(1, 4));
     int ranks = 1;
     for (int& m : mesh_shape) {
-      m = pick(1, std::max(1, std::min(5, 32 / ranks)));
+      m = pick(1, std::max(1, std::min(5, 24 / ranks)));
       ranks *= m;
     }
     std::vector<int> order(ranks);
@@ -84,6 +84,7 @@ TEST(PlannerEquivalence, FastAndReferencePlansAreIdentical) {
     ASSERT_EQ(outcome([&] { return make_plan(src, dst, dtype, o); }),
               outcome([&] { return detail::make_plan_reference(src, dst, dtype, o); }))
         << what;
+    if (i % 3 != 0) continue;  // rank plans (priced as the global one, p2p transfers of one rank) on a third
     ASSERT_EQ(outcome([&] { return make_rank_plan(src, dst, dtype, rank, o); }),
               outcome([&] { return detail::make_plan_reference(src, dst, dtype, o, rank); }))
         << what << " rank " << rank;
