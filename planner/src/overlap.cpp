@@ -121,7 +121,8 @@ void OverlapIndex::set_combo(const Layout& layout, int d, Index combo, Dims& coo
 
 int OverlapIndex::choose_holder(int dst_rank, const Dims& dst_coord, const Dims& aligned) const {
   int holder = rank_at(aligned);
-  if (holder == dst_rank || topology_.same_node(holder, dst_rank)) return holder;
+  if (src_free_dims_.empty() || holder == dst_rank || topology_.same_node(holder, dst_rank))
+    return holder;  // (a block with one holder: that one)
   Index b = block_of(aligned);
   auto first = holders_.begin() + holders_begin_[b], last = holders_.begin() + holders_begin_[b + 1];
   int node = topology_.node_of(dst_rank);
@@ -230,10 +231,20 @@ std::optional<Transfer> OverlapIndex::transfer_between(int src_rank, int dst_ran
 std::vector<Transfer> OverlapIndex::all_transfers() const {
   // The destination side visits each transfer once; the source side would also visit destinations another
   // replica serves.
+  // Destinations are visited in rank order, so a stable placement by source (a counting sort) orders by (src, dst).
+  const int n = src().mesh().size();
   std::vector<Transfer> all;
-  for (int r = 0; r < src().mesh().size(); ++r) transfers_into(r, all);
-  std::sort(all.begin(), all.end(),
-            [](const Transfer& x, const Transfer& y) { return x.src != y.src ? x.src < y.src : x.dst < y.dst; });
+  for (int r = 0; r < n; ++r) transfers_into(r, all);
+  std::vector<size_t> start(n + 1, 0);
+  for (const Transfer& t : all) ++start[t.src + 1];
+  for (int r = 0; r < n; ++r) start[r + 1] += start[r];
+  std::vector<size_t> to(all.size());  // where each transfer goes; applied in place, cycle by cycle
+  for (size_t i = 0; i < all.size(); ++i) to[i] = start[all[i].src]++;
+  for (size_t i = 0; i < all.size(); ++i)
+    while (to[i] != i) {
+      std::swap(all[i], all[to[i]]);
+      std::swap(to[i], to[to[i]]);
+    }
   return all;
 }
 

@@ -44,7 +44,21 @@ void validate_p2p(const PlanSpec& spec, size_t i, const RankBoxes& a, const Rank
   // target box (so every pointer the executor derives from it lies in the sender's and the receiver's tensors), moves
   // exactly that many bytes, and is the only one between its two ranks.
   std::vector<std::vector<const Transfer*>> into(n);
-  std::set<std::pair<int, int>> pairs;
+  // The first transfer repeating an earlier one's pair of ranks (sorted, not a tree: plans hold up to N^2 transfers).
+  size_t repeated = step.transfers.size();
+  {
+    std::vector<std::pair<std::uint64_t, size_t>> keys;
+    keys.reserve(step.transfers.size());
+    for (size_t t = 0; t < step.transfers.size(); ++t) {
+      const Transfer& x = step.transfers[t];
+      if (x.src >= 0 && x.src < n && x.dst >= 0 && x.dst < n)
+        keys.emplace_back(static_cast<std::uint64_t>(x.src) * static_cast<std::uint64_t>(n) + x.dst, t);
+    }
+    std::sort(keys.begin(), keys.end());
+    for (size_t j = 1; j < keys.size(); ++j)
+      if (keys[j].first == keys[j - 1].first && (j < 2 || keys[j - 2].first != keys[j].first))
+        repeated = std::min(repeated, keys[j].second);
+  }
   for (size_t t = 0; t < step.transfers.size(); ++t) {
     const Transfer& x = step.transfers[t];
     auto where = [&] { return cat("step ", i, " (p2p) transfer ", t, " (rank ", x.src, " -> ", x.dst, ")"); };
@@ -67,13 +81,14 @@ void validate_p2p(const PlanSpec& spec, size_t i, const RankBoxes& a, const Rank
     const Index elements = volume(x.region);  // fits: the region lies in a box of the layout
     RESHARD_REQUIRE(x.bytes == checked_mul(elements, es, "transfer bytes"), where(), ": bytes ", x.bytes,
                     " != ", elements, " elements x ", es, " bytes");
-    RESHARD_REQUIRE(pairs.insert({x.src, x.dst}).second, where(), ": rank ", x.src, " sends to rank ", x.dst,
-                    " twice in one step");
-    const Dims sender = mesh.coord_of(x.src), receiver = mesh.coord_of(x.dst);
-    for (int k : roles.kept)
-      RESHARD_REQUIRE(sender[k] == receiver[k], where(), ": rank ", x.src,
-                      " sends its Partial contribution on mesh dim ", k, " to rank ", x.dst,
-                      ", which holds another coordinate of that dim");
+    RESHARD_REQUIRE(t != repeated, where(), ": rank ", x.src, " sends to rank ", x.dst, " twice in one step");
+    if (!roles.kept.empty()) {
+      const Dims sender = mesh.coord_of(x.src), receiver = mesh.coord_of(x.dst);
+      for (int k : roles.kept)
+        RESHARD_REQUIRE(sender[k] == receiver[k], where(), ": rank ", x.src,
+                        " sends its Partial contribution on mesh dim ", k, " to rank ", x.dst,
+                        ", which holds another coordinate of that dim");
+    }
     into[x.dst].push_back(&x);
   }
   // Tiling: the regions into a rank are whole intersections of distinct source blocks with its target box (distinct
@@ -84,15 +99,38 @@ void validate_p2p(const PlanSpec& spec, size_t i, const RankBoxes& a, const Rank
     if (spec.scope_rank && r != *spec.scope_rank) continue;
     const Box& target = b[r];
     Index covered = 0;
-    std::set<std::pair<Box, Dims>, BlockLess> sources;
-    for (const Transfer* x : into[r]) {
-      const Box& from = a[x->src];
-      const Dims sender = mesh.coord_of(x->src);
+    // The first transfer into r repeating an earlier one's block (box and contribution), found by sorting.
+    std::vector<std::pair<std::pair<Box, Dims>, size_t>> blocks;
+    blocks.reserve(into[r].size());
+    for (size_t j = 0; j < into[r].size(); ++j) {
       Dims contribution;
-      for (int k : roles.reduced) contribution.push_back(sender[k]);
-      RESHARD_REQUIRE(sources.insert({from, contribution}).second, "step ", i, " (p2p): rank ", r, " receives block ",
-                      to_string(from), roles.reduced.empty() ? "" : cat(" contribution ", to_list_string(contribution)),
-                      " twice");
+      if (!roles.reduced.empty()) {
+        const Dims sender = mesh.coord_of(into[r][j]->src);
+        for (int k : roles.reduced) contribution.push_back(sender[k]);
+      }
+      blocks.push_back({{a[into[r][j]->src], contribution}, j});
+    }
+    std::sort(blocks.begin(), blocks.end(), [](const auto& x, const auto& y) {
+      if (BlockLess()(x.first, y.first)) return true;
+      if (BlockLess()(y.first, x.first)) return false;
+      return x.second < y.second;
+    });
+    size_t repeated_block = into[r].size();
+    for (size_t j = 1; j < blocks.size(); ++j)
+      if (!BlockLess()(blocks[j - 1].first, blocks[j].first) &&
+          (j < 2 || BlockLess()(blocks[j - 2].first, blocks[j].first)))
+        repeated_block = std::min(repeated_block, blocks[j].second);
+    for (size_t j = 0; j < into[r].size(); ++j) {
+      const Transfer* x = into[r][j];
+      const Box& from = a[x->src];
+      if (j == repeated_block) {
+        const Dims sender = mesh.coord_of(x->src);
+        Dims contribution;
+        for (int k : roles.reduced) contribution.push_back(sender[k]);
+        fail(ErrorKind::kInvalidArgument,
+             cat("step ", i, " (p2p): rank ", r, " receives block ", to_string(from),
+                 roles.reduced.empty() ? "" : cat(" contribution ", to_list_string(contribution)), " twice"));
+      }
       covered = checked_add(covered, volume(x->region), "elements received");
     }
     const Index needed = checked_mul(volume(target), roles.contributions, "elements to receive");

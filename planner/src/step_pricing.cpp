@@ -256,17 +256,7 @@ bool StepPricer::exchanges_by_class(const OverlapIndex& index, const ExchangeRul
   const bool one_sided = rules.transport == Transport::kNvlink;
   const TransferClasses classes(index);
   std::vector<TransferClass> cls;
-  std::vector<Transfer> near;  // the rank's transfers with ranks of its node
-  auto node_transfers = [&](int rank, bool incoming) {
-    near.clear();
-    const int first = topology.node_of(rank) * topology.ranks_per_node;
-    const int last = std::min(n, first + topology.ranks_per_node);
-    for (int q = first; q < last; ++q) {
-      std::optional<Transfer> t = incoming ? index.transfer_between(q, rank) : index.transfer_between(rank, q);
-      if (t) near.push_back(*t);
-    }
-  };
-  // Takes transfer t (of the rank's own box `own`) out of its class.
+  // Takes transfer t out of its class (`other`: the box of t's other rank).
   auto take_out = [&](const Transfer& t, const Box& other) {
     for (TransferClass& c : cls)
       if (c.count > 0 && c.region.shape == t.region.shape && c.other.shape == other.shape) {
@@ -275,47 +265,59 @@ bool StepPricer::exchanges_by_class(const OverlapIndex& index, const ExchangeRul
       }
     fail(ErrorKind::kInternal, "a p2p transfer on its node is in none of its rank's transfer classes");
   };
-  // Receivers first, in rank order, so that an unavailable step names the transfer the enumeration would.
-  for (int r = 0; r < n; ++r) {
-    classes.incoming(r, cls);
-    node_transfers(r, true);
-    for (const Transfer& t : near) {
-      take_out(t, a[t.src]);
-      if (t.is_local()) {
-        ranks[r].local(t, a[r], b[r]);
-        continue;
+  // Node by node: the transfers between the node's ranks (each pair asked once), then each rank's receiving side, in
+  // rank order (so that an unavailable step names the transfer the enumeration would), then each one's sending side.
+  std::vector<std::optional<Transfer>> near;  // near[i * p + j]: from the node's i-th rank to its j-th
+  for (int first = 0; first < n; first += topology.ranks_per_node) {
+    const int p = std::min(n - first, topology.ranks_per_node);
+    near.assign(static_cast<size_t>(p) * p, std::nullopt);
+    for (int i = 0; i < p; ++i)
+      for (int j = 0; j < p; ++j) near[i * p + j] = index.transfer_between(first + i, first + j);
+    for (int j = 0; j < p; ++j) {
+      const int r = first + j;
+      classes.incoming(r, cls);
+      for (int i = 0; i < p; ++i) {
+        if (!near[i * p + j]) continue;
+        const Transfer& t = *near[i * p + j];
+        take_out(t, a[t.src]);
+        if (t.is_local()) {
+          ranks[r].local(t, a[r], b[r]);
+          continue;
+        }
+        ranks[r].receive(t, movement(t.region, a[t.src], b[r], rules), LinkClass::kIntraNode);
+        ps.step.bytes_moved += t.bytes;
       }
-      ranks[r].receive(t, movement(t.region, a[t.src], b[r], rules), LinkClass::kIntraNode);
-      ps.step.bytes_moved += t.bytes;
-    }
-    for (const TransferClass& c : cls) {
-      if (c.count == 0) continue;
-      if (one_sided) {  // the enumeration's first transfer across nodes into r names the problem
-        std::vector<Transfer> all;
-        index.transfers_into(r, all);
-        for (const Transfer& t : all)
-          if (!t.is_local() && topology.link(t.src, t.dst) != LinkClass::kIntraNode) {
-            ps.unavailable = cross_node_reason(t);
-            return false;
-          }
-        fail(ErrorKind::kInternal, "a transfer class across nodes has no transfer across nodes");
+      for (const TransferClass& c : cls) {
+        if (c.count == 0) continue;
+        if (one_sided) {  // the enumeration's first transfer across nodes into r names the problem
+          std::vector<Transfer> all;
+          index.transfers_into(r, all);
+          for (const Transfer& t : all)
+            if (!t.is_local() && topology.link(t.src, t.dst) != LinkClass::kIntraNode) {
+              ps.unavailable = cross_node_reason(t);
+              return false;
+            }
+          fail(ErrorKind::kInternal, "a transfer class across nodes has no transfer across nodes");
+        }
+        const Transfer t{-1, r, c.region, volume(c.region) * es_};
+        ranks[r].receive(t, movement(c.region, c.other, b[r], rules), LinkClass::kInterNode, c.count);
+        ps.step.bytes_moved += t.bytes * c.count;
       }
-      const Transfer t{-1, r, c.region, volume(c.region) * es_};
-      ranks[r].receive(t, movement(c.region, c.other, b[r], rules), LinkClass::kInterNode, c.count);
-      ps.step.bytes_moved += t.bytes * c.count;
     }
-  }
-  for (int s = 0; s < n; ++s) {
-    classes.outgoing(s, cls);
-    node_transfers(s, false);
-    for (const Transfer& t : near) {
-      take_out(t, b[t.dst]);
-      if (!t.is_local()) ranks[s].send(t, movement(t.region, a[s], b[t.dst], rules), LinkClass::kIntraNode);
-    }
-    for (const TransferClass& c : cls) {
-      if (c.count == 0) continue;
-      const Transfer t{s, -1, c.region, volume(c.region) * es_};
-      ranks[s].send(t, movement(c.region, a[s], c.other, rules), LinkClass::kInterNode, c.count);
+    for (int i = 0; i < p; ++i) {
+      const int s = first + i;
+      classes.outgoing(s, cls);
+      for (int j = 0; j < p; ++j) {
+        if (!near[i * p + j]) continue;
+        const Transfer& t = *near[i * p + j];
+        take_out(t, b[t.dst]);
+        if (!t.is_local()) ranks[s].send(t, movement(t.region, a[s], b[t.dst], rules), LinkClass::kIntraNode);
+      }
+      for (const TransferClass& c : cls) {
+        if (c.count == 0) continue;
+        const Transfer t{s, -1, c.region, volume(c.region) * es_};
+        ranks[s].send(t, movement(c.region, a[s], c.other, rules), LinkClass::kInterNode, c.count);
+      }
     }
   }
   return true;
