@@ -188,17 +188,19 @@ class Search {
       if (strided && !src_.with_placements(to).one_box_per_rank()) return;  // a _StridedShard state, not boxes
       placements_[placements_key(to_key)] = to;
     }
-    const RankBoxes& a = boxes(from_key);
-    const RankBoxes* b = nullptr;
+    // Both layouts count against this search's budget (their boxes come from the planning's cache).
+    boxes(from_key);
     try {
-      b = &boxes(to_key);
+      boxes(to_key);
     } catch (const Error& e) {
       // A layout whose ranks together hold more than int64 counts (a huge tensor replicated) is no way through.
       if (e.kind() != ErrorKind::kInvalidArgument) throw;
       return;
     }
-    if (!spend(kEdgeCost) || !transition_valid(a, *b, *kind, dims)) return;
-    StepPrice price = pricer_.collective(a, *b, *kind, dims);
+    if (!spend(kEdgeCost)) return;
+    const std::optional<StepPrice> valid = cache_.collective_step(from, to, *kind, dims, pricer_);
+    if (!valid) return;
+    const StepPrice price = *valid;
     double c = cost + price.us;
     int s = steps + (is_communication(*kind) ? kCollectiveWeight : 1);  // ties: fewer collectives, then fewer steps
     Visit& v = visits_[to_key];

@@ -136,9 +136,9 @@ class HybridSearch {
     std::optional<StepKind> kind = transition_kind(from, to, dims);
     if (!kind || !boxed(to)) return false;
     if (!reduction_exact(src_.mesh(), from, to, dst_.placements(), pricer_.dtype(), true)) return false;
-    const RankBoxes &a = boxes(from), &b = boxes(to);
-    if (!transition_valid(a, b, *kind, dims)) return false;
-    StepPrice p = pricer_.collective(a, b, *kind, dims);
+    const std::optional<StepPrice> price = cache_.collective_step(from, to, *kind, dims, pricer_);
+    if (!price) return false;
+    const StepPrice& p = *price;
     steps.push_back(PricedStep{Step{*kind, dims, from, to, {}, p.us, p.bytes_moved}, {}});
     us += p.us;
     return true;
@@ -154,7 +154,7 @@ class HybridSearch {
 
   // The p2p step between two placements, computed once per pair.
   const PricedStep* p2p_step(const std::vector<Placement>& x, const std::vector<Placement>& y) {
-    auto key = std::make_pair(to_string(x), to_string(y));
+    auto key = std::make_pair(placements_key(x), placements_key(y));
     auto it = p2p_cache_.find(key);
     if (it != p2p_cache_.end()) return &it->second;
     return &p2p_cache_.emplace(key, pricer_.p2p(cache_.overlap(x, y), transport_)).first->second;
