@@ -216,16 +216,19 @@ std::optional<Transfer> OverlapIndex::transfer_between(int src_rank, int dst_ran
   if (src_.volume(src_rank) == 0 || dst_.volume(dst_rank) == 0) return std::nullopt;
   const Box region = intersect(src_[src_rank], dst_[dst_rank]);
   if (is_empty(region)) return std::nullopt;
+  const Transfer t{src_rank, dst_rank, region, volume(region) * element_size_};
+  if (roles_.kept.empty() && src_free_dims_.empty()) return t;  // the block's one holder sends it everywhere
   const Mesh& mesh = src().mesh();
   const Dims src_coord = mesh.coord_of(src_rank), dst_coord = mesh.coord_of(dst_rank);
   for (int k : roles_.kept)  // a kept contribution stays on its coordinate
     if (src_coord[k] != dst_coord[k]) return std::nullopt;
+  if (src_free_dims_.empty()) return t;
   // The block's aligned holder for this destination: the block's coordinates everywhere but on the source's
   // replicated dims, the destination's there.
   Dims aligned = src_coord;
   for (int k : src_free_dims_) aligned[k] = dst_coord[k];
   if (choose_holder(dst_rank, dst_coord, aligned) != src_rank) return std::nullopt;
-  return Transfer{src_rank, dst_rank, region, volume(region) * element_size_};
+  return t;
 }
 
 std::vector<Transfer> OverlapIndex::all_transfers() const {
