@@ -124,3 +124,54 @@ TEST(PlannerEquivalence, LargerMeshes) {
 
 }  // namespace
 }  // namespace reshard
+
+namespace reshard {
+namespace {
+
+// Plan validation finds a repeated pair of ranks and a block received twice by sorting (not a tree): the first
+// offending transfer is named, as before.
+std::string validation_error(const PlanSpec& spec) {
+  try {
+    validate_plan(spec);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(PlanValidation, RepeatedPairAndBlockAreNamed) {
+  const Mesh mesh({4});
+  PlanOptions o;
+  o.strategy = Strategy::kP2P;
+  {
+    const Layout src(mesh, parse_placements("S0"), Dims{8, 8}), dst(mesh, parse_placements("S1"), Dims{8, 8});
+    PlanSpec spec = make_plan(src, dst, DType::kF32, o).spec();
+    std::vector<Transfer>& t = spec.steps[0].transfers;
+    ASSERT_EQ(validation_error(spec), "");
+    t.insert(t.begin() + 5, t[2]);  // a second transfer 2 -> ... at position 5
+    EXPECT_NE(validation_error(spec).find("transfer 5 (rank " + std::to_string(t[2].src) + " -> " +
+                                          std::to_string(t[2].dst) + "): rank " + std::to_string(t[2].src) +
+                                          " sends to rank " + std::to_string(t[2].dst) + " twice in one step"),
+              std::string::npos)
+        << validation_error(spec);
+  }
+  {
+    // Replicated source: rank 1 receiving its block from both replicas holding it.
+    const Layout src(Mesh({2, 2}), parse_placements("R,S0"), Dims{8, 8}),
+        dst(Mesh({2, 2}), parse_placements("S0,S1"), Dims{8, 8});
+    PlanSpec spec = make_plan(src, dst, DType::kF32, o).spec();
+    std::vector<Transfer>& t = spec.steps[0].transfers;
+    ASSERT_EQ(validation_error(spec), "");
+    auto it = std::find_if(t.begin(), t.end(), [](const Transfer& x) { return x.dst == 1 && x.src != 1; });
+    ASSERT_NE(it, t.end());
+    Transfer twin = *it;
+    for (int q = 0; q < 4; ++q)  // the block's other holder
+      if (q != it->src && src.box(q) == src.box(it->src)) twin.src = q;
+    ASSERT_NE(twin.src, it->src);
+    t.push_back(twin);
+    EXPECT_NE(validation_error(spec).find("rank 1 receives block"), std::string::npos) << validation_error(spec);
+  }
+}
+
+}  // namespace
+}  // namespace reshard

@@ -99,27 +99,34 @@ void validate_p2p(const PlanSpec& spec, size_t i, const RankBoxes& a, const Rank
     if (spec.scope_rank && r != *spec.scope_rank) continue;
     const Box& target = b[r];
     Index covered = 0;
-    // The first transfer into r repeating an earlier one's block (box and contribution), found by sorting.
-    std::vector<std::pair<std::pair<Box, Dims>, size_t>> blocks;
-    blocks.reserve(into[r].size());
-    for (size_t j = 0; j < into[r].size(); ++j) {
-      Dims contribution;
-      if (!roles.reduced.empty()) {
-        const Dims sender = mesh.coord_of(into[r][j]->src);
-        for (int k : roles.reduced) contribution.push_back(sender[k]);
-      }
-      blocks.push_back({{a[into[r][j]->src], contribution}, j});
+    // The first transfer into r repeating an earlier one's block (box and contribution), found by sorting indexes.
+    const size_t m = into[r].size();
+    std::vector<Dims> contributions(roles.reduced.empty() ? 0 : m);
+    for (size_t j = 0; j < contributions.size(); ++j) {
+      const Dims sender = mesh.coord_of(into[r][j]->src);
+      for (int k : roles.reduced) contributions[j].push_back(sender[k]);
     }
-    std::sort(blocks.begin(), blocks.end(), [](const auto& x, const auto& y) {
-      if (BlockLess()(x.first, y.first)) return true;
-      if (BlockLess()(y.first, x.first)) return false;
-      return x.second < y.second;
+    // -1, 0, 1 as block j orders before, with, after block l.
+    auto compare = [&](size_t j, size_t l) {
+      const Box &x = a[into[r][j]->src], &y = a[into[r][l]->src];
+      if (BoxLess()(x, y)) return -1;
+      if (BoxLess()(y, x)) return 1;
+      if (contributions.empty()) return 0;
+      const Dims &cx = contributions[j], &cy = contributions[l];
+      if (std::lexicographical_compare(cx.begin(), cx.end(), cy.begin(), cy.end())) return -1;
+      if (std::lexicographical_compare(cy.begin(), cy.end(), cx.begin(), cx.end())) return 1;
+      return 0;
+    };
+    std::vector<size_t> order(m);
+    for (size_t j = 0; j < m; ++j) order[j] = j;
+    std::sort(order.begin(), order.end(), [&](size_t j, size_t l) {
+      const int c = compare(j, l);
+      return c != 0 ? c < 0 : j < l;
     });
-    size_t repeated_block = into[r].size();
-    for (size_t j = 1; j < blocks.size(); ++j)
-      if (!BlockLess()(blocks[j - 1].first, blocks[j].first) &&
-          (j < 2 || BlockLess()(blocks[j - 2].first, blocks[j].first)))
-        repeated_block = std::min(repeated_block, blocks[j].second);
+    size_t repeated_block = m;
+    for (size_t j = 1; j < m; ++j)
+      if (compare(order[j - 1], order[j]) == 0 && (j < 2 || compare(order[j - 2], order[j]) != 0))
+        repeated_block = std::min(repeated_block, order[j]);
     for (size_t j = 0; j < into[r].size(); ++j) {
       const Transfer* x = into[r][j];
       const Box& from = a[x->src];
