@@ -148,31 +148,35 @@ void validate_p2p(const PlanSpec& spec, size_t i, const RankBoxes& a, const Rank
 }
 
 // Estimates are times in microseconds: finite and non-negative (profiles are range-checked so that the cost model
-// never overflows; a plan from a file may still hold anything).
-void check_estimate(double us, const std::string& what) {
-  RESHARD_REQUIRE(std::isfinite(us) && us >= 0, what, " estimate ", us, " us is not a finite time >= 0");
+// never overflows; a plan from a file may still hold anything). `what()` names the figure (built only on failure).
+template <class What>
+void check_estimate(double us, const What& what) {
+  RESHARD_REQUIRE(std::isfinite(us) && us >= 0, what(), " estimate ", us, " us is not a finite time >= 0");
 }
 
-void check_count(Index v, const std::string& what) { RESHARD_REQUIRE(v >= 0, what, " must be >= 0, got ", v); }
+template <class What>
+void check_count(Index v, const What& what) {
+  RESHARD_REQUIRE(v >= 0, what(), " must be >= 0, got ", v);
+}
 
 // Summary figures are derived from the steps; whatever their source, they must be finite and non-negative.
 void validate_metadata(const PlanSpec& spec) {
-  check_estimate(spec.estimated_us, "the plan's");
-  check_count(spec.bytes_moved, "the plan's bytes moved");
-  check_count(spec.peak_workspace_bytes, "the plan's peak workspace");
-  check_count(spec.pipeline_chunk_bytes, "pipeline chunk bytes");
-  if (spec.memory_budget_bytes) check_count(*spec.memory_budget_bytes, "the memory budget");
+  check_estimate(spec.estimated_us, [] { return "the plan's"; });
+  check_count(spec.bytes_moved, [] { return "the plan's bytes moved"; });
+  check_count(spec.peak_workspace_bytes, [] { return "the plan's peak workspace"; });
+  check_count(spec.pipeline_chunk_bytes, [] { return "pipeline chunk bytes"; });
+  if (spec.memory_budget_bytes) check_count(*spec.memory_budget_bytes, [] { return "the memory budget"; });
   for (size_t i = 0; i < spec.steps.size(); ++i) {
-    check_estimate(spec.steps[i].estimated_us, cat("step ", i, "'s"));
-    check_count(spec.steps[i].bytes_moved, cat("step ", i, "'s bytes moved"));
+    check_estimate(spec.steps[i].estimated_us, [&] { return cat("step ", i, "'s"); });
+    check_count(spec.steps[i].bytes_moved, [&] { return cat("step ", i, "'s bytes moved"); });
   }
   for (size_t i = 0; i < spec.candidates.size(); ++i) {
     const Candidate& c = spec.candidates[i];
-    const std::string name = cat("candidate ", i, " (", to_string(c.strategy), ")");
-    check_estimate(c.estimated_us, name + "'s");
-    check_count(c.steps, name + "'s step count");
-    check_count(c.bytes_moved, name + "'s bytes moved");
-    check_count(c.peak_workspace_bytes, name + "'s peak workspace");
+    auto name = [&] { return cat("candidate ", i, " (", to_string(c.strategy), ")"); };
+    check_estimate(c.estimated_us, [&] { return name() + "'s"; });
+    check_count(c.steps, [&] { return name() + "'s step count"; });
+    check_count(c.bytes_moved, [&] { return name() + "'s bytes moved"; });
+    check_count(c.peak_workspace_bytes, [&] { return name() + "'s peak workspace"; });
   }
 }
 
