@@ -134,6 +134,24 @@ int OverlapIndex::choose_holder(int dst_rank, const Dims& dst_coord, const Dims&
 }
 
 void OverlapIndex::transfers_into(int dst_rank, std::vector<Transfer>& out) const {
+  visit_into(dst_rank, [&](const Transfer& t) {
+    out.push_back(t);
+    return true;
+  });
+}
+
+std::optional<Transfer> OverlapIndex::first_transfer_into(int dst_rank,
+                                                          const std::function<bool(const Transfer&)>& pred) const {
+  std::optional<Transfer> found;
+  visit_into(dst_rank, [&](const Transfer& t) {
+    if (pred(t)) found = t;
+    return !found;
+  });
+  return found;
+}
+
+template <class Visit>
+void OverlapIndex::visit_into(int dst_rank, Visit visit) const {
   const Mesh& mesh = src().mesh();
   Dims dst_coord = mesh.coord_of(dst_rank);
   const Box& target = dst_[dst_rank];
@@ -160,7 +178,7 @@ void OverlapIndex::transfers_into(int dst_rank, std::vector<Transfer>& out) cons
     for (Index c = 0; c < roles_.contributions; ++c) {
       decode(mesh, roles_.reduced, c, aligned);
       int holder = choose_holder(dst_rank, dst_coord, aligned);
-      out.push_back(Transfer{holder, dst_rank, region, volume(region) * element_size_});
+      if (!visit(Transfer{holder, dst_rank, region, volume(region) * element_size_})) return;
     }
     int d = nd - 1;
     while (d >= 0 && ++at[d] == ranges[d].second) {

@@ -290,14 +290,12 @@ bool StepPricer::exchanges_by_class(const OverlapIndex& index, const ExchangeRul
       for (const TransferClass& c : cls) {
         if (c.count == 0) continue;
         if (one_sided) {  // the enumeration's first transfer across nodes into r names the problem
-          std::vector<Transfer> all;
-          index.transfers_into(r, all);
-          for (const Transfer& t : all)
-            if (!t.is_local() && topology.link(t.src, t.dst) != LinkClass::kIntraNode) {
-              ps.unavailable = cross_node_reason(t);
-              return false;
-            }
-          fail(ErrorKind::kInternal, "a transfer class across nodes has no transfer across nodes");
+          const std::optional<Transfer> t = index.first_transfer_into(r, [&](const Transfer& x) {
+            return !x.is_local() && topology.link(x.src, x.dst) != LinkClass::kIntraNode;
+          });
+          if (!t) fail(ErrorKind::kInternal, "a transfer class across nodes has no transfer across nodes");
+          ps.unavailable = cross_node_reason(*t);
+          return false;
         }
         const Transfer t{-1, r, c.region, volume(c.region) * es_};
         ranks[r].receive(t, movement(c.region, c.other, b[r], rules), LinkClass::kInterNode, c.count);

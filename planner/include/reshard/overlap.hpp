@@ -26,6 +26,7 @@
 // of a large job never materialises all N^2 pairs.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <vector>
 
@@ -47,6 +48,8 @@ class OverlapIndex {
 
   // Transfers into `dst_rank` (its local copy included), appended to `out` in row-major block order.
   void transfers_into(int dst_rank, std::vector<Transfer>& out) const;
+  // The first transfer into `dst_rank` (in that order) for which `pred` holds, stopping there.
+  std::optional<Transfer> first_transfer_into(int dst_rank, const std::function<bool(const Transfer&)>& pred) const;
   // Transfers out of `src_rank` (its local copy included), appended to `out`.
   void transfers_from(int src_rank, std::vector<Transfer>& out) const;
   // Every transfer, sorted by (src, dst).
@@ -71,6 +74,9 @@ class OverlapIndex {
   };
   using ChunkList = std::vector<Chunk>;  // non-empty chunks sorted by begin
 
+  // Calls visit(t) for every transfer into dst_rank in row-major block order while it returns true.
+  template <class Visit>
+  void visit_into(int dst_rank, Visit visit) const;
   static std::vector<ChunkList> chunk_lists(const Layout& layout);
   static std::pair<const Chunk*, const Chunk*> overlapping(const ChunkList& list, Index begin, Index end);
   // Writes the coordinates a chunk combo stands for into `coord` (only the sharding mesh dims of dim d).
