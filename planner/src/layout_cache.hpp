@@ -3,6 +3,7 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -33,12 +34,7 @@ class LayoutCache {
       : base_(base), topology_(topology), element_size_(element_size) {}
 
   // Throws what RankBoxes throws (then nothing is cached).
-  const RankBoxes& boxes(const std::vector<Placement>& placements) {
-    std::string key = placements_key(placements);
-    auto it = boxes_.find(key);
-    if (it == boxes_.end()) it = boxes_.emplace(std::move(key), RankBoxes(base_.with_placements(placements))).first;
-    return it->second;
-  }
+  const RankBoxes& boxes(const std::vector<Placement>& placements) { return *shared_boxes(placements); }
 
   // Whether the collective step from -> to of `kind` on `dims` is valid (transition_valid) and its price; computed
   // once per planning and pipeline chunk (the hybrid search runs once per transport over the same steps).
@@ -64,17 +60,24 @@ class LayoutCache {
     auto it = overlaps_.find(key);
     if (it == overlaps_.end())
       it = overlaps_
-               .emplace(std::move(key),
-                        OverlapIndex(base_.with_placements(from), base_.with_placements(to), topology_, element_size_))
+               .emplace(std::move(key), OverlapIndex(shared_boxes(from), shared_boxes(to), topology_, element_size_))
                .first;
     return it->second;
   }
 
  private:
+  std::shared_ptr<const RankBoxes> shared_boxes(const std::vector<Placement>& placements) {
+    std::string key = placements_key(placements);
+    auto it = boxes_.find(key);
+    if (it == boxes_.end())
+      it = boxes_.emplace(std::move(key), std::make_shared<const RankBoxes>(base_.with_placements(placements))).first;
+    return it->second;
+  }
+
   Layout base_;
   Topology topology_;
   int element_size_;
-  std::map<std::string, RankBoxes> boxes_;
+  std::map<std::string, std::shared_ptr<const RankBoxes>> boxes_;
   std::map<std::pair<std::string, std::string>, OverlapIndex> overlaps_;
   std::map<std::string, std::optional<StepPrice>> steps_;
 };

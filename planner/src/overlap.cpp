@@ -39,7 +39,22 @@ Index encode(const Mesh& mesh, const std::vector<int>& dims, const Dims& coord) 
 }  // namespace
 
 OverlapIndex::OverlapIndex(const Layout& src, const Layout& dst, const Topology& topology, int element_size)
-    : src_(src), dst_(dst), topology_(topology), element_size_(element_size) {
+    : src_boxes_(std::make_shared<const RankBoxes>(src)),
+      dst_boxes_(std::make_shared<const RankBoxes>(dst)),
+      topology_(topology),
+      element_size_(element_size) {
+  init();
+}
+
+OverlapIndex::OverlapIndex(std::shared_ptr<const RankBoxes> src, std::shared_ptr<const RankBoxes> dst,
+                           const Topology& topology, int element_size)
+    : src_boxes_(std::move(src)), dst_boxes_(std::move(dst)), topology_(topology), element_size_(element_size) {
+  init();
+}
+
+void OverlapIndex::init() {
+  const Layout &src = src_.layout(), &dst = dst_.layout();
+  const Topology& topology = topology_;
   RESHARD_REQUIRE(src.mesh() == dst.mesh(), "source mesh ", src.mesh().str(), " and target mesh ", dst.mesh().str(),
                   " differ");
   RESHARD_REQUIRE(src.global_shape() == dst.global_shape(), "source shape ", to_string(src.global_shape()),

@@ -188,7 +188,8 @@ PricedStep StepPricer::p2p(const OverlapIndex& index, Transport transport) const
   ps.step.transport = transport;
   // A step that reduces Partial contributions copies every received one out of scratch (the reduction).
   const ExchangeRules rules = exchange_rules(transport, index.partial_roles().contributions > 1);
-  std::vector<RankExchange> ranks(n, RankExchange(rules));
+  std::vector<RankExchange>& ranks = ranks_;  // reused by the pricer's steps: one allocation per planning
+  ranks.assign(n, RankExchange(rules));
   const bool complete = !reference_ && TransferClasses::applies(index) ? exchanges_by_class(index, rules, ranks, ps)
                                                                        : exchanges_by_transfer(index, rules, ranks, ps);
   if (!complete) return ps;  // unavailable

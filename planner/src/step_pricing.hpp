@@ -82,6 +82,7 @@ class StepPricer {
   Index chunk_bytes_;
   Fusion fusion_;
   bool reference_;
+  mutable std::vector<RankExchange> ranks_;  // p2p(): every rank's exchange (kept to reuse its memory)
 };
 
 }  // namespace reshard::detail

@@ -27,6 +27,7 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -45,6 +46,9 @@ class OverlapIndex {
   // Layouts on the same mesh and shape. kInvalidArgument when the target creates a Partial placement, or the
   // reduced Partial dims of the source mix reduce ops.
   OverlapIndex(const Layout& src, const Layout& dst, const Topology& topology, int element_size);
+  // The same over rank boxes already built (shared, not copied: on a 16k-rank mesh each is megabytes).
+  OverlapIndex(std::shared_ptr<const RankBoxes> src, std::shared_ptr<const RankBoxes> dst, const Topology& topology,
+               int element_size);
 
   // Transfers into `dst_rank` (its local copy included), appended to `out` in row-major block order.
   void transfers_into(int dst_rank, std::vector<Transfer>& out) const;
@@ -87,7 +91,11 @@ class OverlapIndex {
   // Row-major index of a coordinate over the source's sharding mesh dims: identifies a block.
   Index block_of(const Dims& coord) const;
 
-  RankBoxes src_, dst_;
+  void init();
+
+  std::shared_ptr<const RankBoxes> src_boxes_, dst_boxes_;
+  const RankBoxes& src_ = *src_boxes_;
+  const RankBoxes& dst_ = *dst_boxes_;
   Topology topology_;
   int element_size_;
   std::vector<ChunkList> src_chunks_, dst_chunks_;
