@@ -25,18 +25,19 @@ std::string outcome(const std::function<Plan()>& plan) {
   }
 }
 
-// Cases the sanitizer build runs (3-5x slower); the release build runs all 10,000.
+// The sanitizer build (ASan + UBSan at -O1, about 20x slower here) runs a sample; the release build runs all 10,000.
 #if defined(__SANITIZE_ADDRESS__)
-constexpr int kCases = 1000;
+constexpr bool kSanitized = true;
 #elif defined(__has_feature)
 #if __has_feature(address_sanitizer)
-constexpr int kCases = 1000;
+constexpr bool kSanitized = true;
 #else
-constexpr int kCases = 10000;
+constexpr bool kSanitized = false;
 #endif
 #else
-constexpr int kCases = 10000;
+constexpr bool kSanitized = false;
 #endif
+constexpr int kCases = kSanitized ? 400 : 10000;
 
 TEST(PlannerEquivalence, FastAndReferencePlansAreIdentical) {
   std::mt19937 rng(20261123);
@@ -111,6 +112,7 @@ TEST(PlannerEquivalence, LargerMeshes) {
     PlanOptions o;
     o.topology.ranks_per_node = c.ranks_per_node;
     for (Strategy s : {Strategy::kAuto, Strategy::kP2P}) {
+      if (kSanitized && s != Strategy::kAuto) continue;  // auto prices p2p too
       o.strategy = s;
       ASSERT_EQ(outcome([&] { return make_plan(src, dst, DType::kBF16, o); }),
                 outcome([&] { return detail::make_plan_reference(src, dst, DType::kBF16, o); }))
