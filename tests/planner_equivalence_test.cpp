@@ -9,6 +9,7 @@
 #include <random>
 
 #include "../planner/src/planner_reference.hpp"
+#include "placement_sets.hpp"
 #include "reshard/plan_json.hpp"
 #include "reshard/planner.hpp"
 #include "test_tier.hpp"
@@ -122,6 +123,41 @@ TEST(PlannerEquivalence, LargerMeshes) {
           << src.str() << " -> [" << c.to << "]";
     }
   }
+}
+
+// _StridedShard layouts that stay one box per rank (FSDP2 + TP and variants), to and from every R/S0/S1 layout.
+TEST(PlannerEquivalence, StridedShardLayouts) {
+  struct Case {
+    std::vector<int> mesh;
+    const char* strided;
+    Dims shape;
+  };
+  const Case cases[] = {{{2, 2}, "SS0/2,S0", Dims{8, 6}},
+                        {{2, 2}, "SS0/2,S0", Dims{7, 3}},
+                        {{2, 4}, "SS0/4,S0", Dims{16, 3}},
+                        {{3, 2}, "SS1/2,S1", Dims{2, 7}},
+                        {{2, 2, 2}, "R,SS0/2,S0", Dims{8, 3}}};
+  int compared = 0;
+  for (const Case& c : cases) {
+    const Mesh mesh(c.mesh);
+    const Layout strided(mesh, parse_placements(c.strided), c.shape);
+    ASSERT_TRUE(strided.one_box_per_rank()) << strided.str();
+    for (const auto& other : testing::all_placements(mesh.ndim(), 2)) {
+      const Layout plain(mesh, other, c.shape);
+      for (const auto& [src, dst] : {std::pair{strided, plain}, std::pair{plain, strided}}) {
+        PlanOptions o;
+        o.topology.ranks_per_node = compared % 2 ? 2 : 8;
+        ASSERT_EQ(outcome([&] { return make_plan(src, dst, DType::kF32, o); }),
+                  outcome([&] { return detail::make_plan_reference(src, dst, DType::kF32, o); }))
+            << src.str() << " -> [" << to_string(dst.placements()) << "]";
+        ASSERT_EQ(outcome([&] { return make_rank_plan(src, dst, DType::kF32, 1, o); }),
+                  outcome([&] { return detail::make_plan_reference(src, dst, DType::kF32, o, 1); }))
+            << src.str() << " -> [" << to_string(dst.placements()) << "]";
+        ++compared;
+      }
+    }
+  }
+  EXPECT_GT(compared, 100);
 }
 
 }  // namespace
