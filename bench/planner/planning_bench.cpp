@@ -1,5 +1,5 @@
 // Planning time (Google Benchmark): auto plans (all candidates priced) and per-rank plans on meshes from 2x2 to
-// 1024 ranks, for the seed experiment's pairs, and PlanCache hits and misses. Results: bench/results/*planning*.json,
+// 16384 ranks, for the seed experiment's pairs, and PlanCache hits and misses. Results: bench/results/*planning*.json,
 // bench/results/*plan-cache.txt.
 #include <benchmark/benchmark.h>
 
@@ -13,20 +13,30 @@ struct Case {
   std::vector<int> mesh;
   const char* from;
   const char* to;
+  Index extent = 16384;  // the tensor is extent x extent
 };
 
 const Case kCases[] = {
-    {{2, 2}, "S0,S1", "S1,S0"},         {{2, 2}, "S0,S0", "S1,S1"},         {{4, 4}, "S0,S1", "S1,S0"},
-    {{4, 4}, "S0,S0", "S1,S1"},         {{8, 8}, "S0,S1", "S1,S0"},         {{8, 8}, "S0,S0", "S1,S1"},
-    {{8, 8, 16}, "S0,S1,R", "S1,S0,R"}, {{8, 8, 16}, "S0,S0,R", "S1,S1,R"}, {{16, 64}, "S0,S1", "S1,S0"},
+    {{2, 2}, "S0,S1", "S1,S0"},
+    {{2, 2}, "S0,S0", "S1,S1"},
+    {{4, 4}, "S0,S1", "S1,S0"},
+    {{4, 4}, "S0,S0", "S1,S1"},
+    {{8, 8}, "S0,S1", "S1,S0"},
+    {{8, 8}, "S0,S0", "S1,S1"},
+    {{8, 8, 16}, "S0,S1,R", "S1,S0,R"},
+    {{8, 8, 16}, "S0,S0,R", "S1,S1,R"},
+    {{16, 64}, "S0,S1", "S1,S0"},
     {{16, 64}, "S0,S0", "S1,S1"},
+    // 16384 ranks (issue #15): a 65536x65536 tensor, so that every rank pair exchanges a 4x4 block.
+    {{64, 256}, "S0,S1", "S1,S0", 65536},
+    {{64, 256}, "S0,S0", "S1,S1", 65536},
 };
 
-// The case's source and target layouts of a 16384x16384 tensor.
+// The case's source and target layouts.
 std::pair<Layout, Layout> layouts(const Case& c) {
   Mesh mesh(c.mesh);
-  return {Layout(mesh, parse_placements(c.from), Dims{16384, 16384}),
-          Layout(mesh, parse_placements(c.to), Dims{16384, 16384})};
+  return {Layout(mesh, parse_placements(c.from), Dims{c.extent, c.extent}),
+          Layout(mesh, parse_placements(c.to), Dims{c.extent, c.extent})};
 }
 
 void label(benchmark::State& state, const Case& c) {
@@ -89,8 +99,8 @@ void BM_CacheMiss(benchmark::State& state) {
   label(state, c);
 }
 
-BENCHMARK(BM_AutoPlan)->DenseRange(0, 9)->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_RankPlan)->DenseRange(0, 9)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_AutoPlan)->DenseRange(0, 11)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_RankPlan)->DenseRange(0, 11)->Unit(benchmark::kMicrosecond);
 // Cases 0 (2x2 [S0,S1]->[S1,S0]) and 9 (16x64 [S0,S0]->[S1,S1]).
 BENCHMARK(BM_CacheHit)->Arg(0)->Arg(9)->Unit(benchmark::kNanosecond);
 BENCHMARK(BM_CacheHitRank)->Arg(0)->Arg(9)->Unit(benchmark::kNanosecond);

@@ -57,10 +57,10 @@ inline Box chunk_of(const Box& region, int k, int i) {
 class StageScratch {
  public:
   explicit StageScratch(int element_size) : es_(element_size) {}
-  // Accounts the scratch areas of one side of a transfer cut into k chunks.
-  void add_chunks(const Box& region, int k) {
+  // Accounts the scratch areas of one side of a transfer cut into k chunks (of `count` such transfers).
+  void add_chunks(const Box& region, int k, Index count = 1) {
     if (static_cast<int>(need_.size()) < k) need_.resize(k, 0);
-    for (int i = 0; i < k; ++i) need_[i] += aligned_elements(volume(chunk_of(region, k, i)), es_);
+    for (int i = 0; i < k; ++i) need_[i] += aligned_elements(volume(chunk_of(region, k, i)), es_) * count;
   }
   bool pipelined() const { return need_.size() > 1; }
   Index slot() const { return need_.empty() ? 0 : *std::max_element(need_.begin(), need_.end()); }

@@ -48,8 +48,9 @@ struct QueueEntry {
 
 class Search {
  public:
-  Search(const Layout& src, const Layout& dst, const StepPricer& pricer, std::optional<int> max_collectives)
-      : src_(src), dst_(dst), pricer_(pricer), max_collectives_(max_collectives) {
+  Search(const Layout& src, const Layout& dst, const StepPricer& pricer, std::optional<int> max_collectives,
+         LayoutCache& cache)
+      : src_(src), dst_(dst), pricer_(pricer), max_collectives_(max_collectives), cache_(cache) {
     const Mesh& mesh = src.mesh();
     for (int k = 0; k < mesh.ndim(); ++k)
       if (mesh.dim_size(k) > 1) movable_.push_back(k);
@@ -111,9 +112,9 @@ class Search {
     auto it = boxes_.find(k);
     if (it == boxes_.end()) {
       spend(src_.mesh().size());
-      it = boxes_.emplace(k, RankBoxes(src_.with_placements(placements_.at(k)))).first;
+      it = boxes_.emplace(k, &cache_.boxes(placements_.at(k))).first;
     }
-    return it->second;
+    return *it->second;
   }
 
   // Charges `units` of work; false once the budget is spent.
@@ -187,17 +188,19 @@ class Search {
       if (strided && !src_.with_placements(to).one_box_per_rank()) return;  // a _StridedShard state, not boxes
       placements_[placements_key(to_key)] = to;
     }
-    const RankBoxes& a = boxes(from_key);
-    const RankBoxes* b = nullptr;
+    // Both layouts count against this search's budget (their boxes come from the planning's cache).
+    boxes(from_key);
     try {
-      b = &boxes(to_key);
+      boxes(to_key);
     } catch (const Error& e) {
       // A layout whose ranks together hold more than int64 counts (a huge tensor replicated) is no way through.
       if (e.kind() != ErrorKind::kInvalidArgument) throw;
       return;
     }
-    if (!spend(kEdgeCost) || !transition_valid(a, *b, *kind, dims)) return;
-    StepPrice price = pricer_.collective(a, *b, *kind, dims);
+    if (!spend(kEdgeCost)) return;
+    const std::optional<StepPrice> valid = cache_.collective_step(from, to, *kind, dims, pricer_);
+    if (!valid) return;
+    const StepPrice price = *valid;
     double c = cost + price.us;
     int s = steps + (is_communication(*kind) ? kCollectiveWeight : 1);  // ties: fewer collectives, then fewer steps
     Visit& v = visits_[to_key];
@@ -231,7 +234,8 @@ class Search {
   Index work_ = 0;
   bool exhausted_ = false;
   std::unordered_map<Key, std::vector<Placement>> placements_;
-  std::unordered_map<Key, RankBoxes> boxes_;
+  LayoutCache& cache_;
+  std::unordered_map<Key, const RankBoxes*> boxes_;
   std::unordered_map<Key, Visit> visits_;
   std::priority_queue<QueueEntry, std::vector<QueueEntry>, std::greater<QueueEntry>> queue_;
 };
@@ -239,8 +243,9 @@ class Search {
 }  // namespace
 
 std::optional<Route> search_collective_route(const Layout& src, const Layout& dst, const StepPricer& pricer,
-                                             std::optional<int> max_collectives, std::string* reason) {
-  Search search(src, dst, pricer, max_collectives);
+                                             std::optional<int> max_collectives, LayoutCache& cache,
+                                             std::string* reason) {
+  Search search(src, dst, pricer, max_collectives, cache);
   std::optional<Route> r = search.run();
   if (!r && reason && search.exhausted())
     *reason = cat("the search for a chain of collectives exceeded its budget (", kSearchBudget, " rank boxes) on mesh ",

@@ -4,6 +4,7 @@
 #include <optional>
 #include <string>
 
+#include "layout_cache.hpp"
 #include "step_pricing.hpp"
 
 namespace reshard::detail {
@@ -22,7 +23,10 @@ struct Route {
 // The search has a fixed work budget (kSearchBudget: 2^19 rank boxes computed, edges checked counting 16 each); past
 // it, nullopt with a `reason` naming the mesh and the budget. The budget is a count, not a time, so every rank of a job
 // decides alike.
+// `cache`: the planning's layouts (shared with its other searches; the work budget counts every layout this search
+// visits, cached or not, so that the decision does not depend on what other searches built).
 std::optional<Route> search_collective_route(const Layout& src, const Layout& dst, const StepPricer& pricer,
-                                             std::optional<int> max_collectives, std::string* reason);
+                                             std::optional<int> max_collectives, LayoutCache& cache,
+                                             std::string* reason);
 
 }  // namespace reshard::detail

@@ -15,8 +15,8 @@ constexpr int kMaxEnumeratedDims = 5;  // 3^5 role assignments, each with its or
 
 class HybridSearch {
  public:
-  HybridSearch(const Layout& src, const Layout& dst, const StepPricer& pricer, Transport transport)
-      : src_(src), dst_(dst), pricer_(pricer), transport_(transport) {
+  HybridSearch(const Layout& src, const Layout& dst, const StepPricer& pricer, Transport transport, LayoutCache& cache)
+      : src_(src), dst_(dst), pricer_(pricer), transport_(transport), cache_(cache) {
     for (int k = 0; k < src.mesh().ndim(); ++k)
       if (!(src.placement(k) == dst.placement(k))) changing_.push_back(k);
   }
@@ -136,9 +136,9 @@ class HybridSearch {
     std::optional<StepKind> kind = transition_kind(from, to, dims);
     if (!kind || !boxed(to)) return false;
     if (!reduction_exact(src_.mesh(), from, to, dst_.placements(), pricer_.dtype(), true)) return false;
-    const RankBoxes &a = boxes(from), &b = boxes(to);
-    if (!transition_valid(a, b, *kind, dims)) return false;
-    StepPrice p = pricer_.collective(a, b, *kind, dims);
+    const std::optional<StepPrice> price = cache_.collective_step(from, to, *kind, dims, pricer_);
+    if (!price) return false;
+    const StepPrice& p = *price;
     steps.push_back(PricedStep{Step{*kind, dims, from, to, {}, p.us, p.bytes_moved}, {}});
     us += p.us;
     return true;
@@ -150,21 +150,14 @@ class HybridSearch {
            src_.with_placements(ps).one_box_per_rank();
   }
 
-  const RankBoxes& boxes(const std::vector<Placement>& ps) {
-    std::string key = to_string(ps);
-    auto it = boxes_.find(key);
-    if (it == boxes_.end()) it = boxes_.emplace(key, RankBoxes(src_.with_placements(ps))).first;
-    return it->second;
-  }
+  const RankBoxes& boxes(const std::vector<Placement>& ps) { return cache_.boxes(ps); }
 
   // The p2p step between two placements, computed once per pair.
   const PricedStep* p2p_step(const std::vector<Placement>& x, const std::vector<Placement>& y) {
-    auto key = std::make_pair(to_string(x), to_string(y));
+    auto key = std::make_pair(placements_key(x), placements_key(y));
     auto it = p2p_cache_.find(key);
     if (it != p2p_cache_.end()) return &it->second;
-    OverlapIndex index(src_.with_placements(x), src_.with_placements(y), pricer_.model().topology(),
-                       pricer_.element_size());
-    return &p2p_cache_.emplace(key, pricer_.p2p(index, transport_)).first->second;
+    return &p2p_cache_.emplace(key, pricer_.p2p(cache_.overlap(x, y), transport_)).first->second;
   }
 
   const Layout& src_;
@@ -173,7 +166,7 @@ class HybridSearch {
   Transport transport_;
   std::string unavailable_;  // why a p2p step could not run on the transport (when no route was found)
   std::vector<int> changing_;
-  std::map<std::string, RankBoxes> boxes_;
+  LayoutCache& cache_;
   std::map<std::pair<std::string, std::string>, PricedStep> p2p_cache_;
   std::optional<Route> best_;
 };
@@ -181,8 +174,8 @@ class HybridSearch {
 }  // namespace
 
 std::optional<Route> best_hybrid_route(const Layout& src, const Layout& dst, const StepPricer& pricer,
-                                       Transport transport, std::string* reason) {
-  return HybridSearch(src, dst, pricer, transport).run(reason);
+                                       Transport transport, LayoutCache& cache, std::string* reason) {
+  return HybridSearch(src, dst, pricer, transport, cache).run(reason);
 }
 
 }  // namespace reshard::detail

@@ -17,6 +17,6 @@ namespace reshard::detail {
 // The p2p step runs on `transport`. P2P steps are priced without keeping their transfers (materialise them for the
 // route that is used).
 std::optional<Route> best_hybrid_route(const Layout& src, const Layout& dst, const StepPricer& pricer,
-                                       Transport transport, std::string* reason);
+                                       Transport transport, LayoutCache& cache, std::string* reason);
 
 }  // namespace reshard::detail

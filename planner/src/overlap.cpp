@@ -39,7 +39,22 @@ Index encode(const Mesh& mesh, const std::vector<int>& dims, const Dims& coord) 
 }  // namespace
 
 OverlapIndex::OverlapIndex(const Layout& src, const Layout& dst, const Topology& topology, int element_size)
-    : src_(src), dst_(dst), topology_(topology), element_size_(element_size) {
+    : src_boxes_(std::make_shared<const RankBoxes>(src)),
+      dst_boxes_(std::make_shared<const RankBoxes>(dst)),
+      topology_(topology),
+      element_size_(element_size) {
+  init();
+}
+
+OverlapIndex::OverlapIndex(std::shared_ptr<const RankBoxes> src, std::shared_ptr<const RankBoxes> dst,
+                           const Topology& topology, int element_size)
+    : src_boxes_(std::move(src)), dst_boxes_(std::move(dst)), topology_(topology), element_size_(element_size) {
+  init();
+}
+
+void OverlapIndex::init() {
+  const Layout &src = src_.layout(), &dst = dst_.layout();
+  const Topology& topology = topology_;
   RESHARD_REQUIRE(src.mesh() == dst.mesh(), "source mesh ", src.mesh().str(), " and target mesh ", dst.mesh().str(),
                   " differ");
   RESHARD_REQUIRE(src.global_shape() == dst.global_shape(), "source shape ", to_string(src.global_shape()),
@@ -121,7 +136,8 @@ void OverlapIndex::set_combo(const Layout& layout, int d, Index combo, Dims& coo
 
 int OverlapIndex::choose_holder(int dst_rank, const Dims& dst_coord, const Dims& aligned) const {
   int holder = rank_at(aligned);
-  if (holder == dst_rank || topology_.same_node(holder, dst_rank)) return holder;
+  if (src_free_dims_.empty() || holder == dst_rank || topology_.same_node(holder, dst_rank))
+    return holder;  // (a block with one holder: that one)
   Index b = block_of(aligned);
   auto first = holders_.begin() + holders_begin_[b], last = holders_.begin() + holders_begin_[b + 1];
   int node = topology_.node_of(dst_rank);
@@ -133,6 +149,24 @@ int OverlapIndex::choose_holder(int dst_rank, const Dims& dst_coord, const Dims&
 }
 
 void OverlapIndex::transfers_into(int dst_rank, std::vector<Transfer>& out) const {
+  visit_into(dst_rank, [&](const Transfer& t) {
+    out.push_back(t);
+    return true;
+  });
+}
+
+std::optional<Transfer> OverlapIndex::first_transfer_into(int dst_rank,
+                                                          const std::function<bool(const Transfer&)>& pred) const {
+  std::optional<Transfer> found;
+  visit_into(dst_rank, [&](const Transfer& t) {
+    if (pred(t)) found = t;
+    return !found;
+  });
+  return found;
+}
+
+template <class Visit>
+void OverlapIndex::visit_into(int dst_rank, Visit visit) const {
   const Mesh& mesh = src().mesh();
   Dims dst_coord = mesh.coord_of(dst_rank);
   const Box& target = dst_[dst_rank];
@@ -159,7 +193,7 @@ void OverlapIndex::transfers_into(int dst_rank, std::vector<Transfer>& out) cons
     for (Index c = 0; c < roles_.contributions; ++c) {
       decode(mesh, roles_.reduced, c, aligned);
       int holder = choose_holder(dst_rank, dst_coord, aligned);
-      out.push_back(Transfer{holder, dst_rank, region, volume(region) * element_size_});
+      if (!visit(Transfer{holder, dst_rank, region, volume(region) * element_size_})) return;
     }
     int d = nd - 1;
     while (d >= 0 && ++at[d] == ranges[d].second) {
@@ -211,13 +245,42 @@ void OverlapIndex::transfers_from(int src_rank, std::vector<Transfer>& out) cons
   }
 }
 
+std::optional<Transfer> OverlapIndex::transfer_between(int src_rank, int dst_rank) const {
+  if (src_.volume(src_rank) == 0 || dst_.volume(dst_rank) == 0) return std::nullopt;
+  const Box region = intersect(src_[src_rank], dst_[dst_rank]);
+  if (is_empty(region)) return std::nullopt;
+  const Transfer t{src_rank, dst_rank, region, volume(region) * element_size_};
+  if (roles_.kept.empty() && src_free_dims_.empty()) return t;  // the block's one holder sends it everywhere
+  const Mesh& mesh = src().mesh();
+  const Dims src_coord = mesh.coord_of(src_rank), dst_coord = mesh.coord_of(dst_rank);
+  for (int k : roles_.kept)  // a kept contribution stays on its coordinate
+    if (src_coord[k] != dst_coord[k]) return std::nullopt;
+  if (src_free_dims_.empty()) return t;
+  // The block's aligned holder for this destination: the block's coordinates everywhere but on the source's
+  // replicated dims, the destination's there.
+  Dims aligned = src_coord;
+  for (int k : src_free_dims_) aligned[k] = dst_coord[k];
+  if (choose_holder(dst_rank, dst_coord, aligned) != src_rank) return std::nullopt;
+  return t;
+}
+
 std::vector<Transfer> OverlapIndex::all_transfers() const {
   // The destination side visits each transfer once; the source side would also visit destinations another
   // replica serves.
+  // Destinations are visited in rank order, so a stable placement by source (a counting sort) orders by (src, dst).
+  const int n = src().mesh().size();
   std::vector<Transfer> all;
-  for (int r = 0; r < src().mesh().size(); ++r) transfers_into(r, all);
-  std::sort(all.begin(), all.end(),
-            [](const Transfer& x, const Transfer& y) { return x.src != y.src ? x.src < y.src : x.dst < y.dst; });
+  for (int r = 0; r < n; ++r) transfers_into(r, all);
+  std::vector<size_t> start(n + 1, 0);
+  for (const Transfer& t : all) ++start[t.src + 1];
+  for (int r = 0; r < n; ++r) start[r + 1] += start[r];
+  std::vector<size_t> to(all.size());  // where each transfer goes; applied in place, cycle by cycle
+  for (size_t i = 0; i < all.size(); ++i) to[i] = start[all[i].src]++;
+  for (size_t i = 0; i < all.size(); ++i)
+    while (to[i] != i) {
+      std::swap(all[i], all[to[i]]);
+      std::swap(to[i], to[to[i]]);
+    }
   return all;
 }
 

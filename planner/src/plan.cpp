@@ -44,7 +44,21 @@ void validate_p2p(const PlanSpec& spec, size_t i, const RankBoxes& a, const Rank
   // target box (so every pointer the executor derives from it lies in the sender's and the receiver's tensors), moves
   // exactly that many bytes, and is the only one between its two ranks.
   std::vector<std::vector<const Transfer*>> into(n);
-  std::set<std::pair<int, int>> pairs;
+  // The first transfer repeating an earlier one's pair of ranks (sorted, not a tree: plans hold up to N^2 transfers).
+  size_t repeated = step.transfers.size();
+  {
+    std::vector<std::pair<std::uint64_t, size_t>> keys;
+    keys.reserve(step.transfers.size());
+    for (size_t t = 0; t < step.transfers.size(); ++t) {
+      const Transfer& x = step.transfers[t];
+      if (x.src >= 0 && x.src < n && x.dst >= 0 && x.dst < n)
+        keys.emplace_back(static_cast<std::uint64_t>(x.src) * static_cast<std::uint64_t>(n) + x.dst, t);
+    }
+    std::sort(keys.begin(), keys.end());
+    for (size_t j = 1; j < keys.size(); ++j)
+      if (keys[j].first == keys[j - 1].first && (j < 2 || keys[j - 2].first != keys[j].first))
+        repeated = std::min(repeated, keys[j].second);
+  }
   for (size_t t = 0; t < step.transfers.size(); ++t) {
     const Transfer& x = step.transfers[t];
     auto where = [&] { return cat("step ", i, " (p2p) transfer ", t, " (rank ", x.src, " -> ", x.dst, ")"); };
@@ -67,13 +81,14 @@ void validate_p2p(const PlanSpec& spec, size_t i, const RankBoxes& a, const Rank
     const Index elements = volume(x.region);  // fits: the region lies in a box of the layout
     RESHARD_REQUIRE(x.bytes == checked_mul(elements, es, "transfer bytes"), where(), ": bytes ", x.bytes,
                     " != ", elements, " elements x ", es, " bytes");
-    RESHARD_REQUIRE(pairs.insert({x.src, x.dst}).second, where(), ": rank ", x.src, " sends to rank ", x.dst,
-                    " twice in one step");
-    const Dims sender = mesh.coord_of(x.src), receiver = mesh.coord_of(x.dst);
-    for (int k : roles.kept)
-      RESHARD_REQUIRE(sender[k] == receiver[k], where(), ": rank ", x.src,
-                      " sends its Partial contribution on mesh dim ", k, " to rank ", x.dst,
-                      ", which holds another coordinate of that dim");
+    RESHARD_REQUIRE(t != repeated, where(), ": rank ", x.src, " sends to rank ", x.dst, " twice in one step");
+    if (!roles.kept.empty()) {
+      const Dims sender = mesh.coord_of(x.src), receiver = mesh.coord_of(x.dst);
+      for (int k : roles.kept)
+        RESHARD_REQUIRE(sender[k] == receiver[k], where(), ": rank ", x.src,
+                        " sends its Partial contribution on mesh dim ", k, " to rank ", x.dst,
+                        ", which holds another coordinate of that dim");
+    }
     into[x.dst].push_back(&x);
   }
   // Tiling: the regions into a rank are whole intersections of distinct source blocks with its target box (distinct
@@ -84,15 +99,45 @@ void validate_p2p(const PlanSpec& spec, size_t i, const RankBoxes& a, const Rank
     if (spec.scope_rank && r != *spec.scope_rank) continue;
     const Box& target = b[r];
     Index covered = 0;
-    std::set<std::pair<Box, Dims>, BlockLess> sources;
-    for (const Transfer* x : into[r]) {
+    // The first transfer into r repeating an earlier one's block (box and contribution), found by sorting indexes.
+    const size_t m = into[r].size();
+    std::vector<Dims> contributions(roles.reduced.empty() ? 0 : m);
+    for (size_t j = 0; j < contributions.size(); ++j) {
+      const Dims sender = mesh.coord_of(into[r][j]->src);
+      for (int k : roles.reduced) contributions[j].push_back(sender[k]);
+    }
+    // -1, 0, 1 as block j orders before, with, after block l.
+    auto compare = [&](size_t j, size_t l) {
+      const Box &x = a[into[r][j]->src], &y = a[into[r][l]->src];
+      if (BoxLess()(x, y)) return -1;
+      if (BoxLess()(y, x)) return 1;
+      if (contributions.empty()) return 0;
+      const Dims &cx = contributions[j], &cy = contributions[l];
+      if (std::lexicographical_compare(cx.begin(), cx.end(), cy.begin(), cy.end())) return -1;
+      if (std::lexicographical_compare(cy.begin(), cy.end(), cx.begin(), cx.end())) return 1;
+      return 0;
+    };
+    std::vector<size_t> order(m);
+    for (size_t j = 0; j < m; ++j) order[j] = j;
+    std::sort(order.begin(), order.end(), [&](size_t j, size_t l) {
+      const int c = compare(j, l);
+      return c != 0 ? c < 0 : j < l;
+    });
+    size_t repeated_block = m;
+    for (size_t j = 1; j < m; ++j)
+      if (compare(order[j - 1], order[j]) == 0 && (j < 2 || compare(order[j - 2], order[j]) != 0))
+        repeated_block = std::min(repeated_block, order[j]);
+    for (size_t j = 0; j < into[r].size(); ++j) {
+      const Transfer* x = into[r][j];
       const Box& from = a[x->src];
-      const Dims sender = mesh.coord_of(x->src);
-      Dims contribution;
-      for (int k : roles.reduced) contribution.push_back(sender[k]);
-      RESHARD_REQUIRE(sources.insert({from, contribution}).second, "step ", i, " (p2p): rank ", r, " receives block ",
-                      to_string(from), roles.reduced.empty() ? "" : cat(" contribution ", to_list_string(contribution)),
-                      " twice");
+      if (j == repeated_block) {
+        const Dims sender = mesh.coord_of(x->src);
+        Dims contribution;
+        for (int k : roles.reduced) contribution.push_back(sender[k]);
+        fail(ErrorKind::kInvalidArgument,
+             cat("step ", i, " (p2p): rank ", r, " receives block ", to_string(from),
+                 roles.reduced.empty() ? "" : cat(" contribution ", to_list_string(contribution)), " twice"));
+      }
       covered = checked_add(covered, volume(x->region), "elements received");
     }
     const Index needed = checked_mul(volume(target), roles.contributions, "elements to receive");
@@ -103,31 +148,35 @@ void validate_p2p(const PlanSpec& spec, size_t i, const RankBoxes& a, const Rank
 }
 
 // Estimates are times in microseconds: finite and non-negative (profiles are range-checked so that the cost model
-// never overflows; a plan from a file may still hold anything).
-void check_estimate(double us, const std::string& what) {
-  RESHARD_REQUIRE(std::isfinite(us) && us >= 0, what, " estimate ", us, " us is not a finite time >= 0");
+// never overflows; a plan from a file may still hold anything). `what()` names the figure (built only on failure).
+template <class What>
+void check_estimate(double us, const What& what) {
+  RESHARD_REQUIRE(std::isfinite(us) && us >= 0, what(), " estimate ", us, " us is not a finite time >= 0");
 }
 
-void check_count(Index v, const std::string& what) { RESHARD_REQUIRE(v >= 0, what, " must be >= 0, got ", v); }
+template <class What>
+void check_count(Index v, const What& what) {
+  RESHARD_REQUIRE(v >= 0, what(), " must be >= 0, got ", v);
+}
 
 // Summary figures are derived from the steps; whatever their source, they must be finite and non-negative.
 void validate_metadata(const PlanSpec& spec) {
-  check_estimate(spec.estimated_us, "the plan's");
-  check_count(spec.bytes_moved, "the plan's bytes moved");
-  check_count(spec.peak_workspace_bytes, "the plan's peak workspace");
-  check_count(spec.pipeline_chunk_bytes, "pipeline chunk bytes");
-  if (spec.memory_budget_bytes) check_count(*spec.memory_budget_bytes, "the memory budget");
+  check_estimate(spec.estimated_us, [] { return "the plan's"; });
+  check_count(spec.bytes_moved, [] { return "the plan's bytes moved"; });
+  check_count(spec.peak_workspace_bytes, [] { return "the plan's peak workspace"; });
+  check_count(spec.pipeline_chunk_bytes, [] { return "pipeline chunk bytes"; });
+  if (spec.memory_budget_bytes) check_count(*spec.memory_budget_bytes, [] { return "the memory budget"; });
   for (size_t i = 0; i < spec.steps.size(); ++i) {
-    check_estimate(spec.steps[i].estimated_us, cat("step ", i, "'s"));
-    check_count(spec.steps[i].bytes_moved, cat("step ", i, "'s bytes moved"));
+    check_estimate(spec.steps[i].estimated_us, [&] { return cat("step ", i, "'s"); });
+    check_count(spec.steps[i].bytes_moved, [&] { return cat("step ", i, "'s bytes moved"); });
   }
   for (size_t i = 0; i < spec.candidates.size(); ++i) {
     const Candidate& c = spec.candidates[i];
-    const std::string name = cat("candidate ", i, " (", to_string(c.strategy), ")");
-    check_estimate(c.estimated_us, name + "'s");
-    check_count(c.steps, name + "'s step count");
-    check_count(c.bytes_moved, name + "'s bytes moved");
-    check_count(c.peak_workspace_bytes, name + "'s peak workspace");
+    auto name = [&] { return cat("candidate ", i, " (", to_string(c.strategy), ")"); };
+    check_estimate(c.estimated_us, [&] { return name() + "'s"; });
+    check_count(c.steps, [&] { return name() + "'s step count"; });
+    check_count(c.bytes_moved, [&] { return name() + "'s bytes moved"; });
+    check_count(c.peak_workspace_bytes, [&] { return name() + "'s peak workspace"; });
   }
 }
 

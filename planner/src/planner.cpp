@@ -1,6 +1,7 @@
 #include "reshard/planner.hpp"
 
 #include "plan_recompute.hpp"
+#include "planner_reference.hpp"
 
 #include <algorithm>
 #include <limits>
@@ -27,14 +28,17 @@ constexpr Index kMinChunkBytes = 256;
 
 class Planner {
  public:
-  Planner(const Layout& src, const Layout& dst, DType dtype, const PlanOptions& options, std::optional<int> rank)
+  Planner(const Layout& src, const Layout& dst, DType dtype, const PlanOptions& options, std::optional<int> rank,
+          bool reference)
       : src_(src),
         dst_(dst),
         dtype_(dtype),
         options_(options),
         rank_(rank),
+        reference_(reference),
         model_(options.profile, options.topology, options.low_sm),
-        pricer_(model_, dtype, options.pipeline_chunk_bytes, options.fusion) {
+        pricer_(model_, dtype, options.pipeline_chunk_bytes, options.fusion, reference),
+        cache_(src, options.topology, element_size(dtype)) {
     validate_inputs();
     csrc_ = src.with_placements(canonical_placements(src.mesh(), src.placements()));
     cdst_ = src.with_placements(canonical_placements(dst.mesh(), dst.placements()));
@@ -153,7 +157,7 @@ class Planner {
       int stalled = 0;  // halvings without a smaller workspace since the last one that helped
       bool helped = false;
       for (; chunk >= kMinChunkBytes && stalled < 2; chunk /= 2) {
-        detail::StepPricer pricer(model_, dtype_, chunk, options_.fusion);
+        detail::StepPricer pricer(model_, dtype_, chunk, options_.fusion, reference_);
         Built t = build_strategy(b.summary.strategy, b.summary.transport, pricer);
         if (!t.summary.available) break;
         finish(t, pricer);
@@ -197,7 +201,8 @@ class Planner {
   Built collective(const detail::StepPricer& pricer) {
     if (csrc_.placements() == cdst_.placements()) return identity(Strategy::kCollective);
     std::string reason;
-    std::optional<Route> r = detail::search_collective_route(csrc_, cdst_, pricer, options_.max_collectives, &reason);
+    std::optional<Route> r =
+        detail::search_collective_route(csrc_, cdst_, pricer, options_.max_collectives, cache_, &reason);
     return r ? from_route(Strategy::kCollective, std::move(*r)) : unavailable(Strategy::kCollective, reason);
   }
 
@@ -219,22 +224,22 @@ class Planner {
     return r;
   }
 
-  Built p2p(const detail::StepPricer& pricer, Transport transport) const {
+  Built p2p(const detail::StepPricer& pricer, Transport transport) {
     const PartialRoles roles = partial_roles(csrc_.mesh(), csrc_.placements(), cdst_.placements());
     if (roles.mixed_reduce_ops)
       return unavailable(Strategy::kP2P, "the source's Partial mesh dims mix reduce ops; a p2p step reduces one");
-    OverlapIndex index(csrc_, communicated_target(), options_.topology, element_size(dtype_));
-    detail::PricedStep step = pricer.p2p(index, transport);
+    detail::PricedStep step =
+        pricer.p2p(cache_.overlap(csrc_.placements(), communicated_target().placements()), transport);
     if (!step.unavailable.empty()) return unavailable(Strategy::kP2P, step.unavailable);
     double us = step.step.estimated_us;
     return from_route(Strategy::kP2P, with_partition(Route{{std::move(step)}, us}));
   }
 
-  Built hybrid(const detail::StepPricer& pricer, Transport transport) const {
+  Built hybrid(const detail::StepPricer& pricer, Transport transport) {
     const Layout mid = communicated_target();
     if (csrc_.placements() == mid.placements()) return unavailable(Strategy::kHybrid, "nothing to communicate");
     std::string reason;
-    std::optional<Route> r = detail::best_hybrid_route(csrc_, mid, pricer, transport, &reason);
+    std::optional<Route> r = detail::best_hybrid_route(csrc_, mid, pricer, transport, cache_, &reason);
     return r ? from_route(Strategy::kHybrid, with_partition(std::move(*r))) : unavailable(Strategy::kHybrid, reason);
   }
 
@@ -258,12 +263,7 @@ class Planner {
     return checked_mul(peak, es, "the plan's peak workspace in bytes");
   }
 
-  const RankBoxes& boxes(const std::vector<Placement>& ps) {
-    std::string key = to_string(ps);
-    auto it = boxes_.find(key);
-    if (it == boxes_.end()) it = boxes_.emplace(key, RankBoxes(src_.with_placements(ps))).first;
-    return it->second;
-  }
+  const RankBoxes& boxes(const std::vector<Placement>& ps) { return cache_.boxes(ps); }
 
   void finish(Built& b, const detail::StepPricer& pricer) {
     b.chunk_bytes = pricer.chunk_bytes();
@@ -305,11 +305,10 @@ class Planner {
 
   // Candidates are priced without keeping transfers; the chosen plan's p2p steps get theirs here: every
   // rank's for a global plan, this rank's own for a rank plan (enumerated directly, nothing quadratic).
-  void materialize_transfers(std::vector<Step>& steps) const {
+  void materialize_transfers(std::vector<Step>& steps) {
     for (Step& s : steps) {
       if (s.kind != StepKind::kP2P) continue;
-      OverlapIndex index(src_.with_placements(s.from), src_.with_placements(s.to), options_.topology,
-                         element_size(dtype_));
+      const OverlapIndex& index = cache_.overlap(s.from, s.to);
       s.transfers.clear();
       if (!rank_) {
         s.transfers = index.all_transfers();
@@ -330,20 +329,30 @@ class Planner {
   DType dtype_;
   const PlanOptions& options_;
   std::optional<int> rank_;
+  bool reference_;
   CostModel model_;
   detail::StepPricer pricer_;
   Layout csrc_, cdst_;
-  std::map<std::string, RankBoxes> boxes_;
+  detail::LayoutCache cache_;
 };
 
 }  // namespace
 
 Plan make_plan(const Layout& src, const Layout& dst, DType dtype, const PlanOptions& options) {
-  return Planner(src, dst, dtype, options, std::nullopt).build();
+  return Planner(src, dst, dtype, options, std::nullopt, false).build();
 }
 
 Plan make_rank_plan(const Layout& src, const Layout& dst, DType dtype, int rank, const PlanOptions& options) {
-  return Planner(src, dst, dtype, options, rank).build();
+  return Planner(src, dst, dtype, options, rank, false).build();
 }
+
+namespace detail {
+
+Plan make_plan_reference(const Layout& src, const Layout& dst, DType dtype, const PlanOptions& options,
+                         std::optional<int> rank) {
+  return Planner(src, dst, dtype, options, rank, true).build();
+}
+
+}  // namespace detail
 
 }  // namespace reshard

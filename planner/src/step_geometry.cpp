@@ -46,31 +46,33 @@ Movement movement(const Box& region, const Box& sender_box, const Box& receiver_
   return m;
 }
 
-void RankExchange::send(const Transfer& t, const Movement& m, LinkClass link) {
-  traffic_.out_bytes[static_cast<int>(link)] += t.bytes;
-  ++traffic_.peers_out;
+void RankExchange::send(const Transfer& t, const Movement& m, LinkClass link, Index count) {
+  const Index bytes = t.bytes * count;
+  traffic_.out_bytes[static_cast<int>(link)] += bytes;
+  traffic_.peers_out += static_cast<int>(count);
   traffic_.stages = std::max(traffic_.stages, m.chunks);
   if (m.sender_stages) {
-    traffic_.pack_bytes += t.bytes;
-    scratch_.add_chunks(t.region, m.chunks);
+    traffic_.pack_bytes += bytes;
+    scratch_.add_chunks(t.region, m.chunks, count);
   }
 }
 
-void RankExchange::receive(const Transfer& t, const Movement& m, LinkClass link) {
-  traffic_.in_bytes[static_cast<int>(link)] += t.bytes;
-  ++traffic_.peers_in;
+void RankExchange::receive(const Transfer& t, const Movement& m, LinkClass link, Index count) {
+  const Index bytes = t.bytes * count;
+  traffic_.in_bytes[static_cast<int>(link)] += bytes;
+  traffic_.peers_in += static_cast<int>(count);
   traffic_.stages = std::max(traffic_.stages, m.chunks);
   if (rules_.transport == Transport::kNvlink) {
     if (m.engine == CopyEngine::kCopyEngine) {
-      traffic_.engine_in_bytes += t.bytes;
-      ++traffic_.engine_calls;
+      traffic_.engine_in_bytes += bytes;
+      traffic_.engine_calls += static_cast<int>(count);
     } else {
-      traffic_.kernel_in_bytes += t.bytes;
+      traffic_.kernel_in_bytes += bytes;
     }
   }
   if (m.receiver_stages) {
-    traffic_.unpack_bytes += t.bytes;
-    scratch_.add_chunks(t.region, m.chunks);
+    traffic_.unpack_bytes += bytes;
+    scratch_.add_chunks(t.region, m.chunks, count);
   }
 }
 

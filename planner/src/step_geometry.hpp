@@ -62,8 +62,9 @@ class RankExchange {
 
   // A transfer this rank sends (over `link`), or receives, moving as `m` (movement() under this exchange's rules:
   // computed once per transfer by the caller, which accounts it on both of its ranks).
-  void send(const Transfer& t, const Movement& m, LinkClass link);
-  void receive(const Transfer& t, const Movement& m, LinkClass link);
+  // `count`: that many transfers of t's shape and size (the planner prices classes of alike transfers at once).
+  void send(const Transfer& t, const Movement& m, LinkClass link, Index count = 1);
+  void receive(const Transfer& t, const Movement& m, LinkClass link, Index count = 1);
   void local(const Transfer& t, const Box& from, const Box& to);
 
   const ExchangeRules& rules() const { return rules_; }

@@ -1,7 +1,9 @@
 #include "step_pricing.hpp"
 
 #include <algorithm>
+#include <map>
 
+#include "transfer_classes.hpp"
 #include "transitions.hpp"
 
 namespace reshard::detail {
@@ -92,18 +94,86 @@ StepPrice StepPricer::collective_wire(const RankBoxes& a, const RankBoxes& b, St
   fail(ErrorKind::kInternal, "p2p steps are priced from their transfers");
 }
 
+Index StepPricer::rank_collective_scratch(const RankBoxes& a, const RankBoxes& b, StepKind kind,
+                                          std::span<const int> dims, int rank) const {
+  if (kind == StepKind::kAllToAll)
+    return rank_exchange(all_to_all_transfers(a, b, dims, rank, es_), a, b, rank,
+                         exchange_rules(Transport::kNccl, false), model_.topology())
+        .scratch()
+        .total();
+  return detail::collective_scratch(kind, a, b, dims, rank).total(es_);
+}
+
 std::vector<Index> StepPricer::collective_scratch(const RankBoxes& a, const RankBoxes& b, StepKind kind,
                                                   std::span<const int> dims) const {
   std::vector<Index> scratch(a.size(), 0);
-  for (int r = 0; r < a.size(); ++r) {
-    if (kind == StepKind::kAllToAll) {
-      scratch[r] = rank_exchange(all_to_all_transfers(a, b, dims, r, es_), a, b, r,
-                                 exchange_rules(Transport::kNccl, false), model_.topology())
-                       .scratch()
-                       .total();
-    } else {
-      scratch[r] = detail::collective_scratch(kind, a, b, dims, r).total(es_);
+  if (kind != StepKind::kAllToAll && kind != StepKind::kAllGather && kind != StepKind::kReduceScatter)
+    return scratch;  // the other kinds take none
+  if (reference_) {
+    for (int r = 0; r < a.size(); ++r) scratch[r] = rank_collective_scratch(a, b, kind, dims, r);
+    return scratch;
+  }
+  // A rank's scratch depends only on the shapes of its group's boxes and on where they lie relative to each other.
+  // Per tensor dim d: where no mesh dim of the group shards d (in a or b), every member's intervals equal the rank's,
+  // so its class records their extents and relative offset; otherwise the members' intervals on d are set by the
+  // rank's coordinates on the other mesh dims sharding d ("outer"), and its class records those intervals, shifted to
+  // start at 0 (a signature, computed once per outer coordinate), and the rank's own place among the members. Ranks
+  // of one class share a scratch: it is computed once per class, O(ranks + classes * group) in all.
+  const Layout &la = a.layout(), &lb = b.layout();
+  const Mesh& mesh = la.mesh();
+  struct DimGroup {
+    std::vector<int> outer, inner;              // mesh dims sharding d in a or b: off the group, in it
+    std::map<Index, Index> signature_of_outer;  // outer combo -> signature id
+  };
+  std::vector<DimGroup> groups(la.ndim());
+  for (int d = 0; d < la.ndim(); ++d)
+    for (const Layout* l : {&la, &lb})
+      for (int k : l->sharding_mesh_dims(d)) {
+        std::vector<int>& side =
+            std::find(dims.begin(), dims.end(), k) != dims.end() ? groups[d].inner : groups[d].outer;
+        if (std::find(side.begin(), side.end(), k) == side.end()) side.push_back(k);
+      }
+  std::map<std::vector<Index>, Index> signatures;
+  auto signature = [&](int d, const Dims& coord) {
+    DimGroup& g = groups[d];
+    Index outer = 0;
+    for (int k : g.outer) outer = outer * mesh.dim_size(k) + coord[k];
+    auto it = g.signature_of_outer.find(outer);
+    if (it != g.signature_of_outer.end()) return it->second;
+    std::vector<Index> sig;
+    Dims c = coord;
+    for (int k : g.inner) c[k] = 0;
+    Index base = -1;
+    while (true) {
+      const Interval x = la.interval(d, c), y = lb.interval(d, c);
+      if (base < 0) base = x.begin;
+      sig.insert(sig.end(), {x.begin - base, x.size, y.begin - base, y.size});
+      int j = static_cast<int>(g.inner.size()) - 1;
+      while (j >= 0 && ++c[g.inner[j]] == mesh.dim_size(g.inner[j])) c[g.inner[j--]] = 0;
+      if (j < 0) break;
     }
+    const Index id = signatures.try_emplace(std::move(sig), static_cast<Index>(signatures.size())).first->second;
+    g.signature_of_outer.emplace(outer, id);
+    return id;
+  };
+  std::map<std::vector<Index>, Index> by_class;
+  std::vector<Index> key;
+  for (int r = 0; r < a.size(); ++r) {
+    key.clear();
+    const Dims coord = mesh.coord_of(r);
+    for (int d = 0; d < la.ndim(); ++d) {
+      if (!groups[d].inner.empty()) {
+        key.push_back(signature(d, coord));
+        for (int k : groups[d].inner) key.push_back(coord[k]);
+      } else {
+        key.push_back(a[r].shape[d]);
+        key.push_back(b[r].shape[d]);
+        key.push_back(a[r].offset[d] - b[r].offset[d]);
+      }
+    }
+    auto [it, fresh] = by_class.try_emplace(key, 0);
+    if (fresh) it->second = rank_collective_scratch(a, b, kind, dims, r);
+    scratch[r] = it->second;
   }
   return scratch;
 }
@@ -115,34 +185,15 @@ PricedStep StepPricer::p2p(const OverlapIndex& index, Transport transport) const
   ps.step.kind = StepKind::kP2P;
   ps.step.from = a.layout().placements();
   ps.step.to = b.layout().placements();
+  ps.step.transport = transport;
   // A step that reduces Partial contributions copies every received one out of scratch (the reduction).
   const ExchangeRules rules = exchange_rules(transport, index.partial_roles().contributions > 1);
-  std::vector<RankExchange> ranks(n, RankExchange(rules));
+  std::vector<RankExchange>& ranks = ranks_;  // reused by the pricer's steps: one allocation per planning
+  ranks.assign(n, RankExchange(rules));
+  const bool complete = !reference_ && TransferClasses::applies(index) ? exchanges_by_class(index, rules, ranks, ps)
+                                                                       : exchanges_by_transfer(index, rules, ranks, ps);
+  if (!complete) return ps;  // unavailable
   const bool one_sided = transport == Transport::kNvlink;
-  ps.step.transport = transport;
-  std::vector<Transfer> buffer;
-  // From the destination side every transfer is visited exactly once (the source side would also visit the
-  // destinations that another replica serves); each is accounted on both of its ranks.
-  for (int r = 0; r < n; ++r) {
-    buffer.clear();
-    index.transfers_into(r, buffer);
-    for (const Transfer& t : buffer) {
-      if (t.is_local()) {
-        ranks[t.dst].local(t, a[t.dst], b[t.dst]);
-        continue;
-      }
-      const LinkClass link = model_.topology().link(t.src, t.dst);
-      if (one_sided && link != LinkClass::kIntraNode) {  // the step cannot run: nothing more to price
-        ps.unavailable =
-            cat("nvlink moves data within a node only; rank ", t.src, " sends to rank ", t.dst, " on another node");
-        return ps;
-      }
-      const Movement m = movement(t.region, a[t.src], b[t.dst], rules);  // once for both of its ranks
-      ranks[t.src].send(t, m, link);
-      ranks[t.dst].receive(t, m, link);
-      ps.step.bytes_moved += t.bytes;
-    }
-  }
   ps.scratch.resize(n);
   double fused_us = 0;  // the step as one kernel per rank (one-sided steps without reductions)
   int most_peers = 0;
@@ -163,6 +214,112 @@ PricedStep StepPricer::p2p(const OverlapIndex& index, Transport transport) const
     ps.step.estimated_us = fused_us;
   }
   return ps;
+}
+
+std::string StepPricer::cross_node_reason(const Transfer& t) {
+  return cat("nvlink moves data within a node only; rank ", t.src, " sends to rank ", t.dst, " on another node");
+}
+
+bool StepPricer::exchanges_by_transfer(const OverlapIndex& index, const ExchangeRules& rules,
+                                       std::vector<RankExchange>& ranks, PricedStep& ps) const {
+  const RankBoxes &a = index.src_boxes(), &b = index.dst_boxes();
+  const bool one_sided = rules.transport == Transport::kNvlink;
+  std::vector<Transfer> buffer;
+  // From the destination side every transfer is visited exactly once (the source side would also visit the
+  // destinations that another replica serves); each is accounted on both of its ranks.
+  for (int r = 0; r < a.size(); ++r) {
+    buffer.clear();
+    index.transfers_into(r, buffer);
+    for (const Transfer& t : buffer) {
+      if (t.is_local()) {
+        ranks[t.dst].local(t, a[t.dst], b[t.dst]);
+        continue;
+      }
+      const LinkClass link = model_.topology().link(t.src, t.dst);
+      if (one_sided && link != LinkClass::kIntraNode) {  // the step cannot run: nothing more to price
+        ps.unavailable = cross_node_reason(t);
+        return false;
+      }
+      const Movement m = movement(t.region, a[t.src], b[t.dst], rules);  // once for both of its ranks
+      ranks[t.src].send(t, m, link);
+      ranks[t.dst].receive(t, m, link);
+      ps.step.bytes_moved += t.bytes;
+    }
+  }
+  return true;
+}
+
+bool StepPricer::exchanges_by_class(const OverlapIndex& index, const ExchangeRules& rules,
+                                    std::vector<RankExchange>& ranks, PricedStep& ps) const {
+  const RankBoxes &a = index.src_boxes(), &b = index.dst_boxes();
+  const Topology& topology = model_.topology();
+  const int n = a.size();
+  const bool one_sided = rules.transport == Transport::kNvlink;
+  const TransferClasses classes(index);
+  std::vector<TransferClass> cls;
+  // Takes transfer t out of its class (`other`: the box of t's other rank).
+  auto take_out = [&](const Transfer& t, const Box& other) {
+    for (TransferClass& c : cls)
+      if (c.count > 0 && c.region.shape == t.region.shape && c.other.shape == other.shape) {
+        --c.count;
+        return;
+      }
+    fail(ErrorKind::kInternal, "a p2p transfer on its node is in none of its rank's transfer classes");
+  };
+  // Node by node: the transfers between the node's ranks (each pair asked once), then each rank's receiving side, in
+  // rank order (so that an unavailable step names the transfer the enumeration would), then each one's sending side.
+  std::vector<std::optional<Transfer>> near;  // near[i * p + j]: from the node's i-th rank to its j-th
+  for (int first = 0; first < n; first += topology.ranks_per_node) {
+    const int p = std::min(n - first, topology.ranks_per_node);
+    near.assign(static_cast<size_t>(p) * p, std::nullopt);
+    for (int i = 0; i < p; ++i)
+      for (int j = 0; j < p; ++j) near[i * p + j] = index.transfer_between(first + i, first + j);
+    for (int j = 0; j < p; ++j) {
+      const int r = first + j;
+      classes.incoming(r, cls);
+      for (int i = 0; i < p; ++i) {
+        if (!near[i * p + j]) continue;
+        const Transfer& t = *near[i * p + j];
+        take_out(t, a[t.src]);
+        if (t.is_local()) {
+          ranks[r].local(t, a[r], b[r]);
+          continue;
+        }
+        ranks[r].receive(t, movement(t.region, a[t.src], b[r], rules), LinkClass::kIntraNode);
+        ps.step.bytes_moved += t.bytes;
+      }
+      for (const TransferClass& c : cls) {
+        if (c.count == 0) continue;
+        if (one_sided) {  // the enumeration's first transfer across nodes into r names the problem
+          const std::optional<Transfer> t = index.first_transfer_into(r, [&](const Transfer& x) {
+            return !x.is_local() && topology.link(x.src, x.dst) != LinkClass::kIntraNode;
+          });
+          if (!t) fail(ErrorKind::kInternal, "a transfer class across nodes has no transfer across nodes");
+          ps.unavailable = cross_node_reason(*t);
+          return false;
+        }
+        const Transfer t{-1, r, c.region, volume(c.region) * es_};
+        ranks[r].receive(t, movement(c.region, c.other, b[r], rules), LinkClass::kInterNode, c.count);
+        ps.step.bytes_moved += t.bytes * c.count;
+      }
+    }
+    for (int i = 0; i < p; ++i) {
+      const int s = first + i;
+      classes.outgoing(s, cls);
+      for (int j = 0; j < p; ++j) {
+        if (!near[i * p + j]) continue;
+        const Transfer& t = *near[i * p + j];
+        take_out(t, b[t.dst]);
+        if (!t.is_local()) ranks[s].send(t, movement(t.region, a[s], b[t.dst], rules), LinkClass::kIntraNode);
+      }
+      for (const TransferClass& c : cls) {
+        if (c.count == 0) continue;
+        const Transfer t{s, -1, c.region, volume(c.region) * es_};
+        ranks[s].send(t, movement(c.region, a[s], c.other, rules), LinkClass::kInterNode, c.count);
+      }
+    }
+  }
+  return true;
 }
 
 ExchangeRules StepPricer::exchange_rules(Transport transport, bool reduces) const {

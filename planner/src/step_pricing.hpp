@@ -30,38 +30,59 @@ struct PricedStep {
 
 class StepPricer {
  public:
-  StepPricer(const CostModel& model, DType dtype, Index chunk_bytes, Fusion fusion = Fusion::kAuto)
-      : model_(model), dtype_(dtype), es_(reshard::element_size(dtype)), chunk_bytes_(chunk_bytes), fusion_(fusion) {}
+  // `reference`: price p2p steps transfer by transfer (the reference the tests compare the class pricing with).
+  StepPricer(const CostModel& model, DType dtype, Index chunk_bytes, Fusion fusion = Fusion::kAuto,
+             bool reference = false)
+      : model_(model),
+        dtype_(dtype),
+        es_(reshard::element_size(dtype)),
+        chunk_bytes_(chunk_bytes),
+        fusion_(fusion),
+        reference_(reference) {}
 
   const CostModel& model() const { return model_; }
   DType dtype() const { return dtype_; }
   int element_size() const { return es_; }
   Index chunk_bytes() const { return chunk_bytes_; }
   Fusion fusion() const { return fusion_; }
+  bool reference() const { return reference_; }
 
   // A collective or local step from a to b on `dims`. Wire time from the largest member; packing and unpacking
   // from representative ranks (the first, the last and the one with the largest tensor).
   StepPrice collective(const RankBoxes& a, const RankBoxes& b, StepKind kind, std::span<const int> dims) const;
   // The same without the fixed per-step overhead.
   StepPrice collective_wire(const RankBoxes& a, const RankBoxes& b, StepKind kind, std::span<const int> dims) const;
-  // Every rank's scratch for a collective or local step.
+  // Every rank's scratch for a collective or local step (computed once per class of alike ranks).
   std::vector<Index> collective_scratch(const RankBoxes& a, const RankBoxes& b, StepKind kind,
                                         std::span<const int> dims) const;
 
-  // A p2p step on `transport`: streams every transfer once, pricing the slowest rank and sizing every rank's scratch.
-  // The step holds no transfers (the planner materialises them for the plan it keeps). An nvlink step with a
-  // transfer across nodes returns at that transfer with `unavailable` set and no figures.
+  // A p2p step on `transport`: every rank's exchange, pricing the slowest rank and sizing every rank's scratch. The
+  // step holds no transfers (the planner materialises them for the plan it keeps). An nvlink step with a transfer
+  // across nodes returns at the first one (in destination rank order) with `unavailable` set and no figures.
+  // Exchanges come from transfer classes (transfer_classes.hpp) where they apply, else from every transfer; both
+  // give the same figures (tests/planner_equivalence_test.cpp).
   PricedStep p2p(const OverlapIndex& index, Transport transport = Transport::kNccl) const;
 
   // The exchange rules of this pricer's steps (transport, element size, chunking, copy-engine rule).
   ExchangeRules exchange_rules(Transport transport, bool reduces) const;
 
  private:
+  // Fill every rank's exchange and the step's bytes; false (with ps.unavailable set) when the step cannot run.
+  bool exchanges_by_transfer(const OverlapIndex& index, const ExchangeRules& rules, std::vector<RankExchange>& ranks,
+                             PricedStep& ps) const;
+  bool exchanges_by_class(const OverlapIndex& index, const ExchangeRules& rules, std::vector<RankExchange>& ranks,
+                          PricedStep& ps) const;
+  static std::string cross_node_reason(const Transfer& t);
+  Index rank_collective_scratch(const RankBoxes& a, const RankBoxes& b, StepKind kind, std::span<const int> dims,
+                                int rank) const;
+
   const CostModel& model_;
   DType dtype_;
   int es_;
   Index chunk_bytes_;
   Fusion fusion_;
+  bool reference_;
+  mutable std::vector<RankExchange> ranks_;  // p2p(): every rank's exchange (kept to reuse its memory)
 };
 
 }  // namespace reshard::detail

@@ -26,6 +26,9 @@
 // of a large job never materialises all N^2 pairs.
 #pragma once
 
+#include <functional>
+#include <memory>
+#include <optional>
 #include <vector>
 
 #include "reshard/partial.hpp"
@@ -34,18 +37,30 @@
 
 namespace reshard {
 
+namespace detail {
+class TransferClasses;
+}
+
 class OverlapIndex {
  public:
   // Layouts on the same mesh and shape. kInvalidArgument when the target creates a Partial placement, or the
   // reduced Partial dims of the source mix reduce ops.
   OverlapIndex(const Layout& src, const Layout& dst, const Topology& topology, int element_size);
+  // The same over rank boxes already built (shared, not copied: on a 16k-rank mesh each is megabytes).
+  OverlapIndex(std::shared_ptr<const RankBoxes> src, std::shared_ptr<const RankBoxes> dst, const Topology& topology,
+               int element_size);
 
   // Transfers into `dst_rank` (its local copy included), appended to `out` in row-major block order.
   void transfers_into(int dst_rank, std::vector<Transfer>& out) const;
+  // The first transfer into `dst_rank` (in that order) for which `pred` holds, stopping there.
+  std::optional<Transfer> first_transfer_into(int dst_rank, const std::function<bool(const Transfer&)>& pred) const;
   // Transfers out of `src_rank` (its local copy included), appended to `out`.
   void transfers_from(int src_rank, std::vector<Transfer>& out) const;
   // Every transfer, sorted by (src, dst).
   std::vector<Transfer> all_transfers() const;
+  // The transfer from `src_rank` to `dst_rank` (the local copy when they are equal), if the rule makes one: a rank
+  // holds one block, so there is at most one. O(ndim) plus the holder choice.
+  std::optional<Transfer> transfer_between(int src_rank, int dst_rank) const;
 
   const Layout& src() const { return src_.layout(); }
   const Layout& dst() const { return dst_.layout(); }
@@ -55,12 +70,17 @@ class OverlapIndex {
   const PartialRoles& partial_roles() const { return roles_; }
 
  private:
+  friend class detail::TransferClasses;  // prices a rank's transfers by classes of alike ones (transfer_classes.hpp)
+
   struct Chunk {
     Index begin = 0, size = 0;
     Index combo = 0;  // row-major index over the layout's sharding mesh dims of this tensor dim
   };
   using ChunkList = std::vector<Chunk>;  // non-empty chunks sorted by begin
 
+  // Calls visit(t) for every transfer into dst_rank in row-major block order while it returns true.
+  template <class Visit>
+  void visit_into(int dst_rank, Visit visit) const;
   static std::vector<ChunkList> chunk_lists(const Layout& layout);
   static std::pair<const Chunk*, const Chunk*> overlapping(const ChunkList& list, Index begin, Index end);
   // Writes the coordinates a chunk combo stands for into `coord` (only the sharding mesh dims of dim d).
@@ -71,7 +91,11 @@ class OverlapIndex {
   // Row-major index of a coordinate over the source's sharding mesh dims: identifies a block.
   Index block_of(const Dims& coord) const;
 
-  RankBoxes src_, dst_;
+  void init();
+
+  std::shared_ptr<const RankBoxes> src_boxes_, dst_boxes_;
+  const RankBoxes& src_ = *src_boxes_;
+  const RankBoxes& dst_ = *dst_boxes_;
   Topology topology_;
   int element_size_;
   std::vector<ChunkList> src_chunks_, dst_chunks_;

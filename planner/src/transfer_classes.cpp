@@ -1,0 +1,93 @@
+#include "transfer_classes.hpp"
+
+#include <algorithm>
+
+namespace reshard::detail {
+namespace {
+
+Index combo_count(const Mesh& mesh, const std::vector<int>& dims) {
+  Index n = 1;
+  for (int k : dims) n *= mesh.dim_size(k);
+  return n;
+}
+
+Index combo_of(const Mesh& mesh, const std::vector<int>& dims, const Dims& coord) {
+  Index c = 0;
+  for (int k : dims) c = c * mesh.dim_size(k) + coord[k];
+  return c;
+}
+
+}  // namespace
+
+bool TransferClasses::applies(const OverlapIndex& index) {
+  return index.src_free_dims_.empty() && index.src().one_box_per_rank() && index.dst().one_box_per_rank();
+}
+
+TransferClasses::TransferClasses(const OverlapIndex& index)
+    : index_(index),
+      in_(table(index.dst(), index.dst_chunks_.data(), index.src_chunks_.data())),
+      out_(table(index.src(), index.src_chunks_.data(), index.dst_chunks_.data())) {
+  const Mesh& mesh = index.src().mesh();
+  for (int k : index.dst_free_dims_)
+    if (std::find(index.roles_.kept.begin(), index.roles_.kept.end(), k) == index.roles_.kept.end())
+      replicas_ *= mesh.dim_size(k);
+}
+
+TransferClasses::Table TransferClasses::table(const Layout& own, const std::vector<OverlapIndex::Chunk>* own_chunks,
+                                              const std::vector<OverlapIndex::Chunk>* other_chunks) {
+  Table t(own.ndim());
+  for (int d = 0; d < own.ndim(); ++d) {
+    t[d].resize(combo_count(own.mesh(), own.sharding_mesh_dims(d)));
+    for (const OverlapIndex::Chunk& c : own_chunks[d]) {
+      auto [first, last] = OverlapIndex::overlapping(other_chunks[d], c.begin, c.begin + c.size);
+      DimClasses& classes = t[d][c.combo];
+      for (const OverlapIndex::Chunk* o = first; o != last; ++o) {
+        const Index overlap = std::min(o->begin + o->size, c.begin + c.size) - std::max(o->begin, c.begin);
+        auto same = std::find_if(classes.begin(), classes.end(),
+                                 [&](const DimClass& x) { return x.overlap == overlap && x.chunk == o->size; });
+        if (same == classes.end())
+          classes.push_back(DimClass{overlap, o->size, 1});
+        else
+          ++same->count;
+      }
+    }
+  }
+  return t;
+}
+
+void TransferClasses::product(const Layout& own, const Table& t, int rank, Index multiplicity,
+                              std::vector<TransferClass>& out) const {
+  out.clear();
+  const Mesh& mesh = own.mesh();
+  const Dims coord = mesh.coord_of(rank);
+  const int nd = own.ndim();
+  const DimClasses* per_dim[kMaxDims];
+  for (int d = 0; d < nd; ++d) {
+    per_dim[d] = &t[d][combo_of(mesh, own.sharding_mesh_dims(d), coord)];
+    if (per_dim[d]->empty()) return;  // the rank's box is empty: no transfers
+  }
+  int at[kMaxDims] = {};
+  while (true) {
+    TransferClass c{Box{Dims(nd), Dims(nd)}, Box{Dims(nd), Dims(nd)}, multiplicity};
+    for (int d = 0; d < nd; ++d) {
+      const DimClass& x = (*per_dim[d])[at[d]];
+      c.region.shape[d] = x.overlap;
+      c.other.shape[d] = x.chunk;
+      c.count *= x.count;
+    }
+    out.push_back(c);
+    int d = nd - 1;
+    while (d >= 0 && ++at[d] == static_cast<int>(per_dim[d]->size())) at[d--] = 0;
+    if (d < 0) return;
+  }
+}
+
+void TransferClasses::incoming(int rank, std::vector<TransferClass>& out) const {
+  product(index_.dst(), in_, rank, index_.roles_.contributions, out);
+}
+
+void TransferClasses::outgoing(int rank, std::vector<TransferClass>& out) const {
+  product(index_.src(), out_, rank, replicas_, out);
+}
+
+}  // namespace reshard::detail

@@ -1,0 +1,62 @@
+// A rank's p2p transfers in classes of alike ones, so that pricing costs work per class, not per transfer
+// (internal to the planner).
+//
+// What pricing needs of a transfer (step_geometry.hpp: its bytes, its movement, its scratch) depends on the shapes of
+// its region and of the two boxes only, and on whether it crosses a node. Under the overlap rule (overlap.hpp) the
+// regions a rank receives are the products, over tensor dims, of its target interval's overlaps with the source's
+// chunks (times the contributions of a Partial source), and those it sends are the products of its block's overlaps
+// with the target's chunks (times the target's replicas). Grouping each dim's overlaps by (overlap length, chunk
+// length) gives a few classes per dim; their product gives the rank's transfer classes with their counts. The
+// transfers that stay on the rank's node (its local copy included) are found by asking each rank of the node
+// directly (OverlapIndex::transfer_between) and taken out of their classes; the rest cross nodes.
+//
+// A rank thus costs O(prod over dims of its classes per dim + ranks per node), a p2p step O(ranks * that) after an
+// O(chunks) table per dim, instead of O(transfers), which is O(ranks^2) for [S0,S0] -> [S1,S1]. The classes apply
+// when every block has one holder (the source is Replicate on no mesh dim of size > 1), so that a rank sends to every
+// destination overlapping its block; otherwise the pricer enumerates transfers.
+#pragma once
+
+#include <vector>
+
+#include "reshard/overlap.hpp"
+
+namespace reshard::detail {
+
+// `count` transfers whose region has shape `region` and whose other rank's box (the sender's for a receiving rank,
+// the receiver's for a sending rank) has shape `other`; offsets are 0.
+struct TransferClass {
+  Box region, other;
+  Index count = 0;
+};
+
+class TransferClasses {
+ public:
+  // Whether `index` is priced by classes (every block has one holder, every layout has one box per rank).
+  static bool applies(const OverlapIndex& index);
+
+  explicit TransferClasses(const OverlapIndex& index);
+
+  // Every transfer into `rank` (its local copy included) in classes; `out` is replaced.
+  void incoming(int rank, std::vector<TransferClass>& out) const;
+  // Every transfer out of `rank` (its local copy included) in classes; `out` is replaced.
+  void outgoing(int rank, std::vector<TransferClass>& out) const;
+
+ private:
+  // Overlaps of one interval of one side with the other side's chunks, grouped by (overlap length, chunk length).
+  struct DimClass {
+    Index overlap = 0, chunk = 0, count = 0;
+  };
+  using DimClasses = std::vector<DimClass>;
+  // Per tensor dim, per chunk combo of one side (row-major over its sharding mesh dims): its DimClasses.
+  using Table = std::vector<std::vector<DimClasses>>;
+
+  static Table table(const Layout& own, const std::vector<OverlapIndex::Chunk>* own_chunks,
+                     const std::vector<OverlapIndex::Chunk>* other_chunks);
+  void product(const Layout& own, const Table& t, int rank, Index multiplicity, std::vector<TransferClass>& out) const;
+
+  const OverlapIndex& index_;
+  Table in_, out_;      // target intervals against source chunks; source intervals against target chunks
+  Index replicas_ = 1;  // destinations per target box that a sender serves (the target's free dims but kept ones)
+};
+
+}  // namespace reshard::detail
