@@ -58,6 +58,21 @@ WorkspaceLayout workspace_of(const std::vector<RankBoxes>& layouts, int rank, in
 // scratch areas laid out exactly as the geometry accounted them, chunk i of a pipelined transfer in stage i. When
 // the step reduces Partial contributions, the receiver gets every contribution of a region into scratch and one
 // reduction per chunk writes the region, reading its own contribution in place. Returns the scratch it takes.
+// A reducing rank's contributions (received and its own), grouped by region, each region's in sender-rank order:
+// the order every backend reduces in, so that results are bitwise the same everywhere.
+std::vector<const Transfer*> contributions(const RankTransfers& t) {
+  std::vector<const Transfer*> into;
+  for (const Transfer& tr : t.recvs) into.push_back(&tr);
+  for (const Transfer& tr : t.local) into.push_back(&tr);
+  std::stable_sort(into.begin(), into.end(), [](const Transfer* p, const Transfer* q) {
+    BoxLess less;
+    if (less(p->region, q->region)) return true;
+    if (less(q->region, p->region)) return false;
+    return p->src < q->src;
+  });
+  return into;
+}
+
 Index lower_exchange(StepParts& ps, const RankTransfers& t, const RankBoxes& a, const RankBoxes& b, int rank,
                      const StepBuffers& buf, const ExchangeRules& rules, const PartialRoles* roles) {
   const Box &from = a[rank], &to = b[rank];
@@ -105,15 +120,7 @@ Index lower_exchange(StepParts& ps, const RankTransfers& t, const RankBoxes& a, 
     return account.scratch().total();
   }
   // Reductions: the contributions of each region (received ones and the rank's own), in sender-rank order.
-  std::vector<const Transfer*> into;
-  for (const Transfer& tr : t.recvs) into.push_back(&tr);
-  for (const Transfer& tr : t.local) into.push_back(&tr);
-  std::stable_sort(into.begin(), into.end(), [](const Transfer* p, const Transfer* q) {
-    BoxLess less;
-    if (less(p->region, q->region)) return true;
-    if (less(q->region, p->region)) return false;
-    return p->src < q->src;
-  });
+  const std::vector<const Transfer*> into = contributions(t);
   const Index divisor = roles->reduce_op == ReduceOp::kAvg ? roles->contributions : 1;
   for (size_t g = 0; g < into.size();) {
     size_t e = g;
@@ -169,15 +176,7 @@ void lower_one_sided(StepParts& ps, const RankTransfers& t, const RankBoxes& a, 
     }
   } else {
     // Every region's contributions, in sender-rank order, reduced straight from the senders' tensors.
-    std::vector<const Transfer*> into;
-    for (const Transfer& tr : t.recvs) into.push_back(&tr);
-    for (const Transfer& tr : t.local) into.push_back(&tr);
-    std::stable_sort(into.begin(), into.end(), [](const Transfer* p, const Transfer* q) {
-      BoxLess less;
-      if (less(p->region, q->region)) return true;
-      if (less(q->region, p->region)) return false;
-      return p->src < q->src;
-    });
+    const std::vector<const Transfer*> into = contributions(t);
     const Index divisor = roles.reduce_op == ReduceOp::kAvg ? roles.contributions : 1;
     for (size_t g = 0; g < into.size();) {
       size_t e = g;

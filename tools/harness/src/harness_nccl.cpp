@@ -1,9 +1,5 @@
 // The NCCL side of the harness: one GPU per rank, in one process (a thread per rank) or one process per rank.
-#include <fmt/format.h>
-
 #include <algorithm>
-#include <cstdio>
-#include <cstdlib>
 
 #include "gpu_timing.hpp"
 #include "nccl_rank.hpp"
@@ -12,7 +8,6 @@
 #include "reshard/executor.hpp"
 #include "reshard/harness.hpp"
 #include "reshard/host_backend.hpp"
-#include "reshard/interrupt.hpp"
 #include "reshard/memory_check.hpp"
 #include "reshard/nccl_communicator.hpp"
 #include "timed_rank.hpp"

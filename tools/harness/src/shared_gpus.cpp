@@ -2,7 +2,9 @@
 // on visible GPU r % count. The communicator carries only host-side exchanges (how the one-sided transport connects),
 // so only plans whose communicating steps are all one-sided run: the NVLink transport's ordering, copies and fused
 // kernels tested with more ranks than GPUs.
+#include <algorithm>
 #include <chrono>
+#include <limits>
 #include <thread>
 #include <vector>
 
