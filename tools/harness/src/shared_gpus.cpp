@@ -90,7 +90,7 @@ RunResult run_shared_gpus(const Plan& plan, const RunOptions& options) {
           comm.all_gather_host(&none, all.data(), 1);
         };
         outcomes[r] = detail::run_timed_rank(
-            plan, comm, r % gpus, options, [&] { world.abort(cat("rank ", r, " stalled")); }, meet);
+            plan, comm, r % gpus, options, [&] { world.abort(cat("rank ", r, " stalled")); }, meet, meet);
       },
       &world);
   return combine_ranks(Backend::kNccl, outcomes);

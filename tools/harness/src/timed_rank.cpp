@@ -13,7 +13,8 @@
 namespace reshard::detail {
 
 RankOutcome run_timed_rank(const Plan& plan, Communicator& comm, int device_ordinal, const RunOptions& options,
-                           const std::function<void()>& abort_comm, const std::function<void()>& prepared) {
+                           const std::function<void()>& abort_comm, const std::function<void()>& prepared,
+                           const std::function<void()>& finished) {
   const int r = comm.rank();
   CudaDevice device(device_ordinal);
   RankRedistribution redistribution(plan, comm, device,
@@ -72,6 +73,7 @@ RankOutcome run_timed_rank(const Plan& plan, Communicator& comm, int device_ordi
     redistribution.wait();
     out.steps = redistribution.step_times();
   }
+  if (finished) finished();
   return out;
 }
 
