@@ -25,7 +25,9 @@ PartialRoles partial_roles(const Mesh& mesh, const std::vector<Placement>& from,
 }
 
 PartialRoles partial_roles(const Layout& from, const Layout& to) {
-  if (from.mesh() == to.mesh()) return partial_roles(from.mesh(), from.placements(), to.placements());
+  // A mesh on a subset of the world is planned as between meshes (cross_mesh.hpp): nothing is kept there either.
+  if (from.mesh() == to.mesh() && from.mesh().world_size() == from.mesh().size())
+    return partial_roles(from.mesh(), from.placements(), to.placements());
   PartialRoles roles;
   bool have_op = false;
   for (int k = 0; k < from.mesh().ndim(); ++k) {

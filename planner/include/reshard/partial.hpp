@@ -31,8 +31,9 @@ struct PartialRoles {
 
 // Roles of the mesh dims of sizes > 1 (size-1 dims hold the full value whatever their placement).
 PartialRoles partial_roles(const Mesh& mesh, const std::vector<Placement>& from, const std::vector<Placement>& to);
-// The roles of a step between two layouts: as above on one mesh; between different meshes every Partial dim of
-// `from` is reduced and every Partial dim of `to` created (a contribution has no coordinate to stay on).
+// The roles of a step between two layouts: as above on one mesh that spans its world; between different meshes (or
+// on a mesh that is a subset of its world, planned the same way) every Partial dim of `from` is reduced and every
+// Partial dim of `to` created (a contribution has no coordinate to stay on).
 PartialRoles partial_roles(const Layout& from, const Layout& to);
 
 // `to` with every created Partial replaced by Replicate: what communication delivers before the local partition.

@@ -1,0 +1,256 @@
+// Redistribution between layouts on different meshes of one world of ranks, end to end on the host backend: every
+// pair of placements from R / S0 / S1 / P(sum) over a set of mesh pairs (identical, overlapping and disjoint rank
+// sets, permuted ranks, a mesh on a subset of the world to itself), sizes 0, 1 and uneven, p2p on both transports,
+// every element of every rank checked; the minimum bytes moved; rank-scoped plans; plan JSON round trips; and bad
+// inputs refused with errors that name the problem.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <memory>
+
+#include "host_runs.hpp"
+#include "reshard/harness.hpp"
+#include "reshard/plan_json.hpp"
+#include "reshard/planner.hpp"
+#include "test_tier.hpp"
+
+namespace reshard {
+namespace {
+
+// Every assignment of R, S0, S1 and P(sum) to the dims of a mesh.
+std::vector<std::vector<Placement>> placements_for(int mesh_ndim) {
+  const Placement choices[] = {Placement::replicate(), Placement::shard(0), Placement::shard(1),
+                               Placement::partial(ReduceOp::kSum)};
+  std::vector<std::vector<Placement>> out{{}};
+  for (int k = 0; k < mesh_ndim; ++k) {
+    std::vector<std::vector<Placement>> next;
+    for (const auto& prefix : out)
+      for (const Placement& p : choices) {
+        next.push_back(prefix);
+        next.back().push_back(p);
+      }
+    out = std::move(next);
+  }
+  return out;
+}
+
+struct MeshPair {
+  const char* name;
+  const char* from;  // Mesh::str() forms, read by parse_mesh
+  const char* to;
+};
+
+void PrintTo(const MeshPair& p, std::ostream* os) { *os << p.from << " -> " << p.to; }
+
+// The fewest bytes any plan moves: every rank receives each contribution of its target box once, less what it holds.
+Index minimum_bytes(const Layout& src, const Layout& dst, int es) {
+  Index contributions = 1;
+  for (int k = 0; k < src.mesh().ndim(); ++k)
+    if (src.placement(k).is_partial()) contributions *= src.mesh().dim_size(k);
+  Index total = 0;
+  for (int r = 0; r < src.mesh().world_size(); ++r)
+    total += contributions * dst.local_volume(r) - volume(intersect(src.box(r), dst.box(r)));
+  return total * es;
+}
+
+class CrossMeshExhaustive : public ::testing::TestWithParam<MeshPair> {};
+
+TEST_P(CrossMeshExhaustive, EveryPlacementPairEveryElement) {
+  const Mesh from = parse_mesh(GetParam().from), to = parse_mesh(GetParam().to);
+  ASSERT_EQ(from.world_size(), to.world_size());
+  const int world = from.world_size();
+  LocalRunner runner(Backend::kHost, world, std::chrono::seconds(30));
+  const auto sources = placements_for(from.ndim()), targets = placements_for(to.ndim());
+  const Dims shapes[] = {Dims{0, 3}, Dims{1, 1}, Dims{7, 5}};
+  // Every placement pair on every shape; the fast tier samples at most 400 of them (each pair of 2-D meshes' 256
+  // placement pairs then still runs on at least one shape).
+  const long long total = static_cast<long long>(sources.size() * targets.size()) * 3;
+  const long long stride = testing::tier_stride(total, 400, 3);
+  long long index = 0;
+  int runs = 0, nvlink_runs = 0, partial_runs = 0;
+  for (const auto& sp : sources) {
+    for (const auto& tp : targets) {
+      for (const Dims& shape : shapes) {
+        if (!testing::in_tier(index++, stride)) continue;
+        const Layout src(from, sp, shape), dst(to, tp, shape);
+        // Integers keep Partial sums exact (floating partitions are checked by the f32 case below).
+        const DType dtype = runs % 2 ? DType::kI32 : DType::kI64;
+        PlanOptions o;
+        o.topology.ranks_per_node = runs % 3 == 0 ? 2 : 8;  // nvlink only where transfers stay on a node
+        o.pipeline_chunk_bytes = runs % 5 == 0 ? 8 : 0;     // every fifth case pipelined in tiny chunks
+        const Plan automatic = make_plan(src, dst, dtype, o);
+        for (const Candidate& c : automatic.candidates()) {
+          if (c.strategy != Strategy::kP2P) {
+            ASSERT_FALSE(c.available) << to_string(c.strategy) << " across meshes";
+            continue;
+          }
+          if (!c.available) continue;
+          o.strategy = Strategy::kP2P;
+          o.transport = c.transport;
+          const Plan plan = make_plan(src, dst, dtype, o);
+          const RunResult r = runner.run(plan, testing::quick_host_run());
+          const std::string what = cat(src.str(), " -> ", dst.str(), " ", to_string(dtype), " ",
+                                       to_string(c.transport), ": ", r.first_error);
+          ASSERT_EQ(r.wrong_elements, 0) << what;
+          Index expected = 0;
+          for (int rank = 0; rank < world; ++rank) expected += 3 * dst.local_volume(rank);
+          ASSERT_EQ(r.checked_elements, expected) << what;
+          ASSERT_EQ(plan.bytes_moved(), minimum_bytes(src, dst, element_size(dtype))) << what;
+          for (const Transfer& t : plan.steps().front().transfers) {
+            ASSERT_TRUE(from.contains(t.src)) << what << ": rank " << t.src << " sends but holds nothing";
+            ASSERT_TRUE(to.contains(t.dst)) << what << ": rank " << t.dst << " receives but wants nothing";
+          }
+          ++runs;
+          nvlink_runs += c.transport == Transport::kNvlink;
+          partial_runs += src.has_partial() || dst.has_partial();
+        }
+      }
+    }
+  }
+  EXPECT_GT(runs, 0);
+  EXPECT_GT(nvlink_runs, 0);
+  EXPECT_GT(partial_runs, 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    CrossMesh, CrossMeshExhaustive,
+    ::testing::Values(MeshPair{"TwoByTwoToFour", "2x2", "4"},               // identical rank sets
+                      MeshPair{"FourToTwoOverlapping", "4", "2[1,3]/4"},    // target a subset of the source
+                      MeshPair{"TwoToOneOnRankOne", "2", "1[1]/2"},         // (2) -> (1) on rank 1
+                      MeshPair{"TwoByFourToEight", "2x4", "8"},             // training -> serving
+                      MeshPair{"EightToTwoByTwoOnTop", "8", "2x2[4,5,6,7]/8"},  // checkpoint to fewer ranks
+                      MeshPair{"DisjointStages", "2[0,1]/5", "3[2,3,4]/5"},     // pipeline hand-off, uneven
+                      MeshPair{"PermutedRanks", "2x2[3,1,2,0]", "2x2"},         // same ranks, other order
+                      MeshPair{"SubsetToItself", "2x2[4,5,6,7]/8", "2x2[4,5,6,7]/8"},
+                      MeshPair{"PartlyOverlapping", "2x2[0,1,2,3]/6", "2x2[5,4,3,2]/6"}),
+    [](const ::testing::TestParamInfo<MeshPair>& info) { return std::string(info.param.name); });
+
+// Floating Partial targets follow PyTorch's Replicate -> Partial(sum): every rank holds value / group size.
+TEST(CrossMesh, FloatingPartialTargetsDivideAsPyTorch) {
+  const Mesh from = parse_mesh("2x2"), to = parse_mesh("2[2,3]/4");
+  LocalRunner runner(Backend::kHost, 4, std::chrono::seconds(30));
+  for (const char* sp : {"S0,S1", "P,R", "R,R"}) {
+    const Layout src(from, parse_placements(sp), Dims{5, 3}), dst(to, parse_placements("P"), Dims{5, 3});
+    const Plan plan = make_plan(src, dst, DType::kF32);
+    ASSERT_EQ(plan.steps().size(), 2u);
+    EXPECT_EQ(plan.steps().back().kind, StepKind::kLocal);
+    const RunResult r = runner.run(plan, testing::quick_host_run());
+    EXPECT_EQ(r.wrong_elements, 0) << sp << ": " << r.first_error;
+    EXPECT_EQ(r.checked_elements, 3 * 2 * 15);
+  }
+}
+
+// A rank's plan holds exactly the global plan's transfers that rank sends or receives, and lowers the same.
+TEST(CrossMesh, RankPlansHoldTheirShareOfTheGlobalPlan) {
+  const Layout src(parse_mesh("2x4"), parse_placements("S0,P"), Dims{9, 6});
+  const Layout dst(parse_mesh("2x2[4,5,6,7]/8"), parse_placements("S1,R"), Dims{9, 6});
+  const Plan global = make_plan(src, dst, DType::kF32);
+  for (int r = 0; r < 8; ++r) {
+    const Plan mine = make_rank_plan(src, dst, DType::kF32, r);
+    std::vector<Transfer> want;
+    for (const Transfer& t : global.steps().front().transfers)
+      if (t.src == r || t.dst == r) want.push_back(t);
+    EXPECT_EQ(mine.steps().front().transfers, want) << "rank " << r;
+    EXPECT_EQ(mine.estimated_us(), global.estimated_us());
+    const RankProgram a = lower(global, r), b = lower(mine, r);
+    EXPECT_EQ(a.ops.size(), b.ops.size());
+    EXPECT_EQ(a.work_elements, b.work_elements);
+  }
+}
+
+TEST(CrossMesh, PlanJsonRoundTrips) {
+  const Layout src(parse_mesh("2x2[3,1,2,0]/6"), parse_placements("P,S1"), Dims{7, 5});
+  const Layout dst(parse_mesh("3[5,4,0]/6"), parse_placements("P"), Dims{7, 5});
+  for (std::optional<int> rank : {std::optional<int>(), std::optional<int>(4)}) {
+    const Plan plan = rank ? make_rank_plan(src, dst, DType::kI32, *rank) : make_plan(src, dst, DType::kI32);
+    const std::string text = plan_to_json(plan);
+    const Plan back = plan_from_json(text);
+    EXPECT_EQ(back.src(), src);
+    EXPECT_EQ(back.dst(), dst);
+    EXPECT_EQ(back.steps().front().transfers, plan.steps().front().transfers);
+    EXPECT_EQ(plan_to_json(back), text);
+    if (!rank) {
+      LocalRunner runner(Backend::kHost, 6, std::chrono::seconds(30));
+      EXPECT_EQ(runner.run(back, testing::quick_host_run()).wrong_elements, 0);
+    }
+  }
+}
+
+TEST(CrossMesh, CollectiveAndHybridAreUnavailableWithAReason) {
+  const Layout src(parse_mesh("2x2"), parse_placements("S0,S1"), Dims{8, 8});
+  const Layout dst(parse_mesh("4"), parse_placements("S1"), Dims{8, 8});
+  const Plan plan = make_plan(src, dst, DType::kF32);
+  EXPECT_EQ(plan.strategy(), Strategy::kP2P);
+  for (const Candidate& c : plan.candidates())
+    if (c.strategy != Strategy::kP2P) EXPECT_EQ(c.reason, "source and target meshes differ");
+  PlanOptions o;
+  o.strategy = Strategy::kCollective;
+  try {
+    make_plan(src, dst, DType::kF32, o);
+    ADD_FAILURE() << "a collective plan across meshes";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("source and target meshes differ"), std::string::npos) << e.what();
+  }
+}
+
+void expect_error(const std::function<void()>& f, ErrorKind kind, const std::string& needle) {
+  try {
+    f();
+    ADD_FAILURE() << "no error; expected one containing '" << needle << "'";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), kind) << e.what();
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+  }
+}
+
+TEST(CrossMesh, MeshesOnAWorldRefuseBadRanks) {
+  expect_error([] { Mesh({2}, {0, 8}, 8); }, ErrorKind::kInvalidArgument, "rank list entry 8 is outside 0..7");
+  expect_error([] { Mesh({2}, {-1, 3}, 8); }, ErrorKind::kInvalidArgument, "rank list entry -1 is outside 0..7");
+  expect_error([] { Mesh({2}, {3, 3}, 8); }, ErrorKind::kInvalidArgument, "rank 3 appears twice");
+  expect_error([] { Mesh({4}, {0, 1, 2, 3}, 3); }, ErrorKind::kInvalidArgument, "needs a world size in 4..");
+  expect_error([] { Mesh({2}, {0, 1}, kMaxRanks + 1); }, ErrorKind::kInvalidArgument, "needs a world size");
+  expect_error([] { parse_mesh("2x2[0,1,2]/8"); }, ErrorKind::kInvalidArgument, "has 4 positions but the rank list");
+  expect_error([] { parse_mesh("2[0,1/8"); }, ErrorKind::kParse, "must end with ']'");
+  expect_error([] { parse_mesh("2[0,1]/0"); }, ErrorKind::kParse, "world size 0");
+  expect_error([] { parse_mesh("2[0,1]/99999999999999999999"); }, ErrorKind::kParse, "world size");
+  expect_error([] { parse_rank_list("3-1"); }, ErrorKind::kParse, "runs backwards");
+  expect_error([] { parse_rank_list("0-2000000"); }, ErrorKind::kParse, "outside 0..");
+  expect_error([] { parse_rank_list("0,,1"); }, ErrorKind::kParse, "rank list");
+  expect_error([] { Layout(parse_mesh("1[1]/2"), parse_placements("R"), Dims{}); }, ErrorKind::kInvalidArgument,
+               "0-dim tensor");
+}
+
+TEST(CrossMesh, MeshTextRoundTrips) {
+  for (const char* text : {"2x4", "2x2[3,2,1,0]", "2x2[4,5,6,7]/8", "1[1]/2", "3[5,0,2]/6", "4[0,1,2,3]/5"}) {
+    const Mesh m = parse_mesh(text);
+    EXPECT_EQ(m.str(), text);
+    EXPECT_EQ(parse_mesh(m.str()), m);
+  }
+  EXPECT_EQ(parse_mesh("4[0,1,2,3]").str(), "4");  // the default rank list is not printed
+  EXPECT_EQ(parse_rank_list("0-3,6,7"), (std::vector<int>{0, 1, 2, 3, 6, 7}));
+  const Mesh m = parse_mesh("2x2[4,5,6,7]/8");
+  EXPECT_EQ(m.size(), 4);
+  EXPECT_EQ(m.world_size(), 8);
+  EXPECT_FALSE(m.contains(3));
+  EXPECT_TRUE(m.contains(6));
+  EXPECT_EQ(m.coord_of(6), (Dims{1, 0}));
+  const Layout l(m, parse_placements("S0,S1"), Dims{4, 4});
+  EXPECT_EQ(l.local_volume(2), 0);
+  EXPECT_EQ(l.box(7), (Box{Dims{2, 2}, Dims{2, 2}}));
+}
+
+TEST(CrossMesh, DifferentWorldsOrShapesAreRefused) {
+  const Layout a(parse_mesh("2x2"), parse_placements("S0,R"), Dims{8, 8});
+  const Layout b(parse_mesh("4[0,1,2,3]/5"), parse_placements("S0"), Dims{8, 8});
+  const Layout c(parse_mesh("4"), parse_placements("S0"), Dims{8, 9});
+  expect_error([&] { make_plan(a, b, DType::kF32); }, ErrorKind::kInvalidArgument, "worlds of different sizes");
+  expect_error([&] { make_plan(a, c, DType::kF32); }, ErrorKind::kInvalidArgument,
+               "source shape 8x8 and target shape 8x9 differ");
+  const Layout d(parse_mesh("4"), parse_placements("R"), Dims{8, 8});
+  expect_error([&] { make_rank_plan(a, d, DType::kF32, 4); },
+               ErrorKind::kInvalidArgument, "rank 4 is not in the world");
+}
+
+}  // namespace
+}  // namespace reshard
