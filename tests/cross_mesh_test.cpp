@@ -6,8 +6,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <functional>
 #include <memory>
 
+#include <nlohmann/json.hpp>
+
+#include "cli_runner.hpp"
 #include "host_runs.hpp"
 #include "reshard/harness.hpp"
 #include "reshard/plan_json.hpp"
@@ -250,6 +254,68 @@ TEST(CrossMesh, DifferentWorldsOrShapesAreRefused) {
   const Layout d(parse_mesh("4"), parse_placements("R"), Dims{8, 8});
   expect_error([&] { make_rank_plan(a, d, DType::kF32, 4); },
                ErrorKind::kInvalidArgument, "rank 4 is not in the world");
+}
+
+// A plan file whose meshes are malformed is refused with an error naming the field.
+TEST(CrossMesh, MalformedPlanJsonIsRefused) {
+  const Layout src(parse_mesh("2x2[0,1,2,3]/6"), parse_placements("S0,R"), Dims{8, 4});
+  const Layout dst(parse_mesh("2[4,5]/6"), parse_placements("S1"), Dims{8, 4});
+  const nlohmann::ordered_json good = nlohmann::ordered_json::parse(plan_to_json(make_plan(src, dst, DType::kF32)));
+  ASSERT_EQ(good["dst"]["world_size"], 6);
+  ASSERT_EQ(good["dst"]["mesh_ranks"], nlohmann::ordered_json::parse("[4,5]"));
+  auto refused = [&](const std::function<void(nlohmann::ordered_json&)>& mutate, const std::string& needle) {
+    nlohmann::ordered_json j = good;
+    mutate(j);
+    expect_error([&] { plan_from_json(j.dump()); }, ErrorKind::kInvalidArgument, needle);
+  };
+  refused([](auto& j) { j["dst"]["world_size"] = 0; }, "plan field 'dst.world_size' must be in 1..");
+  refused([](auto& j) { j["dst"]["world_size"] = 1LL << 40; }, "plan field 'dst.world_size' must be in 1..");
+  refused([](auto& j) { j["dst"]["world_size"] = "six"; }, "plan field 'dst.world_size' must be an integer");
+  refused([](auto& j) { j["dst"]["world_size"] = 5.5; }, "plan field 'dst.world_size' must be an integer");
+  refused([](auto& j) { j["dst"]["mesh_ranks"] = {4, 6}; }, "plan field 'dst': rank list entry 6 is outside 0..5");
+  refused([](auto& j) { j["dst"]["mesh_ranks"] = {5, 5}; }, "plan field 'dst': rank 5 appears twice");
+  refused([](auto& j) { j["dst"]["mesh_ranks"] = {4, 5, 0}; }, "plan field 'dst': mesh 2 has 2 positions");
+  refused([](auto& j) { j["dst"]["world_size"] = 1; }, "plan field 'dst': mesh 2 of 2 ranks needs a world size");
+  refused([](auto& j) { j["dst"]["world_size"] = 8; }, "are in worlds of different sizes (6 and 8 ranks)");
+  refused([](auto& j) { j["dst"]["mesh_ranks"] = {3, 2}; }, "is not in rank 4's target [8:8, 4:4] (empty)");
+  // Rank 1 holds what rank 0 sends rank 4 (the source is replicated on mesh dim 1), but the rule picks rank 0.
+  ASSERT_EQ(good["steps"][0]["transfers"][0]["src"], 0);
+  ASSERT_EQ(good["steps"][0]["transfers"][0]["dst"], 4);
+  refused([](auto& j) { j["steps"][0]["transfers"][0]["src"] = 1; }, "is not one the planner assigns");
+  refused([](auto& j) { j["steps"][0]["transfers"][0]["dst"] = 6; }, "outside the world's 6 ranks");
+}
+
+TEST(CrossMesh, CliPlansAndRunsBetweenMeshes) {
+  const testing::CliResult plan = testing::run_cli(
+      "plan --from-mesh 2x4 --from-ranks 0-7 --to-mesh 8 --to-ranks 0-7 --from S0,S1 --to S0 --shape 16x16");
+  EXPECT_EQ(plan.exit_code, 0) << plan.err;
+  EXPECT_NE(plan.out.find("plan   2x4 [S0,S1] -> 8 [S0]"), std::string::npos) << plan.out;
+  EXPECT_NE(plan.out.find("collective      unavailable: source and target meshes differ"), std::string::npos);
+  const testing::CliResult run = testing::run_cli(
+      "run --backend host --iters 1 --warmup 0 --from-mesh 2 --from-ranks 0,1 --to-mesh 1 --to-ranks 1 --from S0 "
+      "--to R --shape 7x3 --dtype i32");
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_NE(run.out.find("2->1[1]/2"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("elements on 2 ranks: all correct"), std::string::npos) << run.out;
+}
+
+TEST(CrossMesh, CliRefusesBadMeshesWithExitCode2) {
+  const char* base = " --from S0 --to R --shape 6x3";
+  for (const auto& [args, needle] : std::vector<std::pair<std::string, std::string>>{
+           {"plan --from-mesh 2 --from-ranks 0,5 --to-mesh 2 --world-size 4", "--from-ranks: rank list entry 5"},
+           {"plan --from-mesh 2 --from-ranks 1,1 --to-mesh 2", "--from-ranks: rank 1 appears twice"},
+           {"plan --from-mesh 2 --from-ranks 0- --to-mesh 2", "--from-ranks: rank list '0-'"},
+           {"plan --from-mesh 2 --to-mesh 2 --to-ranks 3-1", "--to-ranks: rank list '3-1': range 3-1 runs backwards"},
+           {"plan --from-mesh 2 --to-mesh 3 --to-ranks 0,1", "--to-ranks: mesh 3 has 3 positions"},
+           {"plan --from-mesh 2 --to-mesh 2 --world-size 0", "--world-size must be in 1.."},
+           {"plan --from-mesh 4 --to-mesh 2 --world-size 3", "--from-ranks: mesh 4 of 4 ranks needs a world size"},
+           {"plan --from-mesh 2", "--to-mesh (or --mesh) is required"},
+       }) {
+    const testing::CliResult r = testing::run_cli(args + base);
+    EXPECT_EQ(r.exit_code, 2) << args << ": " << r.err;
+    EXPECT_NE(r.err.find(needle), std::string::npos) << args << ": " << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  }
 }
 
 }  // namespace
