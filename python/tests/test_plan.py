@@ -57,6 +57,20 @@ def test_between_meshes():
         reshard.plan([2, 2], "S0,S1", "S1", [8, 8], dst_mesh=[2], dst_ranks=[6, 9], world_size=8)
 
 
+def test_run_host_between_meshes():
+    """(2,2) on ranks 0-3 -> (2) on ranks 3 and 4 of a world of 5: every rank's shard, empty outside a mesh."""
+    from reshard import _core
+
+    full = np.arange(6 * 4, dtype=np.int32).reshape(6, 4)
+    a = _core.PlanArgs()
+    a.mesh, a.src, a.dst, a.shape, a.dtype = "2x2", "S0,S1", "S1", "6x4", "i32"
+    a.dst_mesh, a.dst_ranks, a.world_size = "2", [3, 4], 5
+    shards = [full[0:3, 0:2], full[0:3, 2:4], full[3:6, 0:2], full[3:6, 2:4], np.zeros((0, 0), np.int32)]
+    out = _core.run_host(a, [np.ascontiguousarray(s) for s in shards])
+    assert [o.shape for o in out] == [(0, 0), (0, 0), (0, 0), (6, 2), (6, 2)]
+    assert np.array_equal(out[3], full[:, 0:2]) and np.array_equal(out[4], full[:, 2:4])
+
+
 @pytest.mark.parametrize("flags,kwargs", CASES)
 def test_json_equals_cli(cli, flags, kwargs):
     expected = cli("plan", *flags, "--json").stdout
