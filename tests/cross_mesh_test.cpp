@@ -93,8 +93,8 @@ TEST_P(CrossMeshExhaustive, EveryPlacementPairEveryElement) {
           o.transport = c.transport;
           const Plan plan = make_plan(src, dst, dtype, o);
           const RunResult r = runner.run(plan, testing::quick_host_run());
-          const std::string what = cat(src.str(), " -> ", dst.str(), " ", to_string(dtype), " ",
-                                       to_string(c.transport), ": ", r.first_error);
+          const std::string what = cat(src.str(), " -> ", dst.str(), " ", to_string(dtype), " ", to_string(c.transport),
+                                       ": ", r.first_error);
           ASSERT_EQ(r.wrong_elements, 0) << what;
           Index expected = 0;
           for (int rank = 0; rank < world; ++rank) expected += 3 * dst.local_volume(rank);
@@ -118,10 +118,10 @@ TEST_P(CrossMeshExhaustive, EveryPlacementPairEveryElement) {
 
 INSTANTIATE_TEST_SUITE_P(
     CrossMesh, CrossMeshExhaustive,
-    ::testing::Values(MeshPair{"TwoByTwoToFour", "2x2", "4"},               // identical rank sets
-                      MeshPair{"FourToTwoOverlapping", "4", "2[1,3]/4"},    // target a subset of the source
-                      MeshPair{"TwoToOneOnRankOne", "2", "1[1]/2"},         // (2) -> (1) on rank 1
-                      MeshPair{"TwoByFourToEight", "2x4", "8"},             // training -> serving
+    ::testing::Values(MeshPair{"TwoByTwoToFour", "2x2", "4"},                   // identical rank sets
+                      MeshPair{"FourToTwoOverlapping", "4", "2[1,3]/4"},        // target a subset of the source
+                      MeshPair{"TwoToOneOnRankOne", "2", "1[1]/2"},             // (2) -> (1) on rank 1
+                      MeshPair{"TwoByFourToEight", "2x4", "8"},                 // training -> serving
                       MeshPair{"EightToTwoByTwoOnTop", "8", "2x2[4,5,6,7]/8"},  // checkpoint to fewer ranks
                       MeshPair{"DisjointStages", "2[0,1]/5", "3[2,3,4]/5"},     // pipeline hand-off, uneven
                       MeshPair{"PermutedRanks", "2x2[3,1,2,0]", "2x2"},         // same ranks, other order
@@ -252,8 +252,8 @@ TEST(CrossMesh, DifferentWorldsOrShapesAreRefused) {
   expect_error([&] { make_plan(a, c, DType::kF32); }, ErrorKind::kInvalidArgument,
                "source shape 8x8 and target shape 8x9 differ");
   const Layout d(parse_mesh("4"), parse_placements("R"), Dims{8, 8});
-  expect_error([&] { make_rank_plan(a, d, DType::kF32, 4); },
-               ErrorKind::kInvalidArgument, "rank 4 is not in the world");
+  expect_error([&] { make_rank_plan(a, d, DType::kF32, 4); }, ErrorKind::kInvalidArgument,
+               "rank 4 is not in the world");
 }
 
 // A plan file whose meshes are malformed is refused with an error naming the field.

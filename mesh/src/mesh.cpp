@@ -167,8 +167,7 @@ std::vector<int> parse_rank_list(std::string_view text) {
   std::vector<int> ranks;
   auto rank = [&](std::string_view part) {
     const long long v = parse_integer_or_fail(part, quoted);
-    if (v < 0 || v >= kMaxRanks)
-      fail(ErrorKind::kParse, cat(quoted, ": rank ", v, " is outside 0..", kMaxRanks - 1));
+    if (v < 0 || v >= kMaxRanks) fail(ErrorKind::kParse, cat(quoted, ": rank ", v, " is outside 0..", kMaxRanks - 1));
     return static_cast<int>(v);
   };
   for (std::string_view part : split(text, ',')) {
@@ -189,8 +188,7 @@ Mesh parse_mesh(std::string_view text) {
   std::optional<int> world;
   if (size_t slash = rest.find('/'); slash != std::string_view::npos) {
     const long long w = parse_integer_or_fail(rest.substr(slash + 1), cat(quoted, ": world size"));
-    if (w < 1 || w > kMaxRanks)
-      fail(ErrorKind::kParse, cat(quoted, ": world size ", w, " is outside 1..", kMaxRanks));
+    if (w < 1 || w > kMaxRanks) fail(ErrorKind::kParse, cat(quoted, ": world size ", w, " is outside 1..", kMaxRanks));
     world = static_cast<int>(w);
     rest = rest.substr(0, slash);
   }

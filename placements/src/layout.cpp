@@ -70,7 +70,8 @@ class IndexList {
 Layout::Layout(Mesh mesh, std::vector<Placement> placements, Dims global_shape)
     : mesh_(std::move(mesh)), placements_(std::move(placements)), global_shape_(global_shape) {
   RESHARD_REQUIRE(global_shape_.size() > 0 || mesh_.world_size() == mesh_.size(), "a 0-dim tensor on mesh ",
-                  mesh_.str(), ", a subset of the world, is not supported (a rank outside it would hold one element); "
+                  mesh_.str(),
+                  ", a subset of the world, is not supported (a rank outside it would hold one element); "
                   "give it shape 1");
   RESHARD_REQUIRE(static_cast<int>(placements_.size()) == mesh_.ndim(), placements_.size(), " placements given for a ",
                   mesh_.ndim(), "-D mesh ", mesh_.str(), "; expected one per mesh dim");

@@ -87,7 +87,8 @@ class CrossOverlap {
     for (int d = 0; d < nd; ++d) {
       const std::vector<Chunk>& list = chunks_[d];
       const Index lo = target.offset[d], hi = target.offset[d] + target.shape[d];
-      auto first = std::partition_point(list.begin(), list.end(), [&](const Chunk& c) { return c.begin + c.size <= lo; });
+      auto first =
+          std::partition_point(list.begin(), list.end(), [&](const Chunk& c) { return c.begin + c.size <= lo; });
       auto last = std::partition_point(first, list.end(), [&](const Chunk& c) { return c.begin < hi; });
       if (first == last) return;
       ranges[d] = {list.data() + (first - list.begin()), list.data() + (last - list.begin())};
@@ -250,8 +251,8 @@ PricedStep price_cross_mesh_p2p(const StepPricer& pricer, const RankBoxes& a, co
     }
     const LinkClass link = model.topology().link(t.src, t.dst);
     if (one_sided && link != LinkClass::kIntraNode) {
-      ps.unavailable = cat("nvlink moves data within a node only; rank ", t.src, " sends to rank ", t.dst,
-                           " on another node");
+      ps.unavailable =
+          cat("nvlink moves data within a node only; rank ", t.src, " sends to rank ", t.dst, " on another node");
       return ps;
     }
     const Movement m = movement(t.region, a[t.src], b[t.dst], rules);
@@ -297,9 +298,9 @@ Plan make_cross_mesh_plan(const Layout& src, const Layout& dst, DType dtype, con
   const RankBoxes a(csrc), m(mid), b(cdst);
   const std::vector<Transfer> all = cross_mesh_transfers(csrc, mid, options.topology, es);
   const CostModel model(options.profile, options.topology, options.low_sm);
-  const std::string why = src.mesh() == dst.mesh()
-                              ? cat("mesh ", src.mesh().str(), " is a subset of the world; collectives run on a whole one")
-                              : std::string("source and target meshes differ");
+  const std::string why = src.mesh() == dst.mesh() ? cat("mesh ", src.mesh().str(),
+                                                         " is a subset of the world; collectives run on a whole one")
+                                                   : std::string("source and target meshes differ");
 
   auto build = [&](Transport transport, Index chunk) {
     const StepPricer pricer(model, dtype, chunk, options.fusion);
@@ -333,7 +334,8 @@ Plan make_cross_mesh_plan(const Layout& src, const Layout& dst, DType dtype, con
       out.summary.bytes_moved += s.bytes_moved;
     }
     out.summary.peak_workspace_bytes = checked_mul(peak, es, "the plan's peak workspace in bytes");
-    out.summary.fits_budget = !options.memory_budget_bytes || out.summary.peak_workspace_bytes <= *options.memory_budget_bytes;
+    out.summary.fits_budget =
+        !options.memory_budget_bytes || out.summary.peak_workspace_bytes <= *options.memory_budget_bytes;
     out.summary.route = route_text(out.steps);
     return out;
   };
@@ -352,8 +354,8 @@ Plan make_cross_mesh_plan(const Layout& src, const Layout& dst, DType dtype, con
       Built b1 = build(t, options.pipeline_chunk_bytes);
       // Over the memory budget: pipeline the exchange in ever smaller chunks until it fits or stops shrinking.
       if (b1.summary.available && !b1.summary.fits_budget) {
-        Index chunk = options.pipeline_chunk_bytes > 0 ? options.pipeline_chunk_bytes / 2
-                                                       : src.global_volume() * es / 2;
+        Index chunk =
+            options.pipeline_chunk_bytes > 0 ? options.pipeline_chunk_bytes / 2 : src.global_volume() * es / 2;
         for (; chunk >= kMinChunkBytes && !b1.summary.fits_budget; chunk /= 2) {
           Built smaller = build(t, chunk);
           if (smaller.summary.peak_workspace_bytes >= b1.summary.peak_workspace_bytes) break;

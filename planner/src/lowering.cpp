@@ -195,8 +195,8 @@ ReduceOp partial_op(const std::vector<Placement>& from, const std::vector<int>& 
   return from[dims.front()].op();
 }
 
-// Lowers `steps` (from layout `src` to layout `dst`, step_layout's chain) for `rank`. `transfers[i]` holds the rank's transfers of step i
-// (ignored for steps that are not p2p); staged transfers are pipelined in chunks of `chunk_bytes`.
+// Lowers `steps` (from layout `src` to layout `dst`, step_layout's chain) for `rank`. `transfers[i]` holds the rank's
+// transfers of step i (ignored for steps that are not p2p); staged transfers are pipelined in chunks of `chunk_bytes`.
 RankProgram lower_steps(const Layout& src, const Layout& dst, const std::vector<Step>& steps, DType dtype, int rank,
                         const std::vector<RankTransfers>& transfers, Index chunk_bytes, Index engine_min_row_bytes,
                         const LowerOptions& options) {
@@ -337,8 +337,8 @@ RankProgram lower(const Plan& plan, int rank, const LowerOptions& options) {
         mine[i].recvs.push_back(t);
     }
   }
-  return detail::lower_steps(plan.src(), plan.dst(), plan.steps(), plan.dtype(), rank, mine, plan.pipeline_chunk_bytes(),
-                             plan.copy_engine_min_row_bytes(), options);
+  return detail::lower_steps(plan.src(), plan.dst(), plan.steps(), plan.dtype(), rank, mine,
+                             plan.pipeline_chunk_bytes(), plan.copy_engine_min_row_bytes(), options);
 }
 
 }  // namespace reshard

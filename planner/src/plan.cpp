@@ -290,8 +290,8 @@ void validate_plan(const PlanSpec& spec) {
   RESHARD_REQUIRE(spec.strategy != Strategy::kAuto, "a plan's strategy is the one chosen: collective, p2p or hybrid");
   auto canon = [&](const Layout& on, const std::vector<Placement>& p) {
     const Mesh& m = on.mesh();
-    RESHARD_REQUIRE(static_cast<int>(p.size()) == m.ndim(), p.size(), " placements given for a ", m.ndim(),
-                    "-D mesh ", m.str());
+    RESHARD_REQUIRE(static_cast<int>(p.size()) == m.ndim(), p.size(), " placements given for a ", m.ndim(), "-D mesh ",
+                    m.str());
     return canonical_placements(m, on.with_placements(p).placements());
   };
   std::vector<Placement> current = canon(spec.src, spec.src.placements());

@@ -41,7 +41,8 @@ void check_planner_transfers(const PlanSpec& spec) {
   for (size_t i = 0; i < spec.steps.size(); ++i) {
     const Step& s = spec.steps[i];
     if (s.kind != StepKind::kP2P) continue;
-    const Layout from = step_layout(spec.src, spec.dst, spec.steps, i), to = step_layout(spec.src, spec.dst, spec.steps, i + 1);
+    const Layout from = step_layout(spec.src, spec.dst, spec.steps, i),
+                 to = step_layout(spec.src, spec.dst, spec.steps, i + 1);
     std::vector<Transfer> expected;
     if (needs_cross_mesh(from, to)) {
       expected = cross_mesh_transfers(from, to, spec.topology, es, spec.scope_rank);
@@ -96,8 +97,8 @@ void recompute_summary(PlanSpec& spec, const Profile* profile) {
       PricedStep priced;
       if (needs_cross_mesh(a.layout(), b.layout())) {
         const std::vector<Transfer> all = cross_mesh_transfers(a.layout(), b.layout(), spec.topology, es);
-        priced = price_cross_mesh_p2p(p, a, b, all, s.transport,
-                                      partial_roles(a.layout(), b.layout()).contributions > 1);
+        priced =
+            price_cross_mesh_p2p(p, a, b, all, s.transport, partial_roles(a.layout(), b.layout()).contributions > 1);
       } else {
         priced = p.p2p(OverlapIndex(a.layout(), b.layout(), spec.topology, es), s.transport);
       }

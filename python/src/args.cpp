@@ -34,7 +34,7 @@ std::pair<Mesh, Mesh> make_meshes(const PlanArgs& args) {
     return std::pair{row_major.shape(), given ? *given : row_major.ranks()};
   };
   auto [from_shape, from_ranks] = side(args.mesh, args.ranks);
-  auto [to_shape, to_ranks] = side(args.dst_mesh.value_or(args.mesh), args.dst_mesh ? args.dst_ranks
+  auto [to_shape, to_ranks] = side(args.dst_mesh.value_or(args.mesh), args.dst_mesh    ? args.dst_ranks
                                                                       : args.dst_ranks ? args.dst_ranks
                                                                                        : args.ranks);
   int world = 0;

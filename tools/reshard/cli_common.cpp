@@ -124,7 +124,8 @@ void add_plan_flags(CLI::App& cmd, PlanFlags& flags) {
   add_tensor_flags(cmd, flags.tensor, false);
   cmd.add_option("--from", flags.from, "Source placements, one per mesh dim (e.g. S0,S1)");
   cmd.add_option("--to", flags.to, "Target placements, one per mesh dim (e.g. S1,S0)");
-  cmd.add_option("--from-mesh", flags.from_mesh, "Source mesh shape when it differs from the target's (default --mesh)");
+  cmd.add_option("--from-mesh", flags.from_mesh,
+                 "Source mesh shape when it differs from the target's (default --mesh)");
   cmd.add_option("--from-ranks", flags.from_ranks,
                  "World ranks of the source mesh, row-major, as a list with ranges (e.g. 0-3,6,7; default 0..n-1)");
   cmd.add_option("--to-mesh", flags.to_mesh, "Target mesh shape when it differs from the source's (default --mesh)");

@@ -144,10 +144,11 @@ class Plan {
   PlanSpec s_;
 };
 
-// Checks a spec: same world size and shape for src and dst (a first step that is p2p where their meshes differ); a continuous chain of steps from src to dst; collective
-// steps that change only their mesh dims with the placement changes their kind allows; p2p transfers whose
-// ranks exist, whose regions lie in the sender's L_i box and the receiver's L_i+1 box, and which tile every
-// receiver's box exactly (for a rank-scoped plan: that rank's box). kInvalidArgument naming the step otherwise.
+// Checks a spec: same world size and shape for src and dst (a first step that is p2p where their meshes differ); a
+// continuous chain of steps from src to dst; collective steps that change only their mesh dims with the placement
+// changes their kind allows; p2p transfers whose ranks exist, whose regions lie in the sender's L_i box and the
+// receiver's L_i+1 box, and which tile every receiver's box exactly (for a rank-scoped plan: that rank's box).
+// kInvalidArgument naming the step otherwise.
 void validate_plan(const PlanSpec& spec);
 
 // Placements with every size-1 mesh dim set to Replicate: two layouts with the same canonical placements have

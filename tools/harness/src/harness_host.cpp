@@ -136,7 +136,8 @@ RunResult LocalRunner::run(const Plan& plan, RunOptions options) {
 
 RunResult run_plan(const Plan& plan, const RunOptions& options) {
   if (options.backend == Backend::kHost) check_memory(memory_need(plan, Backend::kHost), Backend::kHost, {});
-  return LocalRunner(options.backend, plan.src().mesh().world_size(), options.timeout, options.nccl_mode).run(plan, options);
+  return LocalRunner(options.backend, plan.src().mesh().world_size(), options.timeout, options.nccl_mode)
+      .run(plan, options);
 }
 
 }  // namespace reshard
