@@ -129,19 +129,29 @@ INSTANTIATE_TEST_SUITE_P(
                       MeshPair{"PartlyOverlapping", "2x2[0,1,2,3]/6", "2x2[5,4,3,2]/6"}),
     [](const ::testing::TestParamInfo<MeshPair>& info) { return std::string(info.param.name); });
 
-// Floating Partial targets follow PyTorch's Replicate -> Partial(sum): every rank holds value / group size.
-TEST(CrossMesh, FloatingPartialTargetsDivideAsPyTorch) {
+// Floating Partial targets follow PyTorch's Replicate -> Partial(sum): every rank holds value / group size. Every
+// reduce op, on floating and integer types, as source and as target.
+TEST(CrossMesh, EveryReduceOpAcrossMeshes) {
   const Mesh from = parse_mesh("2x2"), to = parse_mesh("2[2,3]/4");
   LocalRunner runner(Backend::kHost, 4, std::chrono::seconds(30));
-  for (const char* sp : {"S0,S1", "P,R", "R,R"}) {
-    const Layout src(from, parse_placements(sp), Dims{5, 3}), dst(to, parse_placements("P"), Dims{5, 3});
-    const Plan plan = make_plan(src, dst, DType::kF32);
-    ASSERT_EQ(plan.steps().size(), 2u);
-    EXPECT_EQ(plan.steps().back().kind, StepKind::kLocal);
-    const RunResult r = runner.run(plan, testing::quick_host_run());
-    EXPECT_EQ(r.wrong_elements, 0) << sp << ": " << r.first_error;
-    EXPECT_EQ(r.checked_elements, 3 * 2 * 15);
+  int runs = 0;
+  for (const char* op : {"P(sum)", "P(avg)", "P(max)", "P(min)"}) {
+    for (DType dtype : {DType::kF32, DType::kI32, DType::kBF16, DType::kI8}) {
+      const std::string partial(op);
+      for (const auto& [sp, tp] : std::vector<std::pair<std::string, std::string>>{
+               {"S0,S1", partial}, {partial + "," + partial, "S1"}, {partial + ",S0", partial}, {"R,R", partial}}) {
+        const Layout src(from, parse_placements(sp), Dims{5, 3}), dst(to, parse_placements(tp), Dims{5, 3});
+        const Plan plan = make_plan(src, dst, dtype);
+        EXPECT_EQ(plan.steps().back().kind, dst.has_partial() ? StepKind::kLocal : StepKind::kP2P);
+        const RunResult r = runner.run(plan, testing::quick_host_run());
+        EXPECT_EQ(r.wrong_elements, 0) << src.str() << " -> " << dst.str() << " " << to_string(dtype) << ": "
+                                       << r.first_error;
+        EXPECT_EQ(r.checked_elements, 3 * (dst.local_volume(2) + dst.local_volume(3)));
+        ++runs;
+      }
+    }
   }
+  EXPECT_EQ(runs, 64);
 }
 
 // A rank's plan holds exactly the global plan's transfers that rank sends or receives, and lowers the same.
@@ -253,7 +263,7 @@ TEST(CrossMesh, DifferentWorldsOrShapesAreRefused) {
                "source shape 8x8 and target shape 8x9 differ");
   const Layout d(parse_mesh("4"), parse_placements("R"), Dims{8, 8});
   expect_error([&] { make_rank_plan(a, d, DType::kF32, 4); }, ErrorKind::kInvalidArgument,
-               "rank 4 is not in the world");
+               "rank 4 is not in mesh 2x2 (ranks 0..3)");
 }
 
 // A plan file whose meshes are malformed is refused with an error naming the field.

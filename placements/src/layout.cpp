@@ -190,8 +190,19 @@ Box Layout::box_at(const Dims& coord) const {
   return b;
 }
 
+Box Layout::box(int rank) const {
+  if (mesh_.contains(rank)) return box_at(mesh_.coord_of(rank));
+  RESHARD_REQUIRE(rank >= 0 && rank < mesh_.world_size(), "rank ", rank, " is not in mesh ", mesh_.str(), " (ranks 0..",
+                  mesh_.world_size() - 1, ")");
+  return empty_box();
+}
+
 LocalShard Layout::local_shard(int rank) const {
-  if (!mesh_.contains(rank)) return LocalShard{Dims(ndim()), global_shape_};
+  if (!mesh_.contains(rank)) {
+    RESHARD_REQUIRE(rank >= 0 && rank < mesh_.world_size(), "rank ", rank, " is not in mesh ", mesh_.str(),
+                    " (ranks 0..", mesh_.world_size() - 1, ")");
+    return LocalShard{Dims(ndim()), global_shape_};
+  }
   const Dims coord = mesh_.coord_of(rank);
   LocalShard s{Dims(ndim()), Dims(ndim())};
   for (int d = 0; d < ndim(); ++d) {

@@ -198,8 +198,8 @@ void validate_inputs(const Layout& src, const Layout& dst, DType dtype, const Pl
     RESHARD_REQUIRE(*options.memory_budget_bytes >= 0, "memory budget must be >= 0 bytes, got ",
                     *options.memory_budget_bytes);
   if (rank)
-    RESHARD_REQUIRE(*rank >= 0 && *rank < ms.world_size(), "rank ", *rank, " is not in the world of mesh ", ms.str(),
-                    " (ranks 0..", ms.world_size() - 1, ")");
+    RESHARD_REQUIRE(*rank >= 0 && *rank < ms.world_size(), "rank ", *rank, " is not in mesh ", ms.str(), " (ranks 0..",
+                    ms.world_size() - 1, ")");
 }
 
 struct Built {

@@ -321,8 +321,8 @@ RankProgram lower_steps(const Layout& src, const Layout& dst, const std::vector<
 
 RankProgram lower(const Plan& plan, int rank, const LowerOptions& options) {
   const Mesh& mesh = plan.src().mesh();
-  RESHARD_REQUIRE(rank >= 0 && rank < mesh.world_size(), "rank ", rank, " is not in the world of mesh ", mesh.str(),
-                  " (ranks 0..", mesh.world_size() - 1, ")");
+  RESHARD_REQUIRE(rank >= 0 && rank < mesh.world_size(), "rank ", rank, " is not in mesh ", mesh.str(), " (ranks 0..",
+                  mesh.world_size() - 1, ")");
   if (plan.scope_rank())
     RESHARD_REQUIRE(*plan.scope_rank() == rank, "this plan holds only rank ", *plan.scope_rank(),
                     "'s transfers; it cannot be lowered for rank ", rank);

@@ -280,7 +280,7 @@ void validate_plan(const PlanSpec& spec) {
         require_reducible(spec.dtype, l->placement(k).op());
   if (spec.scope_rank)
     RESHARD_REQUIRE(*spec.scope_rank >= 0 && *spec.scope_rank < mesh.world_size(), "plan rank ", *spec.scope_rank,
-                    " is not in the world of mesh ", mesh.str(), " (ranks 0..", mesh.world_size() - 1, ")");
+                    " is not in mesh ", mesh.str(), " (ranks 0..", mesh.world_size() - 1, ")");
   RESHARD_REQUIRE(!spec.steps.empty(), "a plan needs at least one step");
   checked_mul(spec.src.global_volume(), element_size(spec.dtype), "tensor size in bytes");
   validate_metadata(spec);

@@ -158,8 +158,8 @@ std::shared_ptr<const Plan> PlanCache::get_or_plan(const Layout& src, const Layo
 std::shared_ptr<const Plan> PlanCache::get_or_plan_rank(const Layout& src, const Layout& dst, DType dtype, int rank,
                                                         const PlanOptions& options) {
   // make_rank_plan refuses a rank outside the mesh; a negative one must not reach the global plan's key.
-  RESHARD_REQUIRE(rank >= 0 && rank < src.mesh().world_size(), "rank ", rank, " is not in the world of mesh ",
-                  src.mesh().str());
+  RESHARD_REQUIRE(rank >= 0 && rank < src.mesh().world_size(), "rank ", rank, " is not in mesh ", src.mesh().str(),
+                  " (ranks 0..", src.mesh().world_size() - 1, ")");
   return get(src, dst, dtype, rank, options);
 }
 

@@ -239,7 +239,7 @@ Plan parse_plan(const std::string& text, const Profile* profile) {
   if (j.contains("rank")) {
     const Index rank = R::integer(j, "rank", "");
     RESHARD_REQUIRE(rank >= 0 && rank < spec.src.mesh().world_size(), "plan field 'rank': rank ", rank,
-                    " is not in the world of mesh ", spec.src.mesh().str());
+                    " is not in mesh ", spec.src.mesh().str(), " (ranks 0..", spec.src.mesh().world_size() - 1, ")");
     spec.scope_rank = static_cast<int>(rank);
   }
   spec.pipeline_chunk_bytes = R::integer(j, "pipeline_chunk_bytes", "");

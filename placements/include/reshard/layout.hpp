@@ -52,8 +52,9 @@ class Layout {
   // Whether every rank's part is one box (always without _StridedShard).
   bool one_box_per_rank() const { return one_box_; }
   // The local box of a rank (offset = PyTorch's global_offset, shape = local_shape). kInvalidArgument naming the
-  // rank and the ranges when its part is not one box. A world rank outside the mesh holds nothing: empty_box().
-  Box box(int rank) const { return mesh_.contains(rank) ? box_at(mesh_.coord_of(rank)) : empty_box(); }
+  // rank and the ranges when its part is not one box. A world rank outside the mesh holds nothing: empty_box(); a
+  // rank outside the world is kInvalidArgument.
+  Box box(int rank) const;
   // The box of a rank that holds nothing: shape 0 and offset global_shape on every dim.
   Box empty_box() const { return Box{global_shape_, Dims(ndim())}; }
   Box box_at(const Dims& coord) const;
