@@ -292,7 +292,7 @@ TEST(CrossMesh, MalformedPlanJsonIsRefused) {
   ASSERT_EQ(good["steps"][0]["transfers"][0]["src"], 0);
   ASSERT_EQ(good["steps"][0]["transfers"][0]["dst"], 4);
   refused([](auto& j) { j["steps"][0]["transfers"][0]["src"] = 1; }, "is not one the planner assigns");
-  refused([](auto& j) { j["steps"][0]["transfers"][0]["dst"] = 6; }, "outside the world's 6 ranks");
+  refused([](auto& j) { j["steps"][0]["transfers"][0]["dst"] = 6; }, "outside the mesh's world (ranks 0..5)");
 }
 
 TEST(CrossMesh, CliPlansAndRunsBetweenMeshes) {

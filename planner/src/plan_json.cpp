@@ -293,7 +293,7 @@ Plan parse_plan(const std::string& text, const Profile* profile) {
         Index src = R::integer(ts[t], "src", tp), dst = R::integer(ts[t], "dst", tp);
         const Index world = spec.src.mesh().world_size();
         RESHARD_REQUIRE(src >= 0 && src < world && dst >= 0 && dst < world, "plan field '", tp, "': ranks ", src,
-                        " -> ", dst, " outside the world's ", world, " ranks");
+                        " -> ", dst, " outside the mesh's world (ranks 0..", world - 1, ")");
         tr.src = static_cast<int>(src);
         tr.dst = static_cast<int>(dst);
         tr.region = Box{R::dims(ts[t], "global_offset", tp), R::dims(ts[t], "shape", tp)};
