@@ -14,12 +14,23 @@
 #include "cli_runner.hpp"
 #include "host_runs.hpp"
 #include "reshard/harness.hpp"
+#include "reshard/layout_format.hpp"
 #include "reshard/plan_json.hpp"
 #include "reshard/planner.hpp"
 #include "test_tier.hpp"
 
 namespace reshard {
 namespace {
+
+void expect_error(const std::function<void()>& f, ErrorKind kind, const std::string& needle) {
+  try {
+    f();
+    ADD_FAILURE() << "no error; expected one containing '" << needle << "'";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), kind) << e.what();
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+  }
+}
 
 // Every assignment of R, S0, S1 and P(sum) to the dims of a mesh.
 std::vector<std::vector<Placement>> placements_for(int mesh_ndim) {
@@ -208,16 +219,6 @@ TEST(CrossMesh, CollectiveAndHybridAreUnavailableWithAReason) {
   }
 }
 
-void expect_error(const std::function<void()>& f, ErrorKind kind, const std::string& needle) {
-  try {
-    f();
-    ADD_FAILURE() << "no error; expected one containing '" << needle << "'";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), kind) << e.what();
-    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
-  }
-}
-
 TEST(CrossMesh, MeshesOnAWorldRefuseBadRanks) {
   expect_error([] { Mesh({2}, {0, 8}, 8); }, ErrorKind::kInvalidArgument, "rank list entry 8 is outside 0..7");
   expect_error([] { Mesh({2}, {-1, 3}, 8); }, ErrorKind::kInvalidArgument, "rank list entry -1 is outside 0..7");
@@ -252,6 +253,18 @@ TEST(CrossMesh, MeshTextRoundTrips) {
   const Layout l(m, parse_placements("S0,S1"), Dims{4, 4});
   EXPECT_EQ(l.local_volume(2), 0);
   EXPECT_EQ(l.box(7), (Box{Dims{2, 2}, Dims{2, 2}}));
+  expect_error([&] { l.box(8); }, ErrorKind::kInvalidArgument, "rank 8 is not in mesh 2x2[4,5,6,7]/8 (ranks 0..7)");
+  // Tables and JSON list the mesh's ranks (ascending), not the world's.
+  const Layout p(parse_mesh("2[6,4]/8"), parse_placements("S0"), Dims{4});
+  const std::string table = layout_table(p, std::nullopt);
+  EXPECT_NE(table.find("\n4     [1]"), std::string::npos) << table;
+  EXPECT_NE(table.find("\n6     [0]"), std::string::npos) << table;
+  EXPECT_EQ(table.find("\n0 "), std::string::npos) << table;
+  const nlohmann::json j = nlohmann::json::parse(layout_json(p, 0, std::nullopt));
+  EXPECT_EQ(j["world_size"], 8);
+  EXPECT_EQ(j["ranks"].size(), 2u);
+  EXPECT_EQ(j["ranks"][0]["rank"], 4);
+  EXPECT_EQ(j["ranks"][0]["global_offset"], nlohmann::json::parse("[2]"));
 }
 
 TEST(CrossMesh, DifferentWorldsOrShapesAreRefused) {
