@@ -23,8 +23,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       for (const Transfer& t : plan.steps()[i].transfers)
         if (!contains(a.box(t.src), t.region) || !contains(b.box(t.dst), t.region) || is_empty(t.region)) std::abort();
     }
-    if (plan.src().mesh().size() <= 64 && plan.src().global_volume() <= (1 << 20))
-      for (int r = 0; r < plan.src().mesh().size(); ++r)
+    if (plan.src().mesh().world_size() <= 64 && plan.src().global_volume() <= (1 << 20))
+      for (int r = 0; r < plan.src().mesh().world_size(); ++r)
         if (!plan.scope_rank() || *plan.scope_rank() == r) lower(plan, r);
   });
   return 0;

@@ -23,8 +23,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       Layout l(Mesh(parse_mesh_shape(text.substr(0, a))), parse_placements(text.substr(a + 1, b - a - 1)),
                parse_shape(text.substr(b + 1)));
       // Boxes stay inside the tensor; an empty one may sit at offset == extent (PyTorch's convention).
-      if (l.mesh().size() <= 4096)
-        for (int r = 0; r < l.mesh().size(); ++r) {
+      if (l.mesh().world_size() <= 4096)
+        for (int r = 0; r < l.mesh().world_size(); ++r) {
           Box box = l.box(r);
           for (int d = 0; d < box.ndim(); ++d) {
             if (box.shape[d] < 0 || box.offset[d] < 0) std::abort();

@@ -164,11 +164,11 @@ TEST(PlanCache, EvictsTheLeastRecentlyUsed) {
 TEST(PlanCache, FailedRequestsAreNotCached) {
   PlanCache cache;
   Request bad = base_request();
-  bad.dst = Layout(Mesh({4, 1}), parse_placements("S1,S0"), Dims{64, 64});  // another mesh
+  bad.dst = Layout(Mesh({4, 1}, {4, 5, 6, 7}, 8), parse_placements("S1,S0"), Dims{64, 64});  // another world
   for (int i = 0; i < 2; ++i) {
     try {
       cached(cache, bad);
-      ADD_FAILURE() << "layouts on different meshes must be refused";
+      ADD_FAILURE() << "layouts in worlds of different sizes must be refused";
     } catch (const Error& e) {
       EXPECT_EQ(e.kind(), ErrorKind::kInvalidArgument);
     }

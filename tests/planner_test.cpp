@@ -155,7 +155,7 @@ TEST(PlannerCalibrated, EveryPairWithTheCalibratedProfile) {
 
 TEST(PlannerInput, LayoutsMustShareMeshAndShape) {
   Layout a(Mesh({2, 2}), parse_placements("S0,R"), Dims{8, 8});
-  Layout b(Mesh({4}), parse_placements("S0"), Dims{8, 8});
+  Layout b(Mesh({4}, {4, 5, 6, 7}, 8), parse_placements("S0"), Dims{8, 8});  // another world (meshes may differ)
   Layout c(Mesh({2, 2}), parse_placements("S0,R"), Dims{8, 9});
   auto expect = [](const Layout& x, const Layout& y, const std::string& needle) {
     try {
@@ -166,7 +166,7 @@ TEST(PlannerInput, LayoutsMustShareMeshAndShape) {
       EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
     }
   };
-  expect(a, b, "source mesh 2x2 and target mesh 4 differ");
+  expect(a, b, "source mesh 2x2 and target mesh 4[4,5,6,7]/8 are in worlds of different sizes (4 and 8 ranks)");
   expect(a, c, "source shape 8x8 and target shape 8x9 differ");
   PlanOptions o;
   o.memory_budget_bytes = -1;

@@ -62,8 +62,8 @@ Executor::Executor(const Plan& plan, Communicator& comm, Device& device, Executo
     : comm_(comm), device_(device), options_(options), log_(log_sink(options)) {
   const Range range(device_, "reshard prepare");
   const Mesh& mesh = plan.src().mesh();
-  RESHARD_REQUIRE(comm.size() == mesh.size(), "the communicator has ", comm.size(), " ranks but the plan's mesh ",
-                  mesh.str(), " has ", mesh.size());
+  RESHARD_REQUIRE(comm.size() == mesh.world_size(), "the communicator has ", comm.size(), " ranks but the plan's mesh ",
+                  mesh.str(), " is in a world of ", mesh.world_size());
   program_ = lower(plan, comm.rank(), LowerOptions{options.stage_overlap});
   const int es = element_size(program_.dtype);
   input_bytes_ = static_cast<size_t>(program_.input_elements) * es;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <charconv>
 #include <limits>
+#include <optional>
 
 namespace reshard {
 namespace {
@@ -26,25 +27,43 @@ int checked_size(const std::vector<int>& shape) {
 
 }  // namespace
 
-Mesh::Mesh(std::vector<int> shape) : shape_(std::move(shape)), size_(checked_size(shape_)) {}
+Mesh::Mesh(std::vector<int> shape) : shape_(std::move(shape)), size_(checked_size(shape_)), world_size_(size_) {}
 
-Mesh::Mesh(std::vector<int> shape, std::vector<int> ranks) : Mesh(std::move(shape)) {
+Mesh::Mesh(std::vector<int> shape, std::vector<int> ranks) : Mesh(shape, std::move(ranks), checked_size(shape)) {}
+
+Mesh::Mesh(std::vector<int> shape, std::vector<int> ranks, int world_size) : Mesh(std::move(shape)) {
   RESHARD_REQUIRE(static_cast<int>(ranks.size()) == size_, "mesh ", str(), " has ", size_,
                   " positions but the rank list has ", ranks.size(), " entries");
-  position_.assign(size_, -1);
+  RESHARD_REQUIRE(world_size >= size_ && world_size <= kMaxRanks, "mesh ", str(), " of ", size_,
+                  " ranks needs a world size in ", size_, "..", kMaxRanks, ", got ", world_size);
+  world_size_ = world_size;
+  position_.assign(world_size_, -1);
   for (int i = 0; i < size_; ++i) {
     int r = ranks[i];
-    RESHARD_REQUIRE(r >= 0 && r < size_, "rank list entry ", r, " is outside 0..", size_ - 1);
+    RESHARD_REQUIRE(r >= 0 && r < world_size_, "rank list entry ", r, " is outside 0..", world_size_ - 1,
+                    world_size_ == size_ ? "" : " (the world's ranks)");
     RESHARD_REQUIRE(position_[r] < 0, "rank ", r, " appears twice in the rank list");
     position_[r] = i;
   }
-  bool identity = true;
-  for (int i = 0; i < size_; ++i) identity = identity && ranks[i] == i;
+  bool identity = world_size_ == size_;
+  for (int i = 0; i < size_ && identity; ++i) identity = ranks[i] == i;
   if (identity) {
     position_.clear();
   } else {
     ranks_ = std::move(ranks);
   }
+}
+
+bool Mesh::contains(int rank) const {
+  if (rank < 0 || rank >= world_size_) return false;
+  return position_.empty() || position_[rank] >= 0;
+}
+
+std::vector<int> Mesh::ranks() const {
+  if (!ranks_.empty()) return ranks_;
+  std::vector<int> out(size_);
+  for (int i = 0; i < size_; ++i) out[i] = i;
+  return out;
 }
 
 int Mesh::dim_size(int mesh_dim) const {
@@ -53,7 +72,7 @@ int Mesh::dim_size(int mesh_dim) const {
 }
 
 Dims Mesh::coord_of(int rank) const {
-  RESHARD_REQUIRE(rank >= 0 && rank < size_, "rank ", rank, " is not in mesh ", str(), " (", size_, " ranks)");
+  RESHARD_REQUIRE(contains(rank), "rank ", rank, " is not in mesh ", str(), " (", size_, " ranks)");
   int linear = ranks_.empty() ? rank : position_[rank];
   Dims c(ndim());
   for (int i = ndim() - 1; i >= 0; --i) {
@@ -121,6 +140,7 @@ std::string Mesh::str() const {
     }
     s += ']';
   }
+  if (world_size_ != size_) s += cat('/', world_size_);
   return s;
 }
 
@@ -139,6 +159,54 @@ std::vector<int> parse_mesh_shape(std::string_view text) {
     shape.push_back(static_cast<int>(v));
   }
   return shape;
+}
+
+std::vector<int> parse_rank_list(std::string_view text) {
+  const std::string quoted = cat("rank list '", printable(text), "'");
+  if (text.empty()) fail(ErrorKind::kParse, "rank list: empty value; expected ranks like 0-3,6,7");
+  std::vector<int> ranks;
+  auto rank = [&](std::string_view part) {
+    const long long v = parse_integer_or_fail(part, quoted);
+    if (v < 0 || v >= kMaxRanks) fail(ErrorKind::kParse, cat(quoted, ": rank ", v, " is outside 0..", kMaxRanks - 1));
+    return static_cast<int>(v);
+  };
+  for (std::string_view part : split(text, ',')) {
+    const size_t dash = part.find('-', 1);  // a leading '-' is a (refused) negative number
+    const int first = rank(part.substr(0, dash));
+    const int last = dash == std::string_view::npos ? first : rank(part.substr(dash + 1));
+    if (last < first) fail(ErrorKind::kParse, cat(quoted, ": range ", first, "-", last, " runs backwards"));
+    if (static_cast<long long>(ranks.size()) + (last - first) + 1 > kMaxRanks)
+      fail(ErrorKind::kParse, cat(quoted, " has more than ", kMaxRanks, " entries"));
+    for (int r = first; r <= last; ++r) ranks.push_back(r);
+  }
+  return ranks;
+}
+
+Mesh parse_mesh(std::string_view text) {
+  const std::string quoted = cat("mesh '", printable(text), "'");
+  std::string_view rest = text;
+  std::optional<int> world;
+  if (size_t slash = rest.find('/'); slash != std::string_view::npos) {
+    const long long w = parse_integer_or_fail(rest.substr(slash + 1), cat(quoted, ": world size"));
+    if (w < 1 || w > kMaxRanks) fail(ErrorKind::kParse, cat(quoted, ": world size ", w, " is outside 1..", kMaxRanks));
+    world = static_cast<int>(w);
+    rest = rest.substr(0, slash);
+  }
+  std::optional<std::vector<int>> ranks;
+  if (size_t open = rest.find('['); open != std::string_view::npos) {
+    if (rest.back() != ']') fail(ErrorKind::kParse, cat(quoted, ": the rank list must end with ']'"));
+    ranks = parse_rank_list(rest.substr(open + 1, rest.size() - open - 2));
+    rest = rest.substr(0, open);
+  }
+  std::vector<int> shape = parse_mesh_shape(rest);
+  if (!ranks && !world) return Mesh(std::move(shape));
+  if (!ranks) {
+    const int n = checked_size(shape);
+    ranks.emplace(n);
+    for (int i = 0; i < n; ++i) (*ranks)[i] = i;
+  }
+  const int n = static_cast<int>(ranks->size());
+  return Mesh(std::move(shape), std::move(*ranks), world.value_or(n));
 }
 
 }  // namespace reshard

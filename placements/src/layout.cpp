@@ -69,6 +69,10 @@ class IndexList {
 
 Layout::Layout(Mesh mesh, std::vector<Placement> placements, Dims global_shape)
     : mesh_(std::move(mesh)), placements_(std::move(placements)), global_shape_(global_shape) {
+  RESHARD_REQUIRE(global_shape_.size() > 0 || mesh_.world_size() == mesh_.size(), "a 0-dim tensor on mesh ",
+                  mesh_.str(),
+                  ", a subset of the world, is not supported (a rank outside it would hold one element); "
+                  "give it shape 1");
   RESHARD_REQUIRE(static_cast<int>(placements_.size()) == mesh_.ndim(), placements_.size(), " placements given for a ",
                   mesh_.ndim(), "-D mesh ", mesh_.str(), "; expected one per mesh dim");
   for (int d = 0; d < global_shape_.size(); ++d)
@@ -112,6 +116,10 @@ Layout::Layout(Mesh mesh, std::vector<Placement> placements, Dims global_shape)
 
 Layout Layout::with_placements(std::vector<Placement> placements) const {
   return Layout(mesh_, std::move(placements), global_shape_);
+}
+
+Layout Layout::on(Mesh mesh, std::vector<Placement> placements) const {
+  return Layout(std::move(mesh), std::move(placements), global_shape_);
 }
 
 std::vector<Interval> Layout::ranges(int d, const Dims& coord) const {
@@ -182,7 +190,19 @@ Box Layout::box_at(const Dims& coord) const {
   return b;
 }
 
+Box Layout::box(int rank) const {
+  if (mesh_.contains(rank)) return box_at(mesh_.coord_of(rank));
+  RESHARD_REQUIRE(rank >= 0 && rank < mesh_.world_size(), "rank ", rank, " is not in mesh ", mesh_.str(), " (ranks 0..",
+                  mesh_.world_size() - 1, ")");
+  return empty_box();
+}
+
 LocalShard Layout::local_shard(int rank) const {
+  if (!mesh_.contains(rank)) {
+    RESHARD_REQUIRE(rank >= 0 && rank < mesh_.world_size(), "rank ", rank, " is not in mesh ", mesh_.str(),
+                    " (ranks 0..", mesh_.world_size() - 1, ")");
+    return LocalShard{Dims(ndim()), global_shape_};
+  }
   const Dims coord = mesh_.coord_of(rank);
   LocalShard s{Dims(ndim()), Dims(ndim())};
   for (int d = 0; d < ndim(); ++d) {

@@ -14,6 +14,23 @@ namespace {
 constexpr int kMaxPictureCells = 48;  // per tensor dim
 constexpr size_t kMaxLabel = 14;
 
+// The mesh's ranks in ascending order, the order of tables and JSON: 0..n-1 (nothing stored) for a mesh that spans its
+// world, else its rank list sorted.
+class MemberRanks {
+ public:
+  explicit MemberRanks(const Mesh& mesh) : size_(mesh.size()) {
+    if (mesh.world_size() == mesh.size()) return;
+    sorted_ = mesh.ranks();
+    std::sort(sorted_.begin(), sorted_.end());
+  }
+  int size() const { return size_; }
+  int operator[](int i) const { return sorted_.empty() ? i : sorted_[i]; }
+
+ private:
+  int size_;
+  std::vector<int> sorted_;
+};
+
 std::string ranks_label(const std::vector<int>& ranks) {
   std::string s = fmt::format("{}", fmt::join(ranks, ","));
   if (s.size() > kMaxLabel) s = fmt::format("{} ranks", ranks.size());
@@ -23,7 +40,7 @@ std::string ranks_label(const std::vector<int>& ranks) {
 // Sorted cut points of one tensor dim: 0, the extent, and every non-empty box boundary.
 std::vector<Index> cuts(const Layout& layout, int d) {
   std::set<Index> c{0, layout.global_shape()[d]};
-  for (int r = 0; r < layout.mesh().size(); ++r) {
+  for (int r = 0; r < layout.mesh().world_size(); ++r) {  // ranks outside the mesh hold empty boxes
     Box b = layout.box(r);
     if (is_empty(b)) continue;
     c.insert(b.offset[d]);
@@ -69,6 +86,7 @@ nlohmann::ordered_json document_head(const Layout& layout) {
   nlohmann::ordered_json j;
   j["mesh"] = layout.mesh().shape();
   if (layout.mesh().has_explicit_ranks()) j["mesh_ranks"] = layout.mesh().explicit_ranks();
+  if (layout.mesh().world_size() != layout.mesh().size()) j["world_size"] = layout.mesh().world_size();
   std::vector<std::string> ps;
   for (const Placement& p : layout.placements()) ps.push_back(to_string(p));
   j["placements"] = ps;
@@ -86,17 +104,18 @@ std::string entry_text(const Layout& layout, int r) {
 
 std::string layout_table(const Layout& layout, std::optional<int> rank) {
   const int n = layout.mesh().size();
+  const MemberRanks ranks(layout.mesh());
   std::string out = fmt::format("layout {}\n", layout.str());
   out += fmt::format(kRowFormat, "rank", "coord", "local_shape", "global_offset", "block");
   if (rank) return out + table_row(layout, *rank);
   if (n <= kMaxTableRanks) {
-    for (int r = 0; r < n; ++r) out += table_row(layout, r);
+    for (int i = 0; i < n; ++i) out += table_row(layout, ranks[i]);
     return out;
   }
   const int half = kMaxTableRanks / 2;
-  for (int r = 0; r < half; ++r) out += table_row(layout, r);
+  for (int i = 0; i < half; ++i) out += table_row(layout, ranks[i]);
   out += fmt::format("... {} more ranks (--rank R shows one) ...\n", n - 2 * half);
-  for (int r = n - half; r < n; ++r) out += table_row(layout, r);
+  for (int i = n - half; i < n; ++i) out += table_row(layout, ranks[i]);
   return out;
 }
 
@@ -111,8 +130,10 @@ void write_layout_json(const Layout& layout, const std::function<void(std::strin
   }
   text += "  \"ranks\": [\n";
   write(text);
-  const int first = rank.value_or(0), last = rank ? *rank + 1 : layout.mesh().size();
-  for (int r = first; r < last; ++r) write("    " + entry_text(layout, r) + (r + 1 < last ? ",\n" : "\n"));
+  const MemberRanks members(layout.mesh());
+  const int count = rank ? 1 : members.size();
+  for (int i = 0; i < count; ++i)
+    write("    " + entry_text(layout, rank ? *rank : members[i]) + (i + 1 < count ? ",\n" : "\n"));
   write("  ]\n}");
 }
 
@@ -125,15 +146,17 @@ std::string layout_json(const Layout& layout, int indent, std::optional<int> ran
   }
   nlohmann::ordered_json j = document_head(layout);
   nlohmann::ordered_json ranks = nlohmann::ordered_json::array();
-  const int first = rank.value_or(0), last = rank ? *rank + 1 : layout.mesh().size();
-  for (int r = first; r < last; ++r) ranks.push_back(rank_entry(layout, r));
+  const MemberRanks members(layout.mesh());
+  for (int i = 0; i < (rank ? 1 : members.size()); ++i) ranks.push_back(rank_entry(layout, rank ? *rank : members[i]));
   j["ranks"] = std::move(ranks);
   return j.dump();
 }
 
 Index layout_json_bytes_estimate(const Layout& layout) {
   const int n = layout.mesh().size();
-  const Index entry = static_cast<Index>(std::max(entry_text(layout, 0).size(), entry_text(layout, n - 1).size())) + 6;
+  const MemberRanks ranks(layout.mesh());
+  const Index entry =
+      static_cast<Index>(std::max(entry_text(layout, ranks[0]).size(), entry_text(layout, ranks[n - 1]).size())) + 6;
   return static_cast<Index>(n) * entry + 256;
 }
 
@@ -156,8 +179,8 @@ std::string layout_picture(const Layout& layout) {
       Box cell = nd == 2 ? Box{{rows[i], cols[j]}, {rows[i + 1] - rows[i], cols[j + 1] - cols[j]}}
                          : Box{{cols[j]}, {cols[j + 1] - cols[j]}};
       std::vector<int> holders;
-      for (int r = 0; r < layout.mesh().size(); ++r)
-        if (contains(layout.box(r), cell)) holders.push_back(r);
+      for (int r = 0; r < layout.mesh().world_size(); ++r)
+        if (layout.mesh().contains(r) && contains(layout.box(r), cell)) holders.push_back(r);
       label[i][j] = ranks_label(holders);
     }
   }
@@ -184,8 +207,8 @@ std::string layout_picture(const Layout& layout) {
     out += "\n" + rule + "\n";
   }
   std::vector<int> empty;
-  for (int r = 0; r < layout.mesh().size(); ++r)
-    if (is_empty(layout.box(r))) empty.push_back(r);
+  for (int r = 0; r < layout.mesh().world_size(); ++r)
+    if (layout.mesh().contains(r) && is_empty(layout.box(r))) empty.push_back(r);
   if (!empty.empty()) out += fmt::format("ranks with an empty shard: {}\n", fmt::join(empty, " "));
   if (layout.has_partial()) out += "(Partial mesh dims: each listed rank holds a partial value of the block)\n";
   return out;

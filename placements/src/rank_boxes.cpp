@@ -5,8 +5,9 @@ namespace reshard {
 RankBoxes::RankBoxes(const Layout& layout) : layout_(layout) {
   const Mesh& mesh = layout.mesh();
   const int n = mesh.size();
-  boxes_.resize(n);
-  volumes_.resize(n);
+  boxes_.assign(mesh.world_size(), layout.empty_box());  // world ranks outside the mesh hold nothing
+  volumes_.assign(mesh.world_size(), 0);
+  any_empty_ = mesh.world_size() > n;
   Dims coord(mesh.ndim(), 0);
   max_volume_ = -1;
   for (int pos = 0; pos < n; ++pos) {
@@ -25,7 +26,7 @@ RankBoxes::RankBoxes(const Layout& layout) : layout_(layout) {
       coord[k] = 0;
     }
   }
-  for (int r = 0; r < n; ++r) {
+  for (int r = 0; r < size(); ++r) {
     if (volumes_[r] > max_volume_) {
       max_volume_ = volumes_[r];
       max_rank_ = r;

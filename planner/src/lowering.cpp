@@ -195,20 +195,19 @@ ReduceOp partial_op(const std::vector<Placement>& from, const std::vector<int>& 
   return from[dims.front()].op();
 }
 
-// Lowers `steps` (starting from layout `src`) for `rank`. `transfers[i]` holds the rank's transfers of step i
-// (ignored for steps that are not p2p); staged transfers are pipelined in chunks of `chunk_bytes`.
-RankProgram lower_steps(const Layout& src, const std::vector<Step>& steps, DType dtype, int rank,
+// Lowers `steps` (from layout `src` to layout `dst`, step_layout's chain) for `rank`. `transfers[i]` holds the rank's
+// transfers of step i (ignored for steps that are not p2p); staged transfers are pipelined in chunks of `chunk_bytes`.
+RankProgram lower_steps(const Layout& src, const Layout& dst, const std::vector<Step>& steps, DType dtype, int rank,
                         const std::vector<RankTransfers>& transfers, Index chunk_bytes, Index engine_min_row_bytes,
                         const LowerOptions& options) {
   const int es = element_size(dtype);
-  const Mesh& mesh = src.mesh();
   RankProgram prog;
   prog.rank = rank;
   prog.dtype = dtype;
   prog.step_count = static_cast<int>(steps.size());
   std::vector<RankBoxes> layouts;
-  for (const Step& s : steps) layouts.emplace_back(src.with_placements(s.from));
-  layouts.emplace_back(steps.empty() ? src : src.with_placements(steps.back().to));
+  for (size_t i = 0; i < steps.size(); ++i) layouts.emplace_back(step_layout(src, dst, steps, i));
+  layouts.emplace_back(steps.empty() ? src : step_layout(src, dst, steps, steps.size()));
   prog.input_elements = layouts.front().volume(rank);
   prog.output_elements = layouts.back().volume(rank);
   const WorkspaceLayout workspace = workspace_of(layouts, rank, es);
@@ -224,7 +223,7 @@ RankProgram lower_steps(const Layout& src, const std::vector<Step>& steps, DType
     Index step_scratch = 0;
     switch (step.kind) {
       case StepKind::kP2P: {
-        const PartialRoles roles = partial_roles(mesh, step.from, step.to);
+        const PartialRoles roles = partial_roles(a.layout(), b.layout());
         const ExchangeRules rules{step.transport, es, chunk_bytes, roles.contributions > 1, engine_min_row_bytes};
         if (step.transport == Transport::kNvlink) {
           prog.one_sided = true;
@@ -242,6 +241,7 @@ RankProgram lower_steps(const Layout& src, const std::vector<Step>& steps, DType
         break;
       case StepKind::kLocal: {
         if (is_empty(to)) break;
+        const Mesh& mesh = b.layout().mesh();
         const std::vector<int> created = partial_roles(mesh, step.from, step.to).created;
         const Partition part = partition_for(mesh, step.to, created, dtype, mesh.coord_of(rank));
         if (part.zero) {
@@ -321,7 +321,8 @@ RankProgram lower_steps(const Layout& src, const std::vector<Step>& steps, DType
 
 RankProgram lower(const Plan& plan, int rank, const LowerOptions& options) {
   const Mesh& mesh = plan.src().mesh();
-  RESHARD_REQUIRE(rank >= 0 && rank < mesh.size(), "rank ", rank, " is not in mesh ", mesh.str());
+  RESHARD_REQUIRE(rank >= 0 && rank < mesh.world_size(), "rank ", rank, " is not in mesh ", mesh.str(), " (ranks 0..",
+                  mesh.world_size() - 1, ")");
   if (plan.scope_rank())
     RESHARD_REQUIRE(*plan.scope_rank() == rank, "this plan holds only rank ", *plan.scope_rank(),
                     "'s transfers; it cannot be lowered for rank ", rank);
@@ -336,8 +337,8 @@ RankProgram lower(const Plan& plan, int rank, const LowerOptions& options) {
         mine[i].recvs.push_back(t);
     }
   }
-  return detail::lower_steps(plan.src(), plan.steps(), plan.dtype(), rank, mine, plan.pipeline_chunk_bytes(),
-                             plan.copy_engine_min_row_bytes(), options);
+  return detail::lower_steps(plan.src(), plan.dst(), plan.steps(), plan.dtype(), rank, mine,
+                             plan.pipeline_chunk_bytes(), plan.copy_engine_min_row_bytes(), options);
 }
 
 }  // namespace reshard

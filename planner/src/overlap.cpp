@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "cross_mesh.hpp"
+
 namespace reshard {
 namespace {
 
@@ -291,21 +293,31 @@ namespace reshard {
 TrafficBound traffic_bound(const Layout& src, const Layout& dst, const Topology& topology, int element_size) {
   Layout s = src.with_placements(canonical_placements(src.mesh(), src.placements()));
   Layout d = dst.with_placements(canonical_placements(dst.mesh(), dst.placements()));
-  d = d.with_placements(without_created_partials(d.mesh(), s.placements(), d.placements()));  // partitioned locally
-  OverlapIndex index(s, d, topology, element_size);
-  const int n = s.mesh().size();
+  const int n = s.mesh().world_size();
   std::vector<Index> in(n, 0), out(n, 0);
   std::vector<Transfer> buffer;
   TrafficBound b;
-  for (int r = 0; r < n; ++r) {
-    buffer.clear();
-    index.transfers_into(r, buffer);
-    for (const Transfer& t : buffer) {
+  auto count = [&](const std::vector<Transfer>& transfers) {
+    for (const Transfer& t : transfers) {
       if (t.is_local()) continue;
       in[t.dst] += t.bytes;
       out[t.src] += t.bytes;
       b.total_bytes += t.bytes;
       b.crosses_nodes = b.crosses_nodes || !topology.same_node(t.src, t.dst);
+    }
+  };
+  if (detail::needs_cross_mesh(s, d)) {  // between meshes: the cross-mesh p2p rule, created Partials partitioned
+    const PartialRoles roles = partial_roles(s, d);
+    std::vector<Placement> mid = d.placements();
+    for (int k : roles.created) mid[k] = Placement::replicate();
+    count(detail::cross_mesh_transfers(s, d.with_placements(mid), topology, element_size));
+  } else {
+    d = d.with_placements(without_created_partials(d.mesh(), s.placements(), d.placements()));  // partitioned locally
+    OverlapIndex index(s, d, topology, element_size);
+    for (int r = 0; r < n; ++r) {
+      buffer.clear();
+      index.transfers_into(r, buffer);
+      count(buffer);
     }
   }
   for (int r = 0; r < n; ++r) b.max_rank_bytes = std::max({b.max_rank_bytes, in[r], out[r]});

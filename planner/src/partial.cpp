@@ -24,6 +24,26 @@ PartialRoles partial_roles(const Mesh& mesh, const std::vector<Placement>& from,
   return roles;
 }
 
+PartialRoles partial_roles(const Layout& from, const Layout& to) {
+  // A mesh on a subset of the world is planned as between meshes (cross_mesh.hpp): nothing is kept there either.
+  if (from.mesh() == to.mesh() && from.mesh().world_size() == from.mesh().size())
+    return partial_roles(from.mesh(), from.placements(), to.placements());
+  PartialRoles roles;
+  bool have_op = false;
+  for (int k = 0; k < from.mesh().ndim(); ++k) {
+    const Placement& x = from.placement(k);
+    if (from.mesh().dim_size(k) == 1 || !x.is_partial()) continue;
+    roles.reduced.push_back(k);
+    roles.contributions *= from.mesh().dim_size(k);
+    if (have_op && x.op() != roles.reduce_op) roles.mixed_reduce_ops = true;
+    roles.reduce_op = x.op();
+    have_op = true;
+  }
+  for (int k = 0; k < to.mesh().ndim(); ++k)
+    if (to.mesh().dim_size(k) > 1 && to.placement(k).is_partial()) roles.created.push_back(k);
+  return roles;
+}
+
 std::vector<Placement> without_created_partials(const Mesh& mesh, const std::vector<Placement>& from,
                                                 const std::vector<Placement>& to) {
   std::vector<Placement> out = to;

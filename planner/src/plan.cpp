@@ -33,10 +33,10 @@ struct BlockLess {
 
 void validate_p2p(const PlanSpec& spec, size_t i, const RankBoxes& a, const RankBoxes& b) {
   const Step& step = spec.steps[i];
-  const Mesh& mesh = a.layout().mesh();
-  const int n = mesh.size();
+  const Mesh& mesh = a.layout().mesh();  // the senders' (a step between meshes keeps no Partial dim)
+  const int n = a.size();                // the world's ranks
   const int es = element_size(spec.dtype);
-  const PartialRoles roles = partial_roles(mesh, step.from, step.to);
+  const PartialRoles roles = partial_roles(a.layout(), b.layout());
   RESHARD_REQUIRE(roles.created.empty(), "step ", i, " (p2p) cannot create a Partial placement: [",
                   to_string(step.from), "] -> [", to_string(step.to), "]");
   RESHARD_REQUIRE(!roles.mixed_reduce_ops, "step ", i, " (p2p) reduces mesh dims with different reduce ops");
@@ -63,7 +63,7 @@ void validate_p2p(const PlanSpec& spec, size_t i, const RankBoxes& a, const Rank
     const Transfer& x = step.transfers[t];
     auto where = [&] { return cat("step ", i, " (p2p) transfer ", t, " (rank ", x.src, " -> ", x.dst, ")"); };
     RESHARD_REQUIRE(x.src >= 0 && x.src < n && x.dst >= 0 && x.dst < n, "step ", i, " (p2p) transfer ", t, ": rank ",
-                    x.src, " -> ", x.dst, " outside the mesh's ", n, " ranks");
+                    x.src, " -> ", x.dst, " outside the world's ", n, " ranks");
     if (spec.scope_rank)
       RESHARD_REQUIRE(x.src == *spec.scope_rank || x.dst == *spec.scope_rank, where(), ": does not involve rank ",
                       *spec.scope_rank, " of this rank-scoped plan");
@@ -263,19 +263,24 @@ std::vector<Placement> canonical_placements(const Mesh& mesh, const std::vector<
 }
 
 void validate_plan(const PlanSpec& spec) {
-  const Mesh& mesh = spec.src.mesh();
-  RESHARD_REQUIRE(spec.src.mesh() == spec.dst.mesh(), "source mesh ", spec.src.mesh().str(), " and target mesh ",
-                  spec.dst.mesh().str(), " differ");
+  // Step 0 starts on the source mesh; every later layout is on the target mesh (the same one unless the plan moves
+  // the tensor between meshes, which only its first step, a p2p one, does).
+  const Mesh& mesh = spec.dst.mesh();
+  const bool cross = !(spec.src.mesh() == spec.dst.mesh());
+  RESHARD_REQUIRE(spec.src.mesh().world_size() == mesh.world_size(), "source mesh ", spec.src.mesh().str(),
+                  " and target mesh ", mesh.str(), " are in worlds of different sizes (", spec.src.mesh().world_size(),
+                  " and ", mesh.world_size(), " ranks)");
   RESHARD_REQUIRE(spec.src.global_shape() == spec.dst.global_shape(), "source shape ",
                   to_string(spec.src.global_shape()), " and target shape ", to_string(spec.dst.global_shape()),
                   " differ");
   spec.topology.validate();
   for (const Layout* l : {&spec.src, &spec.dst})
-    for (int k = 0; k < mesh.ndim(); ++k)
-      if (l->placement(k).is_partial() && mesh.dim_size(k) > 1) require_reducible(spec.dtype, l->placement(k).op());
+    for (int k = 0; k < l->mesh().ndim(); ++k)
+      if (l->placement(k).is_partial() && l->mesh().dim_size(k) > 1)
+        require_reducible(spec.dtype, l->placement(k).op());
   if (spec.scope_rank)
-    RESHARD_REQUIRE(*spec.scope_rank >= 0 && *spec.scope_rank < mesh.size(), "plan rank ", *spec.scope_rank,
-                    " is not in mesh ", mesh.str());
+    RESHARD_REQUIRE(*spec.scope_rank >= 0 && *spec.scope_rank < mesh.world_size(), "plan rank ", *spec.scope_rank,
+                    " is not in mesh ", mesh.str(), " (ranks 0..", mesh.world_size() - 1, ")");
   RESHARD_REQUIRE(!spec.steps.empty(), "a plan needs at least one step");
   checked_mul(spec.src.global_volume(), element_size(spec.dtype), "tensor size in bytes");
   validate_metadata(spec);
@@ -283,18 +288,26 @@ void validate_plan(const PlanSpec& spec) {
   RESHARD_REQUIRE(spec.copy_engine_min_row_bytes >= 0, "copy-engine minimum row bytes must be >= 0, got ",
                   spec.copy_engine_min_row_bytes);
   RESHARD_REQUIRE(spec.strategy != Strategy::kAuto, "a plan's strategy is the one chosen: collective, p2p or hybrid");
-  auto canon = [&](const std::vector<Placement>& p) {
-    RESHARD_REQUIRE(static_cast<int>(p.size()) == mesh.ndim(), p.size(), " placements given for a ", mesh.ndim(),
-                    "-D mesh ", mesh.str());
-    return canonical_placements(mesh, spec.src.with_placements(p).placements());
+  auto canon = [&](const Layout& on, const std::vector<Placement>& p) {
+    const Mesh& m = on.mesh();
+    RESHARD_REQUIRE(static_cast<int>(p.size()) == m.ndim(), p.size(), " placements given for a ", m.ndim(), "-D mesh ",
+                    m.str());
+    return canonical_placements(m, on.with_placements(p).placements());
   };
-  std::vector<Placement> current = canon(spec.src.placements());
+  std::vector<Placement> current = canon(spec.src, spec.src.placements());
   for (size_t i = 0; i < spec.steps.size(); ++i) {
     const Step& s = spec.steps[i];
-    std::vector<Placement> from = canon(s.from), to = canon(s.to);
+    const Layout& before = i == 0 ? spec.src : spec.dst;
+    std::vector<Placement> from = canon(before, s.from), to = canon(spec.dst, s.to);
     RESHARD_REQUIRE(from == current, "step ", i, " starts from [", to_string(s.from), "] but the previous layout is [",
                     to_string(current), "]");
-    Layout a = spec.src.with_placements(s.from), b = spec.src.with_placements(s.to);
+    if (cross && i == 0)
+      RESHARD_REQUIRE(s.kind == StepKind::kP2P, "step 0 (", to_string(s.kind), ") moves the tensor from mesh ",
+                      spec.src.mesh().str(), " to mesh ", mesh.str(), "; only a p2p step can");
+    Layout a = before.with_placements(s.from), b = spec.dst.with_placements(s.to);
+    RESHARD_REQUIRE(!is_communication(s.kind) || s.kind == StepKind::kP2P || mesh.world_size() == mesh.size(), "step ",
+                    i, " (", to_string(s.kind), "): mesh ", mesh.str(),
+                    " is a subset of the world; only p2p and local steps run on it");
     RESHARD_REQUIRE(s.transport != Transport::kAuto, "step ", i, ": a step's transport is nccl or nvlink, not auto");
     RESHARD_REQUIRE(!s.fused || s.transport == Transport::kNvlink, "step ", i, ": only nvlink steps can be fused");
     if (s.transport == Transport::kNvlink) {
@@ -330,15 +343,17 @@ void validate_plan(const PlanSpec& spec) {
     }
     current = to;
   }
-  RESHARD_REQUIRE(current == canon(spec.dst.placements()), "the last step ends at [", to_string(current),
+  RESHARD_REQUIRE(current == canon(spec.dst, spec.dst.placements()), "the last step ends at [", to_string(current),
                   "], not the target [", to_string(spec.dst.placements()), "]");
 }
 
 Plan::Plan(PlanSpec spec) : s_(std::move(spec)) { validate_plan(s_); }
 
-Layout Plan::layout_before(size_t i) const {
-  if (i < s_.steps.size()) return s_.src.with_placements(s_.steps[i].from);
-  return s_.src.with_placements(s_.steps.back().to);
+Layout Plan::layout_before(size_t i) const { return step_layout(s_.src, s_.dst, s_.steps, i); }
+
+Layout step_layout(const Layout& src, const Layout& dst, const std::vector<Step>& steps, size_t i) {
+  if (i < steps.size()) return (i == 0 ? src : dst).with_placements(steps[i].from);
+  return dst.with_placements(steps.back().to);
 }
 
 Transport Plan::transport() const {

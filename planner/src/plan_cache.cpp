@@ -25,7 +25,8 @@ void put_ints(std::string& key, const std::vector<int>& values) {
 
 void put_mesh(std::string& key, const Mesh& mesh) {
   put_ints(key, mesh.shape());
-  put_ints(key, mesh.explicit_ranks());  // empty when row-major
+  put_ints(key, mesh.explicit_ranks());  // empty when row-major over the whole world
+  put(key, static_cast<std::int32_t>(mesh.world_size()));
 }
 
 // Placements as given (make_plan keeps them in the plan, so [S0] and [R] on a size-1 mesh dim are different keys).
@@ -91,7 +92,7 @@ std::string PlanCache::key_of(const Layout& src, const Layout& dst, DType dtype,
   std::string key;
   key.reserve(128);
   put_mesh(key, src.mesh());
-  // The layouts of a valid request share their mesh; a different one (an error from the planner) is keyed in full.
+  // The layouts of most requests share their mesh; a different one (a plan between meshes) is keyed in full.
   const bool same_mesh = src.mesh() == dst.mesh();
   put(key, static_cast<std::uint8_t>(same_mesh));
   if (!same_mesh) put_mesh(key, dst.mesh());
@@ -157,7 +158,8 @@ std::shared_ptr<const Plan> PlanCache::get_or_plan(const Layout& src, const Layo
 std::shared_ptr<const Plan> PlanCache::get_or_plan_rank(const Layout& src, const Layout& dst, DType dtype, int rank,
                                                         const PlanOptions& options) {
   // make_rank_plan refuses a rank outside the mesh; a negative one must not reach the global plan's key.
-  RESHARD_REQUIRE(rank >= 0 && rank < src.mesh().size(), "rank ", rank, " is not in mesh ", src.mesh().str());
+  RESHARD_REQUIRE(rank >= 0 && rank < src.mesh().world_size(), "rank ", rank, " is not in mesh ", src.mesh().str(),
+                  " (ranks 0..", src.mesh().world_size() - 1, ")");
   return get(src, dst, dtype, rank, options);
 }
 

@@ -24,6 +24,7 @@ json layout_json(const Layout& l) {
   j["mesh"] = l.mesh().shape();
   j["placements"] = placement_strings(l.placements());
   if (l.mesh().has_explicit_ranks()) j["mesh_ranks"] = l.mesh().explicit_ranks();
+  if (l.mesh().world_size() != l.mesh().size()) j["world_size"] = l.mesh().world_size();
   return j;
 }
 
@@ -119,7 +120,28 @@ Transport read_transport(const json& obj, const std::string& path) {
 Layout read_layout(const json& root, const std::string& key, const Dims& shape) {
   const json& l = Reader::at(root, key, "");
   std::vector<int> mesh_shape = Reader::ints(l, "mesh", key);
-  Mesh mesh = l.contains("mesh_ranks") ? Mesh(mesh_shape, Reader::ints(l, "mesh_ranks", key)) : Mesh(mesh_shape);
+  std::optional<std::vector<int>> ranks;
+  if (l.contains("mesh_ranks")) ranks = Reader::ints(l, "mesh_ranks", key);
+  std::optional<Index> world;
+  if (l.contains("world_size")) {
+    world = Reader::integer(l, "world_size", key);
+    RESHARD_REQUIRE(*world >= 1 && *world <= kMaxRanks, "plan field '", key, ".world_size' must be in 1..", kMaxRanks,
+                    ", got ", *world);
+  }
+  // The mesh refuses ranks outside the world, repeated ones and a world smaller than the mesh; name the field.
+  Mesh mesh;
+  try {
+    mesh = Mesh(mesh_shape);
+    if (ranks || world) {
+      if (!ranks) {
+        ranks.emplace(mesh.size());
+        for (int i = 0; i < mesh.size(); ++i) (*ranks)[i] = i;
+      }
+      mesh = Mesh(mesh_shape, *ranks, world ? static_cast<int>(*world) : mesh.size());
+    }
+  } catch (const Error& e) {
+    fail(e.kind(), cat("plan field '", key, "': ", e.what()));
+  }
   return Layout(mesh, Reader::placements(l, "placements", key), shape);
 }
 
@@ -216,8 +238,8 @@ Plan parse_plan(const std::string& text, const Profile* profile) {
   }
   if (j.contains("rank")) {
     const Index rank = R::integer(j, "rank", "");
-    RESHARD_REQUIRE(rank >= 0 && rank < spec.src.mesh().size(), "plan field 'rank': rank ", rank, " is not in mesh ",
-                    spec.src.mesh().str());
+    RESHARD_REQUIRE(rank >= 0 && rank < spec.src.mesh().world_size(), "plan field 'rank': rank ", rank,
+                    " is not in mesh ", spec.src.mesh().str(), " (ranks 0..", spec.src.mesh().world_size() - 1, ")");
     spec.scope_rank = static_cast<int>(rank);
   }
   spec.pipeline_chunk_bytes = R::integer(j, "pipeline_chunk_bytes", "");
@@ -269,8 +291,9 @@ Plan parse_plan(const std::string& text, const Profile* profile) {
         std::string tp = cat(path, ".transfers[", t, "]");
         Transfer tr;
         Index src = R::integer(ts[t], "src", tp), dst = R::integer(ts[t], "dst", tp);
-        RESHARD_REQUIRE(src >= 0 && src < spec.src.mesh().size() && dst >= 0 && dst < spec.src.mesh().size(),
-                        "plan field '", tp, "': ranks ", src, " -> ", dst, " outside the mesh");
+        const Index world = spec.src.mesh().world_size();
+        RESHARD_REQUIRE(src >= 0 && src < world && dst >= 0 && dst < world, "plan field '", tp, "': ranks ", src,
+                        " -> ", dst, " outside the mesh's world (ranks 0..", world - 1, ")");
         tr.src = static_cast<int>(src);
         tr.dst = static_cast<int>(dst);
         tr.region = Box{R::dims(ts[t], "global_offset", tp), R::dims(ts[t], "shape", tp)};

@@ -5,6 +5,7 @@
 #include <tuple>
 
 #include "chunking.hpp"
+#include "cross_mesh.hpp"
 #include "reshard/cost_model.hpp"
 #include "reshard/overlap.hpp"
 #include "step_pricing.hpp"
@@ -14,18 +15,20 @@ namespace {
 
 using Pair = std::pair<int, int>;
 
-// Every rank's boxes of the layouts a plan passes through, computed once per placements.
+// Every rank's boxes of the layouts a plan passes through (step_layout's chain), computed once per layout.
 class BoxCache {
  public:
-  explicit BoxCache(const Layout& src) : src_(src) {}
-  const RankBoxes& operator()(const std::vector<Placement>& ps) {
-    auto it = boxes_.find(to_string(ps));
-    if (it == boxes_.end()) it = boxes_.emplace(to_string(ps), RankBoxes(src_.with_placements(ps))).first;
+  explicit BoxCache(const PlanSpec& spec) : spec_(spec) {}
+  const RankBoxes& operator()(size_t i) {
+    const Layout l = step_layout(spec_.src, spec_.dst, spec_.steps, i);
+    const std::string key = l.str();
+    auto it = boxes_.find(key);
+    if (it == boxes_.end()) it = boxes_.emplace(key, RankBoxes(l)).first;
     return it->second;
   }
 
  private:
-  const Layout& src_;
+  const PlanSpec& spec_;
   std::map<std::string, RankBoxes> boxes_;
 };
 
@@ -38,16 +41,20 @@ void check_planner_transfers(const PlanSpec& spec) {
   for (size_t i = 0; i < spec.steps.size(); ++i) {
     const Step& s = spec.steps[i];
     if (s.kind != StepKind::kP2P) continue;
-    OverlapIndex index(spec.src.with_placements(s.from), spec.src.with_placements(s.to), spec.topology, es);
+    const Layout from = step_layout(spec.src, spec.dst, spec.steps, i),
+                 to = step_layout(spec.src, spec.dst, spec.steps, i + 1);
     std::vector<Transfer> expected;
-    if (spec.scope_rank) {
+    if (needs_cross_mesh(from, to)) {
+      expected = cross_mesh_transfers(from, to, spec.topology, es, spec.scope_rank);
+    } else if (spec.scope_rank) {
+      OverlapIndex index(from, to, spec.topology, es);
       index.transfers_from(*spec.scope_rank, expected);
       std::vector<Transfer> in;
       index.transfers_into(*spec.scope_rank, in);
       for (const Transfer& t : in)
         if (t.src != *spec.scope_rank) expected.push_back(t);
     } else {
-      expected = index.all_transfers();
+      expected = OverlapIndex(from, to, spec.topology, es).all_transfers();
     }
     std::map<Pair, const Transfer*> planned;
     for (const Transfer& t : expected) planned[{t.src, t.dst}] = &t;
@@ -68,13 +75,13 @@ void check_planner_transfers(const PlanSpec& spec) {
 
 void recompute_summary(PlanSpec& spec, const Profile* profile) {
   const int es = element_size(spec.dtype);
-  const int n = spec.src.mesh().size();
+  const int n = spec.src.mesh().world_size();
   const CostModel model(profile ? *profile : default_profile(), spec.topology, spec.low_sm);
   const StepPricer pricer(model, spec.dtype, spec.pipeline_chunk_bytes);
   // nvlink steps priced as they were planned: fused or separate copies.
   const StepPricer fused_pricer(model, spec.dtype, spec.pipeline_chunk_bytes, Fusion::kAlways);
   const StepPricer separate_pricer(model, spec.dtype, spec.pipeline_chunk_bytes, Fusion::kNever);
-  BoxCache boxes(spec.src);
+  BoxCache boxes(spec);
   // Peak workspace as the lowering lays it out (and the planner prices it): two alternating intermediate tensors and
   // the largest scratch of any step, per rank.
   std::vector<Index> temp[2] = {std::vector<Index>(n, 0), std::vector<Index>(n, 0)};
@@ -83,12 +90,18 @@ void recompute_summary(PlanSpec& spec, const Profile* profile) {
   spec.estimated_us = 0;
   for (size_t i = 0; i < spec.steps.size(); ++i) {
     Step& s = spec.steps[i];
-    const RankBoxes &a = boxes(s.from), &b = boxes(s.to);
+    const RankBoxes &a = boxes(i), &b = boxes(i + 1);
     std::vector<Index> step_scratch;
     if (s.kind == StepKind::kP2P) {
-      OverlapIndex index(a.layout(), b.layout(), spec.topology, es);
       const StepPricer& p = s.transport != Transport::kNvlink ? pricer : s.fused ? fused_pricer : separate_pricer;
-      PricedStep priced = p.p2p(index, s.transport);
+      PricedStep priced;
+      if (needs_cross_mesh(a.layout(), b.layout())) {
+        const std::vector<Transfer> all = cross_mesh_transfers(a.layout(), b.layout(), spec.topology, es);
+        priced =
+            price_cross_mesh_p2p(p, a, b, all, s.transport, partial_roles(a.layout(), b.layout()).contributions > 1);
+      } else {
+        priced = p.p2p(OverlapIndex(a.layout(), b.layout(), spec.topology, es), s.transport);
+      }
       s.bytes_moved = priced.step.bytes_moved;
       if (profile) s.estimated_us = priced.step.estimated_us;
       step_scratch = std::move(priced.scratch);

@@ -66,7 +66,7 @@ struct Scale {
 }  // namespace
 
 std::string plan_svg(const Plan& plan) {
-  const int n = plan.src().mesh().size();
+  const int n = plan.src().mesh().world_size();
   const int block = (n + kMaxCells - 1) / kMaxCells;  // ranks per cell
   const bool blocked = block > 1;
   const size_t steps = plan.steps().size();

@@ -70,7 +70,7 @@ Stages pipeline_stages(const Plan& plan) {
   if (plan.scope_rank()) {
     ranks.push_back(*plan.scope_rank());
   } else {
-    const int n = plan.src().mesh().size();
+    const int n = plan.src().mesh().world_size();
     ranks.resize(std::min(n, kMaxLoweredRanks));
     std::iota(ranks.begin(), ranks.end(), 0);
     st.all_ranks = n <= kMaxLoweredRanks;
@@ -102,10 +102,12 @@ std::string human_bytes(double bytes) {
 
 std::string plan_table(const Plan& plan) {
   const Mesh& mesh = plan.src().mesh();
-  const int n = mesh.size();
+  const int n = mesh.world_size();
   const double tensor_bytes = static_cast<double>(plan.src().global_volume()) * plan.element_size();
-  std::string os = fmt::format("plan   {} [{}] -> [{}], {} {} ({}), {} ranks per node, profile {}\n", mesh.str(),
-                               to_string(plan.src().placements()), to_string(plan.dst().placements()),
+  // A plan between meshes names the target mesh too.
+  const std::string target_mesh = mesh == plan.dst().mesh() ? std::string() : plan.dst().mesh().str() + " ";
+  std::string os = fmt::format("plan   {} [{}] -> {}[{}], {} {} ({}), {} ranks per node, profile {}\n", mesh.str(),
+                               to_string(plan.src().placements()), target_mesh, to_string(plan.dst().placements()),
                                to_string(plan.src().global_shape()), to_string(plan.dtype()), human_bytes(tensor_bytes),
                                plan.topology().ranks_per_node, plan.profile_name());
   if (plan.scope_rank()) os += fmt::format("scope  transfers of rank {} only\n", *plan.scope_rank());

@@ -38,8 +38,8 @@ struct Collective {
 }  // namespace
 
 RankTraffic rank_traffic(const Plan& plan) {
-  const Mesh& mesh = plan.src().mesh();
-  const int n = mesh.size(), es = plan.element_size();
+  const Mesh& mesh = plan.src().mesh();  // collectives: a plan on one mesh, the whole world
+  const int n = mesh.world_size(), es = plan.element_size();
   RankTraffic t{std::vector<double>(n, 0.0), std::vector<double>(n, 0.0)};
   for (size_t i = 0; i < plan.steps().size(); ++i) {
     const Step& s = plan.steps()[i];
@@ -85,7 +85,7 @@ RankTraffic rank_traffic(const Plan& plan) {
 
 BlockTraffic block_traffic(const Plan& plan, size_t i, int block) {
   const Mesh& mesh = plan.src().mesh();
-  const int n = mesh.size(), es = plan.element_size();
+  const int n = mesh.world_size(), es = plan.element_size();
   BlockTraffic t;
   t.block = std::max(1, block);
   t.cells = (n + t.block - 1) / t.block;

@@ -8,6 +8,7 @@
 #include <map>
 
 #include "collective_search.hpp"
+#include "cross_mesh.hpp"
 #include "hybrid.hpp"
 #include "reshard/overlap.hpp"
 #include "reshard/partial.hpp"
@@ -339,10 +340,12 @@ class Planner {
 }  // namespace
 
 Plan make_plan(const Layout& src, const Layout& dst, DType dtype, const PlanOptions& options) {
+  if (detail::needs_cross_mesh(src, dst)) return detail::make_cross_mesh_plan(src, dst, dtype, options, std::nullopt);
   return Planner(src, dst, dtype, options, std::nullopt, false).build();
 }
 
 Plan make_rank_plan(const Layout& src, const Layout& dst, DType dtype, int rank, const PlanOptions& options) {
+  if (detail::needs_cross_mesh(src, dst)) return detail::make_cross_mesh_plan(src, dst, dtype, options, rank);
   return Planner(src, dst, dtype, options, rank, false).build();
 }
 
@@ -350,6 +353,7 @@ namespace detail {
 
 Plan make_plan_reference(const Layout& src, const Layout& dst, DType dtype, const PlanOptions& options,
                          std::optional<int> rank) {
+  if (needs_cross_mesh(src, dst)) return make_cross_mesh_plan(src, dst, dtype, options, rank);
   return Planner(src, dst, dtype, options, rank, true).build();
 }
 

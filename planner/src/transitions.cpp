@@ -178,7 +178,9 @@ ScatterGeometry scatter_geometry(const RankBoxes& a, const RankBoxes& b, std::sp
 int group_size(const Mesh& mesh, std::span<const int> dims) { return mesh.group_size(dims); }
 
 LinkClass group_link(const Mesh& mesh, std::span<const int> dims, const Topology& topology) {
-  for (int r : {0, mesh.size() - 1}) {
+  Dims last(mesh.ndim());
+  for (int k = 0; k < mesh.ndim(); ++k) last[k] = mesh.dim_size(k) - 1;
+  for (int r : {mesh.rank_at(Dims(mesh.ndim())), mesh.rank_at(last)}) {  // the first and last coordinates' groups
     std::vector<int> g = mesh.group(r, dims);
     for (int m : g)
       if (!topology.same_node(m, g.front())) return LinkClass::kInterNode;

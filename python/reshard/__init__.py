@@ -68,7 +68,8 @@ def _plan_args(mesh, src, dst, shape, dtype, strategy, memory_budget, transport,
 
 
 def plan(mesh, src, dst, shape, dtype="f32", strategy="auto", memory_budget=None, *, transport="auto",
-         ranks_per_node=8, profile=None, ranks=None, rank=None, fuse="auto", low_sm=False):
+         ranks_per_node=8, profile=None, ranks=None, rank=None, fuse="auto", low_sm=False, dst_mesh=None,
+         dst_ranks=None, world_size=None):
     """Plans a redistribution as `reshard plan` does; returns a Plan.
 
     plan.json() is exactly what `reshard plan --json` prints for the same arguments; plan.strategy,
@@ -76,11 +77,18 @@ def plan(mesh, src, dst, shape, dtype="f32", strategy="auto", memory_budget=None
     memory_budget: bytes per rank (an int, or text such as "64MiB"); profile: path of a cost-model profile JSON;
     rank: plan as that rank needs it (only its own transfers), as `--rank`; fuse: "auto", "always" or "never", as
     `--fuse`; low_sm: price SM kernels for running beside compute, as `--low-sm`.
+    Between meshes of one world (as `--from-mesh/--from-ranks/--to-mesh/--to-ranks/--world-size`): `mesh` and `ranks`
+    are the source's, dst_mesh and dst_ranks the target's (world ranks in row-major coordinate order; unset: 0..n-1),
+    world_size defaults to one more than the largest rank of either; plan.src_mesh and plan.dst_mesh print them.
     """
     from . import _core
 
     args = _plan_args(mesh, src, dst, shape, dtype, strategy, memory_budget, transport, ranks_per_node, profile, ranks,
                       fuse=fuse, low_sm=low_sm)
+    if dst_mesh is not None:
+        args.dst_mesh = _args.mesh_text(dst_mesh)
+    args.dst_ranks = _rank_list(dst_ranks)
+    args.world_size = None if world_size is None else int(world_size)
     return _core.make_plan(args, None if rank is None else int(rank))
 
 

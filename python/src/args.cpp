@@ -21,11 +21,39 @@ Layout make_layout(const LayoutArgs& args) {
   return Layout(make_mesh(args.mesh, args.ranks), parse_placements(args.placements), make_shape(args.shape));
 }
 
+namespace {
+
+// The source and target meshes: one mesh, or (with dst_mesh, dst_ranks or world_size) two meshes of one world.
+std::pair<Mesh, Mesh> make_meshes(const PlanArgs& args) {
+  if (!args.dst_mesh && !args.dst_ranks && !args.world_size) {
+    const Mesh mesh = make_mesh(args.mesh, args.ranks);
+    return {mesh, mesh};
+  }
+  auto side = [](const std::string& text, const std::optional<std::vector<int>>& given) {
+    const Mesh row_major(parse_mesh_shape(text));
+    return std::pair{row_major.shape(), given ? *given : row_major.ranks()};
+  };
+  auto [from_shape, from_ranks] = side(args.mesh, args.ranks);
+  auto [to_shape, to_ranks] = side(args.dst_mesh.value_or(args.mesh), args.dst_mesh    ? args.dst_ranks
+                                                                      : args.dst_ranks ? args.dst_ranks
+                                                                                       : args.ranks);
+  int world = 0;
+  if (args.world_size) {
+    world = *args.world_size;
+  } else {
+    for (const std::vector<int>* ranks : {&from_ranks, &to_ranks})
+      for (int r : *ranks) world = std::max(world, r + 1);
+  }
+  return {Mesh(from_shape, from_ranks, world), Mesh(to_shape, to_ranks, world)};
+}
+
+}  // namespace
+
 PlanRequest make_plan_request(const PlanArgs& args) {
-  Mesh mesh = make_mesh(args.mesh, args.ranks);
+  const auto [from_mesh, to_mesh] = make_meshes(args);
   Dims shape = make_shape(args.shape);
-  PlanRequest req{Layout(mesh, parse_placements(args.src), shape), Layout(mesh, parse_placements(args.dst), shape),
-                  parse_dtype(args.dtype), PlanOptions{}};
+  PlanRequest req{Layout(from_mesh, parse_placements(args.src), shape),
+                  Layout(to_mesh, parse_placements(args.dst), shape), parse_dtype(args.dtype), PlanOptions{}};
   req.options.strategy = parse_strategy(args.strategy);
   req.options.transport = parse_transport(args.transport);
   req.options.fusion = parse_fusion(args.fuse);

@@ -32,6 +32,11 @@ Layout make_layout(const LayoutArgs& args);
 struct PlanArgs {
   std::string mesh;
   std::optional<std::vector<int>> ranks;
+  // A target on another mesh of the same world (the CLI's --to-mesh, --to-ranks, --world-size): `mesh` and `ranks`
+  // are then the source's; unset ranks are 0..n-1, an unset world one more than the largest rank of either mesh.
+  std::optional<std::string> dst_mesh;
+  std::optional<std::vector<int>> dst_ranks;
+  std::optional<int> world_size;
   std::string src, dst;
   ShapeArg shape;
   std::string dtype = "f32";

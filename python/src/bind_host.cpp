@@ -18,9 +18,10 @@ py::list run_host(const PlanArgs& args, const py::list& shards) {
   PlanRequest req = make_plan_request(args);
   const Layout& src = req.src;
   const Layout& dst = req.dst;
-  const int n = src.mesh().size();
-  RESHARD_REQUIRE(static_cast<int>(shards.size()) == n, "mesh ", src.mesh().str(), " has ", n, " ranks but ",
-                  shards.size(), " shards were given (one per rank, in rank order)");
+  const int n = src.mesh().world_size();  // between meshes: every rank of the world (empty shards outside a mesh)
+  RESHARD_REQUIRE(static_cast<int>(shards.size()) == n, "mesh ", src.mesh().str(),
+                  n == src.mesh().size() ? " has " : " is in a world of ", n, " ranks but ", shards.size(),
+                  " shards were given (one per rank, in rank order)");
   const size_t es = static_cast<size_t>(element_size(req.dtype));
 
   std::vector<py::array> inputs, outputs;

@@ -54,8 +54,8 @@ struct CudaRedistributor {
 std::unique_ptr<CudaRedistributor> make_redistributor(std::shared_ptr<NcclCommunicator> comm,
                                                       std::shared_ptr<CudaDevice> device, const PlanArgs& args) {
   PlanRequest req = make_plan_request(args);
-  RESHARD_REQUIRE(req.src.mesh().size() == comm->size(), "mesh ", req.src.mesh().str(), " has ", req.src.mesh().size(),
-                  " ranks but the communicator has ", comm->size());
+  RESHARD_REQUIRE(req.src.mesh().world_size() == comm->size(), "mesh ", req.src.mesh().str(), " has ",
+                  req.src.mesh().world_size(), " ranks but the communicator has ", comm->size());
   auto out = std::make_unique<CudaRedistributor>();
   out->comm = std::move(comm);
   out->device = std::move(device);

@@ -36,7 +36,39 @@ CASES = [
      dict(mesh=[8], src="P(avg)", dst="S1", shape=[33, 65], dtype="float16")),
     (["--mesh", "2x2", "--from", "S0,S1", "--to", "S1,S0", "--shape", "64x48", "--strategy", "hybrid"],
      dict(mesh=[2, 2], src=["S0", "S1"], dst=["S1", "S0"], shape=[64, 48], strategy="hybrid")),
+    # Between meshes of one world: training (2,4) -> serving on ranks 4 and 5; a disjoint hand-off in a world of 6.
+    (["--from-mesh", "2x4", "--to-mesh", "2", "--to-ranks", "4,5", "--from", "S0,S1", "--to", "R", "--shape", "8x6"],
+     dict(mesh=[2, 4], src="S0,S1", dst="R", shape=[8, 6], dst_mesh=2, dst_ranks=[4, 5])),
+    (["--from-mesh", "2", "--from-ranks", "0-1", "--to-mesh", "3", "--to-ranks", "2-4", "--world-size", "6", "--from",
+      "P", "--to", "S0", "--shape", "7x5", "--dtype", "i32"],
+     dict(mesh=2, ranks=[0, 1], src="P", dst="S0", shape=[7, 5], dtype="int32", dst_mesh=3, dst_ranks=[2, 3, 4],
+          world_size=6)),
 ]
+
+
+def test_between_meshes():
+    p = reshard.plan([2, 2], "S0,S1", "S1", [8, 8], dst_mesh=[2], dst_ranks=[6, 7], world_size=8)
+    assert (p.src_mesh, p.dst_mesh, p.world_size) == ("2x2[0,1,2,3]/8", "2[6,7]/8", 8)
+    assert p.strategy == "p2p"
+    assert [c["available"] for c in p.candidates if c["strategy"] != "p2p"] == [False, False]
+    with pytest.raises(ValueError, match="rank 6 appears twice"):
+        reshard.plan([2, 2], "S0,S1", "S1", [8, 8], dst_mesh=[2], dst_ranks=[6, 6])
+    with pytest.raises(ValueError, match="rank list entry 9 is outside 0..7"):
+        reshard.plan([2, 2], "S0,S1", "S1", [8, 8], dst_mesh=[2], dst_ranks=[6, 9], world_size=8)
+
+
+def test_run_host_between_meshes():
+    """(2,2) on ranks 0-3 -> (2) on ranks 3 and 4 of a world of 5: every rank's shard, empty outside a mesh."""
+    from reshard import _core
+
+    full = np.arange(6 * 4, dtype=np.int32).reshape(6, 4)
+    a = _core.PlanArgs()
+    a.mesh, a.src, a.dst, a.shape, a.dtype = "2x2", "S0,S1", "S1", "6x4", "i32"
+    a.dst_mesh, a.dst_ranks, a.world_size = "2", [3, 4], 5
+    shards = [full[0:3, 0:2], full[0:3, 2:4], full[3:6, 0:2], full[3:6, 2:4], np.zeros((0, 0), np.int32)]
+    out = _core.run_host(a, [np.ascontiguousarray(s) for s in shards])
+    assert [o.shape for o in out] == [(0, 0), (0, 0), (0, 0), (6, 2), (6, 2)]
+    assert np.array_equal(out[3], full[:, 0:2]) and np.array_equal(out[4], full[:, 2:4])
 
 
 @pytest.mark.parametrize("flags,kwargs", CASES)

@@ -37,7 +37,61 @@ int env_int(const char* name, int fallback, int min, int max, bool& present) {
   return static_cast<int>(*parsed);
 }
 
+bool cross_mesh_flags(const CLI::App& cmd) {
+  for (const char* flag : {"--from-mesh", "--from-ranks", "--to-mesh", "--to-ranks", "--world-size"})
+    if (cmd.get_option_no_throw(flag) && cmd.count(flag) > 0) return true;
+  return false;
+}
+
+// One side's mesh shape and rank list: its own flags, else --mesh and --ranks.
+std::pair<std::vector<int>, std::vector<int>> side_mesh(const PlanFlags& flags, const std::string& mesh_text,
+                                                        const std::string& ranks_text, const char* mesh_flag,
+                                                        const char* ranks_flag) {
+  RESHARD_REQUIRE(!mesh_text.empty() || !flags.tensor.mesh.empty(), mesh_flag, " (or --mesh) is required");
+  const std::vector<int> shape = parse_mesh_shape(mesh_text.empty() ? flags.tensor.mesh : mesh_text);
+  std::vector<int> ranks;
+  if (!ranks_text.empty()) {
+    try {
+      ranks = parse_rank_list(ranks_text);
+    } catch (const Error& e) {
+      fail(e.kind(), cat(ranks_flag, ": ", e.what()));
+    }
+  } else if (mesh_text.empty() && !flags.tensor.ranks.empty()) {
+    ranks = make_mesh(flags.tensor).ranks();
+  } else {
+    Index n = 1;
+    for (int d : shape) n *= d;  // parse_mesh_shape bounds it by kMaxRanks
+    for (int r = 0; r < n; ++r) ranks.push_back(r);
+  }
+  return {shape, ranks};
+}
+
 }  // namespace
+
+std::pair<Mesh, Mesh> make_meshes(const CLI::App& cmd, const PlanFlags& flags) {
+  if (!cross_mesh_flags(cmd)) {
+    const Mesh mesh = make_mesh(flags.tensor);
+    return {mesh, mesh};
+  }
+  auto [from_shape, from_ranks] = side_mesh(flags, flags.from_mesh, flags.from_ranks, "--from-mesh", "--from-ranks");
+  auto [to_shape, to_ranks] = side_mesh(flags, flags.to_mesh, flags.to_ranks, "--to-mesh", "--to-ranks");
+  int world = flags.world_size;
+  if (cmd.count("--world-size")) {
+    RESHARD_REQUIRE(world >= 1 && world <= kMaxRanks, "--world-size must be in 1..", kMaxRanks, ", got ", world);
+  } else {
+    world = 0;
+    for (const std::vector<int>* side : {&from_ranks, &to_ranks})
+      for (int r : *side) world = std::max(world, r + 1);
+  }
+  auto build = [&](std::vector<int> shape, std::vector<int> ranks, const char* flag) {
+    try {
+      return Mesh(std::move(shape), std::move(ranks), world);
+    } catch (const Error& e) {
+      fail(e.kind(), cat(flag, ": ", e.what()));
+    }
+  };
+  return {build(from_shape, from_ranks, "--from-ranks"), build(to_shape, to_ranks, "--to-ranks")};
+}
 
 void add_tensor_flags(CLI::App& cmd, TensorFlags& flags, bool required) {
   CLI::Option* mesh = cmd.add_option("--mesh", flags.mesh, "Mesh shape, e.g. 2x4");
@@ -70,6 +124,14 @@ void add_plan_flags(CLI::App& cmd, PlanFlags& flags) {
   add_tensor_flags(cmd, flags.tensor, false);
   cmd.add_option("--from", flags.from, "Source placements, one per mesh dim (e.g. S0,S1)");
   cmd.add_option("--to", flags.to, "Target placements, one per mesh dim (e.g. S1,S0)");
+  cmd.add_option("--from-mesh", flags.from_mesh,
+                 "Source mesh shape when it differs from the target's (default --mesh)");
+  cmd.add_option("--from-ranks", flags.from_ranks,
+                 "World ranks of the source mesh, row-major, as a list with ranges (e.g. 0-3,6,7; default 0..n-1)");
+  cmd.add_option("--to-mesh", flags.to_mesh, "Target mesh shape when it differs from the source's (default --mesh)");
+  cmd.add_option("--to-ranks", flags.to_ranks, "World ranks of the target mesh (as --from-ranks)");
+  cmd.add_option("--world-size", flags.world_size,
+                 "Ranks in the world both meshes sit in (default: one more than the largest rank given)");
   cmd.add_option("--dtype", flags.dtype,
                  "Element type: f64 f32 f16 bf16 i64 i32 i16 i8 u8 bool f8e4m3 f8e5m2 c64 (or PyTorch's names)")
       ->capture_default_str();
@@ -96,12 +158,14 @@ PlanRequest make_plan_request(const CLI::App& cmd, const PlanFlags& flags) {
   const char* alt = cmd.get_option_no_throw("--plan")   ? "--plan"
                     : cmd.get_option_no_throw("--load") ? "--load"
                                                         : nullptr;
-  require_flag(cmd, flags.tensor.mesh, "--mesh", alt);
+  if (flags.from_mesh.empty() && flags.to_mesh.empty()) require_flag(cmd, flags.tensor.mesh, "--mesh", alt);
   require_flag(cmd, flags.from, "--from", alt);
   require_flag(cmd, flags.to, "--to", alt);
   require_flag(cmd, flags.tensor.shape, "--shape", alt);
-  PlanRequest req{make_layout(flags.tensor, flags.from), make_layout(flags.tensor, flags.to), parse_dtype(flags.dtype),
-                  PlanOptions{}};
+  const auto [from_mesh, to_mesh] = make_meshes(cmd, flags);
+  const Dims shape = parse_shape(flags.tensor.shape);
+  PlanRequest req{Layout(from_mesh, parse_placements(flags.from), shape),
+                  Layout(to_mesh, parse_placements(flags.to), shape), parse_dtype(flags.dtype), PlanOptions{}};
   req.options.strategy = parse_strategy(flags.strategy);
   req.options.transport = parse_transport(flags.transport);
   req.options.fusion = parse_fusion(flags.fuse);
@@ -128,7 +192,11 @@ Plan load_plan_for(const CLI::App& cmd, const PlanFlags& flags, const std::strin
   auto same = [&](const char* flag, const std::string& given, const std::string& in_plan) {
     RESHARD_REQUIRE(given == in_plan, file_flag, " '", path, "' is a plan for ", flag, " ", in_plan, ", not ", given);
   };
-  if (!flags.tensor.mesh.empty()) {
+  if (cross_mesh_flags(cmd)) {
+    const auto [from_mesh, to_mesh] = make_meshes(cmd, flags);
+    same("--from-mesh", from_mesh.str(), plan.src().mesh().str());
+    same("--to-mesh", to_mesh.str(), plan.dst().mesh().str());
+  } else if (!flags.tensor.mesh.empty()) {
     Mesh mesh = make_mesh(flags.tensor);
     same("--mesh", mesh.str(), plan.src().mesh().str());
     RESHARD_REQUIRE(mesh == plan.src().mesh(), file_flag, " '", path, "' places the ranks of mesh ", mesh.str(),
@@ -161,8 +229,8 @@ Index parse_bytes(const std::string& flag, const std::string& text) {
 }
 
 int check_rank(const char* flag, long long rank, const Mesh& mesh) {
-  RESHARD_REQUIRE(rank >= 0 && rank < mesh.size(), flag, ": rank ", rank, " is not in mesh ", mesh.str(), " (ranks 0..",
-                  mesh.size() - 1, ")");
+  RESHARD_REQUIRE(rank >= 0 && rank < mesh.world_size(), flag, ": rank ", rank, " is not in mesh ", mesh.str(),
+                  " (ranks 0..", mesh.world_size() - 1, ")");
   return static_cast<int>(rank);
 }
 

@@ -28,6 +28,10 @@ Layout make_layout(const TensorFlags& flags, const std::string& placements);
 struct PlanFlags {
   TensorFlags tensor;
   std::string from, to;
+  // Source and target on different meshes of one world: each side's mesh shape and world ranks (default: --mesh
+  // and --ranks), and the world size (default: one more than the largest rank of either side).
+  std::string from_mesh, from_ranks, to_mesh, to_ranks;
+  int world_size = -1;
   std::string dtype = "f32";
   std::string strategy = "auto";
   std::string transport = "auto";
@@ -50,6 +54,9 @@ struct PlanRequest {
 // plan file is given instead).
 void add_plan_flags(CLI::App& cmd, PlanFlags& flags);
 PlanRequest make_plan_request(const CLI::App& cmd, const PlanFlags& flags);
+// The source and target meshes the flags name: --mesh (and --ranks) for both, or per side --from-mesh/--from-ranks and
+// --to-mesh/--to-ranks in a world of --world-size ranks. kParse or kInvalidArgument naming the flag otherwise.
+std::pair<Mesh, Mesh> make_meshes(const CLI::App& cmd, const PlanFlags& flags);
 // Loads a plan file and checks it against the flags given with it: the layout flags, when given, must match the
 // plan's; the flags that only shape a new plan (--strategy, --profile, ...) are refused.
 Plan load_plan_for(const CLI::App& cmd, const PlanFlags& flags, const std::string& path, const char* file_flag);
@@ -57,7 +64,8 @@ Plan load_plan_for(const CLI::App& cmd, const PlanFlags& flags, const std::strin
 // "1048576", "64MiB", "2GiB", "512KiB": bytes; kParse naming the flag otherwise.
 Index parse_bytes(const std::string& flag, const std::string& text);
 
-// A rank given on the command line: kInvalidArgument "rank R is not in mesh M" unless 0 <= R < mesh size.
+// A rank given on the command line: kInvalidArgument "rank R is not in mesh M" unless 0 <= R < the mesh's world
+// size.
 int check_rank(const char* flag, long long rank, const Mesh& mesh);
 
 // The launcher's environment (torchrun, mpirun): WORLD_SIZE, RANK, LOCAL_RANK, MASTER_ADDR, MASTER_PORT.

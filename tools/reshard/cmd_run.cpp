@@ -137,7 +137,7 @@ Command add_run_command(CLI::App& app) {
       req.emplace(make_plan_request(*cmd, f.plan));
     }
     const Mesh mesh = loaded ? loaded->src().mesh() : req->src.mesh();
-    const int n = mesh.size();
+    const int n = mesh.world_size();
 
     const LaunchEnvironment env = launch_environment();
     std::string rendezvous = f.rendezvous.empty() && env.world_size > 1 ? env.rendezvous : f.rendezvous;

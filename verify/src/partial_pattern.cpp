@@ -189,6 +189,7 @@ double partial_tolerance(DType dtype, double magnitude, Index contributions) {
 
 void fill_local(void* data, const Layout& layout, int rank, DType dtype) {
   const Mesh& mesh = layout.mesh();
+  if (!mesh.contains(rank)) return;  // a world rank outside the mesh holds nothing
   const PartialDims p = partial_dims(mesh, canonical_placements(mesh, layout.placements()), "layout");
   const Box box = layout.box(rank);
   if (p.dims.empty()) return fill_pattern(data, box, layout.global_shape(), dtype);
@@ -206,22 +207,27 @@ void fill_local(void* data, const Layout& layout, int rank, DType dtype) {
 }
 
 Index count_local_mismatches(const void* data, const Layout& src, const Layout& dst, int rank, DType dtype) {
+  // The source and target meshes may differ (a plan between meshes): contributions are the source's, the partition
+  // of a created Partial the target's.
   const Mesh& mesh = src.mesh();
+  const Mesh& target_mesh = dst.mesh();
+  if (!target_mesh.contains(rank)) return 0;  // a world rank outside the target mesh holds nothing
   const std::vector<Placement> from = canonical_placements(mesh, src.placements()),
-                               to = canonical_placements(mesh, dst.placements());
-  const PartialDims sp = partial_dims(mesh, from, "source"), dp = partial_dims(mesh, to, "target");
+                               to = canonical_placements(target_mesh, dst.placements());
+  const PartialDims sp = partial_dims(mesh, from, "source"), dp = partial_dims(target_mesh, to, "target");
   const Box box = dst.box(rank);
   if (sp.dims.empty() && dp.dims.empty()) return count_mismatches(data, box, dst.global_shape(), dtype);
-  const PartialRoles roles = partial_roles(mesh, from, to);
-  const Dims coord = mesh.coord_of(rank);
-  const Partition part = partition_for(mesh, to, roles.created, dtype, coord);
+  const bool same_mesh = mesh == target_mesh;
+  const PartialRoles roles = partial_roles(src.with_placements(from), dst.with_placements(to));
+  const Dims coord = target_mesh.coord_of(rank);
+  const Partition part = partition_for(target_mesh, to, roles.created, dtype, coord);
   // Contributions that rank's value on kept dims reduces: its coordinates on the kept dims, every coordinate of
   // the reduced ones.
   // Without kept dims the contributions reduce to the value itself, except 8-bit averages (pattern.hpp).
   std::vector<Index> qs;
   if (!roles.kept.empty() || (sp.op == ReduceOp::kAvg && narrow_int(dtype) && !roles.reduced.empty())) {
     for (Index r = 0; r < roles.contributions; ++r) {
-      Dims c = coord;
+      Dims c = same_mesh ? coord : Dims(mesh.ndim(), 0);  // kept dims exist only on one mesh
       Index rest = r;
       for (int j = static_cast<int>(roles.reduced.size()) - 1; j >= 0; --j) {
         const int k = roles.reduced[j];

@@ -1,9 +1,11 @@
 // Mesh: an N-D grid of ranks, as torch.distributed.DeviceMesh.
 //
-// Ranks are the ranks of the communicator that spans the mesh (0 .. size-1). By default rank r sits at the
-// row-major coordinate of r; an explicit rank list (a permutation of 0 .. size-1, listed in row-major
-// coordinate order) places them otherwise. The group of a rank along a set of mesh dims is the ranks that
-// share all its other coordinates, ordered row-major over the chosen dims.
+// Ranks are ranks of a world communicator of world_size() ranks. By default the mesh spans the whole world
+// (world_size() == size()) and rank r sits at the row-major coordinate of r; an explicit rank list (distinct
+// ranks in 0 .. world_size-1, listed in row-major coordinate order) places them otherwise, and a mesh given a
+// world larger than itself sits on a subset of the world (ranks outside it hold nothing of a layout on it). The
+// group of a rank along a set of mesh dims is the ranks that share all its other coordinates, ordered row-major
+// over the chosen dims.
 #pragma once
 
 #include <span>
@@ -25,9 +27,18 @@ class Mesh {
   explicit Mesh(std::vector<int> shape);
   // Mesh with an explicit rank at each row-major coordinate; `ranks` must be a permutation of 0..size-1.
   Mesh(std::vector<int> shape, std::vector<int> ranks);
+  // Mesh on a subset of a world of `world_size` ranks (size() <= world_size <= kMaxRanks): `ranks` are distinct,
+  // in 0..world_size-1, one per row-major coordinate.
+  Mesh(std::vector<int> shape, std::vector<int> ranks, int world_size);
 
   int ndim() const { return static_cast<int>(shape_.size()); }
   int size() const { return size_; }
+  // Ranks of the world communicator the mesh sits in (size() unless the mesh is on a subset of it).
+  int world_size() const { return world_size_; }
+  // Whether a world rank is one of the mesh's.
+  bool contains(int rank) const;
+  // The rank at every row-major coordinate (0..size-1 for a row-major mesh).
+  std::vector<int> ranks() const;
   int dim_size(int mesh_dim) const;
   const std::vector<int>& shape() const { return shape_; }
   bool has_explicit_ranks() const { return !ranks_.empty(); }
@@ -47,20 +58,32 @@ class Mesh {
   // Number of ranks in any group over `mesh_dims`.
   int group_size(std::span<const int> mesh_dims) const;
 
-  // "2x3", plus the rank list when explicit: "2x2[3,2,1,0]".
+  // The canonical text form, which parse_mesh reads back: the shape "2x3"; then the rank list when it is not
+  // 0..size-1 in order, "2x2[3,2,1,0]"; then "/W" when the world is larger than the mesh, "2x2[4,5,6,7]/8".
   std::string str() const;
 
-  friend bool operator==(const Mesh& a, const Mesh& b) { return a.shape_ == b.shape_ && a.ranks_ == b.ranks_; }
+  friend bool operator==(const Mesh& a, const Mesh& b) {
+    return a.shape_ == b.shape_ && a.ranks_ == b.ranks_ && a.world_size_ == b.world_size_;
+  }
 
  private:
   int linear_index(const Dims& coord) const;
   std::vector<int> shape_;
-  std::vector<int> ranks_;     // empty: row-major
-  std::vector<int> position_;  // inverse of ranks_, empty when row-major
+  std::vector<int> ranks_;     // empty: row-major over the whole world
+  std::vector<int> position_;  // inverse of ranks_ over the world (-1: not in the mesh), empty when row-major
   int size_ = 1;
+  int world_size_ = 1;
 };
 
 // Parses "AxBxC" into mesh dims (each >= 1, at most kMaxRanks in all); kParse error naming the text otherwise.
 std::vector<int> parse_mesh_shape(std::string_view text);
+
+// Parses a rank list: comma-separated ranks and inclusive ranges, "0-3,6,7" (at most kMaxRanks entries, each in
+// 0..kMaxRanks-1); kParse error naming the text otherwise. Duplicates are left for Mesh to refuse.
+std::vector<int> parse_rank_list(std::string_view text);
+
+// Parses Mesh::str()'s form ("2x4", "2x2[3,2,1,0]", "2x2[4,5,6,7]/8"); kParse or kInvalidArgument naming the
+// problem otherwise.
+Mesh parse_mesh(std::string_view text);
 
 }  // namespace reshard

@@ -52,15 +52,19 @@ class Layout {
   // Whether every rank's part is one box (always without _StridedShard).
   bool one_box_per_rank() const { return one_box_; }
   // The local box of a rank (offset = PyTorch's global_offset, shape = local_shape). kInvalidArgument naming the
-  // rank and the ranges when its part is not one box.
-  Box box(int rank) const { return box_at(mesh_.coord_of(rank)); }
+  // rank and the ranges when its part is not one box. A world rank outside the mesh holds nothing: empty_box(); a
+  // rank outside the world is kInvalidArgument.
+  Box box(int rank) const;
+  // The box of a rank that holds nothing: shape 0 and offset global_shape on every dim.
+  Box empty_box() const { return Box{global_shape_, Dims(ndim())}; }
   Box box_at(const Dims& coord) const;
-  // PyTorch's local_shape and global_offset of a rank, for any layout.
+  // PyTorch's local_shape and global_offset of a rank, for any layout (empty_box()'s for a rank outside the mesh).
   LocalShard local_shard(int rank) const;
   Index local_volume(int rank) const { return volume(box(rank)); }
 
-  // The same tensor with other placements on the same mesh.
+  // The same tensor with other placements on the same mesh, or on another mesh.
   Layout with_placements(std::vector<Placement> placements) const;
+  Layout on(Mesh mesh, std::vector<Placement> placements) const;
 
   // Mesh dims that shard tensor dim d, in order (the nesting order).
   const std::vector<int>& sharding_mesh_dims(int tensor_dim) const { return sharding_[tensor_dim]; }
@@ -74,7 +78,7 @@ class Layout {
   std::vector<int> partial_mesh_dims() const;
   bool has_partial() const;
 
-  // "2x2 [S0,S1] 8x8"
+  // "2x2 [S0,S1] 8x8" (the mesh as Mesh::str() prints it)
   std::string str() const;
 
   friend bool operator==(const Layout& a, const Layout& b) {

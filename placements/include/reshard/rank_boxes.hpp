@@ -1,4 +1,5 @@
-// RankBoxes: every rank's box of a layout, computed once (O(ranks x dims)) for code that visits many ranks.
+// RankBoxes: every world rank's box of a layout (empty outside its mesh), computed once (O(ranks x dims)) for code
+// that visits many ranks. size() is the world size.
 #pragma once
 
 #include <vector>

@@ -114,7 +114,8 @@ namespace reshard {
 
 // The data a redistribution must move, whatever the plan: per rank, bytes in = what it needs and does not hold,
 // bytes out = what it sends under the p2p source choice. The link-bandwidth lower bound of any plan is
-// max_rank_bytes / (link bandwidth); busbw is max_rank_bytes / time.
+// max_rank_bytes / (link bandwidth); busbw is max_rank_bytes / time. Layouts on different meshes of one world count
+// the transfers of the cross-mesh rule (cross_mesh.hpp in the planner's sources).
 struct TrafficBound {
   Index max_rank_bytes = 0;  // max over ranks of max(bytes in, bytes out)
   Index total_bytes = 0;     // summed over ranks (bytes crossing between ranks)

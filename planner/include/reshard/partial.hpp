@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "reshard/dtype.hpp"
+#include "reshard/layout.hpp"
 #include "reshard/mesh.hpp"
 #include "reshard/placement.hpp"
 
@@ -30,6 +31,10 @@ struct PartialRoles {
 
 // Roles of the mesh dims of sizes > 1 (size-1 dims hold the full value whatever their placement).
 PartialRoles partial_roles(const Mesh& mesh, const std::vector<Placement>& from, const std::vector<Placement>& to);
+// The roles of a step between two layouts: as above on one mesh that spans its world; between different meshes (or
+// on a mesh that is a subset of its world, planned the same way) every Partial dim of `from` is reduced and every
+// Partial dim of `to` created (a contribution has no coordinate to stay on).
+PartialRoles partial_roles(const Layout& from, const Layout& to);
 
 // `to` with every created Partial replaced by Replicate: what communication delivers before the local partition.
 std::vector<Placement> without_created_partials(const Mesh& mesh, const std::vector<Placement>& from,

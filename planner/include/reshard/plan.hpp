@@ -1,8 +1,11 @@
 // Plan: an immutable, serialisable description of how to turn every rank's source local tensor into its
 // target local tensor.
 //
-// A plan is a chain of steps L0 -> L1 -> ... -> Lk over layouts of the same tensor on the same mesh, with
-// L0 = src and Lk = dst (up to mesh dims of size 1, whose placement never changes any box). Step kinds:
+// A plan is a chain of steps L0 -> L1 -> ... -> Lk over layouts of the same tensor, with L0 = src and Lk = dst (up
+// to mesh dims of size 1, whose placement never changes any box). L0 is on the source mesh and L1 ... Lk on the
+// target mesh: usually the same one. Source and target meshes may differ when both sit in one world of ranks
+// (Mesh::world_size); then step 0 is p2p and moves the tensor between them (transfers name world ranks, and a
+// Partial source's contributions are all reduced), and later steps run on the target mesh. Step kinds:
 //  - p2p:            a set of transfers run concurrently (one NCCL group). A transfer moves a region (global
 //                    coordinates) from rank `src`'s local tensor in L_i to rank `dst`'s local tensor in L_i+1;
 //                    src == dst is a local copy. The transfers into each rank tile its L_i+1 box exactly — once
@@ -141,14 +144,19 @@ class Plan {
   PlanSpec s_;
 };
 
-// Checks a spec: same mesh and shape for src and dst; a continuous chain of steps from src to dst; collective
-// steps that change only their mesh dims with the placement changes their kind allows; p2p transfers whose
-// ranks exist, whose regions lie in the sender's L_i box and the receiver's L_i+1 box, and which tile every
-// receiver's box exactly (for a rank-scoped plan: that rank's box). kInvalidArgument naming the step otherwise.
+// Checks a spec: same world size and shape for src and dst (a first step that is p2p where their meshes differ); a
+// continuous chain of steps from src to dst; collective steps that change only their mesh dims with the placement
+// changes their kind allows; p2p transfers whose ranks exist, whose regions lie in the sender's L_i box and the
+// receiver's L_i+1 box, and which tile every receiver's box exactly (for a rank-scoped plan: that rank's box).
+// kInvalidArgument naming the step otherwise.
 void validate_plan(const PlanSpec& spec);
 
 // Placements with every size-1 mesh dim set to Replicate: two layouts with the same canonical placements have
 // the same box on every rank (and Partial over one rank is the full value).
 std::vector<Placement> canonical_placements(const Mesh& mesh, const std::vector<Placement>& placements);
+
+// The layout before step i of a chain from `src` to `dst` (i == steps.size(): after the last step): on the source
+// mesh before step 0, on the target mesh after it.
+Layout step_layout(const Layout& src, const Layout& dst, const std::vector<Step>& steps, size_t i);
 
 }  // namespace reshard

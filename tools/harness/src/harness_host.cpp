@@ -87,7 +87,7 @@ RankOutcome run_host_rank(const Plan& plan, HostWorld& world, int r, const RunOp
 }
 
 RunResult run_host(const Plan& plan, const RunOptions& options) {
-  const int n = plan.src().mesh().size();
+  const int n = plan.src().mesh().world_size();
   HostWorld world(n, HostWorldOptions{options.timeout});
   std::vector<RankOutcome> outcomes(n);
   run_ranks(
@@ -120,8 +120,8 @@ LocalRunner::~LocalRunner() = default;
 
 RunResult LocalRunner::run(const Plan& plan, RunOptions options) {
   RESHARD_REQUIRE(options.iters >= 1 && options.warmup >= 0, "iterations must be >= 1 and warm-up >= 0");
-  RESHARD_REQUIRE(plan.src().mesh().size() == ranks_, "this runner has ", ranks_, " ranks; the plan's mesh ",
-                  plan.src().mesh().str(), " has ", plan.src().mesh().size());
+  RESHARD_REQUIRE(plan.src().mesh().world_size() == ranks_, "this runner has ", ranks_, " ranks; the plan's mesh ",
+                  plan.src().mesh().str(), " is in a world of ", plan.src().mesh().world_size());
   RESHARD_REQUIRE(!plan.scope_rank(), "the plan is scoped to rank ", *plan.scope_rank(),
                   "; running every rank in one process needs the global plan");
   options.backend = backend_;
@@ -136,7 +136,8 @@ RunResult LocalRunner::run(const Plan& plan, RunOptions options) {
 
 RunResult run_plan(const Plan& plan, const RunOptions& options) {
   if (options.backend == Backend::kHost) check_memory(memory_need(plan, Backend::kHost), Backend::kHost, {});
-  return LocalRunner(options.backend, plan.src().mesh().size(), options.timeout, options.nccl_mode).run(plan, options);
+  return LocalRunner(options.backend, plan.src().mesh().world_size(), options.timeout, options.nccl_mode)
+      .run(plan, options);
 }
 
 }  // namespace reshard

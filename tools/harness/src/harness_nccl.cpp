@@ -50,8 +50,8 @@ RunResult run_nccl(NcclRanks& ranks, const Plan& plan, const RunOptions& options
 
 RunResult run_plan_process(const Plan& plan, int rank, int world_size, int device, const std::string& rendezvous,
                            const RunOptions& options) {
-  RESHARD_REQUIRE(world_size == plan.src().mesh().size(), "the launcher started ", world_size, " processes but mesh ",
-                  plan.src().mesh().str(), " has ", plan.src().mesh().size(), " ranks");
+  RESHARD_REQUIRE(world_size == plan.src().mesh().world_size(), "the launcher started ", world_size,
+                  " processes but mesh ", plan.src().mesh().str(), " has ", plan.src().mesh().world_size(), " ranks");
   RESHARD_REQUIRE(!plan.scope_rank() || *plan.scope_rank() == rank, "the plan is scoped to rank ", *plan.scope_rank(),
                   " but this process is rank ", rank);
   const int gpus = local_gpu_count();

@@ -48,7 +48,7 @@ Index local_bytes(const Layout& layout, int rank, int es) {
 // The host transport's transient memory for step i: messages posted and not yet taken, and collectives' staging.
 Index host_transient(const Plan& plan, size_t i) {
   const Step& s = plan.steps()[i];
-  const int n = plan.src().mesh().size(), es = plan.element_size();
+  const int n = plan.src().mesh().world_size(), es = plan.element_size();
   if (s.kind == StepKind::kLocal) return 0;
   if (s.kind == StepKind::kP2P || s.kind == StepKind::kAllToAll) return s.bytes_moved;
   const Layout a = plan.layout_before(i), b = plan.layout_before(i + 1);
@@ -89,7 +89,7 @@ std::string limit_note() { return injected_memory_limit() ? fmt::format(", cappe
 }  // namespace
 
 MemoryNeed memory_need(const Plan& plan, Backend backend, std::optional<int> rank) {
-  const int n = plan.src().mesh().size(), es = plan.element_size();
+  const int n = plan.src().mesh().world_size(), es = plan.element_size();
   const bool partial = plan.src().has_partial() || plan.dst().has_partial();
   const Index workspace = plan.peak_workspace_bytes();
   Tally host, device;

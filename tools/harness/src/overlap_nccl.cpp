@@ -319,7 +319,7 @@ void check_overlap_memory(const Plan& plan, const OverlapOptions& options) {
   need.device_detail += cat(" + GEMM operands ", human_bytes(static_cast<double>(gemm)), " + cuBLAS reserve ",
                             human_bytes(static_cast<double>(kCublasReserveBytes)));
   std::vector<int> devices;
-  for (int d = 0; d < plan.src().mesh().size(); ++d) devices.push_back(d);
+  for (int d = 0; d < plan.src().mesh().world_size(); ++d) devices.push_back(d);
   check_memory(need, Backend::kNccl, devices);
 }
 
@@ -328,14 +328,14 @@ void check_overlap_memory(const Plan& plan, const OverlapOptions& options) {
 std::vector<OverlapResult> run_overlap(const std::vector<Plan>& plans, const OverlapOptions& options) {
   check_overlap_options(options);
   RESHARD_REQUIRE(!plans.empty(), "an overlap measurement needs at least one plan");
-  const int n = plans.front().src().mesh().size();
+  const int n = plans.front().src().mesh().world_size();
   for (const Plan& plan : plans) {
     RESHARD_REQUIRE(!plan.scope_rank(), "the plan is scoped to rank ", *plan.scope_rank(),
                     "; running every rank in one process needs the global plan");
-    RESHARD_REQUIRE(plan.src().mesh().size() == n,
+    RESHARD_REQUIRE(plan.src().mesh().world_size() == n,
                     "the plans of one overlap measurement must have the same number of "
                     "ranks: ",
-                    n, " and ", plan.src().mesh().size());
+                    n, " and ", plan.src().mesh().world_size());
   }
   const int gpus = local_gpu_count();
   RESHARD_REQUIRE(gpus >= n, "measuring a redistribution beside GEMMs needs ", n, " GPUs (one per rank of mesh ",

@@ -44,6 +44,7 @@ std::optional<double> RunRecord::percent_of_bound() const {
 RunRecord make_record(const Plan& plan, const RunResult& result, const TrafficBound& bound) {
   RunRecord r;
   r.mesh = plan.src().mesh().str();
+  if (!(plan.dst().mesh() == plan.src().mesh())) r.mesh += "->" + plan.dst().mesh().str();  // a plan between meshes
   r.from = to_string(plan.src().placements());
   r.to = to_string(plan.dst().placements());
   r.shape = to_string(plan.src().global_shape());

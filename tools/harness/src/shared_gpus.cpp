@@ -66,7 +66,7 @@ RunResult run_shared_gpus(const Plan& plan, const RunOptions& options) {
                     "ranks sharing GPUs run only one-sided plans (every communicating step p2p on nvlink); step ", i,
                     " is ", to_string(s.kind), " on ", to_string(s.transport));
   }
-  const int n = plan.src().mesh().size();
+  const int n = plan.src().mesh().world_size();
   RESHARD_REQUIRE(n <= kMaxHostRanks, "ranks sharing GPUs are threads: at most ", kMaxHostRanks, ", not ", n);
   MemoryNeed need = memory_need(plan, Backend::kNccl);
   const Index per_gpu = (n + gpus - 1) / gpus;

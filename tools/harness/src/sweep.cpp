@@ -30,7 +30,8 @@ std::vector<std::vector<Placement>> all_sides(int mesh_ndim, const std::vector<s
 // The largest local copy any rank makes (bytes it keeps from source to target).
 Index max_local_bytes(const Layout& src, const Layout& dst, int es) {
   Index worst = 0;
-  for (int r = 0; r < src.mesh().size(); ++r) worst = std::max(worst, volume(intersect(src.box(r), dst.box(r))) * es);
+  for (int r = 0; r < src.mesh().world_size(); ++r)
+    worst = std::max(worst, volume(intersect(src.box(r), dst.box(r))) * es);
   return worst;
 }
 
@@ -74,7 +75,7 @@ void check_sweep_memory(const SweepOptions& o, const std::vector<SweepCase>& cas
       if (need.device_bytes > worst.device_bytes) {
         worst.device_bytes = need.device_bytes;
         worst.device_detail = need.device_detail;
-        worst_ranks = plan.src().mesh().size();
+        worst_ranks = plan.src().mesh().world_size();
       }
     }
   }
@@ -185,8 +186,9 @@ SweepSummary run_sweep(const SweepOptions& o, const std::vector<SweepCase>& case
   std::map<int, std::unique_ptr<LocalRunner>> runners;
   for (const SweepCase& c : cases) {
     Mesh mesh(c.mesh);
-    auto& runner = runners[mesh.size()];
-    if (!runner) runner = std::make_unique<LocalRunner>(o.backend, mesh.size(), std::chrono::seconds(120), o.nccl_mode);
+    auto& runner = runners[mesh.world_size()];
+    if (!runner)
+      runner = std::make_unique<LocalRunner>(o.backend, mesh.world_size(), std::chrono::seconds(120), o.nccl_mode);
     Layout src(mesh, c.from, c.shape), dst(mesh, c.to, c.shape);
     const int es = element_size(c.dtype);
     TrafficBound tb = traffic_bound(src, dst, o.plan.topology, es);

@@ -1,0 +1,412 @@
+#include "cross_mesh.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <span>
+
+#include "plan_recompute.hpp"
+#include "reshard/partial.hpp"
+
+namespace reshard::detail {
+namespace {
+
+// Memory budgets pipeline exchanges in chunks down to this size (as the same-mesh planner does).
+constexpr Index kMinChunkBytes = 256;
+
+void decode(const Mesh& mesh, const std::vector<int>& dims, Index index, Dims& coord) {
+  for (int j = static_cast<int>(dims.size()) - 1; j >= 0; --j) {
+    const Index n = mesh.dim_size(dims[j]);
+    coord[dims[j]] = index % n;
+    index /= n;
+  }
+}
+
+Index encode(const Mesh& mesh, const std::vector<int>& dims, const Dims& coord) {
+  Index index = 0;
+  for (int k : dims) index = index * mesh.dim_size(k) + coord[k];
+  return index;
+}
+
+Index combos(const Mesh& mesh, const std::vector<int>& dims) {
+  Index n = 1;
+  for (int k : dims) n *= mesh.dim_size(k);
+  return n;
+}
+
+// The source side of the transfer rule: blocks, their holders, and per tensor dim the source's chunks.
+class CrossOverlap {
+ public:
+  CrossOverlap(const Layout& a, const Layout& b, const Topology& topology, int element_size)
+      : a_(a), b_(b), topology_(topology), es_(element_size) {
+    const Mesh& m = a.mesh();
+    for (int k = 0; k < m.ndim(); ++k) {
+      if (m.dim_size(k) == 1) continue;
+      (a.placement(k).is_replicate() ? free_dims_ : block_dims_).push_back(k);
+      if (a.placement(k).is_partial()) partial_dims_.push_back(k);
+    }
+    contributions_ = combos(m, partial_dims_);
+    chunks_.resize(a.ndim());
+    for (int d = 0; d < a.ndim(); ++d) {
+      const std::vector<int>& dims = a.sharding_mesh_dims(d);
+      Dims coord(m.ndim(), 0);
+      for (Index c = 0, n = combos(m, dims); c < n; ++c) {
+        decode(m, dims, c, coord);
+        const Interval iv = a.interval(d, coord);
+        if (iv.size > 0) chunks_[d].push_back(Chunk{iv.begin, iv.size, c});
+      }
+      std::sort(chunks_[d].begin(), chunks_[d].end(), [](const Chunk& x, const Chunk& y) { return x.begin < y.begin; });
+    }
+    const Index blocks = combos(m, block_dims_), replicas = combos(m, free_dims_);
+    holders_.reserve(static_cast<size_t>(blocks * replicas));
+    holders_begin_.resize(blocks + 1);
+    Dims coord(m.ndim(), 0);
+    for (Index blk = 0; blk < blocks; ++blk) {
+      holders_begin_[blk] = static_cast<Index>(holders_.size());
+      decode(m, block_dims_, blk, coord);
+      for (Index f = 0; f < replicas; ++f) {
+        decode(m, free_dims_, f, coord);
+        const int rank = m.rank_at(coord);
+        holders_.emplace_back(topology.node_of(rank), rank);
+      }
+      std::stable_sort(holders_.begin() + holders_begin_[blk], holders_.end(),
+                       [](const auto& x, const auto& y) { return x.first < y.first; });
+    }
+    holders_begin_[blocks] = static_cast<Index>(holders_.size());
+  }
+
+  // Appends every transfer into world rank `r`, in row-major block order.
+  void into(int r, std::vector<Transfer>& out) const {
+    const Mesh &ma = a_.mesh(), &mb = b_.mesh();
+    if (!mb.contains(r)) return;
+    const Box target = b_.box(r);
+    if (volume(target) == 0) return;
+    const Index own_block = ma.contains(r) ? encode(ma, block_dims_, ma.coord_of(r)) : -1;
+    const Index position = encode(mb, all_dims(mb), mb.coord_of(r));
+    const int nd = a_.ndim();
+    std::vector<std::pair<const Chunk*, const Chunk*>> ranges(nd);
+    for (int d = 0; d < nd; ++d) {
+      const std::vector<Chunk>& list = chunks_[d];
+      const Index lo = target.offset[d], hi = target.offset[d] + target.shape[d];
+      auto first =
+          std::partition_point(list.begin(), list.end(), [&](const Chunk& c) { return c.begin + c.size <= lo; });
+      auto last = std::partition_point(first, list.end(), [&](const Chunk& c) { return c.begin < hi; });
+      if (first == last) return;
+      ranges[d] = {list.data() + (first - list.begin()), list.data() + (last - list.begin())};
+    }
+    std::vector<const Chunk*> at(nd);
+    for (int d = 0; d < nd; ++d) at[d] = ranges[d].first;
+    Dims coord(ma.ndim(), 0);
+    while (true) {
+      Box region{Dims(nd), Dims(nd)};
+      for (int d = 0; d < nd; ++d) {
+        decode(ma, a_.sharding_mesh_dims(d), at[d]->combo, coord);
+        const Index lo = std::max(at[d]->begin, target.offset[d]);
+        const Index hi = std::min(at[d]->begin + at[d]->size, target.offset[d] + target.shape[d]);
+        region.offset[d] = lo;
+        region.shape[d] = hi - lo;
+      }
+      for (Index c = 0; c < contributions_; ++c) {
+        decode(ma, partial_dims_, c, coord);
+        const Index blk = encode(ma, block_dims_, coord);
+        out.push_back(Transfer{holder(blk, r, own_block, position), r, region, volume(region) * es_});
+      }
+      int d = nd - 1;
+      while (d >= 0 && ++at[d] == ranges[d].second) {
+        at[d] = ranges[d].first;
+        --d;
+      }
+      if (d < 0) break;
+    }
+  }
+
+ private:
+  struct Chunk {
+    Index begin = 0, size = 0;
+    Index combo = 0;  // row-major index over the source's sharding mesh dims of this tensor dim
+  };
+
+  static std::vector<int> all_dims(const Mesh& m) {
+    std::vector<int> dims(m.ndim());
+    for (int k = 0; k < m.ndim(); ++k) dims[k] = k;
+    return dims;
+  }
+
+  int holder(Index blk, int r, Index own_block, Index position) const {
+    if (blk == own_block) return r;
+    auto first = holders_.begin() + holders_begin_[blk], last = holders_.begin() + holders_begin_[blk + 1];
+    const int node = topology_.node_of(r);
+    auto lo = std::lower_bound(first, last, node, [](const auto& h, int n) { return h.first < n; });
+    auto hi = std::upper_bound(lo, last, node, [](int n, const auto& h) { return n < h.first; });
+    if (lo != hi) return (lo + position % (hi - lo))->second;
+    return (first + position % (last - first))->second;
+  }
+
+  const Layout& a_;
+  const Layout& b_;
+  Topology topology_;
+  int es_;
+  std::vector<int> block_dims_, free_dims_, partial_dims_;
+  Index contributions_ = 1;
+  std::vector<std::vector<Chunk>> chunks_;
+  std::vector<std::pair<int, int>> holders_;  // (node, rank), grouped by block, node-sorted
+  std::vector<Index> holders_begin_;
+};
+
+// The options' p2p transports (as the same-mesh planner offers them).
+std::vector<Transport> p2p_transports(const PlanOptions& options) {
+  switch (options.transport) {
+    case Transport::kNccl:
+      return {Transport::kNccl};
+    case Transport::kNvlink:
+      RESHARD_REQUIRE(options.topology.peer_access,
+                      "transport nvlink needs GPUs that can address each other's memory, and the topology says "
+                      "they cannot (peer access off); use --transport nccl or auto");
+      return {Transport::kNvlink};
+    case Transport::kAuto:
+      break;
+  }
+  if (!options.topology.peer_access) return {Transport::kNccl};
+  return {Transport::kNccl, Transport::kNvlink};
+}
+
+void validate_inputs(const Layout& src, const Layout& dst, DType dtype, const PlanOptions& options,
+                     std::optional<int> rank) {
+  const Mesh &ms = src.mesh(), &md = dst.mesh();
+  RESHARD_REQUIRE(ms.world_size() == md.world_size(), "source mesh ", ms.str(), " and target mesh ", md.str(),
+                  " are in worlds of different sizes (", ms.world_size(), " and ", md.world_size(),
+                  " ranks); give both the same world size");
+  RESHARD_REQUIRE(src.global_shape() == dst.global_shape(), "source shape ", to_string(src.global_shape()),
+                  " and target shape ", to_string(dst.global_shape()), " differ");
+  checked_mul(src.global_volume(), element_size(dtype), "tensor size in bytes");
+  for (const Layout* l : {&src, &dst}) {
+    RESHARD_REQUIRE(l->one_box_per_rank(), "layout ", l->str(), " does not give every rank one box");
+    std::optional<ReduceOp> op;
+    for (int k = 0; k < l->mesh().ndim(); ++k) {
+      const Placement& p = l->placement(k);
+      if (!p.is_partial() || l->mesh().dim_size(k) == 1) continue;
+      require_reducible(dtype, p.op());
+      RESHARD_REQUIRE(!op || *op == p.op(), l == &src ? "source" : "target", " placements [",
+                      to_string(l->placements()),
+                      "] mix Partial reduce ops; the order of their reductions would be ambiguous");
+      op = p.op();
+    }
+  }
+  options.topology.validate();
+  RESHARD_REQUIRE(options.pipeline_chunk_bytes >= 0, "pipeline chunk bytes must be >= 0, got ",
+                  options.pipeline_chunk_bytes);
+  if (options.memory_budget_bytes)
+    RESHARD_REQUIRE(*options.memory_budget_bytes >= 0, "memory budget must be >= 0 bytes, got ",
+                    *options.memory_budget_bytes);
+  if (rank)
+    RESHARD_REQUIRE(*rank >= 0 && *rank < ms.world_size(), "rank ", *rank, " is not in mesh ", ms.str(), " (ranks 0..",
+                    ms.world_size() - 1, ")");
+}
+
+struct Built {
+  Candidate summary;
+  std::vector<Step> steps;
+  Index chunk_bytes = 0;
+};
+
+}  // namespace
+
+bool needs_cross_mesh(const Layout& a, const Layout& b) {
+  return !(a.mesh() == b.mesh()) || a.mesh().world_size() != a.mesh().size();
+}
+
+std::vector<Transfer> cross_mesh_transfers(const Layout& a, const Layout& b, const Topology& topology, int element_size,
+                                           std::optional<int> scope_rank) {
+  const CrossOverlap overlap(a, b, topology, element_size);
+  const int n = a.mesh().world_size();
+  std::vector<Transfer> all;
+  for (int r = 0; r < n; ++r) {
+    // A rank-scoped plan keeps the rank's receives and its sends (found among every receiver's transfers).
+    const size_t begin = all.size();
+    overlap.into(r, all);
+    if (scope_rank && r != *scope_rank)
+      all.erase(std::remove_if(all.begin() + static_cast<std::ptrdiff_t>(begin), all.end(),
+                               [&](const Transfer& t) { return t.src != *scope_rank; }),
+                all.end());
+  }
+  std::stable_sort(all.begin(), all.end(), [](const Transfer& x, const Transfer& y) { return x.src < y.src; });
+  return all;
+}
+
+PricedStep price_cross_mesh_p2p(const StepPricer& pricer, const RankBoxes& a, const RankBoxes& b,
+                                const std::vector<Transfer>& all, Transport transport, bool reduces) {
+  const CostModel& model = pricer.model();
+  const int n = a.size();
+  PricedStep ps;
+  ps.step.kind = StepKind::kP2P;
+  ps.step.from = a.layout().placements();
+  ps.step.to = b.layout().placements();
+  ps.step.transport = transport;
+  const ExchangeRules rules = pricer.exchange_rules(transport, reduces);
+  const bool one_sided = transport == Transport::kNvlink;
+  std::vector<RankExchange> ranks(n, RankExchange(rules));
+  for (const Transfer& t : all) {
+    if (t.is_local()) {
+      ranks[t.dst].local(t, a[t.dst], b[t.dst]);
+      continue;
+    }
+    const LinkClass link = model.topology().link(t.src, t.dst);
+    if (one_sided && link != LinkClass::kIntraNode) {
+      ps.unavailable =
+          cat("nvlink moves data within a node only; rank ", t.src, " sends to rank ", t.dst, " on another node");
+      return ps;
+    }
+    const Movement m = movement(t.region, a[t.src], b[t.dst], rules);
+    ranks[t.src].send(t, m, link);
+    ranks[t.dst].receive(t, m, link);
+    ps.step.bytes_moved += t.bytes;
+  }
+  ps.scratch.resize(n);
+  double fused_us = 0;
+  int most_peers = 0;
+  for (int r = 0; r < n; ++r) {
+    ps.scratch[r] = ranks[r].scratch().total();
+    const RankTraffic& t = ranks[r].traffic();
+    ps.step.estimated_us =
+        std::max(ps.step.estimated_us, one_sided ? model.one_sided_rank_us(t) : model.exchange_rank_us(t, false));
+    if (one_sided) fused_us = std::max(fused_us, model.fused_rank_us(t));
+    most_peers = std::max({most_peers, t.peers_in, t.peers_out});
+  }
+  if (ps.step.bytes_moved > 0)
+    ps.step.estimated_us =
+        one_sided ? model.one_sided_with_overhead(ps.step.estimated_us) : model.with_overhead(ps.step.estimated_us);
+  const bool fusable = one_sided && !reduces && ps.step.bytes_moved > 0 && most_peers <= kMaxFusedPeers;
+  if (fusable && pricer.fusion() != Fusion::kNever &&
+      (pricer.fusion() == Fusion::kAlways || fused_us < ps.step.estimated_us)) {
+    ps.step.fused = true;
+    ps.step.estimated_us = fused_us;
+  }
+  return ps;
+}
+
+Plan make_cross_mesh_plan(const Layout& src, const Layout& dst, DType dtype, const PlanOptions& options,
+                          std::optional<int> rank) {
+  validate_inputs(src, dst, dtype, options, rank);
+  const int es = element_size(dtype);
+  const Layout csrc = src.with_placements(canonical_placements(src.mesh(), src.placements()));
+  const Layout cdst = dst.with_placements(canonical_placements(dst.mesh(), dst.placements()));
+  // The p2p step delivers the target without the Partial placements it creates (`mid`); a local step on the target
+  // mesh then partitions the value (partial.hpp), as a same-mesh plan does.
+  const PartialRoles roles = partial_roles(csrc, cdst);
+  std::vector<Placement> mid_placements = cdst.placements();
+  for (int k : roles.created) mid_placements[k] = Placement::replicate();
+  const Layout mid = cdst.with_placements(mid_placements);
+  const RankBoxes a(csrc), m(mid), b(cdst);
+  const std::vector<Transfer> all = cross_mesh_transfers(csrc, mid, options.topology, es);
+  const CostModel model(options.profile, options.topology, options.low_sm);
+  const std::string why = src.mesh() == dst.mesh() ? cat("mesh ", src.mesh().str(),
+                                                         " is a subset of the world; collectives run on a whole one")
+                                                   : std::string("source and target meshes differ");
+
+  auto build = [&](Transport transport, Index chunk) {
+    const StepPricer pricer(model, dtype, chunk, options.fusion);
+    Built out;
+    out.chunk_bytes = chunk;
+    out.summary.strategy = Strategy::kP2P;
+    out.summary.transport = transport;
+    PricedStep p2p = price_cross_mesh_p2p(pricer, a, m, all, transport, roles.contributions > 1);
+    if (!p2p.unavailable.empty()) {
+      out.summary.reason = p2p.unavailable;
+      return out;
+    }
+    std::vector<Index> intermediate(a.size(), 0);
+    out.steps.push_back(p2p.step);
+    if (!roles.created.empty()) {
+      Step part{StepKind::kLocal, roles.created, mid.placements(), cdst.placements(), {}, 0, 0};
+      part.estimated_us = pricer.collective(m, b, StepKind::kLocal, roles.created).us;
+      out.steps.push_back(part);
+      for (int r = 0; r < a.size(); ++r) intermediate[r] = m.volume(r);
+    }
+    Index peak = 0;
+    for (int r = 0; r < a.size(); ++r) {
+      const Index one[1] = {intermediate[r]};
+      const WorkspaceLayout w(std::span<const Index>(one, out.steps.size() > 1 ? 1 : 0), es);
+      peak = std::max(peak, w.total(p2p.scratch[r]));
+    }
+    out.summary.available = true;
+    out.summary.steps = static_cast<int>(out.steps.size());
+    for (const Step& s : out.steps) {
+      out.summary.estimated_us += s.estimated_us;
+      out.summary.bytes_moved += s.bytes_moved;
+    }
+    out.summary.peak_workspace_bytes = checked_mul(peak, es, "the plan's peak workspace in bytes");
+    out.summary.fits_budget =
+        !options.memory_budget_bytes || out.summary.peak_workspace_bytes <= *options.memory_budget_bytes;
+    out.summary.route = route_text(out.steps);
+    return out;
+  };
+
+  std::vector<Built> built;
+  for (Strategy s : {Strategy::kCollective, Strategy::kP2P, Strategy::kHybrid}) {
+    if (options.strategy != Strategy::kAuto && options.strategy != s) continue;
+    if (s != Strategy::kP2P) {
+      Built b0;
+      b0.summary.strategy = s;
+      b0.summary.reason = why;
+      built.push_back(b0);
+      continue;
+    }
+    for (Transport t : p2p_transports(options)) {
+      Built b1 = build(t, options.pipeline_chunk_bytes);
+      // Over the memory budget: pipeline the exchange in ever smaller chunks until it fits or stops shrinking.
+      if (b1.summary.available && !b1.summary.fits_budget) {
+        Index chunk =
+            options.pipeline_chunk_bytes > 0 ? options.pipeline_chunk_bytes / 2 : src.global_volume() * es / 2;
+        for (; chunk >= kMinChunkBytes && !b1.summary.fits_budget; chunk /= 2) {
+          Built smaller = build(t, chunk);
+          if (smaller.summary.peak_workspace_bytes >= b1.summary.peak_workspace_bytes) break;
+          b1 = std::move(smaller);
+        }
+      }
+      built.push_back(std::move(b1));
+    }
+  }
+  const Built* best = nullptr;
+  Index least = std::numeric_limits<Index>::max();
+  for (const Built& c : built) {
+    if (!c.summary.available) continue;
+    least = std::min(least, c.summary.peak_workspace_bytes);
+    if (c.summary.fits_budget && (!best || c.summary.estimated_us < best->summary.estimated_us)) best = &c;
+  }
+  if (!best) {
+    if (least == std::numeric_limits<Index>::max()) {  // nothing available: name the p2p reason when there is one
+      const Built* named = &built.front();
+      for (const Built& c : built)
+        if (c.summary.strategy == Strategy::kP2P) named = &c;
+      fail(ErrorKind::kInvalidArgument, cat("strategy ", to_string(named->summary.strategy), " has no plan for ",
+                                            src.str(), " -> ", dst.str(), ": ", named->summary.reason));
+    }
+    fail(ErrorKind::kInvalidArgument, cat("no plan fits the memory budget of ", options.memory_budget_bytes.value_or(0),
+                                          " bytes per rank; the smallest needs ", least));
+  }
+  PlanSpec spec;
+  spec.src = src;
+  spec.dst = dst;
+  spec.dtype = dtype;
+  spec.topology = options.topology;
+  spec.profile_name = options.profile.name;
+  spec.memory_budget_bytes = options.memory_budget_bytes;
+  spec.scope_rank = rank;
+  spec.pipeline_chunk_bytes = best->chunk_bytes;
+  spec.low_sm = options.low_sm;
+  spec.copy_engine_min_row_bytes = options.profile.nvlink.copy_engine_min_row_bytes;
+  spec.strategy = Strategy::kP2P;
+  spec.estimated_us = best->summary.estimated_us;
+  spec.bytes_moved = best->summary.bytes_moved;
+  spec.peak_workspace_bytes = best->summary.peak_workspace_bytes;
+  for (const Built& c : built) spec.candidates.push_back(c.summary);
+  spec.steps = best->steps;
+  if (!rank) {
+    spec.steps.front().transfers = all;
+  } else {
+    for (const Transfer& t : all)
+      if (t.src == *rank || t.dst == *rank) spec.steps.front().transfers.push_back(t);
+  }
+  return Plan(std::move(spec));
+}
+
+}  // namespace reshard::detail
