@@ -15,5 +15,8 @@ namespace reshard::detail {
 // there: a peer still preparing may synchronise the GPU, which would wait for this rank's waits on that peer).
 RankOutcome run_timed_rank(const Plan& plan, Communicator& comm, int device_ordinal, const RunOptions& options,
                            const std::function<void()>& abort_comm, const std::function<void()>& prepared = {});
+// The same for every tensor of a batch, in one executor call per run.
+RankOutcome run_timed_rank(const PlanBatch& batch, Communicator& comm, int device_ordinal, const RunOptions& options,
+                           const std::function<void()>& abort_comm, const std::function<void()>& prepared = {});
 
 }  // namespace reshard::detail
