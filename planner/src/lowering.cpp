@@ -205,7 +205,8 @@ ReduceOp partial_op(const std::vector<Placement>& from, const std::vector<int>& 
 // Lowers `steps` (starting from layout `src`) for `rank`. `transfers[i]` holds the rank's transfers of step i
 // (ignored for steps that are not p2p); staged transfers are pipelined in chunks of `chunk_bytes`.
 LoweredParts lower_steps(const Layout& src, const std::vector<Step>& steps, DType dtype, int rank,
-                         const std::vector<RankTransfers>& transfers, Index chunk_bytes, Index engine_min_row_bytes) {
+                         const std::vector<RankTransfers>& transfers, Index chunk_bytes, Index engine_min_row_bytes,
+                         bool gathers_as_exchanges) {
   const int es = element_size(dtype);
   const Mesh& mesh = src.mesh();
   LoweredParts out;
@@ -262,6 +263,12 @@ LoweredParts lower_steps(const Layout& src, const std::vector<Step>& steps, DTyp
         break;
       }
       case StepKind::kAllGather: {
+        if (gathers_as_exchanges) {  // every member sends each other member its box (what the gather delivers)
+          step_scratch =
+              lower_exchange(ps, all_to_all_transfers(a, b, step.mesh_dims, rank, es), a, b, rank, buf,
+                             ExchangeRules{Transport::kNccl, es, chunk_bytes, false, engine_min_row_bytes}, nullptr);
+          break;
+        }
         const GatherGeometry g = gather_geometry(a, b, step.mesh_dims, rank);
         const CollectiveScratch areas = collective_scratch(step.kind, a, b, step.mesh_dims, rank);
         step_scratch = areas.total(es);
@@ -284,6 +291,13 @@ LoweredParts lower_steps(const Layout& src, const std::vector<Step>& steps, DTyp
         break;
       }
       case StepKind::kReduceScatter: {
+        if (const PartialRoles roles = partial_roles(mesh, step.from, step.to);
+            gathers_as_exchanges && !roles.mixed_reduce_ops) {  // each member's contribution to g's box, reduced by g
+          const ExchangeRules rules{Transport::kNccl, es, chunk_bytes, roles.contributions > 1, engine_min_row_bytes};
+          step_scratch = lower_exchange(ps, all_to_all_transfers(a, b, step.mesh_dims, rank, es), a, b, rank, buf,
+                                        rules, &roles);
+          break;
+        }
         const ScatterGeometry s = scatter_geometry(a, b, step.mesh_dims, rank);
         const CollectiveScratch areas = collective_scratch(step.kind, a, b, step.mesh_dims, rank);
         step_scratch = areas.total(es);
@@ -325,7 +339,7 @@ LoweredParts lower_steps(const Layout& src, const std::vector<Step>& steps, DTyp
 
 }  // namespace
 
-LoweredParts lower_parts(const Plan& plan, int rank) {
+LoweredParts lower_parts(const Plan& plan, int rank, bool gathers_as_exchanges) {
   const Mesh& mesh = plan.src().mesh();
   RESHARD_REQUIRE(rank >= 0 && rank < mesh.size(), "rank ", rank, " is not in mesh ", mesh.str());
   if (plan.scope_rank())
@@ -343,7 +357,7 @@ LoweredParts lower_parts(const Plan& plan, int rank) {
     }
   }
   return lower_steps(plan.src(), plan.steps(), plan.dtype(), rank, mine, plan.pipeline_chunk_bytes(),
-                     plan.copy_engine_min_row_bytes());
+                     plan.copy_engine_min_row_bytes(), gathers_as_exchanges);
 }
 
 }  // namespace detail

@@ -207,7 +207,7 @@ RankProgram lower(const PlanBatch& batch, int rank, const LowerOptions& options)
   parts.reserve(batch.size());
   Index work = 0;
   for (size_t t = 0; t < batch.size(); ++t) {
-    parts.push_back(lower_parts(batch.plan(t), rank));
+    parts.push_back(lower_parts(batch.plan(t), rank, /*gathers_as_exchanges=*/true));
     const RankProgram& p = parts.back().program;
     const int es = element_size(p.dtype);
     places.push_back(Place{static_cast<int>(t), es, work});

@@ -15,7 +15,10 @@ struct LoweredParts {
   std::vector<StepParts> steps;  // one per plan step
 };
 
-// Checks the rank against the plan (as lower() does) and lowers every step.
-LoweredParts lower_parts(const Plan& plan, int rank);
+// Checks the rank against the plan (as lower() does) and lowers every step. `gathers_as_exchanges`: all_gather and
+// reduce_scatter steps (but those reducing dims of different ops) become exchanges of the same regions (each member
+// sends every other member its part of that member's box; a scatter's receiver reduces the contributions), which a
+// batch merges and coalesces with its other tensors' exchanges instead of making one collective call per tensor.
+LoweredParts lower_parts(const Plan& plan, int rank, bool gathers_as_exchanges = false);
 
 }  // namespace reshard::detail

@@ -8,8 +8,9 @@
 // Every tensor is planned as it would be alone (make_plan); the batch only combines the plans. Lowered for a rank
 // (lower() below), step k of every plan becomes one step of the batch's program: the exchanges of every tensor's
 // step k (p2p and all_to_all stages, stage by stage) run as ONE group of sends and receives, its packs as one copy
-// batch, its unpacks as one, its local copies as one, its reductions as one per dtype; collectives (all_gather,
-// reduce_scatter, all_reduce) keep one call per tensor within the step. Plans of different step counts or kinds
+// batch, its unpacks as one, its local copies as one, its reductions as one per dtype. all_gather and reduce_scatter
+// steps become exchanges of the same regions (each member sends every other member its part of that member's box; a
+// scatter's receiver reduces), so they merge too; all_reduce keeps one NCCL call per tensor within the step. Plans of different step counts or kinds
 // merge by step index: a plan with fewer steps is simply absent from the later ones. Messages between one pair of
 // ranks that are staged on both sides (packed by the sender, unpacked or reduced by the receiver) are laid out
 // next to each other in the batch's staging area, in the same order on both sides, and go as one send.
