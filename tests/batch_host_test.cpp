@@ -16,6 +16,7 @@
 #include "reshard/pattern.hpp"
 #include "reshard/plan_batch.hpp"
 #include "reshard/plan_cache.hpp"
+#include "reshard/plan_json.hpp"
 #include "reshard/planner.hpp"
 
 namespace reshard {
@@ -216,6 +217,31 @@ TEST(HostBatchProgram, CacheKeysTheWholeList) {
   EXPECT_NE(first.get(), other.get());
   EXPECT_EQ(other->size(), 2u);
   EXPECT_EQ(cache.stats().hits, 1u);
+}
+
+TEST(HostBatchProgram, JsonRoundTrips) {
+  Mesh mesh({2, 2});
+  std::vector<BatchEntry> entries{
+      {Layout(mesh, parse_placements("S0,S1"), Dims{8, 6}), Layout(mesh, parse_placements("R,S0"), Dims{8, 6}),
+       DType::kBF16},
+      {Layout(mesh, parse_placements("P,R"), Dims{5}), Layout(mesh, parse_placements("S0,R"), Dims{5}), DType::kI64}};
+  PlanBatch batch = make_plan_batch(entries);
+  const std::string text = batch_to_json(batch);
+  PlanBatch back = batch_from_json(text);
+  EXPECT_EQ(batch_to_json(back), text);
+  ASSERT_EQ(back.size(), 2u);
+  EXPECT_EQ(plan_to_json(back.plan(1)), plan_to_json(batch.plan(1)));
+  EXPECT_EQ(run_batch(back, testing::quick_host_run()).wrong_elements, 0);
+  for (const std::string& bad : {std::string("[]"), std::string("{\"schema\": \"reshard.batch/1\", \"plans\": []}"),
+                                 std::string("{\"schema\": \"reshard.plan/1\", \"plans\": [1]}"),
+                                 std::string("{\"schema\": \"reshard.batch/1\", \"plans\": [{}]}")}) {
+    try {
+      batch_from_json(bad);
+      ADD_FAILURE() << "accepted " << bad;
+    } catch (const Error& e) {
+      EXPECT_TRUE(e.kind() == ErrorKind::kParse || e.kind() == ErrorKind::kInvalidArgument) << e.what();
+    }
+  }
 }
 
 }  // namespace

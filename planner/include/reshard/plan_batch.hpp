@@ -66,6 +66,12 @@ class PlanBatch {
 PlanBatch make_plan_batch(std::span<const BatchEntry> entries, const PlanOptions& options = {},
                           std::optional<int> rank = std::nullopt);
 
+// A batch as JSON: {"schema": "reshard.batch/1", "plans": [plan, ...]}, each plan as plan_to_json writes it
+// (docs/plan-json.md). batch_from_json validates every plan as plan_from_json does (errors name the tensor), then the
+// batch as the constructor does; the text round-trips exactly.
+std::string batch_to_json(const PlanBatch& batch);
+PlanBatch batch_from_json(const std::string& text);
+
 // Lowers one rank's part of the batch (a batch of one: lower(plan)). See the header comment for the merge.
 RankProgram lower(const PlanBatch& batch, int rank, const LowerOptions& options = {});
 
