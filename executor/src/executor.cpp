@@ -237,16 +237,16 @@ void Executor::run(std::span<const ConstBuffer> inputs, std::span<const MutableB
       if (output_sizes_[t] > 0) device_.check_buffer(outputs[t].data, output_sizes_[t], "output");
     }
     // One-sided plans map the peers' buffers: collectively, so every rank must pass new buffers on the same call.
-    if (peers_)
-      peers_->expose(RankBuffers{inputs[0].data, outputs[0].data, workspace_ ? workspace_->data() : nullptr});
+    if (peers_) peers_->expose(RankBuffers{inputs[0].data, outputs[0].data, workspace_ ? workspace_->data() : nullptr});
     for (size_t t = 0; t < n; ++t) {
       inputs_[t] = inputs[t].data;
       outputs_[t] = outputs[t].data;
     }
     checked_ = true;
   }
-  const BufferBases bases{inputs_[0],     outputs_[0],    workspace_ ? workspace_->data() : nullptr,
-                          peers_ ? peers_->peers() : nullptr, inputs_.data(), outputs_.data()};
+  const BufferBases bases{
+      inputs_[0],     outputs_[0],    workspace_ ? workspace_->data() : nullptr, peers_ ? peers_->peers() : nullptr,
+      inputs_.data(), outputs_.data()};
   size_t i = 0;
   const Range run_range(device_, "reshard run");
   for (int step = 0; step < program_.step_count; ++step) {

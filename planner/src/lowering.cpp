@@ -141,8 +141,8 @@ Index lower_exchange(StepParts& ps, const RankTransfers& t, const RankBoxes& a, 
         } else {
           const BufferRef at = area(i, volume(c));
           stage(i).recvs.push_back(PeerTransfer{into[j]->src, at, volume(c)});
-          stage(i).recvs_staging.push_back(kStagedHere |
-                                           (movement(region, a[into[j]->src], to, rules).sender_stages ? kStagedThere : 0));
+          stage(i).recvs_staging.push_back(
+              kStagedHere | (movement(region, a[into[j]->src], to, rules).sender_stages ? kStagedThere : 0));
           srcs.emplace_back(at, c);
         }
       }
@@ -294,8 +294,8 @@ LoweredParts lower_steps(const Layout& src, const std::vector<Step>& steps, DTyp
         if (const PartialRoles roles = partial_roles(mesh, step.from, step.to);
             gathers_as_exchanges && !roles.mixed_reduce_ops) {  // each member's contribution to g's box, reduced by g
           const ExchangeRules rules{Transport::kNccl, es, chunk_bytes, roles.contributions > 1, engine_min_row_bytes};
-          step_scratch = lower_exchange(ps, all_to_all_transfers(a, b, step.mesh_dims, rank, es), a, b, rank, buf,
-                                        rules, &roles);
+          step_scratch =
+              lower_exchange(ps, all_to_all_transfers(a, b, step.mesh_dims, rank, es), a, b, rank, buf, rules, &roles);
           break;
         }
         const ScatterGeometry s = scatter_geometry(a, b, step.mesh_dims, rank);

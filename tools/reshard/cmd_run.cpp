@@ -180,7 +180,8 @@ Command add_run_command(CLI::App& app) {
     RESHARD_REQUIRE(!f.measure_link || options.backend == Backend::kNccl, "--measure-link needs the nccl backend");
     if (!f.inject_fault.empty()) parse_fault(f.inject_fault, mesh, options.backend, options);
     if (f.batch.given()) {
-      RESHARD_REQUIRE(req && !multi_process, "--batch and --tensor plan from the layout flags and run every rank in this "
+      RESHARD_REQUIRE(req && !multi_process,
+                      "--batch and --tensor plan from the layout flags and run every rank in this "
                       "process: not with --plan or a launcher's WORLD_SIZE");
       return run_batch_command(*req, f.batch, options, json);
     }

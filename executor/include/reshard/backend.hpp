@@ -94,7 +94,9 @@ struct BufferBases {
 inline const void* address_of(const BufferBases& b, const BufferRef& ref, int element_size) {
   const void* base = nullptr;
   if (ref.tensor > 0) {
-    base = ref.buffer == Buffer::kInput ? b.inputs[ref.tensor] : ref.buffer == Buffer::kOutput ? b.outputs[ref.tensor] : b.work;
+    base = ref.buffer == Buffer::kInput    ? b.inputs[ref.tensor]
+           : ref.buffer == Buffer::kOutput ? b.outputs[ref.tensor]
+                                           : b.work;
   } else if (ref.peer < 0) {
     base = ref.buffer == Buffer::kInput ? b.input : ref.buffer == Buffer::kOutput ? b.output : b.work;
   } else {

@@ -10,11 +10,12 @@
 // step k (p2p and all_to_all stages, stage by stage) run as ONE group of sends and receives, its packs as one copy
 // batch, its unpacks as one, its local copies as one, its reductions as one per dtype. all_gather and reduce_scatter
 // steps become exchanges of the same regions (each member sends every other member its part of that member's box; a
-// scatter's receiver reduces), so they merge too; all_reduce keeps one NCCL call per tensor within the step. Plans of different step counts or kinds
-// merge by step index: a plan with fewer steps is simply absent from the later ones. Messages between one pair of
-// ranks that are staged on both sides (packed by the sender, unpacked or reduced by the receiver) are laid out
-// next to each other in the batch's staging area, in the same order on both sides, and go as one send.
-// The batch's workspace is the sum of its tensors' workspaces plus that staging area.
+// scatter's receiver reduces), so they merge too; all_reduce keeps one NCCL call per tensor within the step. Plans of
+// different step counts or kinds merge by step index: a plan with fewer steps is simply absent from the later ones.
+// Messages between one pair of ranks in a stage are laid out next to each other in the batch's staging area, in the
+// same order on both ranks, and go as one send: those staged on both sides anyway, and those of at most
+// LowerOptions::coalesce_max_bytes (copied into and out of the area to join). The batch's workspace is the sum of its
+// tensors' workspaces plus that staging area.
 //
 // Limits: every plan on the same mesh and of the same scope (all global, or all scoped to one rank); a batch of more
 // than one tensor runs on the NCCL transport (make_plan_batch plans transport auto as nccl; a plan with an nvlink

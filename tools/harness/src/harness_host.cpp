@@ -58,7 +58,8 @@ namespace {
 RankOutcome run_host_rank(const PlanBatch& batch, HostWorld& world, int r, const RunOptions& options) {
   HostCommunicator comm(world, r);
   HostDevice device;
-  Executor exec(batch, comm, device, ExecutorOptions{options.timeout, options.trace, options.stage_overlap, options.coalesce_max_bytes});
+  Executor exec(batch, comm, device,
+                ExecutorOptions{options.timeout, options.trace, options.stage_overlap, options.coalesce_max_bytes});
   RankOutcome out;
   out.workspace = exec.workspace_bytes();
   const size_t n = batch.size();

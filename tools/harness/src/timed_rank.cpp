@@ -21,8 +21,9 @@ RankOutcome run_timed_rank(const PlanBatch& batch, Communicator& comm, int devic
                            const std::function<void()>& abort_comm, const std::function<void()>& prepared) {
   const int r = comm.rank();
   CudaDevice device(device_ordinal);
-  RankRedistribution redistribution(batch, comm, device,
-                                    ExecutorOptions{options.timeout, options.trace, options.stage_overlap, options.coalesce_max_bytes});
+  RankRedistribution redistribution(
+      batch, comm, device,
+      ExecutorOptions{options.timeout, options.trace, options.stage_overlap, options.coalesce_max_bytes});
   auto fault = [&](RunOptions::FaultPoint point) {
     if (options.fault_point == point && options.fault_rank == r) {
       fmt::print(stderr, "rank {}: injected fault, exiting\n", r);
