@@ -1,8 +1,9 @@
 // RankProgram: one rank's part of a plan, lowered to a list of buffer-relative operations the executor carries out
 // in order, one loop, deriving nothing.
 //
-// Buffers are the run's input tensor, its output tensor and one workspace; every reference is an element offset into
-// one of them (this rank's, or a peer's for one-sided steps), so a program is independent of where the buffers live
+// Buffers are the run's input tensor, its output tensor and one workspace (a batch's program: every tensor's input and
+// output, BufferRef::tensor); every reference is an element offset into one of them (this rank's, or a peer's for
+// one-sided steps), so a program is independent of where the buffers live
 // and can be replayed (or captured in a CUDA graph) with no host work. Every operation runs on a lane (the caller's
 // stream, or one of the device's side streams) after the operations listed in its `after` (on other lanes; the
 // operations of one lane run in list order). A step is, on the NCCL transport:
