@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <span>
 #include <string_view>
 #include <type_traits>
 
@@ -59,29 +60,55 @@ class Range {
 }  // namespace
 
 Executor::Executor(const Plan& plan, Communicator& comm, Device& device, ExecutorOptions options)
+    : Executor(PlanBatch::of(plan), comm, device, std::move(options)) {}
+
+Executor::Executor(const PlanBatch& batch, Communicator& comm, Device& device, ExecutorOptions options)
     : comm_(comm), device_(device), options_(options), log_(log_sink(options)) {
   const Range range(device_, "reshard prepare");
-  const Mesh& mesh = plan.src().mesh();
-  RESHARD_REQUIRE(comm.size() == mesh.world_size(), "the communicator has ", comm.size(), " ranks but the plan's mesh ",
-                  mesh.str(), " is in a world of ", mesh.world_size());
-  program_ = lower(plan, comm.rank(), LowerOptions{options.stage_overlap});
-  const int es = element_size(program_.dtype);
-  input_bytes_ = static_cast<size_t>(program_.input_elements) * es;
-  output_bytes_ = static_cast<size_t>(program_.output_elements) * es;
-  workspace_bytes_ = static_cast<size_t>(program_.work_elements) * es;
-  if (workspace_bytes_ > 0) workspace_ = device.allocate(workspace_bytes_);
-  for (size_t i = 0; i < plan.steps().size(); ++i) {
-    const Step& s = plan.steps()[i];
-    step_names_.push_back(
-        cat("reshard step ", i, " ", to_string(s.kind),
-            s.kind == StepKind::kP2P ? cat("/", to_string(s.transport), s.fused ? "-fused" : "") : std::string()));
+  const Mesh& mesh = batch.mesh();
+  RESHARD_REQUIRE(comm.size() == mesh.world_size(), "the communicator has ", comm.size(), " ranks but the ",
+                  batch.size() == 1 ? "plan" : "batch", "'s mesh ", mesh.str(), " is in a world of ", mesh.world_size());
+  program_ = lower(batch, comm.rank(), LowerOptions{options.stage_overlap, options.coalesce_max_bytes});
+  sizes_and_workspace();
+  if (batch.size() == 1) {
+    const Plan& plan = batch.plan(0);
+    for (size_t i = 0; i < plan.steps().size(); ++i) {
+      const Step& s = plan.steps()[i];
+      step_names_.push_back(
+          cat("reshard step ", i, " ", to_string(s.kind),
+              s.kind == StepKind::kP2P ? cat("/", to_string(s.transport), s.fused ? "-fused" : "") : std::string()));
+    }
+  } else {
+    for (int i = 0; i < program_.step_count; ++i) step_names_.push_back(cat("reshard step ", i, " batch"));
   }
   prepare(mesh);
-  if (log_)
+  if (!log_) return;
+  if (batch.size() == 1) {
+    const Plan& plan = batch.plan(0);
     log_(cat("reshard: rank ", comm.rank(), " prepared ", to_string(plan.strategy()), "/", to_string(plan.transport()),
              " for ", plan.src().str(), " -> [", to_string(plan.dst().placements()), "] ", to_string(plan.dtype()),
              ": ", plan.steps().size(), " steps, ", plan.estimated_us(), " us estimated, ", workspace_bytes_,
              " B workspace, ", program_.ops.size(), " operations"));
+  } else {
+    log_(cat("reshard: rank ", comm.rank(), " prepared a batch of ", batch.size(), " tensors on ", mesh.str(), ": ",
+             program_.step_count, " steps, ", batch.estimated_us(), " us estimated (sum), ", workspace_bytes_,
+             " B workspace, ", program_.ops.size(), " operations"));
+  }
+}
+
+void Executor::sizes_and_workspace() {
+  const int es = element_size(program_.dtype);
+  if (program_.tensor_input_bytes.empty()) {
+    input_sizes_ = {static_cast<size_t>(program_.input_elements) * es};
+    output_sizes_ = {static_cast<size_t>(program_.output_elements) * es};
+  } else {
+    input_sizes_.assign(program_.tensor_input_bytes.begin(), program_.tensor_input_bytes.end());
+    output_sizes_.assign(program_.tensor_output_bytes.begin(), program_.tensor_output_bytes.end());
+  }
+  inputs_.assign(input_sizes_.size(), nullptr);
+  outputs_.assign(output_sizes_.size(), nullptr);
+  workspace_bytes_ = static_cast<size_t>(program_.work_elements) * es;
+  if (workspace_bytes_ > 0) workspace_ = device_.allocate(workspace_bytes_);
 }
 
 Executor::~Executor() = default;
@@ -102,7 +129,8 @@ void Executor::prepare(const Mesh& mesh) {
           if constexpr (std::is_same_v<T, Copies>) {
             rt.batch = device_.prepare_copies(body, es);
           } else if constexpr (std::is_same_v<T, Reductions>) {
-            rt.batch = device_.prepare_reductions(body.regions, program_.dtype);
+            const DType dtype = body.regions.empty() ? program_.dtype : body.regions[0].dtype.value_or(program_.dtype);
+            rt.batch = device_.prepare_reductions(body.regions, dtype);
           } else if constexpr (std::is_same_v<T, Exchange>) {
             rt.sends.resize(body.sends.size());
             rt.recvs.resize(body.recvs.size());
@@ -164,16 +192,18 @@ void Executor::execute(size_t index, const BufferBases& bases, StreamHandle stre
           comm_.exchange(rt.sends, rt.recvs, stream);
         } else if constexpr (std::is_same_v<T, CollectiveOp>) {
           if (body.elements == 0) return;
-          const void* send = address(bases, body.send, es);
-          void* recv = mutable_address(bases, body.recv, es);
+          const DType dtype = body.dtype.value_or(program_.dtype);
+          const int ces = element_size(dtype);
+          const void* send = address(bases, body.send, ces);
+          void* recv = mutable_address(bases, body.recv, ces);
           const size_t n = static_cast<size_t>(body.elements);
           switch (body.kind) {
             case StepKind::kAllGather:
-              return rt.group->all_gather(send, recv, n * esz, stream);
+              return rt.group->all_gather(send, recv, n * static_cast<size_t>(ces), stream);
             case StepKind::kReduceScatter:
-              return rt.group->reduce_scatter(send, recv, n, program_.dtype, body.op, stream);
+              return rt.group->reduce_scatter(send, recv, n, dtype, body.op, stream);
             case StepKind::kAllReduce:
-              return rt.group->all_reduce(send, recv, n, program_.dtype, body.op, stream);
+              return rt.group->all_reduce(send, recv, n, dtype, body.op, stream);
             default:
               fail(ErrorKind::kInternal, "unexpected collective kind");
           }
@@ -183,22 +213,40 @@ void Executor::execute(size_t index, const BufferBases& bases, StreamHandle stre
 }
 
 void Executor::run(ConstBuffer input, MutableBuffer output, StreamHandle stream) {
-  RESHARD_REQUIRE(input.bytes >= input_bytes_, "input buffer has ", input.bytes, " bytes; rank ", program_.rank,
-                  "'s source tensor needs ", input_bytes_);
-  RESHARD_REQUIRE(output.bytes >= output_bytes_, "output buffer has ", output.bytes, " bytes; rank ", program_.rank,
-                  "'s target tensor needs ", output_bytes_);
+  run(std::span<const ConstBuffer>(&input, 1), std::span<const MutableBuffer>(&output, 1), stream);
+}
+
+void Executor::run(std::span<const ConstBuffer> inputs, std::span<const MutableBuffer> outputs, StreamHandle stream) {
+  const size_t n = tensors();
+  RESHARD_REQUIRE(inputs.size() == n && outputs.size() == n, "run() got ", inputs.size(), " inputs and ",
+                  outputs.size(), " outputs for ", n, n == 1 ? " tensor" : " tensors");
+  const auto which = [&](size_t t) { return n == 1 ? std::string() : cat(" of tensor ", t); };
+  for (size_t t = 0; t < n; ++t) {
+    RESHARD_REQUIRE(inputs[t].bytes >= input_sizes_[t], "input buffer", which(t), " has ", inputs[t].bytes,
+                    " bytes; rank ", program_.rank, "'s source tensor needs ", input_sizes_[t]);
+    RESHARD_REQUIRE(outputs[t].bytes >= output_sizes_[t], "output buffer", which(t), " has ", outputs[t].bytes,
+                    " bytes; rank ", program_.rank, "'s target tensor needs ", output_sizes_[t]);
+  }
   // Pointer checks ask the driver; repeated runs on the same buffers skip them.
-  if (input.data != checked_input_ || output.data != checked_output_ || !checked_) {
-    if (input_bytes_ > 0) device_.check_buffer(input.data, input_bytes_, "input");
-    if (output_bytes_ > 0) device_.check_buffer(output.data, output_bytes_, "output");
+  bool changed = !checked_;
+  for (size_t t = 0; t < n && !changed; ++t) changed = inputs[t].data != inputs_[t] || outputs[t].data != outputs_[t];
+  if (changed) {
+    checked_ = false;
+    for (size_t t = 0; t < n; ++t) {
+      if (input_sizes_[t] > 0) device_.check_buffer(inputs[t].data, input_sizes_[t], "input");
+      if (output_sizes_[t] > 0) device_.check_buffer(outputs[t].data, output_sizes_[t], "output");
+    }
     // One-sided plans map the peers' buffers: collectively, so every rank must pass new buffers on the same call.
-    if (peers_) peers_->expose(RankBuffers{input.data, output.data, workspace_ ? workspace_->data() : nullptr});
-    checked_input_ = input.data;
-    checked_output_ = output.data;
+    if (peers_) peers_->expose(RankBuffers{inputs[0].data, outputs[0].data, workspace_ ? workspace_->data() : nullptr});
+    for (size_t t = 0; t < n; ++t) {
+      inputs_[t] = inputs[t].data;
+      outputs_[t] = outputs[t].data;
+    }
     checked_ = true;
   }
-  const BufferBases bases{input.data, output.data, workspace_ ? workspace_->data() : nullptr,
-                          peers_ ? peers_->peers() : nullptr};
+  const BufferBases bases{
+      inputs_[0],     outputs_[0],    workspace_ ? workspace_->data() : nullptr, peers_ ? peers_->peers() : nullptr,
+      inputs_.data(), outputs_.data()};
   size_t i = 0;
   const Range run_range(device_, "reshard run");
   for (int step = 0; step < program_.step_count; ++step) {

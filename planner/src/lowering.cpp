@@ -3,6 +3,7 @@
 // result on lanes.
 #include <algorithm>
 
+#include "lowering_parts.hpp"
 #include "op_schedule.hpp"
 #include "region_views.hpp"
 #include "reshard/partial.hpp"
@@ -92,10 +93,12 @@ Index lower_exchange(StepParts& ps, const RankTransfers& t, const RankBoxes& a, 
       if (!m.sender_stages) {
         stage(i).sends.push_back(
             PeerTransfer{tr.dst, BufferRef{buf.in.buffer, buf.in.offset + local_offset(from, c)}, n});
+        stage(i).sends_staging.push_back(m.receiver_stages ? kStagedThere : 0);
       } else {
         const BufferRef at = area(i, n);
         stage(i).pack.push_back(box_copy(buf.in, from, at, c, c));
         stage(i).sends.push_back(PeerTransfer{tr.dst, at, n});
+        stage(i).sends_staging.push_back(kStagedHere | (m.receiver_stages ? kStagedThere : 0));
       }
     }
   }
@@ -110,10 +113,12 @@ Index lower_exchange(StepParts& ps, const RankTransfers& t, const RankBoxes& a, 
         if (!m.receiver_stages) {
           stage(i).recvs.push_back(
               PeerTransfer{tr.src, BufferRef{buf.out.buffer, buf.out.offset + local_offset(to, c)}, n});
+          stage(i).recvs_staging.push_back(m.sender_stages ? kStagedThere : 0);
         } else {
           const BufferRef at = area(i, n);
           stage(i).unpack.push_back(box_copy(at, c, buf.out, to, c));
           stage(i).recvs.push_back(PeerTransfer{tr.src, at, n});
+          stage(i).recvs_staging.push_back(kStagedHere | (m.sender_stages ? kStagedThere : 0));
         }
       }
     }
@@ -136,6 +141,8 @@ Index lower_exchange(StepParts& ps, const RankTransfers& t, const RankBoxes& a, 
         } else {
           const BufferRef at = area(i, volume(c));
           stage(i).recvs.push_back(PeerTransfer{into[j]->src, at, volume(c)});
+          stage(i).recvs_staging.push_back(
+              kStagedHere | (movement(region, a[into[j]->src], to, rules).sender_stages ? kStagedThere : 0));
           srcs.emplace_back(at, c);
         }
       }
@@ -197,11 +204,12 @@ ReduceOp partial_op(const std::vector<Placement>& from, const std::vector<int>& 
 
 // Lowers `steps` (from layout `src` to layout `dst`, step_layout's chain) for `rank`. `transfers[i]` holds the rank's
 // transfers of step i (ignored for steps that are not p2p); staged transfers are pipelined in chunks of `chunk_bytes`.
-RankProgram lower_steps(const Layout& src, const Layout& dst, const std::vector<Step>& steps, DType dtype, int rank,
-                        const std::vector<RankTransfers>& transfers, Index chunk_bytes, Index engine_min_row_bytes,
-                        const LowerOptions& options) {
+LoweredParts lower_steps(const Layout& src, const Layout& dst, const std::vector<Step>& steps, DType dtype, int rank,
+                         const std::vector<RankTransfers>& transfers, Index chunk_bytes, Index engine_min_row_bytes,
+                         bool gathers_as_exchanges) {
   const int es = element_size(dtype);
-  RankProgram prog;
+  LoweredParts out;
+  RankProgram& prog = out.program;
   prog.rank = rank;
   prog.dtype = dtype;
   prog.step_count = static_cast<int>(steps.size());
@@ -255,6 +263,12 @@ RankProgram lower_steps(const Layout& src, const Layout& dst, const std::vector<
         break;
       }
       case StepKind::kAllGather: {
+        if (gathers_as_exchanges) {  // every member sends each other member its box (what the gather delivers)
+          step_scratch =
+              lower_exchange(ps, all_to_all_transfers(a, b, step.mesh_dims, rank, es), a, b, rank, buf,
+                             ExchangeRules{Transport::kNccl, es, chunk_bytes, false, engine_min_row_bytes}, nullptr);
+          break;
+        }
         const GatherGeometry g = gather_geometry(a, b, step.mesh_dims, rank);
         const CollectiveScratch areas = collective_scratch(step.kind, a, b, step.mesh_dims, rank);
         step_scratch = areas.total(es);
@@ -277,6 +291,13 @@ RankProgram lower_steps(const Layout& src, const Layout& dst, const std::vector<
         break;
       }
       case StepKind::kReduceScatter: {
+        if (const PartialRoles roles = partial_roles(a.layout().mesh(), step.from, step.to);
+            gathers_as_exchanges && !roles.mixed_reduce_ops) {  // each member's contribution to g's box, reduced by g
+          const ExchangeRules rules{Transport::kNccl, es, chunk_bytes, roles.contributions > 1, engine_min_row_bytes};
+          step_scratch =
+              lower_exchange(ps, all_to_all_transfers(a, b, step.mesh_dims, rank, es), a, b, rank, buf, rules, &roles);
+          break;
+        }
         const ScatterGeometry s = scatter_geometry(a, b, step.mesh_dims, rank);
         const CollectiveScratch areas = collective_scratch(step.kind, a, b, step.mesh_dims, rank);
         step_scratch = areas.total(es);
@@ -310,23 +331,22 @@ RankProgram lower_steps(const Layout& src, const Layout& dst, const std::vector<
         prog.communicator_dims.push_back(step.mesh_dims);
     }
     scratch_peak = std::max(scratch_peak, step_scratch);
-    schedule_step(std::move(ps), static_cast<int>(i), es, options.stage_overlap, prog.ops);
+    out.steps.push_back(std::move(ps));
   }
   prog.work_elements = workspace.total(scratch_peak);
-  return prog;
+  return out;
 }
 
 }  // namespace
-}  // namespace detail
 
-RankProgram lower(const Plan& plan, int rank, const LowerOptions& options) {
+LoweredParts lower_parts(const Plan& plan, int rank, bool gathers_as_exchanges) {
   const Mesh& mesh = plan.src().mesh();
   RESHARD_REQUIRE(rank >= 0 && rank < mesh.world_size(), "rank ", rank, " is not in mesh ", mesh.str(), " (ranks 0..",
                   mesh.world_size() - 1, ")");
   if (plan.scope_rank())
     RESHARD_REQUIRE(*plan.scope_rank() == rank, "this plan holds only rank ", *plan.scope_rank(),
                     "'s transfers; it cannot be lowered for rank ", rank);
-  std::vector<detail::RankTransfers> mine(plan.steps().size());
+  std::vector<RankTransfers> mine(plan.steps().size());
   for (size_t i = 0; i < plan.steps().size(); ++i) {
     for (const Transfer& t : plan.steps()[i].transfers) {
       if (t.is_local() && t.dst == rank)
@@ -337,8 +357,19 @@ RankProgram lower(const Plan& plan, int rank, const LowerOptions& options) {
         mine[i].recvs.push_back(t);
     }
   }
-  return detail::lower_steps(plan.src(), plan.dst(), plan.steps(), plan.dtype(), rank, mine,
-                             plan.pipeline_chunk_bytes(), plan.copy_engine_min_row_bytes(), options);
+  return lower_steps(plan.src(), plan.dst(), plan.steps(), plan.dtype(), rank, mine, plan.pipeline_chunk_bytes(),
+                     plan.copy_engine_min_row_bytes(), gathers_as_exchanges);
+}
+
+}  // namespace detail
+
+RankProgram lower(const Plan& plan, int rank, const LowerOptions& options) {
+  detail::LoweredParts parts = detail::lower_parts(plan, rank);
+  RankProgram& prog = parts.program;
+  const int es = element_size(prog.dtype);
+  for (size_t i = 0; i < parts.steps.size(); ++i)
+    detail::schedule_step(std::move(parts.steps[i]), static_cast<int>(i), es, options.stage_overlap, prog.ops);
+  return std::move(prog);
 }
 
 }  // namespace reshard

@@ -1,5 +1,7 @@
 #include "op_schedule.hpp"
 
+#include <iterator>
+
 namespace reshard::detail {
 namespace {
 
@@ -15,6 +17,19 @@ class StepOps {
   int copies(std::vector<CopyRegion> regions, Lane lane, std::vector<int> after = {},
              CopyEngine engine = CopyEngine::kKernel, bool beside = false) {
     return add(Copies{std::move(regions), engine, beside}, lane, std::move(after));
+  }
+  // One operation per run of regions of one dtype (a batch's stage mixes tensors); returns the last.
+  int reductions(std::vector<ReduceRegion> regions, Lane lane, std::vector<int> after) {
+    int last = -1;
+    for (size_t b = 0; b < regions.size();) {
+      size_t e = b + 1;
+      while (e < regions.size() && regions[e].dtype == regions[b].dtype) ++e;
+      std::vector<ReduceRegion> run(std::make_move_iterator(regions.begin() + b),
+                                    std::make_move_iterator(regions.begin() + e));
+      last = add(Reductions{std::move(run)}, lane, last < 0 ? after : std::vector<int>{});
+      b = e;
+    }
+    return last;
   }
   // A point on the main lane that side lanes start from.
   int fork() { return add(Mark{}, Lane::kMain); }
@@ -86,7 +101,7 @@ void schedule_step(StepParts parts, int step, int element_size, StageOverlap ove
   auto unpack_on = [&](StageParts& s, Lane lane, std::vector<int> after, bool beside) {
     int last = -1;
     if (!s.unpack.empty()) last = out.copies(std::move(s.unpack), lane, std::move(after), CopyEngine::kKernel, beside);
-    if (!s.reduce.empty()) last = out.add(Reductions{std::move(s.reduce)}, lane, last < 0 ? after : std::vector<int>{});
+    if (!s.reduce.empty()) last = out.reductions(std::move(s.reduce), lane, last < 0 ? after : std::vector<int>{});
     return last;
   };
 

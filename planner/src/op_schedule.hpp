@@ -15,7 +15,14 @@ struct StageParts {
   std::vector<PeerTransfer> sends, recvs;
   std::optional<CollectiveOp> collective;
   std::vector<ReduceRegion> reduce;
+  // Parallel to sends and recvs: where the message is staged (kStagedHere | kStagedThere: packed by the sender,
+  // unpacked or reduced by the receiver), so that a batch can lay messages between the same two ranks out next to
+  // each other and send them as one (lowering_batch.cpp).
+  std::vector<unsigned char> sends_staging, recvs_staging;
 };
+
+// Staging flags of a message (StageParts::sends_staging): staged on this rank's side, on the other rank's.
+inline constexpr unsigned char kStagedHere = 1, kStagedThere = 2;
 
 // A one-sided step (NVLink): ready -> copies and reductions reading the peers' tensors -> done.
 struct OneSidedParts {

@@ -2,6 +2,7 @@
 
 #include <exception>
 #include <functional>
+#include <limits>
 #include <optional>
 #include <type_traits>
 #include <utility>
@@ -115,17 +116,34 @@ std::string PlanCache::key_of(const Layout& src, const Layout& dst, DType dtype,
   return key;
 }
 
+PlanCache::Entry* PlanCache::find(const std::string& key) {
+  auto it = index_.find(key);
+  if (it == index_.end()) return nullptr;
+  lru_.splice(lru_.begin(), lru_, it->second);
+  return &*it->second;
+}
+
+const PlanCache::Entry& PlanCache::insert(Entry entry) {
+  if (Entry* e = find(entry.key)) return *e;  // another thread planned it meanwhile: everyone shares the first
+  lru_.push_front(std::move(entry));
+  index_.emplace(lru_.front().key, lru_.begin());
+  while (lru_.size() > capacity_) {
+    index_.erase(lru_.back().key);
+    lru_.pop_back();
+    ++stats_.evictions;
+  }
+  return lru_.front();
+}
+
 std::shared_ptr<const Plan> PlanCache::get(const Layout& src, const Layout& dst, DType dtype, int rank,
                                            const PlanOptions& options) {
   std::string key;
   {
     std::lock_guard lock(mutex_);
     key = key_of(src, dst, dtype, rank, options);
-    auto it = index_.find(key);
-    if (it != index_.end()) {
+    if (Entry* e = find(key)) {
       ++stats_.hits;
-      lru_.splice(lru_.begin(), lru_, it->second);
-      return it->second->plan;
+      return e->plan;
     }
     ++stats_.misses;
   }
@@ -135,19 +153,31 @@ std::shared_ptr<const Plan> PlanCache::get(const Layout& src, const Layout& dst,
                                                     : make_rank_plan(src, dst, dtype, rank, options));
 
   std::lock_guard lock(mutex_);
-  auto it = index_.find(key);
-  if (it != index_.end()) {  // another thread planned it meanwhile: everyone shares the first
-    lru_.splice(lru_.begin(), lru_, it->second);
-    return it->second->plan;
+  return insert(Entry{std::move(key), plan, nullptr}).plan;
+}
+
+std::shared_ptr<const PlanBatch> PlanCache::get_or_plan_batch(std::span<const BatchEntry> entries,
+                                                              const PlanOptions& options) {
+  std::string key;
+  {
+    std::lock_guard lock(mutex_);
+    // A leading mesh rank count no mesh has: batch keys never equal a plan's.
+    put(key, std::numeric_limits<std::uint32_t>::max());
+    put(key, static_cast<std::uint64_t>(entries.size()));
+    for (const BatchEntry& e : entries) {
+      const std::string one = key_of(e.src, e.dst, e.dtype, -1, options);
+      put(key, static_cast<std::uint32_t>(one.size()));
+      key += one;
+    }
+    if (Entry* e = find(key)) {
+      ++stats_.hits;
+      return e->batch;
+    }
+    ++stats_.misses;
   }
-  lru_.push_front(Entry{std::move(key), plan});
-  index_.emplace(lru_.front().key, lru_.begin());
-  while (lru_.size() > capacity_) {
-    index_.erase(lru_.back().key);
-    lru_.pop_back();
-    ++stats_.evictions;
-  }
-  return plan;
+  auto batch = std::make_shared<const PlanBatch>(make_plan_batch(entries, options));
+  std::lock_guard lock(mutex_);
+  return insert(Entry{std::move(key), nullptr, batch}).batch;
 }
 
 std::shared_ptr<const Plan> PlanCache::get_or_plan(const Layout& src, const Layout& dst, DType dtype,

@@ -17,7 +17,7 @@ import numpy as _np
 from . import _args
 from ._core import Plan, __version__
 
-__all__ = ["Plan", "layout", "plan", "run_host", "__version__"]
+__all__ = ["Plan", "layout", "plan", "run_host", "run_host_batch", "__version__"]
 
 
 def layout(mesh, placements, shape, *, ranks=None):
@@ -120,15 +120,9 @@ def _infer_shape(mesh_text, ranks, placements, shards):
     return shape
 
 
-def run_host(mesh, src, dst, shards, *, shape=None, dtype=None, strategy="auto", memory_budget=None,
-             transport="auto", ranks_per_node=8, ranks=None, fuse="auto", low_sm=False):
-    """Redistributes NumPy shards on the host backend (one thread per rank) through the executor.
-
-    shards: one array per rank, in rank order, each that rank's source local tensor (C order is made where needed).
-    Returns the target local tensors, one array per rank. shape: the global shape (inferred from the shards when
-    omitted); dtype: the element type (default: the arrays'; give "bf16" for bfloat16 bits held in uint16 arrays).
-    complex64/complex128 arrays move as pairs of f32/f64 (Partial sums and averages act on both parts).
-    """
+def _host_request(mesh, src, dst, shards, shape, dtype, strategy, memory_budget, transport, ranks_per_node, ranks, fuse,
+                  low_sm):
+    """run_host's arguments checked and converted: (PlanArgs, C-order shards, a function to apply to the outputs)."""
     from . import _core
 
     shards = [_np.asarray(s, order="C") for s in shards]  # (ascontiguousarray makes 0-d arrays 1-d)
@@ -157,7 +151,53 @@ def run_host(mesh, src, dst, shards, *, shape=None, dtype=None, strategy="auto",
     args = _plan_args(mesh_text, ",".join(src_p), ",".join(dst_p), shape_a, np_dtype if dtype is None else dtype,
                       strategy, memory_budget, transport, ranks_per_node, None, ranks, allow_scalar=True, fuse=fuse,
                       low_sm=low_sm)
-    outs = _core.run_host(args, shards)
-    if complex_part is not None:
-        outs = [o.view(np_dtype).reshape(o.shape[:-1]) for o in outs]
-    return outs
+
+    def finish(outs):
+        if complex_part is not None:
+            outs = [o.view(np_dtype).reshape(o.shape[:-1]) for o in outs]
+        return outs
+
+    return args, shards, finish
+
+
+def run_host(mesh, src, dst, shards, *, shape=None, dtype=None, strategy="auto", memory_budget=None,
+             transport="auto", ranks_per_node=8, ranks=None, fuse="auto", low_sm=False):
+    """Redistributes NumPy shards on the host backend (one thread per rank) through the executor.
+
+    shards: one array per rank, in rank order, each that rank's source local tensor (C order is made where needed).
+    Returns the target local tensors, one array per rank. shape: the global shape (inferred from the shards when
+    omitted); dtype: the element type (default: the arrays'; give "bf16" for bfloat16 bits held in uint16 arrays).
+    complex64/complex128 arrays move as pairs of f32/f64 (Partial sums and averages act on both parts).
+    """
+    from . import _core
+
+    args, shards, finish = _host_request(mesh, src, dst, shards, shape, dtype, strategy, memory_budget, transport,
+                                         ranks_per_node, ranks, fuse, low_sm)
+    return finish(_core.run_host(args, shards))
+
+
+def run_host_batch(mesh, tensors, *, strategy="auto", memory_budget=None, transport="auto", ranks_per_node=8,
+                   ranks=None, fuse="auto", low_sm=False):
+    """Redistributes several tensors on one mesh in one executor call per rank (host backend; a batch).
+
+    tensors: a list of dicts, one per tensor, with "src", "dst" and "shards" (one array per rank, as run_host takes)
+    and optionally "shape" and "dtype". Every tensor is planned as run_host would plan it (transport auto runs on
+    NCCL's path for more than one tensor), then all of them run as one merged program. Returns, per tensor, the
+    target local tensors (one array per rank).
+    """
+    from . import _core
+
+    if not tensors:
+        raise ValueError("run_host_batch needs at least one tensor")
+    all_args, all_shards, finishers = [], [], []
+    for i, t in enumerate(tensors):
+        unknown = set(t) - {"src", "dst", "shards", "shape", "dtype"}
+        if unknown or not {"src", "dst", "shards"} <= set(t):
+            raise ValueError(f"tensor {i}: give src, dst, shards and optionally shape and dtype; got {sorted(t)}")
+        args, shards, finish = _host_request(mesh, t["src"], t["dst"], t["shards"], t.get("shape"), t.get("dtype"),
+                                             strategy, memory_budget, transport, ranks_per_node, ranks, fuse, low_sm)
+        all_args.append(args)
+        all_shards.append(shards)
+        finishers.append(finish)
+    outs = _core.run_host_batch(all_args, all_shards)
+    return [finish(o) for finish, o in zip(finishers, outs)]

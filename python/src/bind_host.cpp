@@ -14,42 +14,60 @@ namespace {
 
 std::string shape_text(const Dims& d) { return to_list_string(d); }
 
-py::list run_host(const PlanArgs& args, const py::list& shards) {
-  PlanRequest req = make_plan_request(args);
+// Every rank's source shard checked against the layout (NumPy, C order, element size, shape), with the target arrays
+// allocated: what run_host and run_host_batch hand the executor.
+struct RankArrays {
+  std::vector<py::array> inputs, outputs;
+  std::vector<const void*> in_ptrs;
+  std::vector<void*> out_ptrs;
+};
+
+RankArrays take_shards(const PlanRequest& req, const py::list& shards, const std::string& which) {
   const Layout& src = req.src;
   const Layout& dst = req.dst;
   const int n = src.mesh().world_size();  // between meshes: every rank of the world (empty shards outside a mesh)
-  RESHARD_REQUIRE(static_cast<int>(shards.size()) == n, "mesh ", src.mesh().str(),
+  RESHARD_REQUIRE(static_cast<int>(shards.size()) == n, which, "mesh ", src.mesh().str(),
                   n == src.mesh().size() ? " has " : " is in a world of ", n, " ranks but ", shards.size(),
                   " shards were given (one per rank, in rank order)");
   const size_t es = static_cast<size_t>(element_size(req.dtype));
-
-  std::vector<py::array> inputs, outputs;
-  std::vector<const void*> in_ptrs(n);
-  std::vector<void*> out_ptrs(n);
+  RankArrays out;
+  out.in_ptrs.resize(n);
+  out.out_ptrs.resize(n);
   for (int r = 0; r < n; ++r) {
-    RESHARD_REQUIRE(py::isinstance<py::array>(shards[r]), "shard of rank ", r, " is not a NumPy array");
+    RESHARD_REQUIRE(py::isinstance<py::array>(shards[r]), which, "shard of rank ", r, " is not a NumPy array");
     py::array a = py::reinterpret_borrow<py::array>(shards[r]);
-    RESHARD_REQUIRE(a.flags() & py::array::c_style, "shard of rank ", r, " is not C-contiguous");
-    RESHARD_REQUIRE(static_cast<size_t>(a.itemsize()) == es, "shard of rank ", r, " has ", a.itemsize(),
+    RESHARD_REQUIRE(a.flags() & py::array::c_style, which, "shard of rank ", r, " is not C-contiguous");
+    RESHARD_REQUIRE(static_cast<size_t>(a.itemsize()) == es, which, "shard of rank ", r, " has ", a.itemsize(),
                     "-byte elements; dtype ", to_string(req.dtype), " has ", es);
     const Box box = src.box(r);
     Dims got(static_cast<int>(a.ndim()));
     for (int d = 0; d < got.size(); ++d) got[d] = a.shape(d);
-    RESHARD_REQUIRE(got == box.shape, "shard of rank ", r, " has shape ", shape_text(got), "; layout ", src.str(),
-                    " gives rank ", r, " shape ", shape_text(box.shape));
+    RESHARD_REQUIRE(got == box.shape, which, "shard of rank ", r, " has shape ", shape_text(got), "; layout ",
+                    src.str(), " gives rank ", r, " shape ", shape_text(box.shape));
     const Box out_box = dst.box(r);
     std::vector<py::ssize_t> out_shape(out_box.shape.begin(), out_box.shape.end());
-    py::array out(a.dtype(), out_shape);
-    in_ptrs[r] = a.data();
-    out_ptrs[r] = out.mutable_data();
-    inputs.push_back(std::move(a));
-    outputs.push_back(std::move(out));
+    py::array o(a.dtype(), out_shape);
+    out.in_ptrs[r] = a.data();
+    out.out_ptrs[r] = o.mutable_data();
+    out.inputs.push_back(std::move(a));
+    out.outputs.push_back(std::move(o));
   }
+  return out;
+}
 
+py::list result_of(RankArrays& arrays) {
+  py::list result;
+  for (py::array& o : arrays.outputs) result.append(std::move(o));
+  return result;
+}
+
+py::list run_host(const PlanArgs& args, const py::list& shards) {
+  PlanRequest req = make_plan_request(args);
+  const int n = req.src.mesh().world_size();
+  RankArrays arrays = take_shards(req, shards, "");
   {
     py::gil_scoped_release release;
-    const Plan plan = make_plan(src, dst, req.dtype, req.options);
+    const Plan plan = make_plan(req.src, req.dst, req.dtype, req.options);
     HostWorld world(n);
     run_ranks(
         n,
@@ -57,13 +75,66 @@ py::list run_host(const PlanArgs& args, const py::list& shards) {
           HostCommunicator comm(world, r);
           HostDevice device;
           Redistributor redistributor(plan, comm, device);
-          redistributor.run(in_ptrs[r], out_ptrs[r], nullptr);
+          redistributor.run(arrays.in_ptrs[r], arrays.out_ptrs[r], nullptr);
+          redistributor.wait(nullptr);
+        },
+        &world);
+  }
+  return result_of(arrays);
+}
+
+// A batch: every tensor planned with its own arguments (transport auto as nccl for more than one), one executor per
+// rank, one call for every tensor.
+py::list run_host_batch(const std::vector<PlanArgs>& args, const py::list& shard_lists) {
+  RESHARD_REQUIRE(!args.empty(), "run_host_batch needs at least one tensor");
+  RESHARD_REQUIRE(args.size() == shard_lists.size(), args.size(), " tensors but ", shard_lists.size(),
+                  " lists of shards");
+  std::vector<PlanRequest> reqs;
+  std::vector<RankArrays> arrays;
+  for (size_t t = 0; t < args.size(); ++t) {
+    const std::string which = cat("tensor ", t, ": ");
+    try {
+      reqs.push_back(make_plan_request(args[t]));
+    } catch (const Error& e) {
+      throw Error(e.kind(), which + e.what());
+    }
+    RESHARD_REQUIRE(py::isinstance<py::list>(shard_lists[t]), which, "the shards are not a list");
+    arrays.push_back(take_shards(reqs.back(), py::reinterpret_borrow<py::list>(shard_lists[t]), which));
+  }
+  const int n = reqs.front().src.mesh().world_size();
+  {
+    py::gil_scoped_release release;
+    std::vector<std::shared_ptr<const Plan>> plans;
+    for (size_t t = 0; t < reqs.size(); ++t) {
+      PlanOptions o = reqs[t].options;
+      if (reqs.size() > 1 && o.transport == Transport::kAuto) o.transport = Transport::kNccl;
+      try {
+        plans.push_back(std::make_shared<const Plan>(make_plan(reqs[t].src, reqs[t].dst, reqs[t].dtype, o)));
+      } catch (const Error& e) {
+        throw Error(e.kind(), cat("tensor ", t, ": ", e.what()));
+      }
+    }
+    const PlanBatch batch(std::move(plans));
+    HostWorld world(n);
+    run_ranks(
+        n,
+        [&](int r) {
+          HostCommunicator comm(world, r);
+          HostDevice device;
+          BatchRedistributor redistributor(batch, comm, device);
+          std::vector<const void*> in;
+          std::vector<void*> out;
+          for (RankArrays& a : arrays) {
+            in.push_back(a.in_ptrs[r]);
+            out.push_back(a.out_ptrs[r]);
+          }
+          redistributor.run(in, out, nullptr);
           redistributor.wait(nullptr);
         },
         &world);
   }
   py::list result;
-  for (py::array& o : outputs) result.append(std::move(o));
+  for (RankArrays& a : arrays) result.append(result_of(a));
   return result;
 }
 
@@ -72,6 +143,9 @@ py::list run_host(const PlanArgs& args, const py::list& shards) {
 void bind_host(py::module_& m) {
   m.def("run_host", &run_host, py::arg("args"), py::arg("shards"),
         "Runs a redistribution on the host backend (one thread per rank): source shards in, target shards out.");
+  m.def("run_host_batch", &run_host_batch, py::arg("args"), py::arg("shard_lists"),
+        "Runs a batch of redistributions on one mesh in one executor call per rank (host backend): per tensor, source "
+        "shards in, target shards out.");
 }
 
 }  // namespace reshard::python

@@ -18,4 +18,25 @@ void Redistributor::run(const void* input, void* output, StreamHandle stream) {
 
 void Redistributor::wait(StreamHandle stream) { executor_->wait(stream); }
 
+BatchRedistributor::BatchRedistributor(PlanBatch batch, Communicator& comm, Device& device)
+    : batch_(std::move(batch)),
+      executor_(std::make_unique<Executor>(batch_, comm, device)),
+      in_(batch_.size()),
+      out_(batch_.size()) {}
+
+BatchRedistributor::~BatchRedistributor() = default;
+
+void BatchRedistributor::run(const std::vector<const void*>& inputs, const std::vector<void*>& outputs,
+                             StreamHandle stream) {
+  RESHARD_REQUIRE(inputs.size() == batch_.size() && outputs.size() == batch_.size(), "a batch of ", batch_.size(),
+                  " tensors got ", inputs.size(), " inputs and ", outputs.size(), " outputs");
+  for (size_t t = 0; t < batch_.size(); ++t) {
+    in_[t] = ConstBuffer{inputs[t], executor_->input_bytes(t)};
+    out_[t] = MutableBuffer{outputs[t], executor_->output_bytes(t)};
+  }
+  executor_->run(in_, out_, stream);
+}
+
+void BatchRedistributor::wait(StreamHandle stream) { executor_->wait(stream); }
+
 }  // namespace reshard::python

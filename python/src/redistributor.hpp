@@ -4,9 +4,11 @@
 #pragma once
 
 #include <memory>
+#include <vector>
 
 #include "reshard/executor.hpp"
 #include "reshard/plan.hpp"
+#include "reshard/plan_batch.hpp"
 
 namespace reshard::python {
 
@@ -32,6 +34,27 @@ class Redistributor {
  private:
   Plan plan_;
   std::unique_ptr<Executor> executor_;
+};
+
+// The same for a batch of tensors (plan_batch.hpp): one executor, one call for every tensor.
+class BatchRedistributor {
+ public:
+  BatchRedistributor(PlanBatch batch, Communicator& comm, Device& device);
+  ~BatchRedistributor();
+  BatchRedistributor(const BatchRedistributor&) = delete;
+  BatchRedistributor& operator=(const BatchRedistributor&) = delete;
+
+  const PlanBatch& batch() const { return batch_; }
+  // Enqueues every tensor's redistribution: inputs[i] and outputs[i] are tensor i's local tensors (dense row-major,
+  // the executor's input_bytes(i) and output_bytes(i) long).
+  void run(const std::vector<const void*>& inputs, const std::vector<void*>& outputs, StreamHandle stream);
+  void wait(StreamHandle stream);
+
+ private:
+  PlanBatch batch_;
+  std::unique_ptr<Executor> executor_;
+  std::vector<ConstBuffer> in_;
+  std::vector<MutableBuffer> out_;
 };
 
 }  // namespace reshard::python

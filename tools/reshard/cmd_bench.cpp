@@ -7,6 +7,7 @@
 #include <chrono>
 #include <nlohmann/json.hpp>
 
+#include "cli_batch.hpp"
 #include "cli_common.hpp"
 #include "cli_output.hpp"
 #include "reshard/interrupt.hpp"
@@ -38,6 +39,7 @@ struct Flags {
   int iters = 20, warmup = 5, ranks_per_node = 8;
   bool nccl_blocking = false;
   bool low_sm = false;
+  BatchFlags batch;
 };
 
 SweepOptions sweep_options(const Flags& f) {
@@ -146,8 +148,16 @@ Command add_bench_command(CLI::App& app) {
   cmd->add_option("--csv", f->csv, "Write the rows as CSV, each as it is measured");
   add_json_flag(*cmd, f->json, "The link figures and the rows, each row as it is measured,");
   cmd->add_option("--cases", f->cases, "Write the cases for bench/pytorch_baseline.py");
+  add_batch_flags(*cmd, f->batch, false);
   return [f] {
     SweepOptions o = resolve_sweep(sweep_options(*f));
+    if (f->batch.given()) {
+      RESHARD_REQUIRE(f->cases.empty(), "--cases is not written in batch mode (--batch)");
+      std::optional<Output> csv, json;
+      if (!f->csv.empty()) csv = Output::open(f->csv, "--csv");
+      if (f->json.given()) json = Output::open(f->json.path(), "--json");
+      return bench_batch_command(o, f->batch, json, csv);
+    }
     // Every output is opened before anything is measured.
     std::optional<Output> csv, json, cases_out;
     if (!f->csv.empty()) csv = Output::open(f->csv, "--csv");

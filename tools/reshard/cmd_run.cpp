@@ -7,6 +7,7 @@
 
 #include <cmath>
 
+#include "cli_batch.hpp"
 #include "cli_common.hpp"
 #include "cli_output.hpp"
 #include "reshard/harness.hpp"
@@ -37,6 +38,7 @@ struct Flags {
   std::string rendezvous;
   std::string inject_fault;
   std::string stages = "lanes";
+  BatchFlags batch;
 };
 
 void parse_fault(const std::string& text, const Mesh& mesh, Backend backend, RunOptions& options) {
@@ -107,6 +109,7 @@ Command add_run_command(CLI::App& app) {
   cmd->add_option("--stages", flags->stages,
                   "Pipelined steps: lanes (pack and unpack on side streams, overlapping the wire) or serial")
       ->capture_default_str();
+  add_batch_flags(*cmd, flags->batch, true);
   cmd->add_option("--inject-fault", flags->inject_fault,
                   "Testing aid: RANK:after-prepare or RANK:mid-run makes that rank's process exit abruptly (nccl)");
   return [flags, cmd] {
@@ -176,6 +179,12 @@ Command add_run_command(CLI::App& app) {
     RESHARD_REQUIRE(!f.graph || options.backend == Backend::kNccl, "--graph needs the nccl backend");
     RESHARD_REQUIRE(!f.measure_link || options.backend == Backend::kNccl, "--measure-link needs the nccl backend");
     if (!f.inject_fault.empty()) parse_fault(f.inject_fault, mesh, options.backend, options);
+    if (f.batch.given()) {
+      RESHARD_REQUIRE(req && !multi_process,
+                      "--batch and --tensor plan from the layout flags and run every rank in this "
+                      "process: not with --plan or a launcher's WORLD_SIZE");
+      return run_batch_command(*req, f.batch, options, json);
+    }
 
     std::optional<Plan> plan;
     RunResult result;

@@ -98,7 +98,15 @@ class CudaReduceBatch : public CopyBatch {
 }  // namespace
 
 std::unique_ptr<CopyBatch> CudaDevice::prepare_reductions(const std::vector<ReduceRegion>& regions, DType dtype) {
-  return std::make_unique<CudaReduceBatch>(*this, regions, dtype);
+  auto groups = cuda::split_by_bases(regions, [](const ReduceRegion& r) {
+    std::vector<BufferRef> refs = r.srcs;
+    refs.push_back(r.dst);
+    return refs;
+  });
+  if (groups.size() == 1) return std::make_unique<CudaReduceBatch>(*this, regions, dtype);
+  std::vector<std::unique_ptr<CopyBatch>> parts;
+  for (const auto& g : groups) parts.push_back(std::make_unique<CudaReduceBatch>(*this, g, dtype));
+  return std::make_unique<cuda::SplitBatch>(std::move(parts));
 }
 
 }  // namespace reshard

@@ -1,7 +1,10 @@
-// The kernels' view of a run's buffers (internal to the CUDA backend): this rank's three, and the peers' that a batch
-// reads one-sided, each under a small integer code.
+// The kernels' view of a run's buffers (internal to the CUDA backend): this rank's three, and the other buffers a
+// batch names (peers' buffers that it reads one-sided, a batch program's other tensors), each under a small integer
+// code.
 #pragma once
 
+#include <memory>
+#include <span>
 #include <vector>
 
 #include "kernels.hpp"
@@ -13,17 +16,33 @@ namespace reshard::cuda {
 // bases (run time: a few pointer copies, no allocation).
 class BaseTable {
  public:
-  // The code of `ref`'s buffer: 0..2 for this rank's; 3 + 3 * slot + buffer for a peer's (a slot per distinct peer).
+  // The code of `ref`'s buffer: 0..2 for this rank's input and output (tensor 0's) and workspace; the next free code
+  // (3 and up, at most kMaxBases) for any other: a peer's buffer, another tensor's input or output.
   int code(const BufferRef& ref) {
-    const int buffer = static_cast<int>(ref.buffer);
-    if (ref.peer < 0) return buffer;
-    int slot = 0;
-    while (slot < static_cast<int>(peers_.size()) && peers_[slot] != ref.peer) ++slot;
-    if (slot == static_cast<int>(peers_.size())) {
-      RESHARD_REQUIRE(slot < kMaxPeerSlots, "a batch reads from more than ", kMaxPeerSlots, " peers");
-      peers_.push_back(ref.peer);
+    if (fixed(ref)) return static_cast<int>(ref.buffer);
+    const Key k = key_of(ref);
+    for (size_t i = 0; i < keys_.size(); ++i)
+      if (keys_[i] == k) return 3 + static_cast<int>(i);
+    RESHARD_REQUIRE(3 + static_cast<int>(keys_.size()) < kMaxBases, "a copy batch names more than ", kMaxBases - 3,
+                    " buffers besides this rank's own");
+    keys_.push_back(k);
+    return 2 + static_cast<int>(keys_.size());
+  }
+
+  // Adds the codes of every reference when they all fit; false (adding none) when they do not.
+  bool try_add(std::span<const BufferRef> refs) {
+    std::vector<Key> added;
+    for (const BufferRef& r : refs) {
+      if (fixed(r)) continue;
+      const Key k = key_of(r);
+      bool known = false;
+      for (const Key& x : keys_) known = known || x == k;
+      for (const Key& x : added) known = known || x == k;
+      if (!known) added.push_back(k);
     }
-    return 3 + 3 * slot + buffer;
+    if (3 + static_cast<int>(keys_.size() + added.size()) > kMaxBases) return false;
+    keys_.insert(keys_.end(), added.begin(), added.end());
+    return true;
   }
 
   DeviceBases fill(const BufferBases& b) const {
@@ -31,17 +50,60 @@ class BaseTable {
     d.ptr[0] = b.input;
     d.ptr[1] = b.output;
     d.ptr[2] = b.work;
-    for (size_t s = 0; s < peers_.size(); ++s) {
-      const RankBuffers& p = b.peers[peers_[s]];
-      d.ptr[3 + 3 * s] = p.input;
-      d.ptr[4 + 3 * s] = p.output;
-      d.ptr[5 + 3 * s] = p.work;
+    for (size_t i = 0; i < keys_.size(); ++i) {
+      const Key& k = keys_[i];
+      const void* p = nullptr;
+      if (k.peer >= 0) {
+        const RankBuffers& r = b.peers[k.peer];
+        p = k.buffer == 0 ? r.input : k.buffer == 1 ? r.output : r.work;
+      } else {
+        p = k.buffer == 0 ? b.inputs[k.tensor] : b.outputs[k.tensor];
+      }
+      d.ptr[3 + i] = p;
     }
     return d;
   }
 
  private:
-  std::vector<int> peers_;
+  struct Key {
+    int peer = -1, buffer = 0, tensor = 0;
+    friend bool operator==(const Key&, const Key&) = default;
+  };
+  static bool fixed(const BufferRef& r) { return r.peer < 0 && (r.tensor == 0 || r.buffer == Buffer::kWork); }
+  static Key key_of(const BufferRef& r) {
+    return Key{r.peer, static_cast<int>(r.buffer), r.peer >= 0 || r.buffer == Buffer::kWork ? 0 : r.tensor};
+  }
+  std::vector<Key> keys_;
+};
+
+// Splits `regions` into consecutive groups whose buffers fit one BaseTable each (a batch program's copies may name
+// more tensors than one launch's table holds). `refs(region)` gives a region's buffer references.
+template <class Region, class Refs>
+std::vector<std::vector<Region>> split_by_bases(const std::vector<Region>& regions, Refs refs) {
+  std::vector<std::vector<Region>> groups(1);
+  BaseTable table;
+  for (const Region& r : regions) {
+    const std::vector<BufferRef> names = refs(r);
+    if (!table.try_add(names)) {
+      groups.emplace_back();
+      table = BaseTable();
+      RESHARD_REQUIRE(table.try_add(names), "a copy region names more than ", kMaxBases - 3, " buffers");
+    }
+    groups.back().push_back(r);
+  }
+  return groups;
+}
+
+// Several batches run one after the other on one stream (the groups of split_by_bases).
+class SplitBatch : public CopyBatch {
+ public:
+  explicit SplitBatch(std::vector<std::unique_ptr<CopyBatch>> parts) : parts_(std::move(parts)) {}
+  void run(const BufferBases& b, StreamHandle stream) override {
+    for (auto& p : parts_) p->run(b, stream);
+  }
+
+ private:
+  std::vector<std::unique_ptr<CopyBatch>> parts_;
 };
 
 }  // namespace reshard::cuda

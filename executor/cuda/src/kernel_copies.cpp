@@ -89,7 +89,12 @@ class KernelCopyBatch : public CopyBatch {
 
 std::unique_ptr<CopyBatch> make_kernel_copies(Device& device, int ordinal, const std::vector<CopyRegion>& regions,
                                               int element_size, int max_blocks) {
-  return std::make_unique<KernelCopyBatch>(device, ordinal, regions, element_size, max_blocks);
+  auto groups = split_by_bases(regions, [](const CopyRegion& r) { return std::vector<BufferRef>{r.src, r.dst}; });
+  if (groups.size() == 1) return std::make_unique<KernelCopyBatch>(device, ordinal, regions, element_size, max_blocks);
+  std::vector<std::unique_ptr<CopyBatch>> parts;
+  for (const auto& g : groups)
+    parts.push_back(std::make_unique<KernelCopyBatch>(device, ordinal, g, element_size, max_blocks));
+  return std::make_unique<SplitBatch>(std::move(parts));
 }
 
 }  // namespace reshard::cuda

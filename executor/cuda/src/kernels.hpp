@@ -6,8 +6,8 @@
 namespace reshard::cuda {
 
 constexpr int kMaxOuterDims = 7;
-// A batch's buffers: this rank's input, output and workspace (codes 0, 1, 2), then those of up to kMaxPeerSlots peers
-// (code 3 + 3 * slot + buffer) for one-sided steps.
+// A batch's buffers: this rank's input, output and workspace (codes 0, 1, 2), then the others it names (peers' for
+// one-sided steps, a batch program's other tensors), codes 3 and up in first-use order (device_bases.hpp).
 constexpr int kMaxPeerSlots = 15;
 constexpr int kMaxBases = 3 * (1 + kMaxPeerSlots);
 

@@ -85,12 +85,19 @@ struct BufferBases {
   void* output = nullptr;
   void* work = nullptr;
   const RankBuffers* peers = nullptr;
+  // A batch's program: every tensor's input and output (index: BufferRef::tensor; entry 0 equals input/output).
+  const void* const* inputs = nullptr;
+  void* const* outputs = nullptr;
 };
 
 // The address of a buffer reference's element 0 (`element_size` bytes per element).
 inline const void* address_of(const BufferBases& b, const BufferRef& ref, int element_size) {
   const void* base = nullptr;
-  if (ref.peer < 0) {
+  if (ref.tensor > 0) {
+    base = ref.buffer == Buffer::kInput    ? b.inputs[ref.tensor]
+           : ref.buffer == Buffer::kOutput ? b.outputs[ref.tensor]
+                                           : b.work;
+  } else if (ref.peer < 0) {
     base = ref.buffer == Buffer::kInput ? b.input : ref.buffer == Buffer::kOutput ? b.output : b.work;
   } else {
     const RankBuffers& p = b.peers[ref.peer];

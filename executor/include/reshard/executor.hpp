@@ -1,7 +1,10 @@
-// Executor: carries out one rank's part of a plan. Prepare once, run many.
+// Executor: carries out one rank's part of a plan, or of a batch of plans (plan_batch.hpp). Prepare once, run many.
 //
 //   reshard::Executor exec(plan, comm, device);          // collective over the plan's ranks: all construct together
 //   exec.run({in, exec.input_bytes()}, {out, exec.output_bytes()}, stream);   // per iteration
+//
+//   reshard::Executor batch_exec(batch, comm, device);   // a PlanBatch: every tensor in one call
+//   batch_exec.run(inputs, outputs, stream);             // spans of batch.size() buffers, tensor i's at index i
 //
 // Construction lowers the plan for comm.rank() (program.hpp), creates the group communicators its collectives need
 // (once), uploads the copy descriptors and allocates the workspace. run() only enqueues work: no allocation and no
@@ -12,10 +15,12 @@
 
 #include <chrono>
 #include <functional>
+#include <span>
 #include <string>
 
 #include "reshard/backend.hpp"
 #include "reshard/plan.hpp"
+#include "reshard/plan_batch.hpp"
 
 namespace reshard {
 
@@ -23,6 +28,7 @@ struct ExecutorOptions {
   std::chrono::milliseconds timeout{std::chrono::seconds(120)};  // for wait(): a stuck peer aborts instead of hanging
   bool trace = false;  // record events around each step's phases; read them with step_times() after wait()
   StageOverlap stage_overlap = StageOverlap::kLanes;  // how pipelined exchanges run their stages (program.hpp)
+  Index coalesce_max_bytes = kDefaultCoalesceMaxBytes;  // batches: smaller messages are staged to join (program.hpp)
   // Receives one line per event: the plan this rank prepared and, after wait() of a traced run, its per-step
   // times. Unset: the environment variable RESHARD_LOG=1 sends them to stderr; otherwise nothing is logged.
   std::function<void(const std::string&)> log;
@@ -49,12 +55,17 @@ class Executor {
  public:
   // The plan must be global or scoped to comm.rank(); comm must span the plan's mesh (size = mesh size).
   Executor(const Plan& plan, Communicator& comm, Device& device, ExecutorOptions options = {});
+  // Every plan of the batch (same requirements); one program whose steps merge the plans' (plan_batch.hpp).
+  Executor(const PlanBatch& batch, Communicator& comm, Device& device, ExecutorOptions options = {});
   ~Executor();
   Executor(const Executor&) = delete;
   Executor& operator=(const Executor&) = delete;
 
-  size_t input_bytes() const { return input_bytes_; }
-  size_t output_bytes() const { return output_bytes_; }
+  // The number of tensors run() takes (1 for a plan).
+  size_t tensors() const { return input_sizes_.size(); }
+  // Tensor i's source and target local tensor on this rank (bytes); no argument: tensor 0's.
+  size_t input_bytes(size_t tensor = 0) const { return input_sizes_.at(tensor); }
+  size_t output_bytes(size_t tensor = 0) const { return output_sizes_.at(tensor); }
   size_t workspace_bytes() const { return workspace_bytes_; }
   const RankProgram& program() const { return program_; }
 
@@ -62,6 +73,8 @@ class Executor {
   // (its target local tensor). Buffers smaller than required, or not usable by the device, are rejected with
   // kInvalidArgument before anything is enqueued.
   void run(ConstBuffer input, MutableBuffer output, StreamHandle stream);
+  // Every tensor at once: inputs[i] and outputs[i] are tensor i's (tensors() of each; the same checks).
+  void run(std::span<const ConstBuffer> inputs, std::span<const MutableBuffer> outputs, StreamHandle stream);
   // Waits for the enqueued work (with the configured timeout; see Communicator::wait).
   void wait(StreamHandle stream);
   // Phase times of the last run (options.trace set, after wait()).
@@ -71,17 +84,19 @@ class Executor {
   struct OpRuntime;
   struct StepMarks;
   void prepare(const Mesh& mesh);
+  void sizes_and_workspace();
   void execute(size_t index, const BufferBases& bases, StreamHandle stream);
 
   Communicator& comm_;
   Device& device_;
   ExecutorOptions options_;
   RankProgram program_;
-  size_t input_bytes_ = 0, output_bytes_ = 0, workspace_bytes_ = 0;
+  std::vector<size_t> input_sizes_, output_sizes_;  // per tensor
+  size_t workspace_bytes_ = 0;
   std::unique_ptr<DeviceMemory> workspace_;
-  std::unique_ptr<PeerLink> peers_;      // one-sided steps
-  const void* checked_input_ = nullptr;  // buffers validated by the last run
-  const void* checked_output_ = nullptr;
+  std::unique_ptr<PeerLink> peers_;  // one-sided steps
+  std::vector<const void*> inputs_;  // per tensor: the buffers validated by the last run (BufferBases' tables)
+  std::vector<void*> outputs_;
   bool checked_ = false;
   std::vector<OpRuntime> ops_;
   std::vector<StepMarks> marks_;                 // options.trace: per step

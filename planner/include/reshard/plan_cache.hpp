@@ -25,12 +25,14 @@
 #include <list>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
 
 #include "reshard/plan.hpp"
+#include "reshard/plan_batch.hpp"
 #include "reshard/planner.hpp"
 #include "reshard/profile.hpp"
 
@@ -58,6 +60,11 @@ class PlanCache {
   std::shared_ptr<const Plan> get_or_plan_rank(const Layout& src, const Layout& dst, DType dtype, int rank,
                                                const PlanOptions& options = {});
 
+  // make_plan_batch(entries, options), cached under one key for the whole list (every entry's key, in order); a batch
+  // counts as one entry of the capacity.
+  std::shared_ptr<const PlanBatch> get_or_plan_batch(std::span<const BatchEntry> entries,
+                                                     const PlanOptions& options = {});
+
   size_t capacity() const { return capacity_; }
   size_t size() const;
   // Drops every plan (statistics are kept).
@@ -68,6 +75,7 @@ class PlanCache {
   struct Entry {
     std::string key;
     std::shared_ptr<const Plan> plan;
+    std::shared_ptr<const PlanBatch> batch;  // batch entries (plan unset)
   };
   // A profile seen before and its identity (name and hash of its JSON), so that a lookup compares profiles
   // instead of serialising one.
@@ -79,6 +87,10 @@ class PlanCache {
 
   std::shared_ptr<const Plan> get(const Layout& src, const Layout& dst, DType dtype, int rank,
                                   const PlanOptions& options);
+  // Under the lock: the entry of `key` moved to the front (a hit), or null.
+  Entry* find(const std::string& key);
+  // Under the lock: inserts `entry` unless its key is there (returns the entry kept), evicting beyond the capacity.
+  const Entry& insert(Entry entry);
   // Under the lock.
   std::string key_of(const Layout& src, const Layout& dst, DType dtype, int rank, const PlanOptions& options);
   const std::string& profile_identity(const Profile& profile);

@@ -1,8 +1,9 @@
 // RankProgram: one rank's part of a plan, lowered to a list of buffer-relative operations the executor carries out
 // in order, one loop, deriving nothing.
 //
-// Buffers are the run's input tensor, its output tensor and one workspace; every reference is an element offset into
-// one of them (this rank's, or a peer's for one-sided steps), so a program is independent of where the buffers live
+// Buffers are the run's input tensor, its output tensor and one workspace (a batch's program: every tensor's input and
+// output, BufferRef::tensor); every reference is an element offset into one of them (this rank's, or a peer's for
+// one-sided steps), so a program is independent of where the buffers live
 // and can be replayed (or captured in a CUDA graph) with no host work. Every operation runs on a lane (the caller's
 // stream, or one of the device's side streams) after the operations listed in its `after` (on other lanes; the
 // operations of one lane run in list order). A step is, on the NCCL transport:
@@ -15,6 +16,7 @@
 // The workspace holds two intermediate tensors (for plans of several steps) and the largest step's scratch.
 #pragma once
 
+#include <optional>
 #include <variant>
 #include <vector>
 
@@ -28,6 +30,7 @@ struct BufferRef {
   Buffer buffer = Buffer::kInput;
   Index offset = 0;  // elements
   int peer = -1;     // -1: this rank's buffer; otherwise that rank's (communicator rank), read one-sided
+  int tensor = 0;    // kInput/kOutput of a batch's program (plan_batch.hpp): which tensor's; 0 otherwise
   friend bool operator==(const BufferRef&, const BufferRef&) = default;
 };
 
@@ -50,6 +53,7 @@ struct ReduceRegion {
   std::vector<Dims> src_strides;
   ReduceOp op = ReduceOp::kSum;
   Index divisor = 1;
+  std::optional<DType> dtype;  // unset: the program's; a batch's program sets it (offsets in its elements)
 };
 
 struct PeerTransfer {
@@ -64,6 +68,7 @@ struct CollectiveOp {
   BufferRef send, recv;
   Index elements = 0;  // all_gather: sent per member; reduce_scatter: received per member; all_reduce: total
   ReduceOp op = ReduceOp::kSum;
+  std::optional<DType> dtype;  // unset: the program's; a batch's program sets it (offsets and counts in its elements)
 };
 
 // The streams a program's operations run on: the caller's, and the device's side streams.
@@ -80,7 +85,7 @@ struct Copies {
 };
 
 struct Reductions {
-  std::vector<ReduceRegion> regions;
+  std::vector<ReduceRegion> regions;  // all of one dtype
 };
 
 // Every send and receive of one stage, as one group.
@@ -122,6 +127,9 @@ struct RankProgram {
   Index input_elements = 0;   // the rank's source local tensor
   Index output_elements = 0;  // the rank's target local tensor
   Index work_elements = 0;    // workspace the executor allocates at prepare
+  // A batch's program (plan_batch.hpp): dtype kU8 (copies and exchanges in bytes), every tensor's source and target
+  // local tensor sizes in bytes (tensor i: BufferRef::tensor == i). Empty for one plan's program.
+  std::vector<Index> tensor_input_bytes, tensor_output_bytes;
   int step_count = 0;
   std::vector<Op> ops;  // in issue order; every side lane's last operation is waited for by a later main-lane one
   std::vector<std::vector<int>> communicator_dims;  // distinct mesh-dim sets of the collectives, in first-use order
@@ -134,8 +142,13 @@ enum class StageOverlap {
   kSerial,  // pack, communicate, unpack stage by stage on the main lane (full-grid copies, nothing racing NCCL)
 };
 
+// A batch's program (plan_batch.hpp) sends the messages between two ranks of a stage as one where they are staged on
+// both sides anyway, and stages messages of at most this many bytes on both sides to join them too (0: only those).
+inline constexpr Index kDefaultCoalesceMaxBytes = Index{1} << 20;
+
 struct LowerOptions {
   StageOverlap stage_overlap = StageOverlap::kLanes;
+  Index coalesce_max_bytes = kDefaultCoalesceMaxBytes;  // batches only (above)
 };
 
 // Lowers one rank's part of a plan. For a rank-scoped plan the rank must be the plan's rank.

@@ -54,22 +54,37 @@ RunResult combine_ranks(Backend backend, const std::vector<RankOutcome>& ranks) 
 
 namespace {
 
-RankOutcome run_host_rank(const Plan& plan, HostWorld& world, int r, const RunOptions& options) {
+// Every tensor of the batch in one executor (a plan runs as a batch of one: the same executor path).
+RankOutcome run_host_rank(const PlanBatch& batch, HostWorld& world, int r, const RunOptions& options) {
   HostCommunicator comm(world, r);
   HostDevice device;
-  Executor exec(plan, comm, device, ExecutorOptions{options.timeout, options.trace, options.stage_overlap});
+  Executor exec(batch, comm, device,
+                ExecutorOptions{options.timeout, options.trace, options.stage_overlap, options.coalesce_max_bytes});
   RankOutcome out;
   out.workspace = exec.workspace_bytes();
-  const Box out_box = plan.dst().box(r);
-  std::vector<std::byte> input(exec.input_bytes()), output(exec.output_bytes());
-  fill_local(input.data(), plan.src(), r, plan.dtype());
-  auto run = [&] { exec.run({input.data(), input.size()}, {output.data(), output.size()}, nullptr); };
+  const size_t n = batch.size();
+  std::vector<std::vector<std::byte>> inputs(n), outputs(n);
+  std::vector<ConstBuffer> in(n);
+  std::vector<MutableBuffer> outs(n);
+  for (size_t t = 0; t < n; ++t) {
+    const Plan& plan = batch.plan(t);
+    inputs[t].resize(exec.input_bytes(t));
+    outputs[t].resize(exec.output_bytes(t));
+    fill_local(inputs[t].data(), plan.src(), r, plan.dtype());
+    in[t] = {inputs[t].data(), inputs[t].size()};
+    outs[t] = {outputs[t].data(), outputs[t].size()};
+  }
+  auto run = [&] { exec.run(in, outs, nullptr); };
   auto verify = [&] {
-    out.wrong += count_local_mismatches(output.data(), plan.src(), plan.dst(), r, plan.dtype());
-    out.checked += volume(out_box);
+    for (size_t t = 0; t < n; ++t) {
+      const Plan& plan = batch.plan(t);
+      out.wrong += count_local_mismatches(outputs[t].data(), plan.src(), plan.dst(), r, plan.dtype());
+      out.checked += volume(plan.dst().box(r));
+    }
   };
   for (int poison : {0xA5, 0x5A}) {
-    if (!output.empty()) std::memset(output.data(), poison, output.size());
+    for (auto& o : outputs)
+      if (!o.empty()) std::memset(o.data(), poison, o.size());
     run();
     verify();
   }
@@ -86,12 +101,12 @@ RankOutcome run_host_rank(const Plan& plan, HostWorld& world, int r, const RunOp
   return out;
 }
 
-RunResult run_host(const Plan& plan, const RunOptions& options) {
-  const int n = plan.src().mesh().world_size();
+RunResult run_host(const PlanBatch& batch, const RunOptions& options) {
+  const int n = batch.mesh().world_size();
   HostWorld world(n, HostWorldOptions{options.timeout});
   std::vector<RankOutcome> outcomes(n);
   run_ranks(
-      n, [&](int r) { outcomes[r] = run_host_rank(plan, world, r, options); }, &world);
+      n, [&](int r) { outcomes[r] = run_host_rank(batch, world, r, options); }, &world);
   return combine_ranks(Backend::kHost, outcomes);
 }
 
@@ -101,7 +116,7 @@ RunResult run_host(const Plan& plan, const RunOptions& options) {
 struct NcclRanks;
 NcclRanks* make_nccl_ranks(int n, std::chrono::milliseconds timeout, NcclMode mode);  // free: destroy_nccl_ranks
 void destroy_nccl_ranks(NcclRanks* ranks);
-RunResult run_nccl(NcclRanks& ranks, const Plan& plan, const RunOptions& options);
+RunResult run_nccl(NcclRanks& ranks, const PlanBatch& batch, const RunOptions& options);
 
 struct LocalRunner::State {
   NcclRanks* nccl = nullptr;
@@ -118,26 +133,39 @@ LocalRunner::LocalRunner(Backend backend, int ranks, std::chrono::milliseconds t
 
 LocalRunner::~LocalRunner() = default;
 
-RunResult LocalRunner::run(const Plan& plan, RunOptions options) {
+RunResult LocalRunner::run(const Plan& plan, RunOptions options) { return run(PlanBatch::of(plan), options); }
+
+RunResult LocalRunner::run(const PlanBatch& batch, RunOptions options) {
   RESHARD_REQUIRE(options.iters >= 1 && options.warmup >= 0, "iterations must be >= 1 and warm-up >= 0");
-  RESHARD_REQUIRE(plan.src().mesh().world_size() == ranks_, "this runner has ", ranks_, " ranks; the plan's mesh ",
-                  plan.src().mesh().str(), " is in a world of ", plan.src().mesh().world_size());
-  RESHARD_REQUIRE(!plan.scope_rank(), "the plan is scoped to rank ", *plan.scope_rank(),
+  const Mesh& mesh = batch.mesh();
+  RESHARD_REQUIRE(mesh.world_size() == ranks_, "this runner has ", ranks_, " ranks; the plan's mesh ", mesh.str(),
+                  " is in a world of ", mesh.world_size());
+  const std::optional<int>& scope = batch.plan(0).scope_rank();
+  RESHARD_REQUIRE(!scope, "the plan is scoped to rank ", scope.value_or(0),
                   "; running every rank in one process needs the global plan");
   options.backend = backend_;
   options.nccl_mode = state_->mode;
   std::vector<int> devices;
   if (backend_ == Backend::kNccl)
     for (int r = 0; r < ranks_; ++r) devices.push_back(r);
-  check_memory(memory_need(plan, backend_), backend_, devices);
-  if (backend_ == Backend::kHost) return run_host(plan, options);
-  return run_nccl(*state_->nccl, plan, options);
+  check_memory(memory_need(batch, backend_), backend_, devices);
+  if (backend_ == Backend::kHost) return run_host(batch, options);
+  return run_nccl(*state_->nccl, batch, options);
 }
 
 RunResult run_plan(const Plan& plan, const RunOptions& options) {
   if (options.backend == Backend::kHost) check_memory(memory_need(plan, Backend::kHost), Backend::kHost, {});
   return LocalRunner(options.backend, plan.src().mesh().world_size(), options.timeout, options.nccl_mode)
       .run(plan, options);
+}
+
+}  // namespace reshard
+
+namespace reshard {
+
+RunResult run_batch(const PlanBatch& batch, const RunOptions& options) {
+  if (options.backend == Backend::kHost) check_memory(memory_need(batch, Backend::kHost), Backend::kHost, {});
+  return LocalRunner(options.backend, batch.mesh().world_size(), options.timeout, options.nccl_mode).run(batch, options);
 }
 
 }  // namespace reshard

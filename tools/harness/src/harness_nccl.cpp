@@ -37,13 +37,13 @@ NcclRanks* make_nccl_ranks(int n, std::chrono::milliseconds timeout, NcclMode mo
 
 void destroy_nccl_ranks(NcclRanks* ranks) { delete ranks; }
 
-RunResult run_nccl(NcclRanks& ranks, const Plan& plan, const RunOptions& options) {
+RunResult run_nccl(NcclRanks& ranks, const PlanBatch& batch, const RunOptions& options) {
   const int n = static_cast<int>(ranks.comms.size());
   std::vector<RankOutcome> outcomes(n);
   run_ranks(n, [&](int r) {
     NcclCommunicator& comm = *ranks.comms[r];
     outcomes[r] = detail::aborting_on_failure(
-        comm, [&] { return detail::run_timed_rank(plan, comm, r, options, [&] { comm.abort(); }); });
+        comm, [&] { return detail::run_timed_rank(batch, comm, r, options, [&] { comm.abort(); }); });
   });
   return combine_ranks(Backend::kNccl, outcomes);
 }

@@ -15,7 +15,7 @@ NcclRanks* make_nccl_ranks(int, std::chrono::milliseconds, NcclMode) {
 
 void destroy_nccl_ranks(NcclRanks* ranks) { delete ranks; }
 
-RunResult run_nccl(NcclRanks&, const Plan&, const RunOptions&) {
+RunResult run_nccl(NcclRanks&, const PlanBatch&, const RunOptions&) {
   fail(ErrorKind::kInvalidArgument, "this reshard was built without CUDA/NCCL: use the host backend");
 }
 

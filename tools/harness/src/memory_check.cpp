@@ -128,6 +128,27 @@ MemoryNeed memory_need(const Plan& plan, Backend backend, std::optional<int> ran
   return need;
 }
 
+MemoryNeed memory_need(const PlanBatch& batch, Backend backend, std::optional<int> rank) {
+  if (batch.size() == 1) return memory_need(batch.plan(0), backend, rank);
+  MemoryNeed sum;
+  Index staging = 0;
+  for (const auto& plan : batch.plans()) {
+    const MemoryNeed one = memory_need(*plan, backend, rank);
+    sum.host_bytes = checked_add(sum.host_bytes, one.host_bytes, "a batch's memory");
+    sum.device_bytes = checked_add(sum.device_bytes, one.device_bytes, "a batch's memory");
+    staging = checked_add(staging, plan->peak_workspace_bytes(), "a batch's memory");
+  }
+  if (backend == Backend::kHost) {
+    sum.host_bytes =
+        checked_add(sum.host_bytes, checked_mul(staging, batch.mesh().world_size(), "a batch's memory"), "a batch's memory");
+    sum.host_detail = fmt::format("{} tensors' needs summed, plus staging", batch.size());
+  } else {
+    sum.device_bytes = checked_add(sum.device_bytes, staging, "a batch's memory");
+    sum.device_detail = fmt::format("{} tensors' needs summed, plus staging", batch.size());
+  }
+  return sum;
+}
+
 std::optional<Index> injected_memory_limit() {
   const char* v = std::getenv(kLimitVariable);
   if (!v || !*v) return std::nullopt;

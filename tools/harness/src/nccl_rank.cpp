@@ -9,44 +9,69 @@ namespace reshard::detail {
 
 RankRedistribution::RankRedistribution(const Plan& plan, Communicator& comm, CudaDevice& device,
                                        const ExecutorOptions& options)
-    : plan_(plan),
+    : RankRedistribution(PlanBatch::of(plan), comm, device, options) {}
+
+RankRedistribution::RankRedistribution(PlanBatch batch, Communicator& comm, CudaDevice& device,
+                                       const ExecutorOptions& options)
+    : batch_(std::move(batch)),
       rank_(comm.rank()),
-      partial_(plan.src().has_partial() || plan.dst().has_partial()),
-      in_box_(plan.src().box(rank_)),
-      out_box_(plan.dst().box(rank_)),
       stream_(device.ordinal()),
       pattern_(device),
-      exec_(plan, comm, device, options),
-      input_(device.allocate(exec_.input_bytes())),
-      output_(device.allocate(exec_.output_bytes())) {
-  if (partial_) {
-    std::vector<unsigned char> host(input_->bytes());
-    fill_local(host.data(), plan.src(), rank_, plan.dtype());
-    if (!host.empty()) RESHARD_CUDA_CHECK(cudaMemcpy(input_->data(), host.data(), host.size(), cudaMemcpyHostToDevice));
-  } else {
-    pattern_.fill(input_->data(), in_box_, plan.src().global_shape(), plan.dtype(), stream_.get());
+      exec_(batch_, comm, device, options) {
+  for (size_t t = 0; t < batch_.size(); ++t) {
+    const Plan& plan = batch_.plan(t);
+    Tensor& x = tensors_.emplace_back();
+    x.partial = plan.src().has_partial() || plan.dst().has_partial();
+    x.in_box = plan.src().box(rank_);
+    x.out_box = plan.dst().box(rank_);
+    x.input = device.allocate(exec_.input_bytes(t));
+    x.output = device.allocate(exec_.output_bytes(t));
+    if (x.partial) {
+      std::vector<unsigned char> host(x.input->bytes());
+      fill_local(host.data(), plan.src(), rank_, plan.dtype());
+      if (!host.empty())
+        RESHARD_CUDA_CHECK(cudaMemcpy(x.input->data(), host.data(), host.size(), cudaMemcpyHostToDevice));
+    } else {
+      pattern_.fill(x.input->data(), x.in_box, plan.src().global_shape(), plan.dtype(), stream_.get());
+    }
+    inputs_.push_back({x.input->data(), x.input->bytes()});
+    outputs_.push_back({x.output->data(), x.output->bytes()});
   }
 }
 
-void RankRedistribution::run() {
-  exec_.run({input_->data(), input_->bytes()}, {output_->data(), output_->bytes()}, stream_.handle());
+Index RankRedistribution::target_elements() const {
+  Index n = 0;
+  for (const Tensor& x : tensors_) n += volume(x.out_box);
+  return n;
 }
+
+void RankRedistribution::run() { exec_.run(inputs_, outputs_, stream_.handle()); }
 
 void RankRedistribution::wait() { exec_.wait(stream_.handle()); }
 
 void RankRedistribution::poison(int byte) {
-  if (output_->bytes()) RESHARD_CUDA_CHECK(cudaMemsetAsync(output_->data(), byte, output_->bytes(), stream_.get()));
+  for (const Tensor& x : tensors_)
+    if (x.output->bytes())
+      RESHARD_CUDA_CHECK(cudaMemsetAsync(x.output->data(), byte, x.output->bytes(), stream_.get()));
 }
 
 Index RankRedistribution::count_wrong() {
   wait();
-  if (partial_) {
-    std::vector<unsigned char> host(output_->bytes());
-    if (!host.empty())
-      RESHARD_CUDA_CHECK(cudaMemcpy(host.data(), output_->data(), host.size(), cudaMemcpyDeviceToHost));
-    return count_local_mismatches(host.data(), plan_.src(), plan_.dst(), rank_, plan_.dtype());
+  Index wrong = 0;
+  for (size_t t = 0; t < tensors_.size(); ++t) {
+    const Plan& plan = batch_.plan(t);
+    const Tensor& x = tensors_[t];
+    if (x.partial) {
+      std::vector<unsigned char> host(x.output->bytes());
+      if (!host.empty())
+        RESHARD_CUDA_CHECK(cudaMemcpy(host.data(), x.output->data(), host.size(), cudaMemcpyDeviceToHost));
+      wrong += count_local_mismatches(host.data(), plan.src(), plan.dst(), rank_, plan.dtype());
+    } else {
+      wrong += pattern_.count_mismatches(x.output->data(), x.out_box, plan.src().global_shape(), plan.dtype(),
+                                         stream_.get());
+    }
   }
-  return pattern_.count_mismatches(output_->data(), out_box_, plan_.src().global_shape(), plan_.dtype(), stream_.get());
+  return wrong;
 }
 
 }  // namespace reshard::detail

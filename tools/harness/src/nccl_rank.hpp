@@ -15,33 +15,41 @@ namespace reshard::detail {
 
 class RankRedistribution {
  public:
-  // Collective over the plan's ranks (the executor's construction is). `device` must outlive this object.
+  // Collective over the plan's ranks (the executor's construction is). `device` and `plan` must outlive this object.
   RankRedistribution(const Plan& plan, Communicator& comm, CudaDevice& device, const ExecutorOptions& options);
+  // Every tensor of a batch, in one executor call per run.
+  RankRedistribution(PlanBatch batch, Communicator& comm, CudaDevice& device, const ExecutorOptions& options);
 
   cudaStream_t stream() const { return stream_.get(); }
   size_t workspace_bytes() const { return exec_.workspace_bytes(); }
-  Index target_elements() const { return volume(out_box_); }
+  Index target_elements() const;
 
-  // Enqueues one redistribution of the source into the target on stream().
+  // Enqueues one redistribution of the sources into the targets on stream().
   void run();
   // Waits for the enqueued work (the executor's wait, with its timeout).
   void wait();
-  // Fills the target with `byte` on stream(), so that an element no run writes is caught.
+  // Fills the targets with `byte` on stream(), so that an element no run writes is caught.
   void poison(int byte);
-  // Waits, then counts the target's elements that differ from the redistributed pattern.
+  // Waits, then counts the targets' elements that differ from the redistributed pattern.
   Index count_wrong();
   // Phase times of the last run (ExecutorOptions::trace, after wait()).
   std::vector<StepTime> step_times() const { return exec_.step_times(); }
 
  private:
-  const Plan& plan_;
+  // One tensor's buffers.
+  struct Tensor {
+    bool partial = false;  // Partial layouts: contributions and expected values are made on the host (pattern.hpp)
+    Box in_box, out_box;
+    std::unique_ptr<DeviceMemory> input, output;
+  };
+  PlanBatch batch_;
   int rank_;
-  bool partial_;  // Partial layouts: contributions and expected values are made on the host (pattern.hpp)
-  Box in_box_, out_box_;
   CudaStream stream_;
   CudaPatternChecker pattern_;
   Executor exec_;
-  std::unique_ptr<DeviceMemory> input_, output_;
+  std::vector<Tensor> tensors_;
+  std::vector<ConstBuffer> inputs_;
+  std::vector<MutableBuffer> outputs_;
 };
 
 // Runs `body`; on any failure (a stop request included) aborts `comm` first, so that peers and the unwinding of

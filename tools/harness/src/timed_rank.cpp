@@ -15,10 +15,17 @@ namespace reshard::detail {
 RankOutcome run_timed_rank(const Plan& plan, Communicator& comm, int device_ordinal, const RunOptions& options,
                            const std::function<void()>& abort_comm, const std::function<void()>& prepared,
                            const std::function<void()>& finished) {
+  return run_timed_rank(PlanBatch::of(plan), comm, device_ordinal, options, abort_comm, prepared, finished);
+}
+
+RankOutcome run_timed_rank(const PlanBatch& batch, Communicator& comm, int device_ordinal, const RunOptions& options,
+                           const std::function<void()>& abort_comm, const std::function<void()>& prepared,
+                           const std::function<void()>& finished) {
   const int r = comm.rank();
   CudaDevice device(device_ordinal);
-  RankRedistribution redistribution(plan, comm, device,
-                                    ExecutorOptions{options.timeout, options.trace, options.stage_overlap});
+  RankRedistribution redistribution(
+      batch, comm, device,
+      ExecutorOptions{options.timeout, options.trace, options.stage_overlap, options.coalesce_max_bytes});
   auto fault = [&](RunOptions::FaultPoint point) {
     if (options.fault_point == point && options.fault_rank == r) {
       fmt::print(stderr, "rank {}: injected fault, exiting\n", r);

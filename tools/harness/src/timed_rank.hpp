@@ -19,5 +19,9 @@ namespace reshard::detail {
 RankOutcome run_timed_rank(const Plan& plan, Communicator& comm, int device_ordinal, const RunOptions& options,
                            const std::function<void()>& abort_comm, const std::function<void()>& prepared = {},
                            const std::function<void()>& finished = {});
+// The same for every tensor of a batch, in one executor call per run.
+RankOutcome run_timed_rank(const PlanBatch& batch, Communicator& comm, int device_ordinal, const RunOptions& options,
+                           const std::function<void()>& abort_comm, const std::function<void()>& prepared = {},
+                           const std::function<void()>& finished = {});
 
 }  // namespace reshard::detail

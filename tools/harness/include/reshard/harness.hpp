@@ -18,6 +18,7 @@
 
 #include "reshard/executor.hpp"
 #include "reshard/plan.hpp"
+#include "reshard/plan_batch.hpp"
 #include "reshard/timing.hpp"
 
 namespace reshard {
@@ -39,6 +40,7 @@ struct RunOptions {
   bool trace = false;       // one more run with per-step event timings (RunResult::steps)
   NcclMode nccl_mode = NcclMode::kNonBlocking;
   StageOverlap stage_overlap = StageOverlap::kLanes;  // how pipelined steps run their stages (executor.hpp)
+  Index coalesce_max_bytes = kDefaultCoalesceMaxBytes;  // batches: smaller messages are staged to join (program.hpp)
   // Testing aid (NCCL backend): the process of rank `fault_rank` exits abruptly (std::_Exit(3)) at `fault_point`, as
   // a crashed rank would, so that tests can check the other ranks fail within their timeout instead of hanging.
   enum class FaultPoint { kNone, kAfterPrepare, kMidRun } fault_point = FaultPoint::kNone;
@@ -76,6 +78,9 @@ class LocalRunner {
   // The plan's mesh must have `ranks` ranks; options.backend and options.nccl_mode are the runner's. Checks memory
   // first (check_memory).
   RunResult run(const Plan& plan, RunOptions options);
+  // Every tensor of a batch in one executor call per iteration (plan_batch.hpp); verified tensor by tensor, the
+  // counts summed. A plan runs as a batch of one.
+  RunResult run(const PlanBatch& batch, RunOptions options);
 
  private:
   struct State;
@@ -86,6 +91,9 @@ class LocalRunner {
 
 // Single process, fresh runner: LocalRunner(options.backend, mesh size, ...).run(plan, options).
 RunResult run_plan(const Plan& plan, const RunOptions& options);
+
+// Single process, fresh runner, a batch (LocalRunner::run).
+RunResult run_batch(const PlanBatch& batch, const RunOptions& options);
 
 // One rank per process: the NCCL id is shared through `rendezvous` (file:PATH or tcp:HOST:PORT); results are
 // combined over the ranks (wrong elements summed, iteration times maxed) and every rank returns the totals.

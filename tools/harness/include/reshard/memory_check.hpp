@@ -30,6 +30,9 @@ struct MemoryNeed {
 
 // Needs of running `plan` on `backend` in this process: all the mesh's ranks, or only `rank` (one process per rank).
 MemoryNeed memory_need(const Plan& plan, Backend backend, std::optional<int> rank = std::nullopt);
+// A batch's: its plans' needs summed, plus every plan's workspace once more (the batch's staging area, which holds at
+// most what the plans stage).
+MemoryNeed memory_need(const PlanBatch& batch, Backend backend, std::optional<int> rank = std::nullopt);
 
 // Host memory available to this process (bytes; see above), and RESHARD_MEMORY_LIMIT_BYTES when set (nullopt when not;
 // kInvalidArgument when it is not a byte count).

@@ -1,0 +1,79 @@
+// PlanBatch: the plans of several tensors that move together (a model's parameters, a layer's activations), run as one
+// redistribution.
+//
+//   std::vector<reshard::BatchEntry> entries = {{w_src, w_dst, reshard::DType::kBF16}, {b_src, b_dst, kF32}};
+//   reshard::PlanBatch batch = reshard::make_plan_batch(entries, options);
+//   reshard::Executor exec(batch, comm, device);   // executor.hpp: run(inputs, outputs, stream)
+//
+// Every tensor is planned as it would be alone (make_plan); the batch only combines the plans. Lowered for a rank
+// (lower() below), step k of every plan becomes one step of the batch's program: the exchanges of every tensor's
+// step k (p2p and all_to_all stages, stage by stage) run as ONE group of sends and receives, its packs as one copy
+// batch, its unpacks as one, its local copies as one, its reductions as one per dtype. all_gather and reduce_scatter
+// steps become exchanges of the same regions (each member sends every other member its part of that member's box; a
+// scatter's receiver reduces), so they merge too; all_reduce keeps one NCCL call per tensor within the step. Plans of
+// different step counts or kinds merge by step index: a plan with fewer steps is simply absent from the later ones.
+// Messages between one pair of ranks in a stage are laid out next to each other in the batch's staging area, in the
+// same order on both ranks, and go as one send: those staged on both sides anyway, and those of at most
+// LowerOptions::coalesce_max_bytes (copied into and out of the area to join). The batch's workspace is the sum of its
+// tensors' workspaces plus that staging area.
+//
+// Limits: every plan on the same mesh and of the same scope (all global, or all scoped to one rank); a batch of more
+// than one tensor runs on the NCCL transport (make_plan_batch plans transport auto as nccl; a plan with an nvlink
+// step is refused); at most kMaxBatchTensors tensors. A batch of one is exactly its plan.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "reshard/plan.hpp"
+#include "reshard/planner.hpp"
+#include "reshard/program.hpp"
+
+namespace reshard {
+
+inline constexpr size_t kMaxBatchTensors = 65536;
+
+// One tensor of a batch: what make_plan takes.
+struct BatchEntry {
+  Layout src, dst;
+  DType dtype = DType::kF32;
+};
+
+class PlanBatch {
+ public:
+  // kInvalidArgument when the list is empty or too long, or the plans break a limit above (naming the tensor).
+  explicit PlanBatch(std::vector<std::shared_ptr<const Plan>> plans);
+  // A batch of one that refers to `plan` without owning it (`plan` must outlive the batch).
+  static PlanBatch of(const Plan& plan);
+
+  size_t size() const { return plans_.size(); }
+  const Plan& plan(size_t i) const { return *plans_.at(i); }
+  const std::vector<std::shared_ptr<const Plan>>& plans() const { return plans_; }
+  const Mesh& mesh() const { return plans_.front()->src().mesh(); }
+  // The most steps of any plan (the batch program's step count).
+  int step_count() const;
+  // Sums over the plans.
+  double estimated_us() const;
+  Index bytes_moved() const;
+
+ private:
+  std::vector<std::shared_ptr<const Plan>> plans_;
+};
+
+// Plans every entry (make_plan, or make_rank_plan for `rank`) with `options`; for more than one entry, transport auto
+// becomes nccl. Errors name the entry.
+PlanBatch make_plan_batch(std::span<const BatchEntry> entries, const PlanOptions& options = {},
+                          std::optional<int> rank = std::nullopt);
+
+// A batch as JSON: {"schema": "reshard.batch/1", "plans": [plan, ...]}, each plan as plan_to_json writes it
+// (docs/plan-json.md). batch_from_json validates every plan as plan_from_json does (errors name the tensor), then the
+// batch as the constructor does; the text round-trips exactly.
+std::string batch_to_json(const PlanBatch& batch);
+PlanBatch batch_from_json(const std::string& text);
+
+// Lowers one rank's part of the batch (a batch of one: lower(plan)). See the header comment for the merge.
+RankProgram lower(const PlanBatch& batch, int rank, const LowerOptions& options = {});
+
+}  // namespace reshard

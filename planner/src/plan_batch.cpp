@@ -1,0 +1,71 @@
+// PlanBatch: validating and planning a list of tensors (the lowering is lowering_batch.cpp).
+#include "reshard/plan_batch.hpp"
+
+#include <algorithm>
+
+#include "reshard/error.hpp"
+
+namespace reshard {
+
+PlanBatch::PlanBatch(std::vector<std::shared_ptr<const Plan>> plans) : plans_(std::move(plans)) {
+  RESHARD_REQUIRE(!plans_.empty(), "a plan batch needs at least one tensor");
+  RESHARD_REQUIRE(plans_.size() <= kMaxBatchTensors, "a plan batch of ", plans_.size(), " tensors; at most ",
+                  kMaxBatchTensors);
+  for (size_t i = 0; i < plans_.size(); ++i) {
+    RESHARD_REQUIRE(plans_[i] != nullptr, "tensor ", i, " of the batch has no plan");
+    const Plan& p = *plans_[i];
+    RESHARD_REQUIRE(p.src().mesh() == mesh(), "tensor ", i, " of the batch is on mesh ", p.src().mesh().str(),
+                    ", tensor 0 on ", mesh().str(), ": a batch runs on one mesh");
+    RESHARD_REQUIRE(p.scope_rank() == plans_.front()->scope_rank(), "tensor ", i,
+                    " of the batch is planned for another scope (global or one rank's) than tensor 0");
+    if (plans_.size() == 1) continue;
+    for (size_t k = 0; k < p.steps().size(); ++k)
+      RESHARD_REQUIRE(p.steps()[k].transport != Transport::kNvlink, "tensor ", i, "'s step ", k,
+                      " runs on nvlink: a batch of several tensors runs on the NCCL transport (plan it with transport "
+                      "nccl)");
+  }
+}
+
+PlanBatch PlanBatch::of(const Plan& plan) {
+  return PlanBatch({std::shared_ptr<const Plan>(&plan, [](const Plan*) {})});
+}
+
+int PlanBatch::step_count() const {
+  size_t n = 0;
+  for (const auto& p : plans_) n = std::max(n, p->steps().size());
+  return static_cast<int>(n);
+}
+
+double PlanBatch::estimated_us() const {
+  double t = 0;
+  for (const auto& p : plans_) t += p->estimated_us();
+  return t;
+}
+
+Index PlanBatch::bytes_moved() const {
+  Index n = 0;
+  for (const auto& p : plans_) n = checked_add(n, p->bytes_moved(), "a batch's bytes moved");
+  return n;
+}
+
+PlanBatch make_plan_batch(std::span<const BatchEntry> entries, const PlanOptions& options, std::optional<int> rank) {
+  RESHARD_REQUIRE(!entries.empty(), "a plan batch needs at least one tensor");
+  RESHARD_REQUIRE(entries.size() <= kMaxBatchTensors, "a plan batch of ", entries.size(), " tensors; at most ",
+                  kMaxBatchTensors);
+  PlanOptions o = options;
+  if (entries.size() > 1 && o.transport == Transport::kAuto) o.transport = Transport::kNccl;
+  std::vector<std::shared_ptr<const Plan>> plans;
+  plans.reserve(entries.size());
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const BatchEntry& e = entries[i];
+    try {
+      plans.push_back(std::make_shared<const Plan>(rank ? make_rank_plan(e.src, e.dst, e.dtype, *rank, o)
+                                                        : make_plan(e.src, e.dst, e.dtype, o)));
+    } catch (const Error& err) {
+      throw Error(err.kind(), cat("tensor ", i, " of the batch: ", err.what()));
+    }
+  }
+  return PlanBatch(std::move(plans));
+}
+
+}  // namespace reshard
