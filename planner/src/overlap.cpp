@@ -172,12 +172,12 @@ void OverlapIndex::visit_into(int dst_rank, Visit visit) const {
   const Box& target = dst_[dst_rank];
   if (dst_.volume(dst_rank) == 0) return;
   int nd = src().ndim();
-  std::vector<std::pair<const Chunk*, const Chunk*>> ranges(nd);
+  std::pair<const Chunk*, const Chunk*> ranges[kMaxDims];  // no allocation per rank
   for (int d = 0; d < nd; ++d) {
     ranges[d] = overlapping(src_chunks_[d], target.offset[d], target.offset[d] + target.shape[d]);
     if (ranges[d].first == ranges[d].second) return;
   }
-  std::vector<const Chunk*> at(nd);
+  const Chunk* at[kMaxDims];
   for (int d = 0; d < nd; ++d) at[d] = ranges[d].first;
   Dims aligned = dst_coord;
   while (true) {
@@ -210,12 +210,12 @@ void OverlapIndex::transfers_from(int src_rank, std::vector<Transfer>& out) cons
   const Box& block = src_[src_rank];
   if (src_.volume(src_rank) == 0) return;
   int nd = src().ndim();
-  std::vector<std::pair<const Chunk*, const Chunk*>> ranges(nd);
+  std::pair<const Chunk*, const Chunk*> ranges[kMaxDims];  // no allocation per rank
   for (int d = 0; d < nd; ++d) {
     ranges[d] = overlapping(dst_chunks_[d], block.offset[d], block.offset[d] + block.shape[d]);
     if (ranges[d].first == ranges[d].second) return;
   }
-  std::vector<const Chunk*> at(nd);
+  const Chunk* at[kMaxDims];
   for (int d = 0; d < nd; ++d) at[d] = ranges[d].first;
   Index free_count = combos(mesh, dst_free_dims_);
   Dims dst_coord = src_coord;
@@ -266,21 +266,22 @@ std::optional<Transfer> OverlapIndex::transfer_between(int src_rank, int dst_ran
 
 std::vector<Transfer> OverlapIndex::all_transfers() const {
   // The destination side visits each transfer once; the source side would also visit destinations another
-  // replica serves.
-  // Destinations are visited in rank order, so a stable placement by source (a counting sort) orders by (src, dst).
+  // replica serves. Destinations are visited in rank order, so placing each transfer after those of lower source
+  // ranks (a counting sort: one pass counts, one places) orders by (src, dst), with one allocation of the final size.
   const int n = src().mesh().size();
-  std::vector<Transfer> all;
-  for (int r = 0; r < n; ++r) transfers_into(r, all);
   std::vector<size_t> start(n + 1, 0);
-  for (const Transfer& t : all) ++start[t.src + 1];
+  for (int r = 0; r < n; ++r)
+    visit_into(r, [&](const Transfer& t) {
+      ++start[t.src + 1];
+      return true;
+    });
   for (int r = 0; r < n; ++r) start[r + 1] += start[r];
-  std::vector<size_t> to(all.size());  // where each transfer goes; applied in place, cycle by cycle
-  for (size_t i = 0; i < all.size(); ++i) to[i] = start[all[i].src]++;
-  for (size_t i = 0; i < all.size(); ++i)
-    while (to[i] != i) {
-      std::swap(all[i], all[to[i]]);
-      std::swap(to[i], to[to[i]]);
-    }
+  std::vector<Transfer> all(start[n]);
+  for (int r = 0; r < n; ++r)
+    visit_into(r, [&](const Transfer& t) {
+      all[start[t.src]++] = t;
+      return true;
+    });
   return all;
 }
 

@@ -336,6 +336,19 @@ void validate_plan(const PlanSpec& spec) {
 
 Plan::Plan(PlanSpec spec) : s_(std::move(spec)) { validate_plan(s_); }
 
+// What validate_plan checks beyond the planner's own input checks and the structure of its steps, in the same order
+// (so that both planners raise the same error): figures a profile sets, and reductions the dtype supports.
+Plan detail::trusted_plan(PlanSpec spec) {
+  const Mesh& mesh = spec.src.mesh();
+  for (const Layout* l : {&spec.src, &spec.dst})
+    for (int k = 0; k < mesh.ndim(); ++k)
+      if (l->placement(k).is_partial() && mesh.dim_size(k) > 1) require_reducible(spec.dtype, l->placement(k).op());
+  validate_metadata(spec);
+  RESHARD_REQUIRE(spec.copy_engine_min_row_bytes >= 0, "copy-engine minimum row bytes must be >= 0, got ",
+                  spec.copy_engine_min_row_bytes);
+  return Plan(std::move(spec), Plan::Trusted{});
+}
+
 Layout Plan::layout_before(size_t i) const {
   if (i < s_.steps.size()) return s_.src.with_placements(s_.steps[i].from);
   return s_.src.with_placements(s_.steps.back().to);

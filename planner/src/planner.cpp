@@ -75,7 +75,8 @@ class Planner {
     for (const Built& b : all) spec.candidates.push_back(b.summary);
     for (const detail::PricedStep& ps : chosen->steps) spec.steps.push_back(ps.step);
     materialize_transfers(spec.steps);
-    return Plan(std::move(spec));
+    // The reference planner's plans are validated; the fast planner's must equal them (the equivalence test).
+    return reference_ ? Plan(std::move(spec)) : detail::trusted_plan(std::move(spec));
   }
 
  private:
@@ -208,14 +209,16 @@ class Planner {
 
   // p2p and hybrid plans communicate up to the target without the Partial placements it creates (`mid`), then
   // partition the value in a local step.
-  Layout communicated_target() const {
-    return csrc_.with_placements(without_created_partials(csrc_.mesh(), csrc_.placements(), cdst_.placements()));
+  const Layout& communicated_target() {
+    if (!mid_)  // computed once, on first use
+      mid_ = csrc_.with_placements(without_created_partials(csrc_.mesh(), csrc_.placements(), cdst_.placements()));
+    return *mid_;
   }
 
-  Route with_partition(Route r) const {
+  Route with_partition(Route r) {
     const std::vector<int> created = partial_roles(csrc_.mesh(), csrc_.placements(), cdst_.placements()).created;
     if (created.empty()) return r;
-    const std::vector<Placement> mid = communicated_target().placements();
+    const std::vector<Placement>& mid = communicated_target().placements();
     Step part{StepKind::kLocal, created, mid, cdst_.placements(), {}, 0, 0};
     part.estimated_us =
         pricer_.collective(RankBoxes(communicated_target()), RankBoxes(cdst_), StepKind::kLocal, created).us;
@@ -236,7 +239,7 @@ class Planner {
   }
 
   Built hybrid(const detail::StepPricer& pricer, Transport transport) {
-    const Layout mid = communicated_target();
+    const Layout& mid = communicated_target();
     if (csrc_.placements() == mid.placements()) return unavailable(Strategy::kHybrid, "nothing to communicate");
     std::string reason;
     std::optional<Route> r = detail::best_hybrid_route(csrc_, mid, pricer, transport, cache_, &reason);
@@ -273,9 +276,7 @@ class Planner {
     b.summary.peak_workspace_bytes = peak_workspace(b.steps, pricer);
     b.summary.fits_budget =
         !options_.memory_budget_bytes || b.summary.peak_workspace_bytes <= *options_.memory_budget_bytes;
-    std::vector<Step> steps;
-    for (const detail::PricedStep& ps : b.steps) steps.push_back(ps.step);
-    b.summary.route = detail::route_text(steps);
+    b.summary.route = detail::route_text(b.steps.size(), [&](size_t i) -> const Step& { return b.steps[i].step; });
   }
 
   const Built* choose(const std::vector<Built>& all) const {
@@ -333,6 +334,7 @@ class Planner {
   CostModel model_;
   detail::StepPricer pricer_;
   Layout csrc_, cdst_;
+  std::optional<Layout> mid_;  // communicated_target()
   detail::LayoutCache cache_;
 };
 

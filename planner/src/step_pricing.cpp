@@ -9,10 +9,19 @@
 namespace reshard::detail {
 namespace {
 
-std::vector<int> representatives(const RankBoxes& boxes) {
-  std::vector<int> r{0, boxes.size() - 1, boxes.max_volume_rank()};
-  std::sort(r.begin(), r.end());
-  r.erase(std::unique(r.begin(), r.end()), r.end());
+// The first rank, the last and the lowest with the largest box, ascending and distinct (no allocation: pricing runs
+// in the searches' inner loops).
+struct Representatives {
+  int rank[3];
+  int n = 0;
+  const int* begin() const { return rank; }
+  const int* end() const { return rank + n; }
+};
+
+Representatives representatives(const RankBoxes& boxes) {
+  Representatives r{{0, boxes.size() - 1, boxes.max_volume_rank()}, 3};
+  std::sort(r.rank, r.rank + 3);
+  r.n = static_cast<int>(std::unique(r.rank, r.rank + 3) - r.rank);
   return r;
 }
 
