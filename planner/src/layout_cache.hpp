@@ -73,13 +73,7 @@ class LayoutCache {
   // once per planning and pipeline chunk (the hybrid search runs once per transport over the same steps).
   std::optional<StepPrice> collective_step(const std::vector<Placement>& from, const std::vector<Placement>& to,
                                            StepKind kind, const std::vector<int>& dims, const StepPricer& pricer) {
-    StepKey key{{placements_key(from), placements_key(to)},
-                static_cast<int>(kind),
-                static_cast<int>(dims.size()),
-                {},
-                pricer.chunk_bytes()};
-    if (key.ndims > kMaxDims) fail(ErrorKind::kInternal, "a step on more mesh dims than the mesh has");
-    std::copy(dims.begin(), dims.end(), key.dims.begin());
+    const StepKey key = step_key(from, to, kind, dims, pricer);
     auto it = steps_.find(key);
     if (it != steps_.end()) return it->second;
     const RankBoxes &a = boxes(from), &b = boxes(to);
@@ -87,6 +81,17 @@ class LayoutCache {
     if (transition_valid(a, b, kind, dims)) price = pricer.collective(a, b, kind, dims);
     steps_.emplace(key, price);
     return price;
+  }
+
+  // Every rank's scratch for that step (StepPricer::collective_scratch), computed once per planning and pipeline
+  // chunk (candidates share steps: the hybrid ones on either transport, the collective route).
+  const std::vector<Index>& collective_scratch(const std::vector<Placement>& from, const std::vector<Placement>& to,
+                                               StepKind kind, const std::vector<int>& dims, const StepPricer& pricer) {
+    const StepKey key = step_key(from, to, kind, dims, pricer);
+    auto it = scratch_.find(key);
+    if (it == scratch_.end())
+      it = scratch_.emplace(key, pricer.collective_scratch(boxes(from), boxes(to), kind, dims)).first;
+    return it->second;
   }
 
   const OverlapIndex& overlap(const std::vector<Placement>& from, const std::vector<Placement>& to) {
@@ -115,6 +120,18 @@ class LayoutCache {
     }
   };
 
+  static StepKey step_key(const std::vector<Placement>& from, const std::vector<Placement>& to, StepKind kind,
+                          const std::vector<int>& dims, const StepPricer& pricer) {
+    StepKey key{{placements_key(from), placements_key(to)},
+                static_cast<int>(kind),
+                static_cast<int>(dims.size()),
+                {},
+                pricer.chunk_bytes()};
+    if (key.ndims > kMaxDims) fail(ErrorKind::kInternal, "a step on more mesh dims than the mesh has");
+    std::copy(dims.begin(), dims.end(), key.dims.begin());
+    return key;
+  }
+
   std::shared_ptr<const RankBoxes> shared_boxes(const std::vector<Placement>& placements) {
     const PlacementsKey key = placements_key(placements);
     auto it = boxes_.find(key);
@@ -129,6 +146,7 @@ class LayoutCache {
   std::unordered_map<PlacementsKey, std::shared_ptr<const RankBoxes>, PlacementsKeyHash> boxes_;
   std::unordered_map<PlacementsPair, OverlapIndex, PlacementsPairHash> overlaps_;
   std::unordered_map<StepKey, std::optional<StepPrice>, StepKeyHash> steps_;
+  std::unordered_map<StepKey, std::vector<Index>, StepKeyHash> scratch_;
 };
 
 }  // namespace reshard::detail

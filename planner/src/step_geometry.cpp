@@ -105,6 +105,35 @@ RankTransfers all_to_all_transfers(const RankBoxes& a, const RankBoxes& b, std::
   return t;
 }
 
+RankExchange all_to_all_exchange(const RankBoxes& a, const RankBoxes& b, std::span<const int> dims, int rank,
+                                 const ExchangeRules& rules, const Topology& topology) {
+  // The transfers all_to_all_transfers lists, accounted as rank_exchange accounts them (sums and maxima: the order
+  // does not matter), visiting the group's members row-major over `dims` without building the group.
+  RankExchange x(rules);
+  const Mesh& mesh = a.layout().mesh();
+  const int es = rules.element_size;
+  const Box &mine_a = a[rank], &mine_b = b[rank];
+  Dims coord = mesh.coord_of(rank);
+  for (int k : dims) coord[k] = 0;
+  while (true) {
+    const int g = mesh.rank_at(coord);
+    const Box out = intersect(mine_a, b[g]);
+    const Box in = intersect(a[g], mine_b);
+    if (g == rank) {
+      if (!is_empty(out)) x.local(Transfer{rank, rank, out, volume(out) * es}, mine_a, mine_b);
+    } else {
+      if (!is_empty(out))
+        x.send(Transfer{rank, g, out, volume(out) * es}, movement(out, mine_a, b[g], rules), topology.link(rank, g));
+      if (!is_empty(in))
+        x.receive(Transfer{g, rank, in, volume(in) * es}, movement(in, a[g], mine_b, rules), topology.link(g, rank));
+    }
+    int j = static_cast<int>(dims.size()) - 1;
+    while (j >= 0 && ++coord[dims[j]] == mesh.shape()[dims[j]]) coord[dims[j--]] = 0;
+    if (j < 0) break;
+  }
+  return x;
+}
+
 RankExchange rank_exchange(const RankTransfers& t, const RankBoxes& a, const RankBoxes& b, int rank,
                            const ExchangeRules& rules, const Topology& topology) {
   RankExchange x(rules);

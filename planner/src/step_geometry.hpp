@@ -81,6 +81,11 @@ class RankExchange {
 RankTransfers all_to_all_transfers(const RankBoxes& a, const RankBoxes& b, std::span<const int> dims, int rank,
                                    int element_size);
 
+// One rank's whole all_to_all exchange over `dims` (a -> b): the same as rank_exchange(all_to_all_transfers(...)),
+// without listing the transfers (the pricer's inner loops).
+RankExchange all_to_all_exchange(const RankBoxes& a, const RankBoxes& b, std::span<const int> dims, int rank,
+                                 const ExchangeRules& rules, const Topology& topology);
+
 // One rank's whole exchange (every transfer of `t`, on `topology`'s links).
 RankExchange rank_exchange(const RankTransfers& t, const RankBoxes& a, const RankBoxes& b, int rank,
                            const ExchangeRules& rules, const Topology& topology);

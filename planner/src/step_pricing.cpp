@@ -85,9 +85,8 @@ StepPrice StepPricer::collective_wire(const RankBoxes& a, const RankBoxes& b, St
         p.bytes_moved += (a.volume(r) - keep) * es_;
       }
       for (int r : representatives(a)) {
-        const RankTraffic t = rank_exchange(all_to_all_transfers(a, b, dims, r, es_), a, b, r,
-                                            exchange_rules(Transport::kNccl, false), model_.topology())
-                                  .traffic();
+        const RankTraffic t =
+            all_to_all_exchange(a, b, dims, r, exchange_rules(Transport::kNccl, false), model_.topology()).traffic();
         worst.peers_out = std::max(worst.peers_out, t.peers_out);
         worst.peers_in = std::max(worst.peers_in, t.peers_in);
         worst.pack_bytes = std::max(worst.pack_bytes, t.pack_bytes);
@@ -106,8 +105,7 @@ StepPrice StepPricer::collective_wire(const RankBoxes& a, const RankBoxes& b, St
 Index StepPricer::rank_collective_scratch(const RankBoxes& a, const RankBoxes& b, StepKind kind,
                                           std::span<const int> dims, int rank) const {
   if (kind == StepKind::kAllToAll)
-    return rank_exchange(all_to_all_transfers(a, b, dims, rank, es_), a, b, rank,
-                         exchange_rules(Transport::kNccl, false), model_.topology())
+    return all_to_all_exchange(a, b, dims, rank, exchange_rules(Transport::kNccl, false), model_.topology())
         .scratch()
         .total();
   return detail::collective_scratch(kind, a, b, dims, rank).total(es_);
