@@ -1,18 +1,51 @@
 #include "reshard/rank_boxes.hpp"
 
+#include <vector>
+
 namespace reshard {
 
 RankBoxes::RankBoxes(const Layout& layout) : layout_(layout) {
   const Mesh& mesh = layout.mesh();
   const int n = mesh.size();
+  const int nd = layout.ndim();
   boxes_.resize(n);
   volumes_.resize(n);
   Dims coord(mesh.ndim(), 0);
   max_volume_ = -1;
+  // A layout of one box per rank: every tensor dim's intervals are computed once per coordinate of the mesh dims
+  // sharding it (a table, row-major over them), not once per rank. Others go through box_at, which names the rank
+  // whose part is not one box.
+  const bool tables = layout.one_box_per_rank();
+  std::vector<Interval> table;
+  Index table_begin[kMaxDims + 1] = {};
+  if (tables) {
+    for (int d = 0; d < nd; ++d) {
+      const std::vector<int>& dims = layout.sharding_mesh_dims(d);
+      Dims c(mesh.ndim(), 0);
+      while (true) {
+        table.push_back(layout.interval(d, c));
+        int j = static_cast<int>(dims.size()) - 1;
+        while (j >= 0 && ++c[dims[j]] == mesh.shape()[dims[j]]) c[dims[j--]] = 0;
+        if (j < 0) break;
+      }
+      table_begin[d + 1] = static_cast<Index>(table.size());
+    }
+  }
   for (int pos = 0; pos < n; ++pos) {
     int rank = mesh.has_explicit_ranks() ? mesh.explicit_ranks()[pos] : pos;
     Box& b = boxes_[rank];
-    b = layout.box_at(coord);
+    if (tables) {
+      b = Box{Dims(nd), Dims(nd)};
+      for (int d = 0; d < nd; ++d) {
+        Index i = 0;
+        for (int k : layout.sharding_mesh_dims(d)) i = i * mesh.shape()[k] + coord[k];
+        const Interval& iv = table[table_begin[d] + i];
+        b.offset[d] = iv.begin;
+        b.shape[d] = iv.size;
+      }
+    } else {
+      b = layout.box_at(coord);
+    }
     Index v = reshard::volume(b);
     volumes_[rank] = v;
     // Replicated layouts hold the tensor once per rank: the sum can pass int64 where one box does not.

@@ -37,6 +37,23 @@ Index overlap(const Interval& x, const Interval& y) {
 class IntervalTable {
  public:
   IntervalTable(const Layout& l, int d) {
+    size_t i = 0;
+    for_each(l, d, [&](const Dims& c) { data_[i++] = l.interval(d, c); });
+  }
+  // The same read off the boxes (a box holds every tensor dim's interval, an empty one included).
+  IntervalTable(const RankBoxes& boxes, int d) {
+    const Layout& l = boxes.layout();
+    size_t i = 0;
+    for_each(l, d, [&](const Dims& c) {
+      const Box& b = boxes[l.mesh().rank_at(c)];
+      data_[i++] = Interval{b.offset[d], b.shape[d]};
+    });
+  }
+  const Interval& operator[](Index i) const { return data_[i]; }
+
+ private:
+  template <class F>
+  void for_each(const Layout& l, int d, F f) {
     const Mesh& mesh = l.mesh();
     const std::vector<int>& dims = l.sharding_mesh_dims(d);
     size_t n = 1;
@@ -45,17 +62,17 @@ class IntervalTable {
       heap_.resize(n);
       data_ = heap_.data();
     }
-    size_t i = 0;
-    for_each_assignment(mesh, dims, Dims(mesh.ndim(), 0), [&](const Dims& c) { data_[i++] = l.interval(d, c); });
+    for_each_assignment(mesh, dims, Dims(mesh.ndim(), 0), f);
   }
-  const Interval& operator[](Index i) const { return data_[i]; }
 
- private:
   static constexpr size_t kInline = 64;
   Interval inline_[kInline];
   std::vector<Interval> heap_;
   Interval* data_ = inline_;
 };
+
+const Layout& layout_of(const Layout& l) { return l; }
+const Layout& layout_of(const RankBoxes& boxes) { return boxes.layout(); }
 
 // A few mesh dims (at most kMaxDims), without allocating.
 class DimList {
@@ -81,7 +98,11 @@ Index table_index(const Mesh& mesh, std::span<const int> dims, const Dims& coord
 
 // Per tensor dim: every b interval is covered by the union of the a intervals reachable by varying the
 // coordinates on `group_dims` (empty: the rank's own a interval).
-bool covered_per_dim(const Layout& a, const Layout& b, std::span<const int> group_dims) {
+// `A` and `B`: the layouts, or their boxes (IntervalTable reads either).
+template <class A, class B>
+bool covered_per_dim(const A& a_side, const B& b_side, std::span<const int> group_dims) {
+  const Layout& a = layout_of(a_side);
+  const Layout& b = layout_of(b_side);
   const Mesh& mesh = a.mesh();
   for (int d = 0; d < a.ndim(); ++d) {
     const std::vector<int>&sa = a.sharding_mesh_dims(d), &sb = b.sharding_mesh_dims(d);
@@ -95,7 +116,7 @@ bool covered_per_dim(const Layout& a, const Layout& b, std::span<const int> grou
         fixed.push_back(k);
     }
     std::sort(fixed.begin(), fixed.end());
-    const IntervalTable ta(a, d), tb(b, d);
+    const IntervalTable ta(a_side, d), tb(b_side, d);
     bool ok = true;
     for_each_assignment(mesh, fixed.span(), Dims(mesh.ndim(), 0), [&](const Dims& c) {
       if (!ok) return;
@@ -167,7 +188,7 @@ bool transition_valid(const Layout& a, const Layout& b, StepKind kind, std::span
 
 bool transition_valid(const RankBoxes& a, const RankBoxes& b, StepKind kind, std::span<const int> dims) {
   const std::span<const int> group_dims = group_dims_of(kind, dims);
-  if (covered_per_dim(a.layout(), b.layout(), group_dims)) return true;
+  if (covered_per_dim(a, b, group_dims)) return true;
   if (!b.any_empty()) return false;
   return covered_brute_force(a, b, group_dims);
 }
