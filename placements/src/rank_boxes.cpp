@@ -19,6 +19,13 @@ RankBoxes::RankBoxes(const Layout& layout) : layout_(layout) {
   std::vector<Interval> table;
   Index table_begin[kMaxDims + 1] = {};
   if (tables) {
+    size_t entries = 0;
+    for (int d = 0; d < nd; ++d) {
+      size_t combos = 1;
+      for (int k : layout.sharding_mesh_dims(d)) combos *= static_cast<size_t>(mesh.shape()[k]);
+      entries += combos;
+    }
+    table.reserve(entries);
     for (int d = 0; d < nd; ++d) {
       const std::vector<int>& dims = layout.sharding_mesh_dims(d);
       Dims c(mesh.ndim(), 0);

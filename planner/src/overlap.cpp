@@ -89,8 +89,15 @@ void OverlapIndex::init() {
       int rank = rank_at(coord);
       holders_.emplace_back(topology.node_of(rank), rank);
     }
-    std::stable_sort(holders_.begin() + holders_begin_[b], holders_.end(),
-                     [](const auto& x, const auto& y) { return x.first < y.first; });
+    // By node, keeping the order of replicated coordinates within a node: a stable insertion sort where a block has
+    // few holders (std::stable_sort allocates a buffer per call), std::stable_sort otherwise.
+    const auto first = holders_.begin() + holders_begin_[b];
+    if (holders_.end() - first <= 32) {
+      for (auto i = first + 1; i < holders_.end(); ++i)
+        for (auto j = i; j != first && (j - 1)->first > j->first; --j) std::iter_swap(j - 1, j);
+    } else {
+      std::stable_sort(first, holders_.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+    }
   }
   holders_begin_[blocks] = static_cast<Index>(holders_.size());
 }
@@ -110,6 +117,7 @@ std::vector<OverlapIndex::ChunkList> OverlapIndex::chunk_lists(const Layout& lay
   for (int d = 0; d < layout.ndim(); ++d) {
     const std::vector<int>& dims = layout.sharding_mesh_dims(d);
     Index n = combos(mesh, dims);
+    lists[d].reserve(n);
     Dims coord(mesh.ndim(), 0);
     for (Index c = 0; c < n; ++c) {
       decode(mesh, dims, c, coord);

@@ -59,6 +59,12 @@ Movement movement(const Box& region, const Box& sender_box, const Box& receiver_
 class RankExchange {
  public:
   explicit RankExchange(const ExchangeRules& rules) : rules_(rules), scratch_(rules.element_size) {}
+  // As if constructed anew with `rules` (keeping its memory).
+  void reset(const ExchangeRules& rules) {
+    rules_ = rules;
+    traffic_ = RankTraffic{};
+    scratch_.clear(rules.element_size);
+  }
 
   // A transfer this rank sends (over `link`), or receives, moving as `m` (movement() under this exchange's rules:
   // computed once per transfer by the caller, which accounts it on both of its ranks).

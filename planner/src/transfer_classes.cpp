@@ -39,6 +39,12 @@ TransferClasses::Table TransferClasses::table(const Layout& own, const std::vect
   for (int d = 0; d < own.ndim(); ++d) {
     DimTable& dt = t[d];
     dt.of_combo.assign(combo_count(own.mesh(), own.sharding_mesh_dims(d)), {0, 0});
+    size_t pairs = 0;  // overlapping chunk pairs: at least as many as the classes
+    for (const OverlapIndex::Chunk& c : own_chunks[d]) {
+      auto [first, last] = OverlapIndex::overlapping(other_chunks[d], c.begin, c.begin + c.size);
+      pairs += static_cast<size_t>(last - first);
+    }
+    dt.classes.reserve(pairs);
     for (const OverlapIndex::Chunk& c : own_chunks[d]) {
       auto [first, last] = OverlapIndex::overlapping(other_chunks[d], c.begin, c.begin + c.size);
       const int begin = static_cast<int>(dt.classes.size());
