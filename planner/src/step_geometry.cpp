@@ -149,12 +149,12 @@ CollectiveScratch collective_scratch(StepKind kind, const RankBoxes& a, const Ra
                                      int rank) {
   CollectiveScratch s;
   if (kind == StepKind::kAllGather) {
-    const GatherGeometry g = gather_geometry(a, b, dims, rank);
+    const GroupShape g = gather_shape(a, b, dims, rank);
     if (!g.send_in_place) s.send = g.chunk;
-    if (!g.recv_in_place) s.recv = g.chunk * static_cast<Index>(g.group.size());
+    if (!g.recv_in_place) s.recv = g.chunk * static_cast<Index>(g.size);
   } else if (kind == StepKind::kReduceScatter) {
-    const ScatterGeometry g = scatter_geometry(a, b, dims, rank);
-    if (!g.send_in_place) s.send = g.chunk * static_cast<Index>(g.group.size());
+    const GroupShape g = scatter_shape(a, b, dims, rank);
+    if (!g.send_in_place) s.send = g.chunk * static_cast<Index>(g.size);
     if (!g.recv_in_place) s.recv = g.chunk;
   }
   return s;

@@ -97,7 +97,7 @@ StepPrice StepPricer::collective_wire(const RankBoxes& a, const RankBoxes& b, St
     case StepKind::kAllGather: {
       double pack = 0, unpack = 0;
       for (int r : representatives(a)) {
-        GatherGeometry g = gather_geometry(a, b, dims, r);
+        const GroupShape g = gather_shape(a, b, dims, r);
         if (!g.send_in_place) pack = std::max(pack, model_.copy_us(a.volume(r) * es_));
         if (!g.recv_in_place) unpack = std::max(unpack, model_.copy_us(g.chunk * n * es_));
       }
@@ -108,7 +108,7 @@ StepPrice StepPricer::collective_wire(const RankBoxes& a, const RankBoxes& b, St
     case StepKind::kReduceScatter: {
       double pack = 0, unpack = 0;
       for (int r : representatives(b)) {
-        ScatterGeometry s = scatter_geometry(a, b, dims, r);
+        const GroupShape s = scatter_shape(a, b, dims, r);
         if (!s.send_in_place) pack = std::max(pack, model_.copy_us(s.chunk * n * es_));
         if (!s.recv_in_place) unpack = std::max(unpack, model_.copy_us(b.volume(r) * es_));
       }
@@ -254,11 +254,25 @@ PricedStep StepPricer::p2p(const OverlapIndex& index, Transport transport) const
   ps.step.transport = transport;
   // A step that reduces Partial contributions copies every received one out of scratch (the reduction).
   const ExchangeRules rules = exchange_rules(transport, index.partial_roles().contributions > 1);
+  const bool by_class = !reference_ && TransferClasses::applies(index);
+  if (by_class && transport == Transport::kNvlink) {
+    // Whether the step can run at all first: the lowest rank receiving across nodes names its first such transfer
+    // (as the class pricing would, rank by rank), before any class table is built.
+    const Topology& topology = model_.topology();
+    for (int r = 0; r < n; ++r) {
+      const std::optional<Transfer> t = index.first_transfer_into(
+          r, [&](const Transfer& x) { return !x.is_local() && topology.link(x.src, x.dst) != LinkClass::kIntraNode; });
+      if (t) {
+        ps.unavailable = cross_node_reason(*t);
+        return ps;
+      }
+    }
+  }
   std::vector<RankExchange>& ranks = ranks_;  // reused by the pricer's steps: one allocation per planning
   ranks.resize(n, RankExchange(rules));
   for (RankExchange& x : ranks) x.reset(rules);
-  const bool complete = !reference_ && TransferClasses::applies(index) ? exchanges_by_class(index, rules, ranks, ps)
-                                                                       : exchanges_by_transfer(index, rules, ranks, ps);
+  const bool complete =
+      by_class ? exchanges_by_class(index, rules, ranks, ps) : exchanges_by_transfer(index, rules, ranks, ps);
   if (!complete) return ps;  // unavailable
   const bool one_sided = transport == Transport::kNvlink;
   ps.scratch.resize(n);

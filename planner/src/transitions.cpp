@@ -195,28 +195,61 @@ bool transition_valid(const RankBoxes& a, const RankBoxes& b, StepKind kind, std
 
 namespace {
 
-// Whether the boxes, back to back in order, are exactly `whole` (each one chunk long and contiguous in it).
-bool back_to_back(const Box& whole, Index whole_volume, const RankBoxes& boxes, const std::vector<int>& group,
-                  Index chunk) {
-  if (whole_volume != chunk * static_cast<Index>(group.size())) return false;
-  for (size_t j = 0; j < group.size(); ++j) {
-    const Box& x = boxes[group[j]];
-    if (boxes.volume(group[j]) != chunk || !contains(whole, x) || !is_contiguous_in(whole, x)) return false;
-    if (chunk != 0 && local_offset(whole, x) != static_cast<Index>(j) * chunk) return false;
-  }
-  return true;
+// Calls f(member, j) for the j-th member of rank's group over `dims` (mesh.group's order), without listing them.
+template <class F>
+void for_each_member(const Mesh& mesh, int rank, std::span<const int> dims, F f) {
+  int j = 0;
+  for_each_assignment(mesh, dims, mesh.coord_of(rank), [&](const Dims& c) { f(mesh.rank_at(c), j++); });
+}
+
+// Whether the group's boxes, back to back in group order, are exactly `whole` (each one chunk long and contiguous in
+// it).
+bool back_to_back(const Box& whole, Index whole_volume, const RankBoxes& boxes, int rank, std::span<const int> dims,
+                  int members, Index chunk) {
+  if (whole_volume != chunk * static_cast<Index>(members)) return false;
+  bool ok = true;
+  for_each_member(boxes.layout().mesh(), rank, dims, [&](int m, int j) {
+    if (!ok) return;
+    const Box& x = boxes[m];
+    if (boxes.volume(m) != chunk || !contains(whole, x) || !is_contiguous_in(whole, x))
+      ok = false;
+    else if (chunk != 0 && local_offset(whole, x) != static_cast<Index>(j) * chunk)
+      ok = false;
+  });
+  return ok;
 }
 
 }  // namespace
+
+GroupShape gather_shape(const RankBoxes& a, const RankBoxes& b, std::span<const int> dims, int rank) {
+  GroupShape g;
+  const Mesh& mesh = a.layout().mesh();
+  g.size = mesh.group_size(dims);
+  for_each_member(mesh, rank, dims, [&](int m, int) { g.chunk = std::max(g.chunk, a.volume(m)); });
+  g.send_in_place = a.volume(rank) == g.chunk;
+  g.recv_in_place = back_to_back(b[rank], b.volume(rank), a, rank, dims, g.size, g.chunk);
+  return g;
+}
+
+GroupShape scatter_shape(const RankBoxes& a, const RankBoxes& b, std::span<const int> dims, int rank) {
+  GroupShape s;
+  const Mesh& mesh = a.layout().mesh();
+  s.size = mesh.group_size(dims);
+  for_each_member(mesh, rank, dims, [&](int m, int) { s.chunk = std::max(s.chunk, b.volume(m)); });
+  s.send_in_place = back_to_back(a[rank], a.volume(rank), b, rank, dims, s.size, s.chunk);
+  s.recv_in_place = b.volume(rank) == s.chunk;
+  return s;
+}
 
 GatherGeometry gather_geometry(const RankBoxes& a, const RankBoxes& b, std::span<const int> dims, int rank) {
   GatherGeometry g;
   const Mesh& mesh = a.layout().mesh();
   g.group = mesh.group(rank, dims);
   g.index = mesh.group_index(rank, dims);
-  for (int m : g.group) g.chunk = std::max(g.chunk, a.volume(m));
-  g.send_in_place = a.volume(rank) == g.chunk;
-  g.recv_in_place = back_to_back(b[rank], b.volume(rank), a, g.group, g.chunk);
+  const GroupShape shape = gather_shape(a, b, dims, rank);
+  g.chunk = shape.chunk;
+  g.send_in_place = shape.send_in_place;
+  g.recv_in_place = shape.recv_in_place;
   return g;
 }
 
@@ -225,9 +258,10 @@ ScatterGeometry scatter_geometry(const RankBoxes& a, const RankBoxes& b, std::sp
   const Mesh& mesh = a.layout().mesh();
   s.group = mesh.group(rank, dims);
   s.index = mesh.group_index(rank, dims);
-  for (int m : s.group) s.chunk = std::max(s.chunk, b.volume(m));
-  s.send_in_place = back_to_back(a[rank], a.volume(rank), b, s.group, s.chunk);
-  s.recv_in_place = b.volume(rank) == s.chunk;
+  const GroupShape shape = scatter_shape(a, b, dims, rank);
+  s.chunk = shape.chunk;
+  s.send_in_place = shape.send_in_place;
+  s.recv_in_place = shape.recv_in_place;
   return s;
 }
 

@@ -26,6 +26,17 @@ bool transition_valid(const Layout& a, const Layout& b, StepKind kind, std::span
 // The same check with the boxes at hand (faster when a layout has empty shards).
 bool transition_valid(const RankBoxes& a, const RankBoxes& b, StepKind kind, std::span<const int> dims);
 
+// A rank's group over `dims` in sizes and in-place flags only (what gather_geometry and scatter_geometry compute
+// besides the group's ranks): pricing asks for it in its inner loops, without listing the group.
+struct GroupShape {
+  int size = 0;                // members
+  Index chunk = 0;             // as GatherGeometry::chunk / ScatterGeometry::chunk
+  bool send_in_place = false;  // as in GatherGeometry / ScatterGeometry
+  bool recv_in_place = false;
+};
+GroupShape gather_shape(const RankBoxes& a, const RankBoxes& b, std::span<const int> dims, int rank);
+GroupShape scatter_shape(const RankBoxes& a, const RankBoxes& b, std::span<const int> dims, int rank);
+
 // One rank's side of an all_gather over `dims` (a -> b).
 struct GatherGeometry {
   std::vector<int> group;      // ranks, in group order
