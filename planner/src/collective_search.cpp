@@ -63,6 +63,9 @@ class Search {
       for (const Placement& p : l->placements())
         if (p.is_strided() && std::find(strided_.begin(), strided_.end(), p) == strided_.end()) strided_.push_back(p);
     for (int k = 0; k < mesh.ndim(); ++k) options_.push_back(options(k));
+    placements_.reserve(64);  // a few dozen states on most meshes: no rehashing as they are found
+    boxes_.reserve(64);
+    visits_.reserve(64);
   }
 
   // Whether the search stopped at its work budget (run() then returned nullopt).

@@ -47,6 +47,7 @@ class Planner {
   Plan build() {
     // Only the requested strategy is built (every one under auto): planning cost stays with what was asked.
     std::vector<Built> all;
+    all.reserve(5);  // collective, and p2p and hybrid on up to two transports
     for (Strategy s : {Strategy::kCollective, Strategy::kP2P, Strategy::kHybrid}) {
       if (options_.strategy != Strategy::kAuto && options_.strategy != s) continue;
       for (Transport t : s == Strategy::kCollective ? std::vector<Transport>{Transport::kNccl} : p2p_transports()) {
@@ -56,7 +57,7 @@ class Planner {
     }
     if (options_.memory_budget_bytes) fit_budget(all);
 
-    const Built* chosen = choose(all);
+    Built* chosen = &all[choose(all) - all.data()];  // its steps and every summary are moved into the plan
     PlanSpec spec;
     spec.src = src_;
     spec.dst = dst_;
@@ -72,8 +73,10 @@ class Planner {
     spec.estimated_us = chosen->summary.estimated_us;
     spec.bytes_moved = chosen->summary.bytes_moved;
     spec.peak_workspace_bytes = chosen->summary.peak_workspace_bytes;
-    for (const Built& b : all) spec.candidates.push_back(b.summary);
-    for (const detail::PricedStep& ps : chosen->steps) spec.steps.push_back(ps.step);
+    spec.candidates.reserve(all.size());
+    for (Built& b : all) spec.candidates.push_back(std::move(b.summary));
+    spec.steps.reserve(chosen->steps.size());
+    for (detail::PricedStep& ps : chosen->steps) spec.steps.push_back(std::move(ps.step));
     materialize_transfers(spec.steps);
     // The reference planner's plans are validated; the fast planner's must equal them (the equivalence test).
     return reference_ ? Plan(std::move(spec)) : detail::trusted_plan(std::move(spec));
