@@ -38,18 +38,19 @@ RankBoxes::RankBoxes(const Layout& layout) : layout_(layout) {
       table_begin[d + 1] = static_cast<Index>(table.size());
     }
   }
+  Box proto{Dims(nd), Dims(nd)};  // filled per rank, then copied (no temporaries per rank)
   for (int pos = 0; pos < n; ++pos) {
     int rank = mesh.has_explicit_ranks() ? mesh.explicit_ranks()[pos] : pos;
     Box& b = boxes_[rank];
     if (tables) {
-      b = Box{Dims(nd), Dims(nd)};
       for (int d = 0; d < nd; ++d) {
         Index i = 0;
         for (int k : layout.sharding_mesh_dims(d)) i = i * mesh.shape()[k] + coord[k];
         const Interval& iv = table[table_begin[d] + i];
-        b.offset[d] = iv.begin;
-        b.shape[d] = iv.size;
+        proto.offset[d] = iv.begin;
+        proto.shape[d] = iv.size;
       }
+      b = proto;
     } else {
       b = layout.box_at(coord);
     }

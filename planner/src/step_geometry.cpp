@@ -113,10 +113,7 @@ RankExchange all_to_all_exchange(const RankBoxes& a, const RankBoxes& b, std::sp
   const Mesh& mesh = a.layout().mesh();
   const int es = rules.element_size;
   const Box &mine_a = a[rank], &mine_b = b[rank];
-  Dims coord = mesh.coord_of(rank);
-  for (int k : dims) coord[k] = 0;
-  while (true) {
-    const int g = mesh.rank_at(coord);
+  for_each_member(mesh, rank, dims, [&](int g, int) {
     const Box out = intersect(mine_a, b[g]);
     const Box in = intersect(a[g], mine_b);
     if (g == rank) {
@@ -127,10 +124,7 @@ RankExchange all_to_all_exchange(const RankBoxes& a, const RankBoxes& b, std::sp
       if (!is_empty(in))
         x.receive(Transfer{g, rank, in, volume(in) * es}, movement(in, a[g], mine_b, rules), topology.link(g, rank));
     }
-    int j = static_cast<int>(dims.size()) - 1;
-    while (j >= 0 && ++coord[dims[j]] == mesh.shape()[dims[j]]) coord[dims[j--]] = 0;
-    if (j < 0) break;
-  }
+  });
   return x;
 }
 

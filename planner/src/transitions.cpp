@@ -195,13 +195,6 @@ bool transition_valid(const RankBoxes& a, const RankBoxes& b, StepKind kind, std
 
 namespace {
 
-// Calls f(member, j) for the j-th member of rank's group over `dims` (mesh.group's order), without listing them.
-template <class F>
-void for_each_member(const Mesh& mesh, int rank, std::span<const int> dims, F f) {
-  int j = 0;
-  for_each_assignment(mesh, dims, mesh.coord_of(rank), [&](const Dims& c) { f(mesh.rank_at(c), j++); });
-}
-
 // Whether the group's boxes, back to back in group order, are exactly `whole` (each one chunk long and contiguous in
 // it).
 bool back_to_back(const Box& whole, Index whole_volume, const RankBoxes& boxes, int rank, std::span<const int> dims,
@@ -272,8 +265,7 @@ LinkClass group_link(const Mesh& mesh, std::span<const int> dims, const Topology
   for (int r : {0, mesh.size() - 1}) {
     int front = -1;
     bool spans = false;
-    for_each_assignment(mesh, dims, mesh.coord_of(r), [&](const Dims& c) {
-      const int m = mesh.rank_at(c);
+    for_each_member(mesh, r, dims, [&](int m, int) {
       if (front < 0) front = m;
       spans = spans || !topology.same_node(m, front);
     });

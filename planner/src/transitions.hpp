@@ -57,6 +57,36 @@ struct ScatterGeometry {
 };
 ScatterGeometry scatter_geometry(const RankBoxes& a, const RankBoxes& b, std::span<const int> dims, int rank);
 
+// Calls f(member, j) for the j-th member of rank's group over `dims` (mesh.group's order: row-major over `dims`),
+// without listing the group.
+template <class F>
+void for_each_member(const Mesh& mesh, int rank, std::span<const int> dims, F f) {
+  const std::vector<int>& shape = mesh.shape();
+  const int nd = mesh.ndim();
+  const Dims coord = mesh.coord_of(rank);
+  Index stride[kMaxDims];
+  Index s = 1;
+  for (int k = nd - 1; k >= 0; --k) {
+    stride[k] = s;
+    s *= shape[k];
+  }
+  Index linear = 0;  // the first member's row-major position
+  for (int k = 0; k < nd; ++k) linear += coord[k] * stride[k];
+  for (int k : dims) linear -= coord[k] * stride[k];
+  const int m = static_cast<int>(dims.size());
+  Index at[kMaxDims] = {};
+  for (int j = 0;; ++j) {
+    f(mesh.has_explicit_ranks() ? mesh.explicit_ranks()[linear] : static_cast<int>(linear), j);
+    int i = m - 1;
+    while (i >= 0 && ++at[i] == shape[dims[i]]) {
+      linear -= (shape[dims[i]] - 1) * stride[dims[i]];
+      at[i--] = 0;
+    }
+    if (i < 0) return;
+    linear += stride[dims[i]];
+  }
+}
+
 // Size of the groups over `dims` and whether they span nodes (judged on the groups of the first and last rank).
 int group_size(const Mesh& mesh, std::span<const int> dims);
 LinkClass group_link(const Mesh& mesh, std::span<const int> dims, const Topology& topology);
