@@ -1,10 +1,12 @@
 #include "reshard/rank_boxes.hpp"
 
+#include <utility>
 #include <vector>
 
 namespace reshard {
 
-RankBoxes::RankBoxes(const Layout& layout) : layout_(layout) {
+RankBoxes::RankBoxes(Layout moved) : layout_(std::move(moved)) {
+  const Layout& layout = layout_;
   const Mesh& mesh = layout.mesh();
   const int n = mesh.size();
   const int nd = layout.ndim();

@@ -43,25 +43,32 @@ class IntervalTable {
   // The same read off the boxes (a box holds every tensor dim's interval, an empty one included).
   IntervalTable(const RankBoxes& boxes, int d) {
     const Layout& l = boxes.layout();
-    size_t i = 0;
-    for_each(l, d, [&](const Dims& c) {
-      const Box& b = boxes[l.mesh().rank_at(c)];
-      data_[i++] = Interval{b.offset[d], b.shape[d]};
+    const Mesh& mesh = l.mesh();
+    const std::vector<int>& dims = l.sharding_mesh_dims(d);
+    reserve(mesh, dims);
+    // The group over the sharding dims of the rank at coordinate 0 visits every combination, row-major.
+    const int origin = mesh.has_explicit_ranks() ? mesh.explicit_ranks()[0] : 0;
+    for_each_member(mesh, origin, dims, [&](int m, int j) {
+      const Box& b = boxes[m];
+      data_[j] = Interval{b.offset[d], b.shape[d]};
     });
   }
   const Interval& operator[](Index i) const { return data_[i]; }
 
  private:
-  template <class F>
-  void for_each(const Layout& l, int d, F f) {
-    const Mesh& mesh = l.mesh();
-    const std::vector<int>& dims = l.sharding_mesh_dims(d);
+  void reserve(const Mesh& mesh, const std::vector<int>& dims) {
     size_t n = 1;
-    for (int k : dims) n *= static_cast<size_t>(mesh.dim_size(k));
+    for (int k : dims) n *= static_cast<size_t>(mesh.shape()[k]);
     if (n > kInline) {
       heap_.resize(n);
       data_ = heap_.data();
     }
+  }
+  template <class F>
+  void for_each(const Layout& l, int d, F f) {
+    const Mesh& mesh = l.mesh();
+    const std::vector<int>& dims = l.sharding_mesh_dims(d);
+    reserve(mesh, dims);
     for_each_assignment(mesh, dims, Dims(mesh.ndim(), 0), f);
   }
 
@@ -92,7 +99,7 @@ class DimList {
 
 Index table_index(const Mesh& mesh, std::span<const int> dims, const Dims& coord) {
   Index i = 0;
-  for (int k : dims) i = i * mesh.dim_size(k) + coord[k];
+  for (int k : dims) i = i * mesh.shape()[k] + coord[k];
   return i;
 }
 
