@@ -200,7 +200,7 @@ void OverlapIndex::visit_into(int dst_rank, Visit visit) const {
     }
   Dims aligned = dst_coord;
   while (true) {
-    Box region{Dims(nd), Dims(nd)};
+    Box region{target.shape, target.shape};  // nd entries each, all overwritten below
     for (int d = 0; d < nd; ++d) {
       const Decoder& dec = decoders[d];
       Index combo = at[d]->combo;

@@ -350,9 +350,11 @@ bool StepPricer::exchanges_by_class(const OverlapIndex& index, const ExchangeRul
   // Node by node: the transfers between the node's ranks (each pair asked once), then each rank's receiving side, in
   // rank order (so that an unavailable step names the transfer the enumeration would), then each one's sending side.
   std::vector<std::optional<Transfer>> near;  // near[i * p + j]: from the node's i-th rank to its j-th
+  std::vector<Movement> near_movement;        // its movement, found on the receiving side, used on the sending side
   for (int first = 0; first < n; first += topology.ranks_per_node) {
     const int p = std::min(n - first, topology.ranks_per_node);
     near.assign(static_cast<size_t>(p) * p, std::nullopt);
+    near_movement.resize(static_cast<size_t>(p) * p);
     for (int i = 0; i < p; ++i)
       for (int j = 0; j < p; ++j) near[i * p + j] = index.transfer_between(first + i, first + j);
     for (int j = 0; j < p; ++j) {
@@ -366,7 +368,8 @@ bool StepPricer::exchanges_by_class(const OverlapIndex& index, const ExchangeRul
           ranks[r].local(t, a[r], b[r]);
           continue;
         }
-        ranks[r].receive(t, movement(t.region, a[t.src], b[r], rules), LinkClass::kIntraNode);
+        near_movement[i * p + j] = movement(t.region, a[t.src], b[r], rules);
+        ranks[r].receive(t, near_movement[i * p + j], LinkClass::kIntraNode);
         ps.step.bytes_moved += t.bytes;
       }
       for (const TransferClass& c : cls) {
@@ -391,7 +394,7 @@ bool StepPricer::exchanges_by_class(const OverlapIndex& index, const ExchangeRul
         if (!near[i * p + j]) continue;
         const Transfer& t = *near[i * p + j];
         take_out(t, b[t.dst]);
-        if (!t.is_local()) ranks[s].send(t, movement(t.region, a[s], b[t.dst], rules), LinkClass::kIntraNode);
+        if (!t.is_local()) ranks[s].send(t, near_movement[i * p + j], LinkClass::kIntraNode);
       }
       for (const TransferClass& c : cls) {
         if (c.count == 0) continue;

@@ -78,15 +78,16 @@ void TransferClasses::product(const Layout& own, const Table& t, int rank, Index
     sizes[d] = end - begin;
   }
   int at[kMaxDims] = {};
+  const TransferClass zero{Box{Dims(nd), Dims(nd)}, Box{Dims(nd), Dims(nd)}, multiplicity};
   while (true) {
-    TransferClass c{Box{Dims(nd), Dims(nd)}, Box{Dims(nd), Dims(nd)}, multiplicity};
+    out.push_back(zero);
+    TransferClass& c = out.back();
     for (int d = 0; d < nd; ++d) {
       const DimClass& x = per_dim[d][at[d]];
       c.region.shape[d] = x.overlap;
       c.other.shape[d] = x.chunk;
       c.count *= x.count;
     }
-    out.push_back(c);
     int d = nd - 1;
     while (d >= 0 && ++at[d] == sizes[d]) at[d--] = 0;
     if (d < 0) return;
