@@ -126,7 +126,7 @@ class HybridSearch {
         }
         cur = next;
       }
-      if (valid && (!best_ || us < best_->us)) best_ = Route{steps, us};
+      if (valid && (!best_ || us < best_->us)) best_ = Route{std::move(steps), us};  // rebuilt next iteration
     } while (std::next_permutation(post.begin(), post.end()));
   }
 
