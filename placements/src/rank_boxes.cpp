@@ -14,12 +14,14 @@ RankBoxes::RankBoxes(Layout moved) : layout_(std::move(moved)) {
   volumes_.resize(n);
   Dims coord(mesh.ndim(), 0);
   max_volume_ = -1;
-  // A layout of one box per rank: every tensor dim's intervals are computed once per coordinate of the mesh dims
-  // sharding it (a table, row-major over them), not once per rank. Others go through box_at, which names the rank
-  // whose part is not one box.
-  const bool tables = layout.one_box_per_rank();
-  std::vector<Interval> table;
+  // A layout of one box per rank on a small mesh: every tensor dim's intervals are computed once per coordinate of
+  // the mesh dims sharding it (a table on the stack, row-major over them), not once per rank. Large meshes and other
+  // layouts go through box_at (which names the rank whose part is not one box): no temporary allocation beside the
+  // boxes themselves.
+  constexpr size_t kTable = 256;
+  Interval table[kTable];
   Index table_begin[kMaxDims + 1] = {};
+  bool tables = layout.one_box_per_rank();
   if (tables) {
     size_t entries = 0;
     for (int d = 0; d < nd; ++d) {
@@ -27,17 +29,20 @@ RankBoxes::RankBoxes(Layout moved) : layout_(std::move(moved)) {
       for (int k : layout.sharding_mesh_dims(d)) combos *= static_cast<size_t>(mesh.shape()[k]);
       entries += combos;
     }
-    table.reserve(entries);
+    tables = entries <= kTable;
+  }
+  if (tables) {
+    size_t at = 0;
     for (int d = 0; d < nd; ++d) {
       const std::vector<int>& dims = layout.sharding_mesh_dims(d);
       Dims c(mesh.ndim(), 0);
       while (true) {
-        table.push_back(layout.interval(d, c));
+        table[at++] = layout.interval(d, c);
         int j = static_cast<int>(dims.size()) - 1;
         while (j >= 0 && ++c[dims[j]] == mesh.shape()[dims[j]]) c[dims[j--]] = 0;
         if (j < 0) break;
       }
-      table_begin[d + 1] = static_cast<Index>(table.size());
+      table_begin[d + 1] = static_cast<Index>(at);
     }
   }
   Box proto{Dims(nd), Dims(nd)};  // filled per rank, then copied (no temporaries per rank)
