@@ -255,7 +255,7 @@ class Planner {
     const int n = src_.mesh().size();
     for (detail::PricedStep& ps : steps)
       if (ps.scratch.empty())
-        ps.scratch = cache_.collective_scratch(ps.step.from, ps.step.to, ps.step.kind, ps.step.mesh_dims, pricer);
+        ps.scratch = pricer.collective_scratch(boxes(ps.step.from), boxes(ps.step.to), ps.step.kind, ps.step.mesh_dims);
     std::vector<const RankBoxes*> after;
     for (size_t i = 0; i + 1 < steps.size(); ++i) after.push_back(&boxes(steps[i].step.to));
     Index peak = 0;

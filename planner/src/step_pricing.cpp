@@ -1,6 +1,7 @@
 #include "step_pricing.hpp"
 
 #include <algorithm>
+#include <map>
 #include <utility>
 #include <vector>
 
@@ -25,51 +26,6 @@ Representatives representatives(const RankBoxes& boxes) {
   r.n = static_cast<int>(std::unique(r.rank, r.rank + 3) - r.rank);
   return r;
 }
-
-// Keys of a fixed length (Index values) numbered 0, 1, ... in the order they are first added: an open-addressing
-// table over one flat array of keys (no allocation per key; rank classes are looked up once per rank).
-class FlatKeyMap {
- public:
-  explicit FlatKeyMap(int length) : length_(length) {}
-
-  // The key's number, and whether it was added now.
-  std::pair<Index, bool> find_or_add(const Index* key) {
-    if (2 * (count_ + 1) > static_cast<Index>(slots_.size())) grow();
-    const size_t mask = slots_.size() - 1;
-    for (size_t i = hash(key) & mask;; i = (i + 1) & mask) {
-      const Index id = slots_[i];
-      if (id < 0) {
-        slots_[i] = count_;
-        keys_.insert(keys_.end(), key, key + length_);
-        return {count_++, true};
-      }
-      if (std::equal(key, key + length_, keys_.begin() + id * length_)) return {id, false};
-    }
-  }
-
- private:
-  size_t hash(const Index* key) const {
-    size_t h = 1469598103934665603ull;
-    for (int i = 0; i < length_; ++i) h = (h ^ static_cast<size_t>(key[i])) * 1099511628211ull;
-    return h ^ (h >> 31);
-  }
-  void grow() {
-    std::vector<Index> old = std::move(slots_);
-    slots_.assign(std::max<size_t>(16, 2 * old.size()), -1);
-    const size_t mask = slots_.size() - 1;
-    for (Index id : old) {
-      if (id < 0) continue;
-      size_t i = hash(keys_.data() + id * length_) & mask;
-      while (slots_[i] >= 0) i = (i + 1) & mask;
-      slots_[i] = id;
-    }
-  }
-
-  int length_;
-  Index count_ = 0;
-  std::vector<Index> keys_;
-  std::vector<Index> slots_;
-};
 
 }  // namespace
 
@@ -175,38 +131,25 @@ std::vector<Index> StepPricer::collective_scratch(const RankBoxes& a, const Rank
   const Layout &la = a.layout(), &lb = b.layout();
   const Mesh& mesh = la.mesh();
   struct DimGroup {
-    std::vector<int> outer, inner;          // mesh dims sharding d in a or b: off the group, in it
-    std::vector<Index> signature_of_outer;  // outer combo -> signature id (-1: not yet)
-    FlatKeyMap signatures{0};               // the signatures of d (4 entries per member)
+    std::vector<int> outer, inner;              // mesh dims sharding d in a or b: off the group, in it
+    std::map<Index, Index> signature_of_outer;  // outer combo -> signature id
   };
   std::vector<DimGroup> groups(la.ndim());
-  int key_length = 0;
-  for (int d = 0; d < la.ndim(); ++d) {
-    DimGroup& g = groups[d];
+  for (int d = 0; d < la.ndim(); ++d)
     for (const Layout* l : {&la, &lb})
       for (int k : l->sharding_mesh_dims(d)) {
-        std::vector<int>& side = std::find(dims.begin(), dims.end(), k) != dims.end() ? g.inner : g.outer;
+        std::vector<int>& side =
+            std::find(dims.begin(), dims.end(), k) != dims.end() ? groups[d].inner : groups[d].outer;
         if (std::find(side.begin(), side.end(), k) == side.end()) side.push_back(k);
       }
-    if (g.inner.empty()) {
-      key_length += 3;
-      continue;
-    }
-    key_length += 1 + static_cast<int>(g.inner.size());
-    Index outer = 1, members = 1;
-    for (int k : g.outer) outer *= mesh.dim_size(k);
-    for (int k : g.inner) members *= mesh.dim_size(k);
-    g.signature_of_outer.assign(outer, -1);
-    g.signatures = FlatKeyMap(static_cast<int>(4 * members));
-  }
-  std::vector<Index> sig;
+  std::map<std::vector<Index>, Index> signatures;
   auto signature = [&](int d, const Dims& coord) {
     DimGroup& g = groups[d];
     Index outer = 0;
     for (int k : g.outer) outer = outer * mesh.dim_size(k) + coord[k];
-    Index& id = g.signature_of_outer[outer];
-    if (id >= 0) return id;
-    sig.clear();
+    auto it = g.signature_of_outer.find(outer);
+    if (it != g.signature_of_outer.end()) return it->second;
+    std::vector<Index> sig;
     Dims c = coord;
     for (int k : g.inner) c[k] = 0;
     Index base = -1;
@@ -218,11 +161,11 @@ std::vector<Index> StepPricer::collective_scratch(const RankBoxes& a, const Rank
       while (j >= 0 && ++c[g.inner[j]] == mesh.dim_size(g.inner[j])) c[g.inner[j--]] = 0;
       if (j < 0) break;
     }
-    id = g.signatures.find_or_add(sig.data()).first;
+    const Index id = signatures.try_emplace(std::move(sig), static_cast<Index>(signatures.size())).first->second;
+    g.signature_of_outer.emplace(outer, id);
     return id;
   };
-  FlatKeyMap by_class(key_length);
-  std::vector<Index> class_scratch;
+  std::map<std::vector<Index>, Index> by_class;
   std::vector<Index> key;
   for (int r = 0; r < a.size(); ++r) {
     key.clear();
@@ -237,9 +180,9 @@ std::vector<Index> StepPricer::collective_scratch(const RankBoxes& a, const Rank
         key.push_back(a[r].offset[d] - b[r].offset[d]);
       }
     }
-    const auto [id, fresh] = by_class.find_or_add(key.data());
-    if (fresh) class_scratch.push_back(rank_collective_scratch(a, b, kind, dims, r));
-    scratch[r] = class_scratch[id];
+    auto [it, fresh] = by_class.try_emplace(key, 0);
+    if (fresh) it->second = rank_collective_scratch(a, b, kind, dims, r);
+    scratch[r] = it->second;
   }
   return scratch;
 }

@@ -44,7 +44,7 @@ TransferClasses::Table TransferClasses::table(const Layout& own, const std::vect
       auto [first, last] = OverlapIndex::overlapping(other_chunks[d], c.begin, c.begin + c.size);
       pairs += static_cast<size_t>(last - first);
     }
-    dt.classes.reserve(pairs);
+    dt.classes.reserve(std::min<size_t>(pairs, 64));  // classes are few even where overlapping pairs are many
     for (const OverlapIndex::Chunk& c : own_chunks[d]) {
       auto [first, last] = OverlapIndex::overlapping(other_chunks[d], c.begin, c.begin + c.size);
       const int begin = static_cast<int>(dt.classes.size());
