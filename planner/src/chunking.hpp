@@ -53,36 +53,22 @@ inline Box chunk_of(const Box& region, int k, int i) {
   return c;
 }
 
-// One rank's scratch for one exchange step, stage by stage (aligned elements). The first few stages live inline
-// (pricers build one per rank and per class of ranks, most with one or two stages), the rest in a vector.
+// One rank's scratch for one exchange step, stage by stage (aligned elements).
 class StageScratch {
  public:
   explicit StageScratch(int element_size) : es_(element_size) {}
   // Empty again (keeping its memory, for pricers that reuse one per rank).
   void clear(int element_size) {
     es_ = element_size;
-    stages_ = 0;
-    more_.clear();
+    need_.clear();
   }
   // Accounts the scratch areas of one side of a transfer cut into k chunks (of `count` such transfers).
   void add_chunks(const Box& region, int k, Index count = 1) {
-    if (stages_ < k) {
-      for (int i = stages_; i < k; ++i) {
-        if (i < kInline)
-          inline_[i] = 0;
-        else
-          more_.push_back(0);
-      }
-      stages_ = k;
-    }
-    for (int i = 0; i < k; ++i) need(i) += aligned_elements(volume(chunk_of(region, k, i)), es_) * count;
+    if (static_cast<int>(need_.size()) < k) need_.resize(k, 0);
+    for (int i = 0; i < k; ++i) need_[i] += aligned_elements(volume(chunk_of(region, k, i)), es_) * count;
   }
-  bool pipelined() const { return stages_ > 1; }
-  Index slot() const {
-    Index s = 0;
-    for (int i = 0; i < stages_; ++i) s = std::max(s, need(i));
-    return s;
-  }
+  bool pipelined() const { return need_.size() > 1; }
+  Index slot() const { return need_.empty() ? 0 : *std::max_element(need_.begin(), need_.end()); }
   // Elements the step's scratch takes.
   Index total() const { return pipelined() ? 2 * slot() : slot(); }
   // Where stage i's areas start, relative to the step's scratch.
@@ -92,10 +78,10 @@ class StageScratch {
   // relative to the step's scratch. Taking more than was accounted is a bug (kInternal).
   class Cursor {
    public:
-    explicit Cursor(const StageScratch& scratch) : s_(scratch), used_(scratch.stages_, 0) {}
+    explicit Cursor(const StageScratch& scratch) : s_(scratch), used_(scratch.need_.size(), 0) {}
     Index take(int stage, Index elements) {
       const Index size = aligned_elements(elements, s_.es_);
-      if (stage < 0 || stage >= static_cast<int>(used_.size()) || used_[stage] + size > s_.need(stage))
+      if (stage < 0 || stage >= static_cast<int>(used_.size()) || used_[stage] + size > s_.need_[stage])
         fail(ErrorKind::kInternal, "lowering takes scratch the step geometry did not account for");
       const Index at = s_.stage_offset(stage) + used_[stage];
       used_[stage] += size;
@@ -108,14 +94,8 @@ class StageScratch {
   };
 
  private:
-  static constexpr int kInline = 4;
-  Index& need(int i) { return i < kInline ? inline_[i] : more_[i - kInline]; }
-  Index need(int i) const { return i < kInline ? inline_[i] : more_[i - kInline]; }
-
   int es_;
-  int stages_ = 0;
-  Index inline_[kInline] = {};
-  std::vector<Index> more_;  // stages kInline and on
+  std::vector<Index> need_;
 };
 
 }  // namespace reshard::detail
