@@ -46,9 +46,16 @@ bool is_empty(const Box& b) {
 
 Box intersect(const Box& a, const Box& b) {
   RESHARD_REQUIRE(a.ndim() == b.ndim(), "cannot intersect a ", a.ndim(), "-D box with a ", b.ndim(), "-D box");
-  Box r{Dims(a.ndim()), Dims(a.ndim())};
+  Box r{a.shape, a.shape};  // ndim() entries each, every one overwritten (copied, not zeroed and filled)
   for (int i = 0; i < a.ndim(); ++i) {
     const Index lo = std::max(a.offset[i], b.offset[i]);
+    Index end_a = 0, end_b = 0, fast = 0;  // in int64 where nothing overflows (every box of a layout)
+    if (try_add(a.offset[i], a.shape[i], end_a) && try_add(b.offset[i], b.shape[i], end_b) &&
+        try_sub(std::min(end_a, end_b), lo, fast)) {
+      r.offset[i] = lo;
+      r.shape[i] = std::max<Index>(0, fast);
+      continue;
+    }
     const Wide extent = std::max<Wide>(0, std::min(end_of(a, i), end_of(b, i)) - Wide(lo));
     RESHARD_REQUIRE(extent <= Wide(INT64_MAX), "the intersection of ", to_string(a), " and ", to_string(b),
                     " has an extent beyond 64 bits");

@@ -80,7 +80,10 @@ Layout::Layout(Mesh mesh, std::vector<Placement> placements, Dims global_shape)
   for (int d = 0; d < global_shape_.size(); ++d)
     RESHARD_REQUIRE(global_shape_[d] <= kMaxExtent, "tensor dim ", d, " has extent ", global_shape_[d],
                     " (at most 2^62)");
-  global_volume_ = global_shape_.product("tensor shape " + to_string(global_shape_));
+  global_volume_ = 1;  // the message is built only when the product overflows (layouts are built in planner loops)
+  for (int d = 0; d < global_shape_.size(); ++d)
+    if (!try_mul(global_volume_, global_shape_[d], global_volume_))
+      global_volume_ = global_shape_.product("tensor shape " + to_string(global_shape_));
   sharding_.assign(global_shape_.size(), {});
   strided_.assign(global_shape_.size(), false);
   for (int k = 0; k < mesh_.ndim(); ++k) {

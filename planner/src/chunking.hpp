@@ -57,6 +57,11 @@ inline Box chunk_of(const Box& region, int k, int i) {
 class StageScratch {
  public:
   explicit StageScratch(int element_size) : es_(element_size) {}
+  // Empty again (keeping its memory, for pricers that reuse one per rank).
+  void clear(int element_size) {
+    es_ = element_size;
+    need_.clear();
+  }
   // Accounts the scratch areas of one side of a transfer cut into k chunks (of `count` such transfers).
   void add_chunks(const Box& region, int k, Index count = 1) {
     if (static_cast<int>(need_.size()) < k) need_.resize(k, 0);

@@ -1,6 +1,7 @@
 #include "collective_search.hpp"
 
 #include <algorithm>
+#include <array>
 #include <queue>
 #include <unordered_map>
 
@@ -26,9 +27,13 @@ constexpr int kCountShift = 5 * kMaxDims;  // bits above the placements hold the
 constexpr int kStridedCodeBase = 1 + kMaxDims + 4;
 static_assert(kStridedCodeBase + 2 * kMaxDims <= 32, "placement codes must fit in 5 bits");
 
+// The best step found into a search state (its Step is built only for the route returned).
 struct Edge {
   Key prev = 0;
-  Step step;
+  StepKind kind = StepKind::kLocal;
+  int ndims = 0;
+  std::array<int, kMaxDims> dims{};
+  StepPrice price;
 };
 
 struct Visit {
@@ -57,6 +62,10 @@ class Search {
     for (const Layout* l : {&src, &dst})
       for (const Placement& p : l->placements())
         if (p.is_strided() && std::find(strided_.begin(), strided_.end(), p) == strided_.end()) strided_.push_back(p);
+    for (int k = 0; k < mesh.ndim(); ++k) options_.push_back(options(k));
+    placements_.reserve(64);  // a few dozen states on most meshes: no rehashing as they are found
+    boxes_.reserve(64);
+    visits_.reserve(64);
   }
 
   // Whether the search stopped at its work budget (run() then returned nullopt).
@@ -136,15 +145,19 @@ class Search {
   }
 
   void expand(Key from_key, double cost, int steps) {
-    const std::vector<Placement> from = placements_.at(placements_key(from_key));
+    // A reference: the map's elements stay where they are while try_edge inserts (unordered_map keeps references).
+    const std::vector<Placement>& from = placements_.at(placements_key(from_key));
     const std::vector<Placement>& target = dst_.placements();
+    std::vector<Placement>& to = to_;  // buffers reused by every edge (no allocation per edge)
+    std::vector<int>& dims = dims_;
     // Single mesh dims: every other placement.
     for (int k : movable_) {
-      for (const Placement& p : options(k)) {
+      for (const Placement& p : options_[k]) {
         if (p == from[k]) continue;
-        std::vector<Placement> to = from;
+        to = from;
         to[k] = p;
-        try_edge(from_key, from, to, {k}, cost, steps);
+        dims.assign(1, k);
+        try_edge(from_key, from, to, dims, cost, steps);
       }
     }
     // Flattened sets of mesh dims (2 or more), moving each dim to R or to its target placement: one NCCL
@@ -152,11 +165,11 @@ class Search {
     const int m = static_cast<int>(movable_.size());
     for (unsigned mask = 1; mask < (1u << m); ++mask) {
       if (__builtin_popcount(mask) < 2) continue;
-      std::vector<int> dims;
+      dims.clear();
       for (int j = 0; j < m; ++j)
         if (mask & (1u << j)) dims.push_back(movable_[j]);
       for (int variant = 0; variant < 2; ++variant) {
-        std::vector<Placement> to = from;
+        to = from;
         bool changed_all = true;
         for (int k : dims) {
           to[k] = variant == 0 ? Placement::replicate() : target[k];
@@ -209,7 +222,8 @@ class Search {
     v.cost = c;
     v.steps = s;
     v.has_edge = true;
-    v.edge = Edge{from_key, Step{*kind, dims, from, to, {}, price.us, price.bytes_moved}};
+    v.edge = Edge{from_key, *kind, static_cast<int>(dims.size()), {}, price};
+    std::copy(dims.begin(), dims.end(), v.edge.dims.begin());
     queue_.push({c, s, to_key});
   }
 
@@ -217,8 +231,16 @@ class Search {
     Route r;
     Key k = goal;
     while (visits_[k].has_edge) {
-      r.steps.push_back(PricedStep{visits_[k].edge.step, {}});
-      k = visits_[k].edge.prev;
+      const Edge& e = visits_[k].edge;
+      r.steps.push_back(PricedStep{Step{e.kind,
+                                        std::vector<int>(e.dims.begin(), e.dims.begin() + e.ndims),
+                                        placements_.at(placements_key(e.prev)),
+                                        placements_.at(placements_key(k)),
+                                        {},
+                                        e.price.us,
+                                        e.price.bytes_moved},
+                                   {}});
+      k = e.prev;
     }
     std::reverse(r.steps.begin(), r.steps.end());
     for (const PricedStep& s : r.steps) r.us += s.step.estimated_us;
@@ -230,6 +252,9 @@ class Search {
   const StepPricer& pricer_;
   std::optional<int> max_collectives_;
   std::vector<int> movable_;
+  std::vector<std::vector<Placement>> options_;  // per mesh dim: options(k)
+  std::vector<Placement> to_;                    // expand()'s buffers
+  std::vector<int> dims_;
   std::vector<Placement> strided_;  // the _StridedShard placements of the source and target, by code
   Index work_ = 0;
   bool exhausted_ = false;

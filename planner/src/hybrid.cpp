@@ -1,7 +1,7 @@
 #include "hybrid.hpp"
 
 #include <algorithm>
-#include <map>
+#include <unordered_map>
 
 #include "reshard/partial.hpp"
 #include "transitions.hpp"
@@ -126,7 +126,7 @@ class HybridSearch {
         }
         cur = next;
       }
-      if (valid && (!best_ || us < best_->us)) best_ = Route{steps, us};
+      if (valid && (!best_ || us < best_->us)) best_ = Route{std::move(steps), us};  // rebuilt next iteration
     } while (std::next_permutation(post.begin(), post.end()));
   }
 
@@ -154,7 +154,7 @@ class HybridSearch {
 
   // The p2p step between two placements, computed once per pair.
   const PricedStep* p2p_step(const std::vector<Placement>& x, const std::vector<Placement>& y) {
-    auto key = std::make_pair(placements_key(x), placements_key(y));
+    const PlacementsPair key{placements_key(x), placements_key(y)};
     auto it = p2p_cache_.find(key);
     if (it != p2p_cache_.end()) return &it->second;
     return &p2p_cache_.emplace(key, pricer_.p2p(cache_.overlap(x, y), transport_)).first->second;
@@ -167,7 +167,7 @@ class HybridSearch {
   std::string unavailable_;  // why a p2p step could not run on the transport (when no route was found)
   std::vector<int> changing_;
   LayoutCache& cache_;
-  std::map<std::pair<std::string, std::string>, PricedStep> p2p_cache_;
+  std::unordered_map<PlacementsPair, PricedStep, PlacementsPairHash> p2p_cache_;
   std::optional<Route> best_;
 };
 

@@ -2,10 +2,13 @@
 // searches (internal to the planner): on a 16k-rank mesh each costs a pass over every rank and megabytes.
 #pragma once
 
-#include <map>
+#include <algorithm>
+#include <array>
+#include <compare>
+#include <cstdint>
 #include <memory>
 #include <optional>
-#include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -16,16 +19,46 @@
 
 namespace reshard::detail {
 
-// A compact, exact key of a placement list (every field of every placement), built without formatting text.
-inline std::string placements_key(const std::vector<Placement>& ps) {
-  std::string key;
-  key.reserve(ps.size() * 4 * sizeof(int));
-  for (const Placement& p : ps) {
-    const int fields[4] = {static_cast<int>(p.kind()), p.dim(), p.split_factor(), static_cast<int>(p.op())};
-    key.append(reinterpret_cast<const char*>(fields), sizeof(fields));
+// A compact, exact key of a placement list (every field of every placement), built without allocating.
+struct PlacementsKey {
+  std::array<std::uint64_t, 2 * kMaxDims> words{};  // per placement: (kind, op), (dim, split factor)
+  int size = 0;
+
+  friend bool operator==(const PlacementsKey&, const PlacementsKey&) = default;
+  friend auto operator<=>(const PlacementsKey&, const PlacementsKey&) = default;
+  std::size_t hash(std::size_t h = 1469598103934665603ull) const {
+    for (int i = 0; i < 2 * size; ++i) h = (h ^ words[i]) * 1099511628211ull + (h >> 29);
+    return h ^ static_cast<std::size_t>(size);
+  }
+};
+
+inline PlacementsKey placements_key(const std::vector<Placement>& ps) {
+  PlacementsKey key;
+  key.size = static_cast<int>(ps.size());
+  if (key.size > kMaxDims) fail(ErrorKind::kInternal, "a placement list longer than the mesh's dims");
+  for (int i = 0; i < key.size; ++i) {
+    const Placement& p = ps[i];
+    key.words[2 * i] =
+        static_cast<std::uint64_t>(static_cast<std::uint32_t>(p.kind())) << 32 | static_cast<std::uint32_t>(p.op());
+    key.words[2 * i + 1] = static_cast<std::uint64_t>(static_cast<std::uint32_t>(p.dim())) << 32 |
+                           static_cast<std::uint32_t>(p.split_factor());
   }
   return key;
 }
+
+struct PlacementsKeyHash {
+  std::size_t operator()(const PlacementsKey& k) const { return k.hash(); }
+};
+
+// A pair of placement lists (a step's from and to).
+struct PlacementsPair {
+  PlacementsKey from, to;
+  friend bool operator==(const PlacementsPair&, const PlacementsPair&) = default;
+};
+
+struct PlacementsPairHash {
+  std::size_t operator()(const PlacementsPair& k) const { return k.to.hash(k.from.hash()); }
+};
 
 class LayoutCache {
  public:
@@ -40,46 +73,68 @@ class LayoutCache {
   // once per planning and pipeline chunk (the hybrid search runs once per transport over the same steps).
   std::optional<StepPrice> collective_step(const std::vector<Placement>& from, const std::vector<Placement>& to,
                                            StepKind kind, const std::vector<int>& dims, const StepPricer& pricer) {
-    std::string key = placements_key(from) + placements_key(to);
-    const int head[2] = {static_cast<int>(kind), static_cast<int>(dims.size())};
-    key.append(reinterpret_cast<const char*>(head), sizeof(head));
-    key.append(reinterpret_cast<const char*>(dims.data()), dims.size() * sizeof(int));
-    const Index chunk = pricer.chunk_bytes();
-    key.append(reinterpret_cast<const char*>(&chunk), sizeof(chunk));
+    const StepKey key = step_key(from, to, kind, dims, pricer);
     auto it = steps_.find(key);
     if (it != steps_.end()) return it->second;
     const RankBoxes &a = boxes(from), &b = boxes(to);
     std::optional<StepPrice> price;
     if (transition_valid(a, b, kind, dims)) price = pricer.collective(a, b, kind, dims);
-    steps_.emplace(std::move(key), price);
+    steps_.emplace(key, price);
     return price;
   }
 
   const OverlapIndex& overlap(const std::vector<Placement>& from, const std::vector<Placement>& to) {
-    auto key = std::make_pair(placements_key(from), placements_key(to));
+    PlacementsPair key{placements_key(from), placements_key(to)};
     auto it = overlaps_.find(key);
     if (it == overlaps_.end())
-      it = overlaps_
-               .emplace(std::move(key), OverlapIndex(shared_boxes(from), shared_boxes(to), topology_, element_size_))
-               .first;
+      it = overlaps_.emplace(key, OverlapIndex(shared_boxes(from), shared_boxes(to), topology_, element_size_)).first;
     return it->second;
   }
 
  private:
+  // A collective step: its placements, kind, mesh dims and the pricer's pipeline chunk.
+  struct StepKey {
+    PlacementsPair placements;
+    int kind = 0, ndims = 0;
+    std::array<int, kMaxDims> dims{};
+    Index chunk = 0;
+    friend bool operator==(const StepKey&, const StepKey&) = default;
+  };
+  struct StepKeyHash {
+    std::size_t operator()(const StepKey& k) const {
+      std::size_t h = PlacementsPairHash()(k.placements);
+      h = (h ^ static_cast<std::size_t>(k.kind * 31 + k.ndims)) * 1099511628211ull;
+      for (int i = 0; i < k.ndims; ++i) h = (h ^ static_cast<std::size_t>(k.dims[i])) * 1099511628211ull;
+      return h ^ static_cast<std::size_t>(k.chunk);
+    }
+  };
+
+  static StepKey step_key(const std::vector<Placement>& from, const std::vector<Placement>& to, StepKind kind,
+                          const std::vector<int>& dims, const StepPricer& pricer) {
+    StepKey key{{placements_key(from), placements_key(to)},
+                static_cast<int>(kind),
+                static_cast<int>(dims.size()),
+                {},
+                pricer.chunk_bytes()};
+    if (key.ndims > kMaxDims) fail(ErrorKind::kInternal, "a step on more mesh dims than the mesh has");
+    std::copy(dims.begin(), dims.end(), key.dims.begin());
+    return key;
+  }
+
   std::shared_ptr<const RankBoxes> shared_boxes(const std::vector<Placement>& placements) {
-    std::string key = placements_key(placements);
+    const PlacementsKey key = placements_key(placements);
     auto it = boxes_.find(key);
     if (it == boxes_.end())
-      it = boxes_.emplace(std::move(key), std::make_shared<const RankBoxes>(base_.with_placements(placements))).first;
+      it = boxes_.emplace(key, std::make_shared<const RankBoxes>(base_.with_placements(placements))).first;
     return it->second;
   }
 
   Layout base_;
   Topology topology_;
   int element_size_;
-  std::map<std::string, std::shared_ptr<const RankBoxes>> boxes_;
-  std::map<std::pair<std::string, std::string>, OverlapIndex> overlaps_;
-  std::map<std::string, std::optional<StepPrice>> steps_;
+  std::unordered_map<PlacementsKey, std::shared_ptr<const RankBoxes>, PlacementsKeyHash> boxes_;
+  std::unordered_map<PlacementsPair, OverlapIndex, PlacementsPairHash> overlaps_;
+  std::unordered_map<StepKey, std::optional<StepPrice>, StepKeyHash> steps_;
 };
 
 }  // namespace reshard::detail

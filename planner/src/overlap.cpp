@@ -91,8 +91,15 @@ void OverlapIndex::init() {
       int rank = rank_at(coord);
       holders_.emplace_back(topology.node_of(rank), rank);
     }
-    std::stable_sort(holders_.begin() + holders_begin_[b], holders_.end(),
-                     [](const auto& x, const auto& y) { return x.first < y.first; });
+    // By node, keeping the order of replicated coordinates within a node: a stable insertion sort where a block has
+    // few holders (std::stable_sort allocates a buffer per call), std::stable_sort otherwise.
+    const auto first = holders_.begin() + holders_begin_[b];
+    if (holders_.end() - first <= 32) {
+      for (auto i = first + 1; i < holders_.end(); ++i)
+        for (auto j = i; j != first && (j - 1)->first > j->first; --j) std::iter_swap(j - 1, j);
+    } else {
+      std::stable_sort(first, holders_.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+    }
   }
   holders_begin_[blocks] = static_cast<Index>(holders_.size());
 }
@@ -112,6 +119,7 @@ std::vector<OverlapIndex::ChunkList> OverlapIndex::chunk_lists(const Layout& lay
   for (int d = 0; d < layout.ndim(); ++d) {
     const std::vector<int>& dims = layout.sharding_mesh_dims(d);
     Index n = combos(mesh, dims);
+    lists[d].reserve(n);
     Dims coord(mesh.ndim(), 0);
     for (Index c = 0; c < n; ++c) {
       decode(mesh, dims, c, coord);
@@ -174,18 +182,34 @@ void OverlapIndex::visit_into(int dst_rank, Visit visit) const {
   const Box& target = dst_[dst_rank];
   if (dst_.volume(dst_rank) == 0) return;
   int nd = src().ndim();
-  std::vector<std::pair<const Chunk*, const Chunk*>> ranges(nd);
+  std::pair<const Chunk*, const Chunk*> ranges[kMaxDims];  // no allocation per rank
   for (int d = 0; d < nd; ++d) {
     ranges[d] = overlapping(src_chunks_[d], target.offset[d], target.offset[d] + target.shape[d]);
     if (ranges[d].first == ranges[d].second) return;
   }
-  std::vector<const Chunk*> at(nd);
+  const Chunk* at[kMaxDims];
   for (int d = 0; d < nd; ++d) at[d] = ranges[d].first;
+  // The source's sharding mesh dims of every tensor dim with their sizes, to decode chunk combos without calls.
+  struct Decoder {
+    int n = 0;
+    int dims[kMaxDims];
+    Index sizes[kMaxDims];
+  } decoders[kMaxDims];
+  for (int d = 0; d < nd; ++d)
+    for (int k : src().sharding_mesh_dims(d)) {
+      decoders[d].dims[decoders[d].n] = k;
+      decoders[d].sizes[decoders[d].n++] = mesh.shape()[k];
+    }
   Dims aligned = dst_coord;
   while (true) {
-    Box region{Dims(nd), Dims(nd)};
+    Box region{target.shape, target.shape};  // nd entries each, all overwritten below
     for (int d = 0; d < nd; ++d) {
-      set_combo(src(), d, at[d]->combo, aligned);
+      const Decoder& dec = decoders[d];
+      Index combo = at[d]->combo;
+      for (int j = dec.n - 1; j >= 0; --j) {
+        aligned[dec.dims[j]] = combo % dec.sizes[j];
+        combo /= dec.sizes[j];
+      }
       Index lo = std::max(at[d]->begin, target.offset[d]);
       Index hi = std::min(at[d]->begin + at[d]->size, target.offset[d] + target.shape[d]);
       region.offset[d] = lo;
@@ -212,12 +236,12 @@ void OverlapIndex::transfers_from(int src_rank, std::vector<Transfer>& out) cons
   const Box& block = src_[src_rank];
   if (src_.volume(src_rank) == 0) return;
   int nd = src().ndim();
-  std::vector<std::pair<const Chunk*, const Chunk*>> ranges(nd);
+  std::pair<const Chunk*, const Chunk*> ranges[kMaxDims];  // no allocation per rank
   for (int d = 0; d < nd; ++d) {
     ranges[d] = overlapping(dst_chunks_[d], block.offset[d], block.offset[d] + block.shape[d]);
     if (ranges[d].first == ranges[d].second) return;
   }
-  std::vector<const Chunk*> at(nd);
+  const Chunk* at[kMaxDims];
   for (int d = 0; d < nd; ++d) at[d] = ranges[d].first;
   Index free_count = combos(mesh, dst_free_dims_);
   Dims dst_coord = src_coord;
@@ -249,7 +273,11 @@ void OverlapIndex::transfers_from(int src_rank, std::vector<Transfer>& out) cons
 
 std::optional<Transfer> OverlapIndex::transfer_between(int src_rank, int dst_rank) const {
   if (src_.volume(src_rank) == 0 || dst_.volume(dst_rank) == 0) return std::nullopt;
-  const Box region = intersect(src_[src_rank], dst_[dst_rank]);
+  const Box &from = src_[src_rank], &to = dst_[dst_rank];
+  for (int d = 0; d < from.ndim(); ++d)  // most pairs are disjoint: find out before building the region
+    if (from.offset[d] >= to.offset[d] + to.shape[d] || to.offset[d] >= from.offset[d] + from.shape[d])
+      return std::nullopt;
+  const Box region = intersect(from, to);
   if (is_empty(region)) return std::nullopt;
   const Transfer t{src_rank, dst_rank, region, volume(region) * element_size_};
   if (roles_.kept.empty() && src_free_dims_.empty()) return t;  // the block's one holder sends it everywhere
@@ -268,21 +296,35 @@ std::optional<Transfer> OverlapIndex::transfer_between(int src_rank, int dst_ran
 
 std::vector<Transfer> OverlapIndex::all_transfers() const {
   // The destination side visits each transfer once; the source side would also visit destinations another
-  // replica serves.
-  // Destinations are visited in rank order, so a stable placement by source (a counting sort) orders by (src, dst).
+  // replica serves. Destinations are visited in rank order, so placing each transfer after those of lower source
+  // ranks (a counting sort) orders by (src, dst). Each transfer is enumerated once and moved once, in place.
   const int n = src().mesh().size();
   std::vector<Transfer> all;
-  for (int r = 0; r < n; ++r) transfers_into(r, all);
   std::vector<size_t> start(n + 1, 0);
-  for (const Transfer& t : all) ++start[t.src + 1];
+  auto add = [&](const Transfer& t) {
+    ++start[t.src + 1];
+    all.push_back(t);
+    return true;
+  };
+  visit_into(0, add);
+  all.reserve(all.size() * static_cast<size_t>(n));  // exact for layouts whose ranks receive alike
+  for (int r = 1; r < n; ++r) visit_into(r, add);
   for (int r = 0; r < n; ++r) start[r + 1] += start[r];
-  std::vector<size_t> to(all.size());  // where each transfer goes; applied in place, cycle by cycle
-  for (size_t i = 0; i < all.size(); ++i) to[i] = start[all[i].src]++;
-  for (size_t i = 0; i < all.size(); ++i)
-    while (to[i] != i) {
-      std::swap(all[i], all[to[i]]);
-      std::swap(to[i], to[to[i]]);
+  std::vector<size_t> from(all.size());  // from[j]: where the transfer that belongs at j is now
+  for (size_t i = 0; i < all.size(); ++i) from[start[all[i].src]++] = i;
+  for (size_t i = 0; i < all.size(); ++i) {  // cycle by cycle, each transfer moved once
+    if (from[i] == i) continue;
+    const Transfer first = all[i];
+    size_t j = i;
+    while (from[j] != i) {
+      const size_t k = from[j];
+      all[j] = all[k];
+      from[j] = j;
+      j = k;
     }
+    all[j] = first;
+    from[j] = j;
+  }
   return all;
 }
 

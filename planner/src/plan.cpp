@@ -349,6 +349,18 @@ void validate_plan(const PlanSpec& spec) {
 
 Plan::Plan(PlanSpec spec) : s_(std::move(spec)) { validate_plan(s_); }
 
+// What validate_plan checks beyond the planner's own input checks and the structure of its steps, in the same order
+// (so that both planners raise the same error): figures a profile sets, and reductions the dtype supports.
+Plan detail::trusted_plan(PlanSpec spec) {
+  for (const Layout* l : {&spec.src, &spec.dst})
+    for (int k = 0; k < l->mesh().ndim(); ++k)
+      if (l->placement(k).is_partial() && l->mesh().dim_size(k) > 1) require_reducible(spec.dtype, l->placement(k).op());
+  validate_metadata(spec);
+  RESHARD_REQUIRE(spec.copy_engine_min_row_bytes >= 0, "copy-engine minimum row bytes must be >= 0, got ",
+                  spec.copy_engine_min_row_bytes);
+  return Plan(std::move(spec), Plan::Trusted{});
+}
+
 Layout Plan::layout_before(size_t i) const { return step_layout(s_.src, s_.dst, s_.steps, i); }
 
 Layout step_layout(const Layout& src, const Layout& dst, const std::vector<Step>& steps, size_t i) {

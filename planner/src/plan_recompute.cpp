@@ -154,9 +154,14 @@ void recompute_summary(PlanSpec& spec, const Profile* profile) {
 }
 
 std::string route_text(const std::vector<Step>& steps) {
-  if (steps.empty()) return "";
-  std::string s = to_string(steps.front().from);
-  for (const Step& st : steps) {
+  return route_text(steps.size(), [&](size_t i) -> const Step& { return steps[i]; });
+}
+
+std::string route_text(size_t n, const std::function<const Step&(size_t)>& step) {
+  if (n == 0) return "";
+  std::string s = to_string(step(0).from);
+  for (size_t i = 0; i < n; ++i) {
+    const Step& st = step(i);
     s += " -";
     s += to_string(st.kind);
     if (st.kind == StepKind::kP2P && st.transport == Transport::kNvlink) s += st.fused ? "/nvlink-fused" : "/nvlink";

@@ -1,6 +1,8 @@
 // Plans that come from files: nothing in them is trusted that can be derived from their steps.
 #pragma once
 
+#include <functional>
+
 #include "reshard/plan.hpp"
 #include "reshard/profile.hpp"
 
@@ -20,5 +22,7 @@ void recompute_summary(PlanSpec& spec, const Profile* profile);
 
 // "S0,S1 -all_gather[1]-> S0,R -> ...": the route of a chain of steps (a candidate's `route`).
 std::string route_text(const std::vector<Step>& steps);
+// The same for n steps given by step(i) (the planner's priced steps, without copying them).
+std::string route_text(size_t n, const std::function<const Step&(size_t)>& step);
 
 }  // namespace reshard::detail

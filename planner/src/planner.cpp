@@ -48,6 +48,7 @@ class Planner {
   Plan build() {
     // Only the requested strategy is built (every one under auto): planning cost stays with what was asked.
     std::vector<Built> all;
+    all.reserve(5);  // collective, and p2p and hybrid on up to two transports
     for (Strategy s : {Strategy::kCollective, Strategy::kP2P, Strategy::kHybrid}) {
       if (options_.strategy != Strategy::kAuto && options_.strategy != s) continue;
       for (Transport t : s == Strategy::kCollective ? std::vector<Transport>{Transport::kNccl} : p2p_transports()) {
@@ -57,7 +58,7 @@ class Planner {
     }
     if (options_.memory_budget_bytes) fit_budget(all);
 
-    const Built* chosen = choose(all);
+    Built* chosen = &all[choose(all) - all.data()];  // its steps and every summary are moved into the plan
     PlanSpec spec;
     spec.src = src_;
     spec.dst = dst_;
@@ -73,10 +74,13 @@ class Planner {
     spec.estimated_us = chosen->summary.estimated_us;
     spec.bytes_moved = chosen->summary.bytes_moved;
     spec.peak_workspace_bytes = chosen->summary.peak_workspace_bytes;
-    for (const Built& b : all) spec.candidates.push_back(b.summary);
-    for (const detail::PricedStep& ps : chosen->steps) spec.steps.push_back(ps.step);
+    spec.candidates.reserve(all.size());
+    for (Built& b : all) spec.candidates.push_back(std::move(b.summary));
+    spec.steps.reserve(chosen->steps.size());
+    for (detail::PricedStep& ps : chosen->steps) spec.steps.push_back(std::move(ps.step));
     materialize_transfers(spec.steps);
-    return Plan(std::move(spec));
+    // The reference planner's plans are validated; the fast planner's must equal them (the equivalence test).
+    return reference_ ? Plan(std::move(spec)) : detail::trusted_plan(std::move(spec));
   }
 
  private:
@@ -209,14 +213,16 @@ class Planner {
 
   // p2p and hybrid plans communicate up to the target without the Partial placements it creates (`mid`), then
   // partition the value in a local step.
-  Layout communicated_target() const {
-    return csrc_.with_placements(without_created_partials(csrc_.mesh(), csrc_.placements(), cdst_.placements()));
+  const Layout& communicated_target() {
+    if (!mid_)  // computed once, on first use
+      mid_ = csrc_.with_placements(without_created_partials(csrc_.mesh(), csrc_.placements(), cdst_.placements()));
+    return *mid_;
   }
 
-  Route with_partition(Route r) const {
+  Route with_partition(Route r) {
     const std::vector<int> created = partial_roles(csrc_.mesh(), csrc_.placements(), cdst_.placements()).created;
     if (created.empty()) return r;
-    const std::vector<Placement> mid = communicated_target().placements();
+    const std::vector<Placement>& mid = communicated_target().placements();
     Step part{StepKind::kLocal, created, mid, cdst_.placements(), {}, 0, 0};
     part.estimated_us =
         pricer_.collective(RankBoxes(communicated_target()), RankBoxes(cdst_), StepKind::kLocal, created).us;
@@ -237,7 +243,7 @@ class Planner {
   }
 
   Built hybrid(const detail::StepPricer& pricer, Transport transport) {
-    const Layout mid = communicated_target();
+    const Layout& mid = communicated_target();
     if (csrc_.placements() == mid.placements()) return unavailable(Strategy::kHybrid, "nothing to communicate");
     std::string reason;
     std::optional<Route> r = detail::best_hybrid_route(csrc_, mid, pricer, transport, cache_, &reason);
@@ -274,9 +280,7 @@ class Planner {
     b.summary.peak_workspace_bytes = peak_workspace(b.steps, pricer);
     b.summary.fits_budget =
         !options_.memory_budget_bytes || b.summary.peak_workspace_bytes <= *options_.memory_budget_bytes;
-    std::vector<Step> steps;
-    for (const detail::PricedStep& ps : b.steps) steps.push_back(ps.step);
-    b.summary.route = detail::route_text(steps);
+    b.summary.route = detail::route_text(b.steps.size(), [&](size_t i) -> const Step& { return b.steps[i].step; });
   }
 
   const Built* choose(const std::vector<Built>& all) const {
@@ -334,6 +338,7 @@ class Planner {
   CostModel model_;
   detail::StepPricer pricer_;
   Layout csrc_, cdst_;
+  std::optional<Layout> mid_;  // communicated_target()
   detail::LayoutCache cache_;
 };
 

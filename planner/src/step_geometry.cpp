@@ -105,6 +105,29 @@ RankTransfers all_to_all_transfers(const RankBoxes& a, const RankBoxes& b, std::
   return t;
 }
 
+RankExchange all_to_all_exchange(const RankBoxes& a, const RankBoxes& b, std::span<const int> dims, int rank,
+                                 const ExchangeRules& rules, const Topology& topology) {
+  // The transfers all_to_all_transfers lists, accounted as rank_exchange accounts them (sums and maxima: the order
+  // does not matter), visiting the group's members row-major over `dims` without building the group.
+  RankExchange x(rules);
+  const Mesh& mesh = a.layout().mesh();
+  const int es = rules.element_size;
+  const Box &mine_a = a[rank], &mine_b = b[rank];
+  for_each_member(mesh, rank, dims, [&](int g, int) {
+    const Box out = intersect(mine_a, b[g]);
+    const Box in = intersect(a[g], mine_b);
+    if (g == rank) {
+      if (!is_empty(out)) x.local(Transfer{rank, rank, out, volume(out) * es}, mine_a, mine_b);
+    } else {
+      if (!is_empty(out))
+        x.send(Transfer{rank, g, out, volume(out) * es}, movement(out, mine_a, b[g], rules), topology.link(rank, g));
+      if (!is_empty(in))
+        x.receive(Transfer{g, rank, in, volume(in) * es}, movement(in, a[g], mine_b, rules), topology.link(g, rank));
+    }
+  });
+  return x;
+}
+
 RankExchange rank_exchange(const RankTransfers& t, const RankBoxes& a, const RankBoxes& b, int rank,
                            const ExchangeRules& rules, const Topology& topology) {
   RankExchange x(rules);
@@ -120,12 +143,12 @@ CollectiveScratch collective_scratch(StepKind kind, const RankBoxes& a, const Ra
                                      int rank) {
   CollectiveScratch s;
   if (kind == StepKind::kAllGather) {
-    const GatherGeometry g = gather_geometry(a, b, dims, rank);
+    const GroupShape g = gather_shape(a, b, dims, rank);
     if (!g.send_in_place) s.send = g.chunk;
-    if (!g.recv_in_place) s.recv = g.chunk * static_cast<Index>(g.group.size());
+    if (!g.recv_in_place) s.recv = g.chunk * static_cast<Index>(g.size);
   } else if (kind == StepKind::kReduceScatter) {
-    const ScatterGeometry g = scatter_geometry(a, b, dims, rank);
-    if (!g.send_in_place) s.send = g.chunk * static_cast<Index>(g.group.size());
+    const GroupShape g = scatter_shape(a, b, dims, rank);
+    if (!g.send_in_place) s.send = g.chunk * static_cast<Index>(g.size);
     if (!g.recv_in_place) s.recv = g.chunk;
   }
   return s;

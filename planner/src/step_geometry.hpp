@@ -59,6 +59,12 @@ Movement movement(const Box& region, const Box& sender_box, const Box& receiver_
 class RankExchange {
  public:
   explicit RankExchange(const ExchangeRules& rules) : rules_(rules), scratch_(rules.element_size) {}
+  // As if constructed anew with `rules` (keeping its memory).
+  void reset(const ExchangeRules& rules) {
+    rules_ = rules;
+    traffic_ = RankTraffic{};
+    scratch_.clear(rules.element_size);
+  }
 
   // A transfer this rank sends (over `link`), or receives, moving as `m` (movement() under this exchange's rules:
   // computed once per transfer by the caller, which accounts it on both of its ranks).
@@ -80,6 +86,11 @@ class RankExchange {
 // The transfers of an all_to_all among the rank's group over `dims`: region a(rank) ∩ b(g) to each member g.
 RankTransfers all_to_all_transfers(const RankBoxes& a, const RankBoxes& b, std::span<const int> dims, int rank,
                                    int element_size);
+
+// One rank's whole all_to_all exchange over `dims` (a -> b): the same as rank_exchange(all_to_all_transfers(...)),
+// without listing the transfers (the pricer's inner loops).
+RankExchange all_to_all_exchange(const RankBoxes& a, const RankBoxes& b, std::span<const int> dims, int rank,
+                                 const ExchangeRules& rules, const Topology& topology);
 
 // One rank's whole exchange (every transfer of `t`, on `topology`'s links).
 RankExchange rank_exchange(const RankTransfers& t, const RankBoxes& a, const RankBoxes& b, int rank,

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <map>
+#include <utility>
+#include <vector>
 
 #include "transfer_classes.hpp"
 #include "transitions.hpp"
@@ -9,10 +11,19 @@
 namespace reshard::detail {
 namespace {
 
-std::vector<int> representatives(const RankBoxes& boxes) {
-  std::vector<int> r{0, boxes.size() - 1, boxes.max_volume_rank()};
-  std::sort(r.begin(), r.end());
-  r.erase(std::unique(r.begin(), r.end()), r.end());
+// The first rank, the last and the lowest with the largest box, ascending and distinct (no allocation: pricing runs
+// in the searches' inner loops).
+struct Representatives {
+  int rank[3];
+  int n = 0;
+  const int* begin() const { return rank; }
+  const int* end() const { return rank + n; }
+};
+
+Representatives representatives(const RankBoxes& boxes) {
+  Representatives r{{0, boxes.size() - 1, boxes.max_volume_rank()}, 3};
+  std::sort(r.rank, r.rank + 3);
+  r.n = static_cast<int>(std::unique(r.rank, r.rank + 3) - r.rank);
   return r;
 }
 
@@ -42,7 +53,7 @@ StepPrice StepPricer::collective_wire(const RankBoxes& a, const RankBoxes& b, St
     case StepKind::kAllGather: {
       double pack = 0, unpack = 0;
       for (int r : representatives(a)) {
-        GatherGeometry g = gather_geometry(a, b, dims, r);
+        const GroupShape g = gather_shape(a, b, dims, r);
         if (!g.send_in_place) pack = std::max(pack, model_.copy_us(a.volume(r) * es_));
         if (!g.recv_in_place) unpack = std::max(unpack, model_.copy_us(g.chunk * n * es_));
       }
@@ -53,7 +64,7 @@ StepPrice StepPricer::collective_wire(const RankBoxes& a, const RankBoxes& b, St
     case StepKind::kReduceScatter: {
       double pack = 0, unpack = 0;
       for (int r : representatives(b)) {
-        ScatterGeometry s = scatter_geometry(a, b, dims, r);
+        const GroupShape s = scatter_shape(a, b, dims, r);
         if (!s.send_in_place) pack = std::max(pack, model_.copy_us(s.chunk * n * es_));
         if (!s.recv_in_place) unpack = std::max(unpack, model_.copy_us(b.volume(r) * es_));
       }
@@ -76,9 +87,8 @@ StepPrice StepPricer::collective_wire(const RankBoxes& a, const RankBoxes& b, St
         p.bytes_moved += (a.volume(r) - keep) * es_;
       }
       for (int r : representatives(a)) {
-        const RankTraffic t = rank_exchange(all_to_all_transfers(a, b, dims, r, es_), a, b, r,
-                                            exchange_rules(Transport::kNccl, false), model_.topology())
-                                  .traffic();
+        const RankTraffic t =
+            all_to_all_exchange(a, b, dims, r, exchange_rules(Transport::kNccl, false), model_.topology()).traffic();
         worst.peers_out = std::max(worst.peers_out, t.peers_out);
         worst.peers_in = std::max(worst.peers_in, t.peers_in);
         worst.pack_bytes = std::max(worst.pack_bytes, t.pack_bytes);
@@ -97,8 +107,7 @@ StepPrice StepPricer::collective_wire(const RankBoxes& a, const RankBoxes& b, St
 Index StepPricer::rank_collective_scratch(const RankBoxes& a, const RankBoxes& b, StepKind kind,
                                           std::span<const int> dims, int rank) const {
   if (kind == StepKind::kAllToAll)
-    return rank_exchange(all_to_all_transfers(a, b, dims, rank, es_), a, b, rank,
-                         exchange_rules(Transport::kNccl, false), model_.topology())
+    return all_to_all_exchange(a, b, dims, rank, exchange_rules(Transport::kNccl, false), model_.topology())
         .scratch()
         .total();
   return detail::collective_scratch(kind, a, b, dims, rank).total(es_);
@@ -188,10 +197,25 @@ PricedStep StepPricer::p2p(const OverlapIndex& index, Transport transport) const
   ps.step.transport = transport;
   // A step that reduces Partial contributions copies every received one out of scratch (the reduction).
   const ExchangeRules rules = exchange_rules(transport, index.partial_roles().contributions > 1);
+  const bool by_class = !reference_ && TransferClasses::applies(index);
+  if (by_class && transport == Transport::kNvlink) {
+    // Whether the step can run at all first: the lowest rank receiving across nodes names its first such transfer
+    // (as the class pricing would, rank by rank), before any class table is built.
+    const Topology& topology = model_.topology();
+    for (int r = 0; r < n; ++r) {
+      const std::optional<Transfer> t = index.first_transfer_into(
+          r, [&](const Transfer& x) { return !x.is_local() && topology.link(x.src, x.dst) != LinkClass::kIntraNode; });
+      if (t) {
+        ps.unavailable = cross_node_reason(*t);
+        return ps;
+      }
+    }
+  }
   std::vector<RankExchange>& ranks = ranks_;  // reused by the pricer's steps: one allocation per planning
-  ranks.assign(n, RankExchange(rules));
-  const bool complete = !reference_ && TransferClasses::applies(index) ? exchanges_by_class(index, rules, ranks, ps)
-                                                                       : exchanges_by_transfer(index, rules, ranks, ps);
+  ranks.resize(n, RankExchange(rules));
+  for (RankExchange& x : ranks) x.reset(rules);
+  const bool complete =
+      by_class ? exchanges_by_class(index, rules, ranks, ps) : exchanges_by_transfer(index, rules, ranks, ps);
   if (!complete) return ps;  // unavailable
   const bool one_sided = transport == Transport::kNvlink;
   ps.scratch.resize(n);
@@ -269,9 +293,11 @@ bool StepPricer::exchanges_by_class(const OverlapIndex& index, const ExchangeRul
   // Node by node: the transfers between the node's ranks (each pair asked once), then each rank's receiving side, in
   // rank order (so that an unavailable step names the transfer the enumeration would), then each one's sending side.
   std::vector<std::optional<Transfer>> near;  // near[i * p + j]: from the node's i-th rank to its j-th
+  std::vector<Movement> near_movement;        // its movement, found on the receiving side, used on the sending side
   for (int first = 0; first < n; first += topology.ranks_per_node) {
     const int p = std::min(n - first, topology.ranks_per_node);
     near.assign(static_cast<size_t>(p) * p, std::nullopt);
+    near_movement.resize(static_cast<size_t>(p) * p);
     for (int i = 0; i < p; ++i)
       for (int j = 0; j < p; ++j) near[i * p + j] = index.transfer_between(first + i, first + j);
     for (int j = 0; j < p; ++j) {
@@ -285,7 +311,8 @@ bool StepPricer::exchanges_by_class(const OverlapIndex& index, const ExchangeRul
           ranks[r].local(t, a[r], b[r]);
           continue;
         }
-        ranks[r].receive(t, movement(t.region, a[t.src], b[r], rules), LinkClass::kIntraNode);
+        near_movement[i * p + j] = movement(t.region, a[t.src], b[r], rules);
+        ranks[r].receive(t, near_movement[i * p + j], LinkClass::kIntraNode);
         ps.step.bytes_moved += t.bytes;
       }
       for (const TransferClass& c : cls) {
@@ -310,7 +337,7 @@ bool StepPricer::exchanges_by_class(const OverlapIndex& index, const ExchangeRul
         if (!near[i * p + j]) continue;
         const Transfer& t = *near[i * p + j];
         take_out(t, b[t.dst]);
-        if (!t.is_local()) ranks[s].send(t, movement(t.region, a[s], b[t.dst], rules), LinkClass::kIntraNode);
+        if (!t.is_local()) ranks[s].send(t, near_movement[i * p + j], LinkClass::kIntraNode);
       }
       for (const TransferClass& c : cls) {
         if (c.count == 0) continue;

@@ -37,19 +37,27 @@ TransferClasses::Table TransferClasses::table(const Layout& own, const std::vect
                                               const std::vector<OverlapIndex::Chunk>* other_chunks) {
   Table t(own.ndim());
   for (int d = 0; d < own.ndim(); ++d) {
-    t[d].resize(combo_count(own.mesh(), own.sharding_mesh_dims(d)));
+    DimTable& dt = t[d];
+    dt.of_combo.assign(combo_count(own.mesh(), own.sharding_mesh_dims(d)), {0, 0});
+    size_t pairs = 0;  // overlapping chunk pairs: at least as many as the classes
     for (const OverlapIndex::Chunk& c : own_chunks[d]) {
       auto [first, last] = OverlapIndex::overlapping(other_chunks[d], c.begin, c.begin + c.size);
-      DimClasses& classes = t[d][c.combo];
+      pairs += static_cast<size_t>(last - first);
+    }
+    dt.classes.reserve(std::min<size_t>(pairs, 64));  // classes are few even where overlapping pairs are many
+    for (const OverlapIndex::Chunk& c : own_chunks[d]) {
+      auto [first, last] = OverlapIndex::overlapping(other_chunks[d], c.begin, c.begin + c.size);
+      const int begin = static_cast<int>(dt.classes.size());
       for (const OverlapIndex::Chunk* o = first; o != last; ++o) {
         const Index overlap = std::min(o->begin + o->size, c.begin + c.size) - std::max(o->begin, c.begin);
-        auto same = std::find_if(classes.begin(), classes.end(),
+        auto same = std::find_if(dt.classes.begin() + begin, dt.classes.end(),
                                  [&](const DimClass& x) { return x.overlap == overlap && x.chunk == o->size; });
-        if (same == classes.end())
-          classes.push_back(DimClass{overlap, o->size, 1});
+        if (same == dt.classes.end())
+          dt.classes.push_back(DimClass{overlap, o->size, 1});
         else
           ++same->count;
       }
+      dt.of_combo[c.combo] = {begin, static_cast<int>(dt.classes.size())};
     }
   }
   return t;
@@ -61,23 +69,27 @@ void TransferClasses::product(const Layout& own, const Table& t, int rank, Index
   const Mesh& mesh = own.mesh();
   const Dims coord = mesh.coord_of(rank);
   const int nd = own.ndim();
-  const DimClasses* per_dim[kMaxDims];
+  const DimClass* per_dim[kMaxDims];
+  int sizes[kMaxDims];
   for (int d = 0; d < nd; ++d) {
-    per_dim[d] = &t[d][combo_of(mesh, own.sharding_mesh_dims(d), coord)];
-    if (per_dim[d]->empty()) return;  // the rank's box is empty: no transfers
+    const auto [begin, end] = t[d].of_combo[combo_of(mesh, own.sharding_mesh_dims(d), coord)];
+    if (begin == end) return;  // the rank's box is empty: no transfers
+    per_dim[d] = t[d].classes.data() + begin;
+    sizes[d] = end - begin;
   }
   int at[kMaxDims] = {};
+  const TransferClass zero{Box{Dims(nd), Dims(nd)}, Box{Dims(nd), Dims(nd)}, multiplicity};
   while (true) {
-    TransferClass c{Box{Dims(nd), Dims(nd)}, Box{Dims(nd), Dims(nd)}, multiplicity};
+    out.push_back(zero);
+    TransferClass& c = out.back();
     for (int d = 0; d < nd; ++d) {
-      const DimClass& x = (*per_dim[d])[at[d]];
+      const DimClass& x = per_dim[d][at[d]];
       c.region.shape[d] = x.overlap;
       c.other.shape[d] = x.chunk;
       c.count *= x.count;
     }
-    out.push_back(c);
     int d = nd - 1;
-    while (d >= 0 && ++at[d] == static_cast<int>(per_dim[d]->size())) at[d--] = 0;
+    while (d >= 0 && ++at[d] == sizes[d]) at[d--] = 0;
     if (d < 0) return;
   }
 }

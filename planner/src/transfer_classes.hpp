@@ -16,6 +16,7 @@
 // destination overlapping its block; otherwise the pricer enumerates transfers.
 #pragma once
 
+#include <utility>
 #include <vector>
 
 #include "reshard/overlap.hpp"
@@ -46,9 +47,13 @@ class TransferClasses {
   struct DimClass {
     Index overlap = 0, chunk = 0, count = 0;
   };
-  using DimClasses = std::vector<DimClass>;
-  // Per tensor dim, per chunk combo of one side (row-major over its sharding mesh dims): its DimClasses.
-  using Table = std::vector<std::vector<DimClasses>>;
+  // Per tensor dim: every chunk combo's DimClasses, back to back, and per combo (row-major over the side's sharding
+  // mesh dims) where they lie in it (an empty range for a combo without a chunk). Two allocations per dim.
+  struct DimTable {
+    std::vector<DimClass> classes;
+    std::vector<std::pair<int, int>> of_combo;  // [begin, end) in classes
+  };
+  using Table = std::vector<DimTable>;
 
   static Table table(const Layout& own, const std::vector<OverlapIndex::Chunk>* own_chunks,
                      const std::vector<OverlapIndex::Chunk>* other_chunks);

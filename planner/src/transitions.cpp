@@ -1,13 +1,14 @@
 #include "transitions.hpp"
 
 #include <algorithm>
+#include <array>
 
 namespace reshard::detail {
 namespace {
 
 // Calls f(coord) for every assignment of the mesh dims in `dims` (others left as in `base`).
 template <class F>
-void for_each_assignment(const Mesh& mesh, const std::vector<int>& dims, Dims base, F f) {
+void for_each_assignment(const Mesh& mesh, std::span<const int> dims, Dims base, F f) {
   for (int d : dims) base[d] = 0;
   while (true) {
     f(base);
@@ -31,44 +32,106 @@ Index overlap(const Interval& x, const Interval& y) {
   return std::max<Index>(0, std::min(x.end(), y.end()) - std::max(x.begin, y.begin));
 }
 
-// Intervals of tensor dim d for every assignment of the mesh dims sharding it, indexed row-major over them.
-std::vector<Interval> interval_table(const Layout& l, int d) {
-  const Mesh& mesh = l.mesh();
-  const std::vector<int>& dims = l.sharding_mesh_dims(d);
-  std::vector<Interval> table;
-  for_each_assignment(mesh, dims, Dims(mesh.ndim(), 0), [&](const Dims& c) { table.push_back(l.interval(d, c)); });
-  return table;
-}
+// Intervals of tensor dim d for every assignment of the mesh dims sharding it, indexed row-major over them. Small
+// tables (most meshes) live on the stack: transition checks run in the planner's inner loops.
+class IntervalTable {
+ public:
+  IntervalTable(const Layout& l, int d) {
+    size_t i = 0;
+    for_each(l, d, [&](const Dims& c) { data_[i++] = l.interval(d, c); });
+  }
+  // The same read off the boxes (a box holds every tensor dim's interval, an empty one included).
+  IntervalTable(const RankBoxes& boxes, int d) {
+    const Layout& l = boxes.layout();
+    const Mesh& mesh = l.mesh();
+    const std::vector<int>& dims = l.sharding_mesh_dims(d);
+    reserve(mesh, dims);
+    // The group over the sharding dims of the rank at coordinate 0 visits every combination, row-major.
+    const int origin = mesh.has_explicit_ranks() ? mesh.explicit_ranks()[0] : 0;
+    for_each_member(mesh, origin, dims, [&](int m, int j) {
+      const Box& b = boxes[m];
+      data_[j] = Interval{b.offset[d], b.shape[d]};
+    });
+  }
+  const Interval& operator[](Index i) const { return data_[i]; }
 
-Index table_index(const Mesh& mesh, const std::vector<int>& dims, const Dims& coord) {
+ private:
+  void reserve(const Mesh& mesh, const std::vector<int>& dims) {
+    size_t n = 1;
+    for (int k : dims) n *= static_cast<size_t>(mesh.shape()[k]);
+    if (n > kInline) {
+      heap_.resize(n);
+      data_ = heap_.data();
+    }
+  }
+  template <class F>
+  void for_each(const Layout& l, int d, F f) {
+    const Mesh& mesh = l.mesh();
+    const std::vector<int>& dims = l.sharding_mesh_dims(d);
+    reserve(mesh, dims);
+    for_each_assignment(mesh, dims, Dims(mesh.ndim(), 0), f);
+  }
+
+  static constexpr size_t kInline = 64;
+  Interval inline_[kInline];
+  std::vector<Interval> heap_;
+  Interval* data_ = inline_;
+};
+
+const Layout& layout_of(const Layout& l) { return l; }
+const Layout& layout_of(const RankBoxes& boxes) { return boxes.layout(); }
+
+// A few mesh dims (at most kMaxDims), without allocating.
+class DimList {
+ public:
+  void push_back(int k) { v_[n_++] = k; }
+  bool contains(int k) const { return std::find(begin(), end(), k) != end(); }
+  const int* begin() const { return v_.data(); }
+  const int* end() const { return v_.data() + n_; }
+  int* begin() { return v_.data(); }
+  int* end() { return v_.data() + n_; }
+  std::span<const int> span() const { return {v_.data(), static_cast<size_t>(n_)}; }
+
+ private:
+  std::array<int, kMaxDims> v_{};
+  int n_ = 0;
+};
+
+Index table_index(const Mesh& mesh, std::span<const int> dims, const Dims& coord) {
   Index i = 0;
-  for (int k : dims) i = i * mesh.dim_size(k) + coord[k];
+  for (int k : dims) i = i * mesh.shape()[k] + coord[k];
   return i;
 }
 
 // Per tensor dim: every b interval is covered by the union of the a intervals reachable by varying the
 // coordinates on `group_dims` (empty: the rank's own a interval).
-bool covered_per_dim(const Layout& a, const Layout& b, const std::vector<int>& group_dims) {
+// `A` and `B`: the layouts, or their boxes (IntervalTable reads either).
+template <class A, class B>
+bool covered_per_dim(const A& a_side, const B& b_side, std::span<const int> group_dims) {
+  const Layout& a = layout_of(a_side);
+  const Layout& b = layout_of(b_side);
   const Mesh& mesh = a.mesh();
   for (int d = 0; d < a.ndim(); ++d) {
     const std::vector<int>&sa = a.sharding_mesh_dims(d), &sb = b.sharding_mesh_dims(d);
-    std::vector<int> vary, fixed = sb;  // group dims that move the a interval; dims fixed by the rank itself
+    DimList vary, fixed;  // group dims that move the a interval; dims fixed by the rank itself
+    for (int k : sb)
+      if (!fixed.contains(k)) fixed.push_back(k);
     for (int k : sa) {
       if (std::find(group_dims.begin(), group_dims.end(), k) != group_dims.end())
         vary.push_back(k);
-      else
+      else if (!fixed.contains(k))
         fixed.push_back(k);
     }
     std::sort(fixed.begin(), fixed.end());
-    fixed.erase(std::unique(fixed.begin(), fixed.end()), fixed.end());
-    const std::vector<Interval> ta = interval_table(a, d), tb = interval_table(b, d);
+    const IntervalTable ta(a_side, d), tb(b_side, d);
     bool ok = true;
-    for_each_assignment(mesh, fixed, Dims(mesh.ndim(), 0), [&](const Dims& c) {
+    for_each_assignment(mesh, fixed.span(), Dims(mesh.ndim(), 0), [&](const Dims& c) {
       if (!ok) return;
       const Interval& want = tb[table_index(mesh, sb, c)];
       if (want.size == 0) return;
       Index got = 0;
-      for_each_assignment(mesh, vary, c, [&](const Dims& g) { got += overlap(ta[table_index(mesh, sa, g)], want); });
+      for_each_assignment(mesh, vary.span(), c,
+                          [&](const Dims& g) { got += overlap(ta[table_index(mesh, sa, g)], want); });
       ok = got == want.size;
     });
     if (!ok) return false;
@@ -77,7 +140,7 @@ bool covered_per_dim(const Layout& a, const Layout& b, const std::vector<int>& g
 }
 
 // Exact check by visiting every rank and every group member.
-bool covered_brute_force(const RankBoxes& a, const RankBoxes& b, const std::vector<int>& group_dims) {
+bool covered_brute_force(const RankBoxes& a, const RankBoxes& b, std::span<const int> group_dims) {
   const Mesh& mesh = a.layout().mesh();
   std::vector<int> group;
   for (int r = 0; r < mesh.size(); ++r) {
@@ -94,8 +157,8 @@ bool covered_brute_force(const RankBoxes& a, const RankBoxes& b, const std::vect
   return true;
 }
 
-std::vector<int> group_dims_of(StepKind kind, std::span<const int> dims) {
-  if (kind == StepKind::kAllGather || kind == StepKind::kAllToAll) return {dims.begin(), dims.end()};
+std::span<const int> group_dims_of(StepKind kind, std::span<const int> dims) {
+  if (kind == StepKind::kAllGather || kind == StepKind::kAllToAll) return dims;
   return {};
 }
 
@@ -123,7 +186,7 @@ std::optional<StepKind> transition_kind(const std::vector<Placement>& from, cons
 }
 
 bool transition_valid(const Layout& a, const Layout& b, StepKind kind, std::span<const int> dims) {
-  std::vector<int> group_dims = group_dims_of(kind, dims);
+  const std::span<const int> group_dims = group_dims_of(kind, dims);
   if (covered_per_dim(a, b, group_dims)) return true;
   // A per-dim miss is a real miss unless some b boxes are empty (an empty box needs nothing).
   if (!has_empty_interval(b)) return false;
@@ -131,36 +194,62 @@ bool transition_valid(const Layout& a, const Layout& b, StepKind kind, std::span
 }
 
 bool transition_valid(const RankBoxes& a, const RankBoxes& b, StepKind kind, std::span<const int> dims) {
-  std::vector<int> group_dims = group_dims_of(kind, dims);
-  if (covered_per_dim(a.layout(), b.layout(), group_dims)) return true;
+  const std::span<const int> group_dims = group_dims_of(kind, dims);
+  if (covered_per_dim(a, b, group_dims)) return true;
   if (!b.any_empty()) return false;
   return covered_brute_force(a, b, group_dims);
 }
 
 namespace {
 
-// Whether the boxes, back to back in order, are exactly `whole` (each one chunk long and contiguous in it).
-bool back_to_back(const Box& whole, Index whole_volume, const RankBoxes& boxes, const std::vector<int>& group,
-                  Index chunk) {
-  if (whole_volume != chunk * static_cast<Index>(group.size())) return false;
-  for (size_t j = 0; j < group.size(); ++j) {
-    const Box& x = boxes[group[j]];
-    if (boxes.volume(group[j]) != chunk || !contains(whole, x) || !is_contiguous_in(whole, x)) return false;
-    if (chunk != 0 && local_offset(whole, x) != static_cast<Index>(j) * chunk) return false;
-  }
-  return true;
+// Whether the group's boxes, back to back in group order, are exactly `whole` (each one chunk long and contiguous in
+// it).
+bool back_to_back(const Box& whole, Index whole_volume, const RankBoxes& boxes, int rank, std::span<const int> dims,
+                  int members, Index chunk) {
+  if (whole_volume != chunk * static_cast<Index>(members)) return false;
+  bool ok = true;
+  for_each_member(boxes.layout().mesh(), rank, dims, [&](int m, int j) {
+    if (!ok) return;
+    const Box& x = boxes[m];
+    if (boxes.volume(m) != chunk || !contains(whole, x) || !is_contiguous_in(whole, x))
+      ok = false;
+    else if (chunk != 0 && local_offset(whole, x) != static_cast<Index>(j) * chunk)
+      ok = false;
+  });
+  return ok;
 }
 
 }  // namespace
+
+GroupShape gather_shape(const RankBoxes& a, const RankBoxes& b, std::span<const int> dims, int rank) {
+  GroupShape g;
+  const Mesh& mesh = a.layout().mesh();
+  g.size = mesh.group_size(dims);
+  for_each_member(mesh, rank, dims, [&](int m, int) { g.chunk = std::max(g.chunk, a.volume(m)); });
+  g.send_in_place = a.volume(rank) == g.chunk;
+  g.recv_in_place = back_to_back(b[rank], b.volume(rank), a, rank, dims, g.size, g.chunk);
+  return g;
+}
+
+GroupShape scatter_shape(const RankBoxes& a, const RankBoxes& b, std::span<const int> dims, int rank) {
+  GroupShape s;
+  const Mesh& mesh = a.layout().mesh();
+  s.size = mesh.group_size(dims);
+  for_each_member(mesh, rank, dims, [&](int m, int) { s.chunk = std::max(s.chunk, b.volume(m)); });
+  s.send_in_place = back_to_back(a[rank], a.volume(rank), b, rank, dims, s.size, s.chunk);
+  s.recv_in_place = b.volume(rank) == s.chunk;
+  return s;
+}
 
 GatherGeometry gather_geometry(const RankBoxes& a, const RankBoxes& b, std::span<const int> dims, int rank) {
   GatherGeometry g;
   const Mesh& mesh = a.layout().mesh();
   g.group = mesh.group(rank, dims);
   g.index = mesh.group_index(rank, dims);
-  for (int m : g.group) g.chunk = std::max(g.chunk, a.volume(m));
-  g.send_in_place = a.volume(rank) == g.chunk;
-  g.recv_in_place = back_to_back(b[rank], b.volume(rank), a, g.group, g.chunk);
+  const GroupShape shape = gather_shape(a, b, dims, rank);
+  g.chunk = shape.chunk;
+  g.send_in_place = shape.send_in_place;
+  g.recv_in_place = shape.recv_in_place;
   return g;
 }
 
@@ -169,21 +258,27 @@ ScatterGeometry scatter_geometry(const RankBoxes& a, const RankBoxes& b, std::sp
   const Mesh& mesh = a.layout().mesh();
   s.group = mesh.group(rank, dims);
   s.index = mesh.group_index(rank, dims);
-  for (int m : s.group) s.chunk = std::max(s.chunk, b.volume(m));
-  s.send_in_place = back_to_back(a[rank], a.volume(rank), b, s.group, s.chunk);
-  s.recv_in_place = b.volume(rank) == s.chunk;
+  const GroupShape shape = scatter_shape(a, b, dims, rank);
+  s.chunk = shape.chunk;
+  s.send_in_place = shape.send_in_place;
+  s.recv_in_place = shape.recv_in_place;
   return s;
 }
 
 int group_size(const Mesh& mesh, std::span<const int> dims) { return mesh.group_size(dims); }
 
 LinkClass group_link(const Mesh& mesh, std::span<const int> dims, const Topology& topology) {
+  // The members of the groups of the first and last coordinates (mesh.group's order), visited without building lists.
   Dims last(mesh.ndim());
   for (int k = 0; k < mesh.ndim(); ++k) last[k] = mesh.dim_size(k) - 1;
-  for (int r : {mesh.rank_at(Dims(mesh.ndim())), mesh.rank_at(last)}) {  // the first and last coordinates' groups
-    std::vector<int> g = mesh.group(r, dims);
-    for (int m : g)
-      if (!topology.same_node(m, g.front())) return LinkClass::kInterNode;
+  for (int r : {mesh.rank_at(Dims(mesh.ndim())), mesh.rank_at(last)}) {
+    int front = -1;
+    bool spans = false;
+    for_each_member(mesh, r, dims, [&](int m, int) {
+      if (front < 0) front = m;
+      spans = spans || !topology.same_node(m, front);
+    });
+    if (spans) return LinkClass::kInterNode;
   }
   return LinkClass::kIntraNode;
 }

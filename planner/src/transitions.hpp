@@ -26,6 +26,17 @@ bool transition_valid(const Layout& a, const Layout& b, StepKind kind, std::span
 // The same check with the boxes at hand (faster when a layout has empty shards).
 bool transition_valid(const RankBoxes& a, const RankBoxes& b, StepKind kind, std::span<const int> dims);
 
+// A rank's group over `dims` in sizes and in-place flags only (what gather_geometry and scatter_geometry compute
+// besides the group's ranks): pricing asks for it in its inner loops, without listing the group.
+struct GroupShape {
+  int size = 0;                // members
+  Index chunk = 0;             // as GatherGeometry::chunk / ScatterGeometry::chunk
+  bool send_in_place = false;  // as in GatherGeometry / ScatterGeometry
+  bool recv_in_place = false;
+};
+GroupShape gather_shape(const RankBoxes& a, const RankBoxes& b, std::span<const int> dims, int rank);
+GroupShape scatter_shape(const RankBoxes& a, const RankBoxes& b, std::span<const int> dims, int rank);
+
 // One rank's side of an all_gather over `dims` (a -> b).
 struct GatherGeometry {
   std::vector<int> group;      // ranks, in group order
@@ -45,6 +56,36 @@ struct ScatterGeometry {
   bool recv_in_place = false;  // this rank's b box is exactly one chunk
 };
 ScatterGeometry scatter_geometry(const RankBoxes& a, const RankBoxes& b, std::span<const int> dims, int rank);
+
+// Calls f(member, j) for the j-th member of rank's group over `dims` (mesh.group's order: row-major over `dims`),
+// without listing the group.
+template <class F>
+void for_each_member(const Mesh& mesh, int rank, std::span<const int> dims, F f) {
+  const std::vector<int>& shape = mesh.shape();
+  const int nd = mesh.ndim();
+  const Dims coord = mesh.coord_of(rank);
+  Index stride[kMaxDims];
+  Index s = 1;
+  for (int k = nd - 1; k >= 0; --k) {
+    stride[k] = s;
+    s *= shape[k];
+  }
+  Index linear = 0;  // the first member's row-major position
+  for (int k = 0; k < nd; ++k) linear += coord[k] * stride[k];
+  for (int k : dims) linear -= coord[k] * stride[k];
+  const int m = static_cast<int>(dims.size());
+  Index at[kMaxDims] = {};
+  for (int j = 0;; ++j) {
+    f(mesh.has_explicit_ranks() ? mesh.explicit_ranks()[linear] : static_cast<int>(linear), j);
+    int i = m - 1;
+    while (i >= 0 && ++at[i] == shape[dims[i]]) {
+      linear -= (shape[dims[i]] - 1) * stride[dims[i]];
+      at[i--] = 0;
+    }
+    if (i < 0) return;
+    linear += stride[dims[i]];
+  }
+}
 
 // Size of the groups over `dims` and whether they span nodes (judged on the groups of the first and last rank).
 int group_size(const Mesh& mesh, std::span<const int> dims);

@@ -10,7 +10,7 @@ namespace reshard {
 
 class RankBoxes {
  public:
-  explicit RankBoxes(const Layout& layout);
+  explicit RankBoxes(Layout layout);  // a temporary layout is moved in, not copied
 
   const Layout& layout() const { return layout_; }
   int size() const { return static_cast<int>(boxes_.size()); }
