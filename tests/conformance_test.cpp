@@ -279,7 +279,20 @@ TEST(ConformanceStrided, EveryPyTorchCaseMatches) {
   const nlohmann::json fixture = nlohmann::json::parse(in);
   const auto& cases = fixture.at("cases");
   ASSERT_GE(cases.size(), 200u);
-  int checked_ranks = 0, checked_indices = 0;
+  int checked_ranks = 0, checked_indices = 0, inconsistent = 0;
+  // Whether PyTorch's redistributed indices of a rank have the extent and first index its local-shape function gives.
+  auto consistent = [](const nlohmann::json& r) {
+    const auto shape = r.at("local_shape").get<std::vector<Index>>();
+    const auto offset = r.at("global_offset").get<std::vector<Index>>();
+    if (std::find(shape.begin(), shape.end(), 0) != shape.end()) return false;
+    for (size_t d = 0; d < shape.size(); ++d) {
+      const auto ranges = r.at("indices").at(d).get<std::vector<std::vector<Index>>>();
+      Index held = 0;
+      for (const auto& iv : ranges) held += iv.at(1) - iv.at(0);
+      if (held != shape[d] || ranges.empty() || ranges.front().at(0) != offset[d]) return false;
+    }
+    return true;
+  };
   for (size_t i = 0; i < cases.size(); ++i) {
     const auto& c = cases[i];
     std::vector<Placement> placements;
@@ -296,8 +309,13 @@ TEST(ConformanceStrided, EveryPyTorchCaseMatches) {
           << "case " << i << " " << layout.str() << " rank " << rank;
       EXPECT_EQ(got.offset.vec(), r.at("global_offset").get<std::vector<Index>>())
           << "case " << i << " " << layout.str() << " rank " << rank;
-      // The global indices the rank holds after PyTorch's redistribute, as ranges per tensor dim.
-      if (r.contains("indices")) {
+      // The global indices the rank holds after PyTorch's redistribute, as ranges per tensor dim, where PyTorch agrees
+      // with itself: an empty local tensor has no indices to read back, and on some uneven layouts PyTorch 2.11's
+      // redistribute puts other rows on a rank than its _compute_local_shape_and_global_offset reports (which reshard
+      // follows, checked above); those ranks are counted, not compared.
+      if (r.contains("indices") && !consistent(r)) {
+        ++inconsistent;
+      } else if (r.contains("indices")) {
         const Dims coord = layout.mesh().coord_of(rank);
         for (int d = 0; d < layout.ndim(); ++d) {
           std::vector<std::vector<Index>> mine;
@@ -311,8 +329,10 @@ TEST(ConformanceStrided, EveryPyTorchCaseMatches) {
     }
   }
   EXPECT_GT(checked_ranks, 800);
+  EXPECT_GT(checked_indices, 800);
   std::cout << "strided fixture (" << fixture.value("source", "") << "): " << cases.size() << " cases, "
-            << checked_ranks << " ranks, " << checked_indices << " with PyTorch's redistributed indices\n";
+            << checked_ranks << " ranks, " << checked_indices << " with PyTorch's redistributed indices compared, "
+            << inconsistent << " where PyTorch's redistribute and its local shape disagree (or the shard is empty)\n";
 }
 
 }  // namespace

@@ -120,6 +120,31 @@ TEST_F(SharedGpu, EveryPairOnMeshes2And3And4And1x2And2x1) {
 // run_timed_rank's `finished`). 300 runs in 2.5 s on one H100, 2026-11-23.
 TEST_F(SharedGpu, EveryPairOnMesh2x2) { every_pair({2, 2}); }
 
+// Between meshes of one world (ranks outside a mesh hold nothing): every pair of R/S0/S1/P(sum) to R/S0/S1 through
+// the one-sided transport, separate and fused, every element checked.
+TEST_F(SharedGpu, EveryPairBetweenMeshes) {
+  struct Pair {
+    Mesh from, to;
+  };
+  const std::vector<Pair> pairs{{Mesh({2, 2}), Mesh({4})},
+                                {Mesh({4}), Mesh({2}, {1, 3}, 4)},
+                                {Mesh({2}), Mesh({1}, {1}, 2)},
+                                {Mesh({2}, {0, 1}, 4), Mesh({2}, {2, 3}, 4)}};
+  Index checked = 0;
+  int runs = 0;
+  for (const Pair& p : pairs)
+    for (const auto& from : with_partial(p.from.ndim()))
+      for (const auto& to : testing::all_placements(p.to.ndim(), 2))
+        for (const Dims& shape : {Dims{1, 1}, Dims{7, 5}}) {
+          for (const Plan& plan : one_sided_plans(Layout(p.from, from, shape), Layout(p.to, to, shape), DType::kF32)) {
+            if (verbose()) std::printf("  run %d: %s -> %s\n", runs, plan.src().str().c_str(), plan.dst().str().c_str());
+            checked += check(plan, 2, false);
+            ++runs;
+          }
+        }
+  std::printf("between meshes: %d runs, %lld elements checked\n", runs, static_cast<long long>(checked));
+}
+
 // Hundreds of runs back to back, eager and replayed from a CUDA graph: a flag protocol that re-armed too early, lost a
 // post or let a run overtake its predecessor shows up as a hang (timeout) or a wrong element.
 TEST_F(SharedGpu, ManyIterationsEagerAndGraph) {
