@@ -137,7 +137,8 @@ TEST_F(SharedGpu, EveryPairBetweenMeshes) {
       for (const auto& to : testing::all_placements(p.to.ndim(), 2))
         for (const Dims& shape : {Dims{1, 1}, Dims{7, 5}}) {
           for (const Plan& plan : one_sided_plans(Layout(p.from, from, shape), Layout(p.to, to, shape), DType::kF32)) {
-            if (verbose()) std::printf("  run %d: %s -> %s\n", runs, plan.src().str().c_str(), plan.dst().str().c_str());
+            if (verbose())
+              std::printf("  run %d: %s -> %s\n", runs, plan.src().str().c_str(), plan.dst().str().c_str());
             checked += check(plan, 2, false);
             ++runs;
           }

@@ -4,6 +4,7 @@
 #include <limits>
 #include <span>
 
+#include "mesh_coords.hpp"
 #include "plan_recompute.hpp"
 #include "reshard/partial.hpp"
 
@@ -12,26 +13,6 @@ namespace {
 
 // Memory budgets pipeline exchanges in chunks down to this size (as the same-mesh planner does).
 constexpr Index kMinChunkBytes = 256;
-
-void decode(const Mesh& mesh, const std::vector<int>& dims, Index index, Dims& coord) {
-  for (int j = static_cast<int>(dims.size()) - 1; j >= 0; --j) {
-    const Index n = mesh.dim_size(dims[j]);
-    coord[dims[j]] = index % n;
-    index /= n;
-  }
-}
-
-Index encode(const Mesh& mesh, const std::vector<int>& dims, const Dims& coord) {
-  Index index = 0;
-  for (int k : dims) index = index * mesh.dim_size(k) + coord[k];
-  return index;
-}
-
-Index combos(const Mesh& mesh, const std::vector<int>& dims) {
-  Index n = 1;
-  for (int k : dims) n *= mesh.dim_size(k);
-  return n;
-}
 
 // The source side of the transfer rule: blocks, their holders, and per tensor dim the source's chunks.
 class CrossOverlap {
@@ -251,8 +232,7 @@ PricedStep price_cross_mesh_p2p(const StepPricer& pricer, const RankBoxes& a, co
     }
     const LinkClass link = model.topology().link(t.src, t.dst);
     if (one_sided && link != LinkClass::kIntraNode) {
-      ps.unavailable =
-          cat("nvlink moves data within a node only; rank ", t.src, " sends to rank ", t.dst, " on another node");
+      ps.unavailable = StepPricer::cross_node_reason(t);
       return ps;
     }
     const Movement m = movement(t.region, a[t.src], b[t.dst], rules);
@@ -260,26 +240,7 @@ PricedStep price_cross_mesh_p2p(const StepPricer& pricer, const RankBoxes& a, co
     ranks[t.dst].receive(t, m, link);
     ps.step.bytes_moved += t.bytes;
   }
-  ps.scratch.resize(n);
-  double fused_us = 0;
-  int most_peers = 0;
-  for (int r = 0; r < n; ++r) {
-    ps.scratch[r] = ranks[r].scratch().total();
-    const RankTraffic& t = ranks[r].traffic();
-    ps.step.estimated_us =
-        std::max(ps.step.estimated_us, one_sided ? model.one_sided_rank_us(t) : model.exchange_rank_us(t, false));
-    if (one_sided) fused_us = std::max(fused_us, model.fused_rank_us(t));
-    most_peers = std::max({most_peers, t.peers_in, t.peers_out});
-  }
-  if (ps.step.bytes_moved > 0)
-    ps.step.estimated_us =
-        one_sided ? model.one_sided_with_overhead(ps.step.estimated_us) : model.with_overhead(ps.step.estimated_us);
-  const bool fusable = one_sided && !reduces && ps.step.bytes_moved > 0 && most_peers <= kMaxFusedPeers;
-  if (fusable && pricer.fusion() != Fusion::kNever &&
-      (pricer.fusion() == Fusion::kAlways || fused_us < ps.step.estimated_us)) {
-    ps.step.fused = true;
-    ps.step.estimated_us = fused_us;
-  }
+  pricer.finish_p2p(ranks, rules, ps);
   return ps;
 }
 

@@ -3,9 +3,14 @@
 #include <algorithm>
 
 #include "cross_mesh.hpp"
+#include "mesh_coords.hpp"
 
 namespace reshard {
 namespace {
+
+using detail::combos;
+using detail::decode;
+using detail::encode;
 
 // Mesh dims (size > 1) whose coordinates select no block: where the layout is Replicate, or (`with_partial`) Partial.
 std::vector<int> free_mesh_dims(const Layout& l, bool with_partial) {
@@ -15,27 +20,6 @@ std::vector<int> free_mesh_dims(const Layout& l, bool with_partial) {
     if ((p.is_replicate() || (with_partial && p.is_partial())) && l.mesh().dim_size(k) > 1) dims.push_back(k);
   }
   return dims;
-}
-
-Index combos(const Mesh& mesh, const std::vector<int>& dims) {
-  Index n = 1;
-  for (int k : dims) n *= mesh.dim_size(k);
-  return n;
-}
-
-// Row-major decode of `index` into the coordinates of `dims`.
-void decode(const Mesh& mesh, const std::vector<int>& dims, Index index, Dims& coord) {
-  for (int j = static_cast<int>(dims.size()) - 1; j >= 0; --j) {
-    Index n = mesh.dim_size(dims[j]);
-    coord[dims[j]] = index % n;
-    index /= n;
-  }
-}
-
-Index encode(const Mesh& mesh, const std::vector<int>& dims, const Dims& coord) {
-  Index index = 0;
-  for (int k : dims) index = index * mesh.dim_size(k) + coord[k];
-  return index;
 }
 
 }  // namespace

@@ -217,7 +217,13 @@ PricedStep StepPricer::p2p(const OverlapIndex& index, Transport transport) const
   const bool complete =
       by_class ? exchanges_by_class(index, rules, ranks, ps) : exchanges_by_transfer(index, rules, ranks, ps);
   if (!complete) return ps;  // unavailable
-  const bool one_sided = transport == Transport::kNvlink;
+  finish_p2p(ranks, rules, ps);
+  return ps;
+}
+
+void StepPricer::finish_p2p(const std::vector<RankExchange>& ranks, const ExchangeRules& rules, PricedStep& ps) const {
+  const int n = static_cast<int>(ranks.size());
+  const bool one_sided = rules.transport == Transport::kNvlink;
   ps.scratch.resize(n);
   double fused_us = 0;  // the step as one kernel per rank (one-sided steps without reductions)
   int most_peers = 0;
@@ -237,7 +243,6 @@ PricedStep StepPricer::p2p(const OverlapIndex& index, Transport transport) const
     ps.step.fused = true;
     ps.step.estimated_us = fused_us;
   }
-  return ps;
 }
 
 std::string StepPricer::cross_node_reason(const Transfer& t) {

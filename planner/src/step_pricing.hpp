@@ -65,6 +65,11 @@ class StepPricer {
 
   // The exchange rules of this pricer's steps (transport, element size, chunking, copy-engine rule).
   ExchangeRules exchange_rules(Transport transport, bool reduces) const;
+  // A p2p step's figures from every rank's exchange (ps.step.bytes_moved filled in): its scratch per rank, its time
+  // (the slowest rank plus the step's overhead) and, for one-sided steps, whether it runs fused (one kernel per rank).
+  void finish_p2p(const std::vector<RankExchange>& ranks, const ExchangeRules& rules, PricedStep& ps) const;
+  // Why an nvlink step cannot carry a transfer between nodes.
+  static std::string cross_node_reason(const Transfer& t);
 
  private:
   // Fill every rank's exchange and the step's bytes; false (with ps.unavailable set) when the step cannot run.
@@ -72,7 +77,6 @@ class StepPricer {
                              PricedStep& ps) const;
   bool exchanges_by_class(const OverlapIndex& index, const ExchangeRules& rules, std::vector<RankExchange>& ranks,
                           PricedStep& ps) const;
-  static std::string cross_node_reason(const Transfer& t);
   Index rank_collective_scratch(const RankBoxes& a, const RankBoxes& b, StepKind kind, std::span<const int> dims,
                                 int rank) const;
 
