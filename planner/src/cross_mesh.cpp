@@ -217,11 +217,7 @@ PricedStep price_cross_mesh_p2p(const StepPricer& pricer, const RankBoxes& a, co
                                 const std::vector<Transfer>& all, Transport transport, bool reduces) {
   const CostModel& model = pricer.model();
   const int n = a.size();
-  PricedStep ps;
-  ps.step.kind = StepKind::kP2P;
-  ps.step.from = a.layout().placements();
-  ps.step.to = b.layout().placements();
-  ps.step.transport = transport;
+  PricedStep ps = StepPricer::p2p_step(a, b, transport);
   const ExchangeRules rules = pricer.exchange_rules(transport, reduces);
   const bool one_sided = transport == Transport::kNvlink;
   std::vector<RankExchange> ranks(n, RankExchange(rules));

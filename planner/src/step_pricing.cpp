@@ -187,14 +187,19 @@ std::vector<Index> StepPricer::collective_scratch(const RankBoxes& a, const Rank
   return scratch;
 }
 
-PricedStep StepPricer::p2p(const OverlapIndex& index, Transport transport) const {
-  const RankBoxes &a = index.src_boxes(), &b = index.dst_boxes();
-  const int n = a.size();
+PricedStep StepPricer::p2p_step(const RankBoxes& a, const RankBoxes& b, Transport transport) {
   PricedStep ps;
   ps.step.kind = StepKind::kP2P;
   ps.step.from = a.layout().placements();
   ps.step.to = b.layout().placements();
   ps.step.transport = transport;
+  return ps;
+}
+
+PricedStep StepPricer::p2p(const OverlapIndex& index, Transport transport) const {
+  const RankBoxes &a = index.src_boxes(), &b = index.dst_boxes();
+  const int n = a.size();
+  PricedStep ps = p2p_step(a, b, transport);
   // A step that reduces Partial contributions copies every received one out of scratch (the reduction).
   const ExchangeRules rules = exchange_rules(transport, index.partial_roles().contributions > 1);
   const bool by_class = !reference_ && TransferClasses::applies(index);

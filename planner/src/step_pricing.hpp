@@ -65,6 +65,8 @@ class StepPricer {
 
   // The exchange rules of this pricer's steps (transport, element size, chunking, copy-engine rule).
   ExchangeRules exchange_rules(Transport transport, bool reduces) const;
+  // A p2p step from `a`'s placements to `b`'s on `transport`, before pricing.
+  static PricedStep p2p_step(const RankBoxes& a, const RankBoxes& b, Transport transport);
   // A p2p step's figures from every rank's exchange (ps.step.bytes_moved filled in): its scratch per rank, its time
   // (the slowest rank plus the step's overhead) and, for one-sided steps, whether it runs fused (one kernel per rank).
   void finish_p2p(const std::vector<RankExchange>& ranks, const ExchangeRules& rules, PricedStep& ps) const;
