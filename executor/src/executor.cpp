@@ -67,7 +67,8 @@ Executor::Executor(const PlanBatch& batch, Communicator& comm, Device& device, E
   const Range range(device_, "reshard prepare");
   const Mesh& mesh = batch.mesh();
   RESHARD_REQUIRE(comm.size() == mesh.world_size(), "the communicator has ", comm.size(), " ranks but the ",
-                  batch.size() == 1 ? "plan" : "batch", "'s mesh ", mesh.str(), " is in a world of ", mesh.world_size());
+                  batch.size() == 1 ? "plan" : "batch", "'s mesh ", mesh.str(), " is in a world of ",
+                  mesh.world_size());
   program_ = lower(batch, comm.rank(), LowerOptions{options.stage_overlap, options.coalesce_max_bytes});
   sizes_and_workspace();
   if (batch.size() == 1) {

@@ -354,7 +354,8 @@ Plan::Plan(PlanSpec spec) : s_(std::move(spec)) { validate_plan(s_); }
 Plan detail::trusted_plan(PlanSpec spec) {
   for (const Layout* l : {&spec.src, &spec.dst})
     for (int k = 0; k < l->mesh().ndim(); ++k)
-      if (l->placement(k).is_partial() && l->mesh().dim_size(k) > 1) require_reducible(spec.dtype, l->placement(k).op());
+      if (l->placement(k).is_partial() && l->mesh().dim_size(k) > 1)
+        require_reducible(spec.dtype, l->placement(k).op());
   validate_metadata(spec);
   RESHARD_REQUIRE(spec.copy_engine_min_row_bytes >= 0, "copy-engine minimum row bytes must be >= 0, got ",
                   spec.copy_engine_min_row_bytes);

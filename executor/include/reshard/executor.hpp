@@ -27,7 +27,7 @@ namespace reshard {
 struct ExecutorOptions {
   std::chrono::milliseconds timeout{std::chrono::seconds(120)};  // for wait(): a stuck peer aborts instead of hanging
   bool trace = false;  // record events around each step's phases; read them with step_times() after wait()
-  StageOverlap stage_overlap = StageOverlap::kLanes;  // how pipelined exchanges run their stages (program.hpp)
+  StageOverlap stage_overlap = StageOverlap::kLanes;    // how pipelined exchanges run their stages (program.hpp)
   Index coalesce_max_bytes = kDefaultCoalesceMaxBytes;  // batches: smaller messages are staged to join (program.hpp)
   // Receives one line per event: the plan this rank prepared and, after wait() of a traced run, its per-step
   // times. Unset: the environment variable RESHARD_LOG=1 sends them to stderr; otherwise nothing is logged.

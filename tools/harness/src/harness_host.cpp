@@ -165,7 +165,8 @@ namespace reshard {
 
 RunResult run_batch(const PlanBatch& batch, const RunOptions& options) {
   if (options.backend == Backend::kHost) check_memory(memory_need(batch, Backend::kHost), Backend::kHost, {});
-  return LocalRunner(options.backend, batch.mesh().world_size(), options.timeout, options.nccl_mode).run(batch, options);
+  return LocalRunner(options.backend, batch.mesh().world_size(), options.timeout, options.nccl_mode)
+      .run(batch, options);
 }
 
 }  // namespace reshard

@@ -139,8 +139,8 @@ MemoryNeed memory_need(const PlanBatch& batch, Backend backend, std::optional<in
     staging = checked_add(staging, plan->peak_workspace_bytes(), "a batch's memory");
   }
   if (backend == Backend::kHost) {
-    sum.host_bytes =
-        checked_add(sum.host_bytes, checked_mul(staging, batch.mesh().world_size(), "a batch's memory"), "a batch's memory");
+    sum.host_bytes = checked_add(sum.host_bytes, checked_mul(staging, batch.mesh().world_size(), "a batch's memory"),
+                                 "a batch's memory");
     sum.host_detail = fmt::format("{} tensors' needs summed, plus staging", batch.size());
   } else {
     sum.device_bytes = checked_add(sum.device_bytes, staging, "a batch's memory");

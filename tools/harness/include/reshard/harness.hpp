@@ -39,7 +39,7 @@ struct RunOptions {
   bool cuda_graph = false;  // capture one run in a CUDA graph and time its replays (NCCL backend)
   bool trace = false;       // one more run with per-step event timings (RunResult::steps)
   NcclMode nccl_mode = NcclMode::kNonBlocking;
-  StageOverlap stage_overlap = StageOverlap::kLanes;  // how pipelined steps run their stages (executor.hpp)
+  StageOverlap stage_overlap = StageOverlap::kLanes;    // how pipelined steps run their stages (executor.hpp)
   Index coalesce_max_bytes = kDefaultCoalesceMaxBytes;  // batches: smaller messages are staged to join (program.hpp)
   // Testing aid (NCCL backend): the process of rank `fault_rank` exits abruptly (std::_Exit(3)) at `fault_point`, as
   // a crashed rank would, so that tests can check the other ranks fail within their timeout instead of hanging.
