@@ -61,6 +61,20 @@ py::list result_of(RankArrays& arrays) {
   return result;
 }
 
+// Runs body(rank, comm, device) for every rank of a host world of n ranks, each on its own thread.
+template <class Body>
+void on_host_ranks(int n, Body body) {
+  HostWorld world(n);
+  run_ranks(
+      n,
+      [&](int r) {
+        HostCommunicator comm(world, r);
+        HostDevice device;
+        body(r, comm, device);
+      },
+      &world);
+}
+
 py::list run_host(const PlanArgs& args, const py::list& shards) {
   PlanRequest req = make_plan_request(args);
   const int n = req.src.mesh().world_size();
@@ -68,17 +82,11 @@ py::list run_host(const PlanArgs& args, const py::list& shards) {
   {
     py::gil_scoped_release release;
     const Plan plan = make_plan(req.src, req.dst, req.dtype, req.options);
-    HostWorld world(n);
-    run_ranks(
-        n,
-        [&](int r) {
-          HostCommunicator comm(world, r);
-          HostDevice device;
-          Redistributor redistributor(plan, comm, device);
-          redistributor.run(arrays.in_ptrs[r], arrays.out_ptrs[r], nullptr);
-          redistributor.wait(nullptr);
-        },
-        &world);
+    on_host_ranks(n, [&](int r, HostCommunicator& comm, HostDevice& device) {
+      Redistributor redistributor(plan, comm, device);
+      redistributor.run(arrays.in_ptrs[r], arrays.out_ptrs[r], nullptr);
+      redistributor.wait(nullptr);
+    });
   }
   return result_of(arrays);
 }
@@ -115,23 +123,17 @@ py::list run_host_batch(const std::vector<PlanArgs>& args, const py::list& shard
       }
     }
     const PlanBatch batch(std::move(plans));
-    HostWorld world(n);
-    run_ranks(
-        n,
-        [&](int r) {
-          HostCommunicator comm(world, r);
-          HostDevice device;
-          BatchRedistributor redistributor(batch, comm, device);
-          std::vector<const void*> in;
-          std::vector<void*> out;
-          for (RankArrays& a : arrays) {
-            in.push_back(a.in_ptrs[r]);
-            out.push_back(a.out_ptrs[r]);
-          }
-          redistributor.run(in, out, nullptr);
-          redistributor.wait(nullptr);
-        },
-        &world);
+    on_host_ranks(n, [&](int r, HostCommunicator& comm, HostDevice& device) {
+      BatchRedistributor redistributor(batch, comm, device);
+      std::vector<const void*> in;
+      std::vector<void*> out;
+      for (RankArrays& a : arrays) {
+        in.push_back(a.in_ptrs[r]);
+        out.push_back(a.out_ptrs[r]);
+      }
+      redistributor.run(in, out, nullptr);
+      redistributor.wait(nullptr);
+    });
   }
   py::list result;
   for (RankArrays& a : arrays) result.append(result_of(a));
