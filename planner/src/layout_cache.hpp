@@ -83,6 +83,17 @@ class LayoutCache {
     return price;
   }
 
+  // Every rank's scratch for the collective or local step from -> to of `kind` on `dims`; computed once per planning
+  // and pipeline chunk (candidates share steps).
+  const std::vector<Index>& collective_scratch(const std::vector<Placement>& from, const std::vector<Placement>& to,
+                                               StepKind kind, const std::vector<int>& dims, const StepPricer& pricer) {
+    const StepKey key = step_key(from, to, kind, dims, pricer);
+    auto it = scratch_.find(key);
+    if (it == scratch_.end())
+      it = scratch_.emplace(key, pricer.collective_scratch(boxes(from), boxes(to), kind, dims)).first;
+    return it->second;
+  }
+
   const OverlapIndex& overlap(const std::vector<Placement>& from, const std::vector<Placement>& to) {
     PlacementsPair key{placements_key(from), placements_key(to)};
     auto it = overlaps_.find(key);
@@ -135,6 +146,7 @@ class LayoutCache {
   std::unordered_map<PlacementsKey, std::shared_ptr<const RankBoxes>, PlacementsKeyHash> boxes_;
   std::unordered_map<PlacementsPair, OverlapIndex, PlacementsPairHash> overlaps_;
   std::unordered_map<StepKey, std::optional<StepPrice>, StepKeyHash> steps_;
+  std::unordered_map<StepKey, std::vector<Index>, StepKeyHash> scratch_;
 };
 
 }  // namespace reshard::detail

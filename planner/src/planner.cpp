@@ -251,19 +251,21 @@ class Planner {
   }
 
   // Peak workspace over ranks, laid out as the lowering does (step_geometry.hpp's WorkspaceLayout).
-  Index peak_workspace(std::vector<detail::PricedStep>& steps, const detail::StepPricer& pricer) {
+  Index peak_workspace(const std::vector<detail::PricedStep>& steps, const detail::StepPricer& pricer) {
     const int es = element_size(dtype_);
     const int n = src_.mesh().size();
-    for (detail::PricedStep& ps : steps)
-      if (ps.scratch.empty())
-        ps.scratch = pricer.collective_scratch(boxes(ps.step.from), boxes(ps.step.to), ps.step.kind, ps.step.mesh_dims);
+    std::vector<const std::vector<Index>*> scratch_of;  // every step's scratch per rank (p2p steps carry theirs)
+    for (const detail::PricedStep& ps : steps)
+      scratch_of.push_back(ps.scratch.empty() ? &cache_.collective_scratch(ps.step.from, ps.step.to, ps.step.kind,
+                                                                           ps.step.mesh_dims, pricer)
+                                              : &ps.scratch);
     std::vector<const RankBoxes*> after;
     for (size_t i = 0; i + 1 < steps.size(); ++i) after.push_back(&boxes(steps[i].step.to));
     Index peak = 0;
     std::vector<Index> intermediate(after.size());
     for (int r = 0; r < n; ++r) {
       Index scratch = 0;
-      for (const detail::PricedStep& ps : steps) scratch = std::max(scratch, ps.scratch[r]);
+      for (const std::vector<Index>* s : scratch_of) scratch = std::max(scratch, (*s)[r]);
       for (size_t i = 0; i < after.size(); ++i) intermediate[i] = after[i]->volume(r);
       peak = std::max(peak, detail::WorkspaceLayout(intermediate, es).total(scratch));
     }
