@@ -21,6 +21,7 @@
 #include "reshard/nccl_communicator.hpp"
 #include "reshard/planner.hpp"
 #include "reshard/rendezvous.hpp"
+#include "test_plans.hpp"
 
 namespace reshard {
 namespace {
@@ -249,11 +250,7 @@ TEST_F(Gpu, CudaGraphCaptureAndReplay) {
 }
 
 TEST_F(Gpu, ZeroCopyPathsSendAndReceiveInPlace) {
-  Layout src(Mesh({2}), parse_placements("S0"), Dims{4096, 1024});
-  PlanOptions po;
-  po.strategy = Strategy::kP2P;
-  po.transport = Transport::kNccl;
-  Plan plan = make_plan(src, src.with_placements(parse_placements("R")), DType::kF32, po);
+  Plan plan = testing::p2p_over_nccl(Layout(Mesh({2}), parse_placements("S0"), Dims{4096, 1024}), "R", DType::kF32);
   for (int r = 0; r < 2; ++r) {
     RankProgram p = lower(plan, r);
     const Exchange* x = nullptr;

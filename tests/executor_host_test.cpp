@@ -18,6 +18,7 @@
 #include "reshard/pattern.hpp"
 #include "reshard/plan_json.hpp"
 #include "reshard/planner.hpp"
+#include "test_plans.hpp"
 #include "test_tier.hpp"
 
 namespace reshard {
@@ -108,13 +109,10 @@ TEST(HostExecutor, EveryDTypeAndStrategy) {
     Layout dst = src.with_placements(parse_placements(to));
     for (DType t : kAllDTypes) {
       for (Strategy s : {Strategy::kCollective, Strategy::kP2P, Strategy::kHybrid, Strategy::kAuto}) {
-        PlanOptions o;
-        o.strategy = s;
-        std::optional<Plan> plan;
-        try {
-          plan.emplace(make_plan(src, dst, t, o));
-        } catch (const Error& e) {
-          ASSERT_EQ(s, Strategy::kHybrid) << e.what();
+        std::string why;
+        const std::optional<Plan> plan = testing::plan_with(src, dst, t, s, why);
+        if (!plan) {
+          ASSERT_EQ(s, Strategy::kHybrid) << why;
           continue;
         }
         RunResult r = run_plan(*plan, quick());
@@ -246,11 +244,8 @@ TEST(HostExecutor, CommunicatorMustSpanTheMesh) {
 }
 
 TEST(HostExecutor, ZeroCopyStepsHaveNoPackingAndAreCorrect) {
-  Layout src(Mesh({2, 2}), parse_placements("S0,S1"), Dims{64, 64});
-  PlanOptions o;
-  o.strategy = Strategy::kP2P;
-  o.transport = Transport::kNccl;
-  Plan plan = make_plan(src, src.with_placements(parse_placements("S1,S0")), DType::kF32, o);
+  Plan plan =
+      testing::p2p_over_nccl(Layout(Mesh({2, 2}), parse_placements("S0,S1"), Dims{64, 64}), "S1,S0", DType::kF32);
   for (int r = 0; r < 4; ++r) {
     RankProgram p = lower(plan, r);
     int exchanges = 0, copies = 0;

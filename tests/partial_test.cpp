@@ -15,6 +15,7 @@
 #include "reshard/pattern.hpp"
 #include "reshard/plan_json.hpp"
 #include "reshard/planner.hpp"
+#include "test_plans.hpp"
 #include "test_tier.hpp"
 
 namespace reshard {
@@ -107,22 +108,15 @@ INSTANTIATE_TEST_SUITE_P(
 // PyTorch's test_redistribute partial cases (P -> R, P -> S on uneven shapes, [P,P] -> [S0,S1] and mixes on 2x2
 // and 4x2 meshes), every dtype, every strategy.
 TEST(Partial, PyTorchRedistributeCases) {
-  struct Case {
-    std::vector<int> mesh;
-    const char *from, *to;
-    Dims shape;
-  };
-  const Case cases[] = {
+  const testing::LayoutCase cases[] = {
       {{4}, "P", "R", {12, 3}},          {{4}, "P", "S0", {13, 3}},        {{4}, "P", "S1", {5, 11}},
       {{4}, "P(avg)", "S0", {9, 4}},     {{2, 2}, "P,P", "S0,S1", {8, 6}}, {{2, 2}, "P,P", "R,S0", {7, 5}},
       {{2, 2}, "P,S0", "S1,R", {5, 9}},  {{2, 2}, "S0,P", "R,S1", {6, 7}}, {{4, 2}, "P,P", "S0,S1", {16, 10}},
       {{4, 2}, "P,R", "S1,S0", {13, 9}}, {{4, 2}, "R,P", "S0,R", {9, 3}},  {{2, 2}, "R,R", "P,P", {4, 4}},
       {{4, 2}, "S0,S1", "P,R", {8, 8}},  {{2, 2}, "P,P", "P,S1", {6, 6}},  {{2, 2}, "P(max),P(max)", "S1,S0", {7, 3}},
   };
-  for (const Case& c : cases) {
-    Mesh mesh(c.mesh);
-    Layout src(mesh, parse_placements(c.from), c.shape);
-    Layout dst = src.with_placements(parse_placements(c.to));
+  for (const testing::LayoutCase& c : cases) {
+    const Layout src = c.src(), dst = c.dst();
     for (DType t : kAllDTypes) {
       bool refused = false;  // fp8, bool, i16 (and complex64 max/min) cannot be Partial
       for (const Layout* l : {&src, &dst})
@@ -132,14 +126,11 @@ TEST(Partial, PyTorchRedistributeCases) {
         continue;
       }
       for (Strategy s : {Strategy::kAuto, Strategy::kCollective, Strategy::kP2P, Strategy::kHybrid}) {
-        PlanOptions o;
-        o.strategy = s;
-        std::optional<Plan> plan;
-        try {
-          plan.emplace(make_plan(src, dst, t, o));
-        } catch (const Error& e) {
+        std::string why;
+        const std::optional<Plan> plan = testing::plan_with(src, dst, t, s, why);
+        if (!plan) {
           // Hybrid needs two changing mesh dims; 8-bit avg has no exact collective.
-          EXPECT_TRUE(s == Strategy::kHybrid || s == Strategy::kCollective) << e.what();
+          EXPECT_TRUE(s == Strategy::kHybrid || s == Strategy::kCollective) << why;
           continue;
         }
         RunResult r = run_plan(*plan, quick());
