@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "host_runs.hpp"
+#include "placement_sets.hpp"
 #include "reshard/executor.hpp"
 #include "reshard/harness.hpp"
 #include "reshard/host_backend.hpp"
@@ -25,19 +26,9 @@ RunOptions quick() { return testing::quick_host_run(); }
 
 // Every assignment of R, S(0..nd-1) and P(op) to the mesh dims.
 std::vector<std::vector<Placement>> placements_with(ReduceOp op, int mesh_ndim, int tensor_ndim) {
-  std::vector<std::vector<Placement>> out{{}};
-  for (int k = 0; k < mesh_ndim; ++k) {
-    std::vector<std::vector<Placement>> next;
-    for (const auto& prefix : out)
-      for (int c = 0; c <= tensor_ndim + 1; ++c) {
-        next.push_back(prefix);
-        next.back().push_back(c == 0   ? Placement::replicate()
-                              : c == 1 ? Placement::partial(op)
-                                       : Placement::shard(c - 2));
-      }
-    out = std::move(next);
-  }
-  return out;
+  std::vector<Placement> options{Placement::replicate(), Placement::partial(op)};
+  for (int d = 0; d < tensor_ndim; ++d) options.push_back(Placement::shard(d));
+  return testing::placement_lists(mesh_ndim, options);
 }
 
 struct PartialCase {
