@@ -39,10 +39,7 @@ std::vector<Dims> shapes_for(int nd) {
   }
 }
 
-struct MeshCase {
-  std::vector<int> mesh;
-  int tensor_ndim;
-};
+using testing::MeshCase;
 
 class HostExecutorExhaustive : public ::testing::TestWithParam<MeshCase> {};
 
@@ -97,11 +94,7 @@ INSTANTIATE_TEST_SUITE_P(Meshes, HostExecutorExhaustive,
                                            MeshCase{{2, 2}, 3}, MeshCase{{2, 3}, 2}, MeshCase{{2, 3}, 3},
                                            MeshCase{{2, 2, 2}, 2}, MeshCase{{2, 2, 2}, 3}, MeshCase{{4, 2}, 2},
                                            MeshCase{{4, 2}, 3}),
-                         [](const ::testing::TestParamInfo<MeshCase>& p) {
-                           std::string s = "mesh";
-                           for (int m : p.param.mesh) s += "_" + std::to_string(m);
-                           return s + "_rank" + std::to_string(p.param.tensor_ndim);
-                         });
+                         [](const ::testing::TestParamInfo<MeshCase>& p) { return testing::mesh_case_name(p.param); });
 
 TEST(HostExecutor, EveryDTypeAndStrategy) {
   Layout src(Mesh({2, 3}), parse_placements("S0,S1"), Dims{11, 13, 3});

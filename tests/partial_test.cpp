@@ -91,9 +91,8 @@ INSTANTIATE_TEST_SUITE_P(
                       PartialCase{{2, 3}, ReduceOp::kMin, DType::kF64},
                       PartialCase{{1, 2}, ReduceOp::kSum, DType::kU8}),
     [](const ::testing::TestParamInfo<PartialCase>& p) {
-      std::string s = "mesh";
-      for (int m : p.param.mesh) s += "_" + std::to_string(m);
-      return s + "_" + std::string(to_string(p.param.op)) + "_" + std::string(to_string(p.param.dtype));
+      return testing::mesh_name(p.param.mesh) + "_" + std::string(to_string(p.param.op)) + "_" +
+             std::string(to_string(p.param.dtype));
     });
 
 // PyTorch's test_redistribute partial cases (P -> R, P -> S on uneven shapes, [P,P] -> [S0,S1] and mixes on 2x2
