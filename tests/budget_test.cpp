@@ -61,7 +61,7 @@ TEST(MemoryBudget, AnEighthOfTheReceivedBytesIsHonouredAndCorrect) {
     }
     RunResult r = run_plan(plan, quick());
     EXPECT_EQ(r.wrong_elements, 0) << src.str() << " -> " << c.layout.to << ": " << r.first_error;
-    EXPECT_LE(static_cast<Index>(r.workspace_bytes), budget) << src.str() << " -> " << c.to;  // measured
+    EXPECT_LE(static_cast<Index>(r.workspace_bytes), budget) << src.str() << " -> " << c.layout.to;  // measured
     EXPECT_EQ(static_cast<Index>(r.workspace_bytes), plan.peak_workspace_bytes()) << src.str();
     RunOptions serial = quick();
     serial.stage_overlap = StageOverlap::kSerial;  // the same slots, stage after stage
