@@ -13,12 +13,17 @@ distribute_tensor(full, mesh, target). Output: one JSON object per case, same fi
 import argparse
 import json
 import os
+import pathlib
 import statistics
+import sys
 
 import torch
 import torch.distributed as dist
 from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.tensor import Partial, Replicate, Shard, distribute_tensor
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "python" / "gpu_tests"))
+import common  # noqa: E402  (time_call: the timing reshard.torch's benchmark uses too)
 
 DTYPES = {"f64": torch.float64, "f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16,
           "i64": torch.int64, "i32": torch.int32, "i8": torch.int8, "u8": torch.uint8}
@@ -60,25 +65,10 @@ def run_case(case, meshes, iters, warmup):
     full = full_tensor(case["shape"], dtype)
     dt = distribute_tensor(full, mesh, src)
     expected = distribute_tensor(full, mesh, dst).to_local()
-    for _ in range(warmup):
-        wait(dt.redistribute(mesh, dst).to_local())
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(iters):
-        dist.barrier()
-        torch.cuda.synchronize()
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        out = wait(dt.redistribute(mesh, dst).to_local())
-        end.record()
-        torch.cuda.synchronize()
-        times.append(start.elapsed_time(end) * 1000.0)
+    per_iter, out = common.time_call(lambda: wait(dt.redistribute(mesh, dst).to_local()), iters, warmup)
     wrong = int((out != expected).sum().item()) if out.shape == expected.shape else expected.numel()
-    t = torch.tensor(times + [float(wrong)], device="cuda", dtype=torch.float64)
     stats = torch.tensor([float(wrong)], device="cuda", dtype=torch.float64)
-    dist.all_reduce(t, op=dist.ReduceOp.MAX)
     dist.all_reduce(stats, op=dist.ReduceOp.SUM)
-    per_iter = t[:-1].tolist()
     tensor_bytes = full.numel() * full.element_size()
     return {"mesh": list(mesh_shape), "from": case["from"], "to": case["to"], "global_shape": list(case["shape"]),
             "dtype": case["dtype"], "strategy": "pytorch", "backend": "pytorch", "ranks": dist.get_world_size(),

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <exception>
 #include <string>
@@ -22,6 +23,16 @@ bool only_reshard_errors(F f) {
     std::fprintf(stderr, "unexpected exception: %s\n", e.what());
     std::abort();
   }
+}
+
+// A document loader's round trip: loads `text`; what loads must dump to text that loads and dumps back to the same
+// text. Returns what `text` loaded as.
+template <class Load, class Dump>
+auto round_trip(const std::string& text, Load load, Dump dump) {
+  auto loaded = load(text);
+  const std::string dumped = dump(loaded);
+  if (dump(load(dumped)) != dumped) std::abort();
+  return loaded;
 }
 
 // Reads the input as a byte stream.

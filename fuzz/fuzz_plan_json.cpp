@@ -12,9 +12,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace reshard;
   std::string text(reinterpret_cast<const char*>(data), size);
   fuzz::only_reshard_errors([&] {
-    Plan plan = plan_from_json(text);
-    std::string dumped = plan_to_json(plan);
-    if (plan_to_json(plan_from_json(dumped)) != dumped) std::abort();
+    const Plan plan = fuzz::round_trip(
+        text, [](const std::string& t) { return plan_from_json(t); }, plan_to_json);
     if (!std::isfinite(plan.estimated_us()) || plan.estimated_us() < 0 || plan.bytes_moved() < 0 ||
         plan.peak_workspace_bytes() < 0)
       std::abort();

@@ -10,9 +10,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace reshard;
   std::string text(reinterpret_cast<const char*>(data), size);
   fuzz::only_reshard_errors([&] {
-    Profile p = profile_from_json(text);
-    std::string dumped = profile_to_json(p);
-    if (profile_to_json(profile_from_json(dumped)) != dumped) std::abort();
+    const Profile p = fuzz::round_trip(text, profile_from_json, profile_to_json);
     for (const LinkProfile* l : {&p.intra_node, &p.inter_node})
       for (const AlphaBeta* ab : std::initializer_list<const AlphaBeta*>{&l->p2p, &l->all_gather, &l->reduce_scatter,
                                                                          &l->all_reduce, &l->all_to_all, &p.copy})

@@ -6,6 +6,7 @@
 #include "reshard/harness.hpp"
 #include "reshard/overlap.hpp"
 #include "reshard/planner.hpp"
+#include "test_plans.hpp"
 
 namespace reshard {
 namespace {
@@ -29,24 +30,21 @@ Index max_received(const Layout& src, const Layout& dst, int es) {
 
 TEST(MemoryBudget, AnEighthOfTheReceivedBytesIsHonouredAndCorrect) {
   struct Case {
-    std::vector<int> mesh;
-    const char *from, *to;
-    Dims shape;
+    testing::LayoutCase layout;
     DType dtype;
   };
   const Case cases[] = {
-      {{2}, "S0", "S1", {256, 192}, DType::kF32},
-      {{2, 2}, "S0,S1", "S1,S0", {128, 200}, DType::kBF16},
-      {{4}, "P", "S0", {256, 96}, DType::kI32},
-      {{4}, "S1", "S0", {301, 277}, DType::kF32},
-      {{2, 2}, "P,P", "S0,S1", {256, 128}, DType::kF32},
-      {{3}, "S0", "S1", {450, 190}, DType::kI8},
-      {{2, 2}, "S0,S0", "S1,S1", {128, 256}, DType::kF64},
+      {{{2}, "S0", "S1", {256, 192}}, DType::kF32},
+      {{{2, 2}, "S0,S1", "S1,S0", {128, 200}}, DType::kBF16},
+      {{{4}, "P", "S0", {256, 96}}, DType::kI32},
+      {{{4}, "S1", "S0", {301, 277}}, DType::kF32},
+      {{{2, 2}, "P,P", "S0,S1", {256, 128}}, DType::kF32},
+      {{{3}, "S0", "S1", {450, 190}}, DType::kI8},
+      {{{2, 2}, "S0,S0", "S1,S1", {128, 256}}, DType::kF64},
   };
   int chunked = 0;
   for (const Case& c : cases) {
-    Layout src(Mesh(c.mesh), parse_placements(c.from), c.shape);
-    Layout dst = src.with_placements(parse_placements(c.to));
+    const Layout src = c.layout.src(), dst = c.layout.dst();
     const Index budget = max_received(src, dst, element_size(c.dtype)) / 8;
     ASSERT_GT(budget, 0);
     PlanOptions unlimited;
@@ -62,12 +60,12 @@ TEST(MemoryBudget, AnEighthOfTheReceivedBytesIsHonouredAndCorrect) {
       EXPECT_GT(plan.pipeline_chunk_bytes(), 0) << src.str();
     }
     RunResult r = run_plan(plan, quick());
-    EXPECT_EQ(r.wrong_elements, 0) << src.str() << " -> " << c.to << ": " << r.first_error;
-    EXPECT_LE(static_cast<Index>(r.workspace_bytes), budget) << src.str() << " -> " << c.to;  // measured
+    EXPECT_EQ(r.wrong_elements, 0) << src.str() << " -> " << c.layout.to << ": " << r.first_error;
+    EXPECT_LE(static_cast<Index>(r.workspace_bytes), budget) << src.str() << " -> " << c.layout.to;  // measured
     EXPECT_EQ(static_cast<Index>(r.workspace_bytes), plan.peak_workspace_bytes()) << src.str();
     RunOptions serial = quick();
     serial.stage_overlap = StageOverlap::kSerial;  // the same slots, stage after stage
-    EXPECT_EQ(run_plan(plan, serial).wrong_elements, 0) << src.str() << " -> " << c.to << " (serial stages)";
+    EXPECT_EQ(run_plan(plan, serial).wrong_elements, 0) << src.str() << " -> " << c.layout.to << " (serial stages)";
   }
   EXPECT_GE(chunked, 5);  // most cases need chunking to fit
 }

@@ -13,6 +13,7 @@
 
 #include "cli_runner.hpp"
 #include "host_runs.hpp"
+#include "placement_sets.hpp"
 #include "reshard/harness.hpp"
 #include "reshard/layout_format.hpp"
 #include "reshard/plan_json.hpp"
@@ -34,19 +35,8 @@ void expect_error(const std::function<void()>& f, ErrorKind kind, const std::str
 
 // Every assignment of R, S0, S1 and P(sum) to the dims of a mesh.
 std::vector<std::vector<Placement>> placements_for(int mesh_ndim) {
-  const Placement choices[] = {Placement::replicate(), Placement::shard(0), Placement::shard(1),
-                               Placement::partial(ReduceOp::kSum)};
-  std::vector<std::vector<Placement>> out{{}};
-  for (int k = 0; k < mesh_ndim; ++k) {
-    std::vector<std::vector<Placement>> next;
-    for (const auto& prefix : out)
-      for (const Placement& p : choices) {
-        next.push_back(prefix);
-        next.back().push_back(p);
-      }
-    out = std::move(next);
-  }
-  return out;
+  return testing::placement_lists(mesh_ndim, {Placement::replicate(), Placement::shard(0), Placement::shard(1),
+                                              Placement::partial(ReduceOp::kSum)});
 }
 
 struct MeshPair {

@@ -16,6 +16,7 @@
 #include "reshard/pattern.hpp"
 #include "reshard/plan_json.hpp"
 #include "reshard/planner.hpp"
+#include "test_plans.hpp"
 
 namespace reshard {
 namespace {
@@ -30,14 +31,11 @@ using testing::all_placements;
 // Plans src -> dst with strategy s and runs it; returns the number of wrong elements, or nullopt when the strategy
 // has no plan (hybrid needs two changing mesh dims).
 std::optional<Index> run(const Layout& src, const Layout& dst, DType t, Strategy s) {
-  PlanOptions o;
-  o.strategy = s;
-  std::optional<Plan> plan;
-  try {
-    plan.emplace(make_plan(src, dst, t, o));
-  } catch (const Error& e) {
-    EXPECT_NE(s, Strategy::kAuto) << src.str() << " -> " << to_string(dst.placements()) << ": " << e.what();
-    EXPECT_NE(s, Strategy::kP2P) << src.str() << " -> " << to_string(dst.placements()) << ": " << e.what();
+  std::string why;
+  const std::optional<Plan> plan = testing::plan_with(src, dst, t, s, why);
+  if (!plan) {
+    EXPECT_NE(s, Strategy::kAuto) << src.str() << " -> " << to_string(dst.placements()) << ": " << why;
+    EXPECT_NE(s, Strategy::kP2P) << src.str() << " -> " << to_string(dst.placements()) << ": " << why;
     return std::nullopt;
   }
   const RunResult r = run_plan(*plan, quick());
@@ -121,12 +119,7 @@ TEST(ByteDTypes, EveryPlacementPairEveryStrategyEveryElement) {
 // complex64 reduces as pairs of f32 (PyTorch allows Partial sum and avg on it): reduction, reduce_scatter and the
 // partition of a replicated value, every strategy; max and min are refused.
 TEST(ByteDTypes, Complex64PartialSumAndAvg) {
-  struct Case {
-    std::vector<int> mesh;
-    const char *from, *to;
-    Dims shape;
-  };
-  const Case cases[] = {
+  const testing::LayoutCase cases[] = {
       {{4}, "P", "R", {6, 3}},
       {{4}, "P", "S0", {7, 3}},
       {{3}, "P(avg)", "S1", {5, 4}},
@@ -137,9 +130,8 @@ TEST(ByteDTypes, Complex64PartialSumAndAvg) {
       {{2}, "R", "P(avg)", {3, 3}},
   };
   int runs = 0;
-  for (const Case& c : cases) {
-    const Layout src(Mesh(c.mesh), parse_placements(c.from), c.shape);
-    const Layout dst = src.with_placements(parse_placements(c.to));
+  for (const testing::LayoutCase& c : cases) {
+    const Layout src = c.src(), dst = c.dst();
     for (Strategy s : kStrategies) {
       if (std::optional<Index> wrong = run(src, dst, DType::kC64, s)) {
         ++runs;

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "cli_runner.hpp"
+#include "placement_sets.hpp"
 #include "reshard/cuda_device.hpp"
 #include "reshard/executor.hpp"
 #include "reshard/harness.hpp"
@@ -21,6 +22,7 @@
 #include "reshard/nccl_communicator.hpp"
 #include "reshard/planner.hpp"
 #include "reshard/rendezvous.hpp"
+#include "test_plans.hpp"
 
 namespace reshard {
 namespace {
@@ -74,20 +76,6 @@ class Gpu : public ::testing::Test {
 };
 LocalRunner* Gpu::runner_ = nullptr;
 
-std::vector<std::vector<Placement>> placements_for(int mesh_ndim) {
-  std::vector<std::vector<Placement>> out{{}};
-  for (int k = 0; k < mesh_ndim; ++k) {
-    std::vector<std::vector<Placement>> next;
-    for (const auto& p : out)
-      for (const char* s : {"R", "S0", "S1"}) {
-        next.push_back(p);
-        next.back().push_back(parse_placement(s));
-      }
-    out = std::move(next);
-  }
-  return out;
-}
-
 std::vector<Plan> plans_for(const Layout& src, const Layout& dst, DType t) {
   std::vector<Plan> plans;
   PlanOptions o;
@@ -119,8 +107,8 @@ TEST_F(Gpu, EveryPairAndStrategyOnMeshes2And1x2And2x1) {
       dtypes = {DType::kBF16};
     }
     for (const Dims& shape : shapes) {
-      for (const auto& from : placements_for(mesh.ndim())) {
-        for (const auto& to : placements_for(mesh.ndim())) {
+      for (const auto& from : testing::all_placements(mesh.ndim(), 2)) {
+        for (const auto& to : testing::all_placements(mesh.ndim(), 2)) {
           for (DType t : dtypes) {
             for (const Plan& plan : plans_for(Layout(mesh, from, shape), Layout(mesh, to, shape), t)) check(plan);
           }
@@ -249,11 +237,7 @@ TEST_F(Gpu, CudaGraphCaptureAndReplay) {
 }
 
 TEST_F(Gpu, ZeroCopyPathsSendAndReceiveInPlace) {
-  Layout src(Mesh({2}), parse_placements("S0"), Dims{4096, 1024});
-  PlanOptions po;
-  po.strategy = Strategy::kP2P;
-  po.transport = Transport::kNccl;
-  Plan plan = make_plan(src, src.with_placements(parse_placements("R")), DType::kF32, po);
+  Plan plan = testing::p2p_over_nccl(Layout(Mesh({2}), parse_placements("S0"), Dims{4096, 1024}), "R", DType::kF32);
   for (int r = 0; r < 2; ++r) {
     RankProgram p = lower(plan, r);
     const Exchange* x = nullptr;

@@ -18,6 +18,7 @@
 #include "reshard/pattern.hpp"
 #include "reshard/plan_json.hpp"
 #include "reshard/planner.hpp"
+#include "test_plans.hpp"
 #include "test_tier.hpp"
 
 namespace reshard {
@@ -38,10 +39,7 @@ std::vector<Dims> shapes_for(int nd) {
   }
 }
 
-struct MeshCase {
-  std::vector<int> mesh;
-  int tensor_ndim;
-};
+using testing::MeshCase;
 
 class HostExecutorExhaustive : public ::testing::TestWithParam<MeshCase> {};
 
@@ -96,11 +94,7 @@ INSTANTIATE_TEST_SUITE_P(Meshes, HostExecutorExhaustive,
                                            MeshCase{{2, 2}, 3}, MeshCase{{2, 3}, 2}, MeshCase{{2, 3}, 3},
                                            MeshCase{{2, 2, 2}, 2}, MeshCase{{2, 2, 2}, 3}, MeshCase{{4, 2}, 2},
                                            MeshCase{{4, 2}, 3}),
-                         [](const ::testing::TestParamInfo<MeshCase>& p) {
-                           std::string s = "mesh";
-                           for (int m : p.param.mesh) s += "_" + std::to_string(m);
-                           return s + "_rank" + std::to_string(p.param.tensor_ndim);
-                         });
+                         [](const ::testing::TestParamInfo<MeshCase>& p) { return testing::mesh_case_name(p.param); });
 
 TEST(HostExecutor, EveryDTypeAndStrategy) {
   Layout src(Mesh({2, 3}), parse_placements("S0,S1"), Dims{11, 13, 3});
@@ -108,13 +102,10 @@ TEST(HostExecutor, EveryDTypeAndStrategy) {
     Layout dst = src.with_placements(parse_placements(to));
     for (DType t : kAllDTypes) {
       for (Strategy s : {Strategy::kCollective, Strategy::kP2P, Strategy::kHybrid, Strategy::kAuto}) {
-        PlanOptions o;
-        o.strategy = s;
-        std::optional<Plan> plan;
-        try {
-          plan.emplace(make_plan(src, dst, t, o));
-        } catch (const Error& e) {
-          ASSERT_EQ(s, Strategy::kHybrid) << e.what();
+        std::string why;
+        const std::optional<Plan> plan = testing::plan_with(src, dst, t, s, why);
+        if (!plan) {
+          ASSERT_EQ(s, Strategy::kHybrid) << why;
           continue;
         }
         RunResult r = run_plan(*plan, quick());
@@ -246,11 +237,8 @@ TEST(HostExecutor, CommunicatorMustSpanTheMesh) {
 }
 
 TEST(HostExecutor, ZeroCopyStepsHaveNoPackingAndAreCorrect) {
-  Layout src(Mesh({2, 2}), parse_placements("S0,S1"), Dims{64, 64});
-  PlanOptions o;
-  o.strategy = Strategy::kP2P;
-  o.transport = Transport::kNccl;
-  Plan plan = make_plan(src, src.with_placements(parse_placements("S1,S0")), DType::kF32, o);
+  Plan plan =
+      testing::p2p_over_nccl(Layout(Mesh({2, 2}), parse_placements("S0,S1"), Dims{64, 64}), "S1,S0", DType::kF32);
   for (int r = 0; r < 4; ++r) {
     RankProgram p = lower(plan, r);
     int exchanges = 0, copies = 0;

@@ -28,27 +28,29 @@ void expect_refused(const std::string& args, const std::string& message) {
   EXPECT_TRUE(r.out.empty()) << r.out;
 }
 
-TEST(OverlapCli, MalformedGemmIsRefusedNamingTheProblem) {
-  expect_refused(kCase + "--gemm 8192x8192", "--gemm '8192x8192' must be MxNxK[:dtype]");
-  expect_refused(kCase + "--gemm 8192x8192x8192x2", "(three extents, got 4)");
-  expect_refused(kCase + "--gemm 8192xabcx8192", "N 'abc' is not a whole number");
-  expect_refused(kCase + "--gemm 0x8192x8192", "M = 0 is out of range (1..1048576)");
-  expect_refused(kCase + "--gemm 8192x8192x2097152", "K = 2097152 is out of range");
-  expect_refused(kCase + "--gemm 8192x8192x-4", "K = -4 is out of range");
-  expect_refused(kCase + "--gemm 8192x8192x8192:", "the dtype after ':' is empty");
-  expect_refused(kCase + "--gemm 8192x8192x8192:i32", "the GEMM dtype must be bf16, f16 or f32, got i32");
-  expect_refused(kCase + "--gemm 8192x8192x8192:nope", "nope");
-  expect_refused(kCase + "--gemm 99999999999999999999x1x1", "M '99999999999999999999' does not fit in 64 bits");
-}
-
-TEST(OverlapCli, OptionsOutOfRangeAreRefused) {
-  expect_refused(kCase + "--repeats 3", "--repeats must be between 5 and 1000");
-  expect_refused(kCase + "--iters 0", "--iters (GEMMs per loop) must be between 1 and 100000, got 0");
-  expect_refused(kCase + "--warmup -1", "--warmup must be between 0 and 100000, got -1");
-  expect_refused(kCase + "--timeout-ms 0", "--timeout-ms must be >= 1");
-  expect_refused(kCase + "--transports nccl,auto", "--transports: auto is not a transport of its own");
-  expect_refused(kCase + "--transports nccl,nccl", "--transports names nccl twice");
-  expect_refused(kCase + "--transport nccl --transports nvlink", "give --transport or --transports, not both");
+// Malformed GEMM specs and options out of range: each refused with one line naming the problem.
+TEST(OverlapCli, MalformedGemmsAndOptionsOutOfRangeAreRefusedNamingTheProblem) {
+  const std::pair<const char*, const char*> refused[] = {
+      // flags after kCase, and what the error says
+      {"--gemm 8192x8192", "--gemm '8192x8192' must be MxNxK[:dtype]"},
+      {"--gemm 8192x8192x8192x2", "(three extents, got 4)"},
+      {"--gemm 8192xabcx8192", "N 'abc' is not a whole number"},
+      {"--gemm 0x8192x8192", "M = 0 is out of range (1..1048576)"},
+      {"--gemm 8192x8192x2097152", "K = 2097152 is out of range"},
+      {"--gemm 8192x8192x-4", "K = -4 is out of range"},
+      {"--gemm 8192x8192x8192:", "the dtype after ':' is empty"},
+      {"--gemm 8192x8192x8192:i32", "the GEMM dtype must be bf16, f16 or f32, got i32"},
+      {"--gemm 8192x8192x8192:nope", "nope"},
+      {"--gemm 99999999999999999999x1x1", "M '99999999999999999999' does not fit in 64 bits"},
+      {"--repeats 3", "--repeats must be between 5 and 1000"},
+      {"--iters 0", "--iters (GEMMs per loop) must be between 1 and 100000, got 0"},
+      {"--warmup -1", "--warmup must be between 0 and 100000, got -1"},
+      {"--timeout-ms 0", "--timeout-ms must be >= 1"},
+      {"--transports nccl,auto", "--transports: auto is not a transport of its own"},
+      {"--transports nccl,nccl", "--transports names nccl twice"},
+      {"--transport nccl --transports nvlink", "give --transport or --transports, not both"},
+  };
+  for (const auto& [flags, message] : refused) expect_refused(kCase + flags, message);
   expect_refused("overlap --mesh 2 --from S0 --shape 64x64", "--to is required");
 }
 

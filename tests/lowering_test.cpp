@@ -4,6 +4,7 @@
 
 #include "reshard/planner.hpp"
 #include "reshard/program.hpp"
+#include "test_plans.hpp"
 #include "test_tier.hpp"
 
 namespace reshard {
@@ -161,11 +162,8 @@ TEST(Lowering, ProgramsFitTheirBuffersAndThePricedWorkspace) {
 }
 
 TEST(Lowering, SeedP2PIsZeroCopy) {
-  Layout src(Mesh({2, 2}), parse_placements("S0,S1"), Dims{8192, 8192});
-  PlanOptions o;
-  o.strategy = Strategy::kP2P;
-  o.transport = Transport::kNccl;
-  Plan plan = make_plan(src, src.with_placements(parse_placements("S1,S0")), DType::kBF16, o);
+  Plan plan =
+      testing::p2p_over_nccl(Layout(Mesh({2, 2}), parse_placements("S0,S1"), Dims{8192, 8192}), "S1,S0", DType::kBF16);
   RankProgram p1 = lower(plan, 1);
   ASSERT_EQ(p1.step_count, 1);
   EXPECT_TRUE(bodies<Copies>(p1, 0).empty());  // nothing packed or unpacked (and no local copy: rank 1 keeps nothing)

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "host_runs.hpp"
+#include "placement_sets.hpp"
 #include "reshard/executor.hpp"
 #include "reshard/harness.hpp"
 #include "reshard/host_backend.hpp"
@@ -15,6 +16,7 @@
 #include "reshard/pattern.hpp"
 #include "reshard/plan_json.hpp"
 #include "reshard/planner.hpp"
+#include "test_plans.hpp"
 #include "test_tier.hpp"
 
 namespace reshard {
@@ -24,19 +26,9 @@ RunOptions quick() { return testing::quick_host_run(); }
 
 // Every assignment of R, S(0..nd-1) and P(op) to the mesh dims.
 std::vector<std::vector<Placement>> placements_with(ReduceOp op, int mesh_ndim, int tensor_ndim) {
-  std::vector<std::vector<Placement>> out{{}};
-  for (int k = 0; k < mesh_ndim; ++k) {
-    std::vector<std::vector<Placement>> next;
-    for (const auto& prefix : out)
-      for (int c = 0; c <= tensor_ndim + 1; ++c) {
-        next.push_back(prefix);
-        next.back().push_back(c == 0   ? Placement::replicate()
-                              : c == 1 ? Placement::partial(op)
-                                       : Placement::shard(c - 2));
-      }
-    out = std::move(next);
-  }
-  return out;
+  std::vector<Placement> options{Placement::replicate(), Placement::partial(op)};
+  for (int d = 0; d < tensor_ndim; ++d) options.push_back(Placement::shard(d));
+  return testing::placement_lists(mesh_ndim, options);
 }
 
 struct PartialCase {
@@ -99,30 +91,22 @@ INSTANTIATE_TEST_SUITE_P(
                       PartialCase{{2, 3}, ReduceOp::kMin, DType::kF64},
                       PartialCase{{1, 2}, ReduceOp::kSum, DType::kU8}),
     [](const ::testing::TestParamInfo<PartialCase>& p) {
-      std::string s = "mesh";
-      for (int m : p.param.mesh) s += "_" + std::to_string(m);
-      return s + "_" + std::string(to_string(p.param.op)) + "_" + std::string(to_string(p.param.dtype));
+      return testing::mesh_name(p.param.mesh) + "_" + std::string(to_string(p.param.op)) + "_" +
+             std::string(to_string(p.param.dtype));
     });
 
 // PyTorch's test_redistribute partial cases (P -> R, P -> S on uneven shapes, [P,P] -> [S0,S1] and mixes on 2x2
 // and 4x2 meshes), every dtype, every strategy.
 TEST(Partial, PyTorchRedistributeCases) {
-  struct Case {
-    std::vector<int> mesh;
-    const char *from, *to;
-    Dims shape;
-  };
-  const Case cases[] = {
+  const testing::LayoutCase cases[] = {
       {{4}, "P", "R", {12, 3}},          {{4}, "P", "S0", {13, 3}},        {{4}, "P", "S1", {5, 11}},
       {{4}, "P(avg)", "S0", {9, 4}},     {{2, 2}, "P,P", "S0,S1", {8, 6}}, {{2, 2}, "P,P", "R,S0", {7, 5}},
       {{2, 2}, "P,S0", "S1,R", {5, 9}},  {{2, 2}, "S0,P", "R,S1", {6, 7}}, {{4, 2}, "P,P", "S0,S1", {16, 10}},
       {{4, 2}, "P,R", "S1,S0", {13, 9}}, {{4, 2}, "R,P", "S0,R", {9, 3}},  {{2, 2}, "R,R", "P,P", {4, 4}},
       {{4, 2}, "S0,S1", "P,R", {8, 8}},  {{2, 2}, "P,P", "P,S1", {6, 6}},  {{2, 2}, "P(max),P(max)", "S1,S0", {7, 3}},
   };
-  for (const Case& c : cases) {
-    Mesh mesh(c.mesh);
-    Layout src(mesh, parse_placements(c.from), c.shape);
-    Layout dst = src.with_placements(parse_placements(c.to));
+  for (const testing::LayoutCase& c : cases) {
+    const Layout src = c.src(), dst = c.dst();
     for (DType t : kAllDTypes) {
       bool refused = false;  // fp8, bool, i16 (and complex64 max/min) cannot be Partial
       for (const Layout* l : {&src, &dst})
@@ -132,14 +116,11 @@ TEST(Partial, PyTorchRedistributeCases) {
         continue;
       }
       for (Strategy s : {Strategy::kAuto, Strategy::kCollective, Strategy::kP2P, Strategy::kHybrid}) {
-        PlanOptions o;
-        o.strategy = s;
-        std::optional<Plan> plan;
-        try {
-          plan.emplace(make_plan(src, dst, t, o));
-        } catch (const Error& e) {
+        std::string why;
+        const std::optional<Plan> plan = testing::plan_with(src, dst, t, s, why);
+        if (!plan) {
           // Hybrid needs two changing mesh dims; 8-bit avg has no exact collective.
-          EXPECT_TRUE(s == Strategy::kHybrid || s == Strategy::kCollective) << e.what();
+          EXPECT_TRUE(s == Strategy::kHybrid || s == Strategy::kCollective) << why;
           continue;
         }
         RunResult r = run_plan(*plan, quick());

@@ -55,16 +55,24 @@ TEST(PlanJson, ContainsTheDocumentedFields) {
   EXPECT_EQ(t["bytes"], 4096LL * 4096 * 2);
 }
 
-// Applies `edit` to the seed plan's JSON and expects loading to fail with `needle` in the message.
-void expect_corrupt(const std::function<void(json&)>& edit, const std::string& needle) {
-  json j = json::parse(plan_to_json(seed_plan()));
+// Applies `edit` to the JSON document `text` and expects `load` to refuse the result with `needle` in the message.
+template <class Load>
+void expect_refused_edit(const std::string& text, Load load, const std::function<void(json&)>& edit,
+                         const std::string& needle) {
+  json j = json::parse(text);
   edit(j);
   try {
-    plan_from_json(j.dump());
-    ADD_FAILURE() << "loaded a corrupt plan; expected '" << needle << "'";
+    load(j.dump());
+    ADD_FAILURE() << "loaded an edited document; expected '" << needle << "'";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
   }
+}
+
+// Applies `edit` to the seed plan's JSON and expects loading to fail with `needle` in the message.
+void expect_corrupt(const std::function<void(json&)>& edit, const std::string& needle) {
+  expect_refused_edit(
+      plan_to_json(seed_plan()), [](const std::string& t) { return plan_from_json(t); }, edit, needle);
 }
 
 TEST(PlanJson, CorruptionIsAClearError) {
@@ -149,14 +157,7 @@ TEST(Profile, DefaultsRoundTripAndEveryFieldIsChecked) {
   std::string text = profile_to_json(p);
   EXPECT_EQ(profile_to_json(profile_from_json(text)), text);
   auto expect_bad = [&](const std::function<void(json&)>& edit, const std::string& needle) {
-    json j = json::parse(text);
-    edit(j);
-    try {
-      profile_from_json(j.dump());
-      ADD_FAILURE() << "accepted a bad profile; expected '" << needle << "'";
-    } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
-    }
+    expect_refused_edit(text, profile_from_json, edit, needle);
   };
   expect_bad([](json& j) { j.erase("copy"); }, "missing field 'copy'");
   expect_bad([](json& j) { j["intra_node"].erase("all_to_all"); }, "missing field 'intra_node.all_to_all'");

@@ -5,25 +5,20 @@
 #include "../planner/src/plan_traffic.hpp"
 #include "reshard/planner.hpp"
 #include "reshard/program.hpp"
+#include "test_plans.hpp"
 
 namespace reshard {
 namespace {
 
-struct Case {
-  std::vector<int> mesh;
-  const char *from, *to;
-  Dims shape;
-};
-
 std::vector<Plan> plans() {
   std::vector<Plan> out;
-  const Case cases[] = {{{2, 3}, "S0,S1", "S1,S0", {12, 18}},        {{2, 3}, "S0,R", "R,S1", {7, 11}},
-                        {{2, 2, 2}, "S0,S1,S0", "S1,S0,R", {16, 8}}, {{4}, "S0", "R", {10, 3}},
-                        {{2, 3}, "P,S0", "S1,R", {6, 12}},           {{2, 2}, "P(max),P(max)", "R,S0", {8, 8}},
-                        {{3, 2}, "S1,S0", "S0,S0", {9, 10}}};
-  for (const Case& c : cases) {
-    Layout src(Mesh(c.mesh), parse_placements(c.from), c.shape);
-    Layout dst = src.with_placements(parse_placements(c.to));
+  const testing::LayoutCase cases[] = {
+      {{2, 3}, "S0,S1", "S1,S0", {12, 18}},        {{2, 3}, "S0,R", "R,S1", {7, 11}},
+      {{2, 2, 2}, "S0,S1,S0", "S1,S0,R", {16, 8}}, {{4}, "S0", "R", {10, 3}},
+      {{2, 3}, "P,S0", "S1,R", {6, 12}},           {{2, 2}, "P(max),P(max)", "R,S0", {8, 8}},
+      {{3, 2}, "S1,S0", "S0,S0", {9, 10}}};
+  for (const testing::LayoutCase& c : cases) {
+    const Layout src = c.src(), dst = c.dst();
     for (Strategy s : {Strategy::kCollective, Strategy::kP2P, Strategy::kHybrid})
       for (Transport t : {Transport::kNccl, Transport::kNvlink}) {
         if (s == Strategy::kCollective && t == Transport::kNvlink) continue;

@@ -12,6 +12,7 @@
 #include "placement_sets.hpp"
 #include "reshard/plan_json.hpp"
 #include "reshard/planner.hpp"
+#include "test_plans.hpp"
 #include "test_tier.hpp"
 
 namespace reshard {
@@ -99,19 +100,16 @@ TEST(PlannerEquivalence, FastAndReferencePlansAreIdentical) {
 // Larger meshes than the random cases reach (many nodes, many transfer classes per rank), uneven extents, Partial.
 TEST(PlannerEquivalence, LargerMeshes) {
   struct Case {
-    std::vector<int> mesh;
-    const char *from, *to;
-    Dims shape;
+    testing::LayoutCase layout;
     int ranks_per_node;
   };
   const Case cases[] = {
-      {{8, 16}, "S0,S0", "S1,S1", Dims{1000, 999}, 8},        {{8, 16}, "S0,S1", "S1,S0", Dims{130, 77}, 4},
-      {{4, 4, 8}, "S0,S1,S0", "S1,S0,R", Dims{97, 64, 5}, 8}, {{8, 16}, "P,S1", "S0,S1", Dims{300, 301}, 8},
-      {{4, 32}, "S1,P(max)", "R,S0", Dims{64, 100}, 16},      {{16, 8}, "S0,S0", "S1,S1", Dims{7, 200}, 3},
+      {{{8, 16}, "S0,S0", "S1,S1", Dims{1000, 999}}, 8},        {{{8, 16}, "S0,S1", "S1,S0", Dims{130, 77}}, 4},
+      {{{4, 4, 8}, "S0,S1,S0", "S1,S0,R", Dims{97, 64, 5}}, 8}, {{{8, 16}, "P,S1", "S0,S1", Dims{300, 301}}, 8},
+      {{{4, 32}, "S1,P(max)", "R,S0", Dims{64, 100}}, 16},      {{{16, 8}, "S0,S0", "S1,S1", Dims{7, 200}}, 3},
   };
   for (const Case& c : cases) {
-    const Mesh mesh(c.mesh);
-    const Layout src(mesh, parse_placements(c.from), c.shape), dst(mesh, parse_placements(c.to), c.shape);
+    const Layout src = c.layout.src(), dst = c.layout.dst();
     PlanOptions o;
     o.topology.ranks_per_node = c.ranks_per_node;
     for (Strategy s : {Strategy::kAuto, Strategy::kP2P}) {
@@ -119,10 +117,10 @@ TEST(PlannerEquivalence, LargerMeshes) {
       o.strategy = s;
       ASSERT_EQ(outcome([&] { return make_plan(src, dst, DType::kBF16, o); }),
                 outcome([&] { return detail::make_plan_reference(src, dst, DType::kBF16, o); }))
-          << src.str() << " -> [" << c.to << "]";
+          << src.str() << " -> [" << c.layout.to << "]";
       ASSERT_EQ(outcome([&] { return make_rank_plan(src, dst, DType::kBF16, 5, o); }),
                 outcome([&] { return detail::make_plan_reference(src, dst, DType::kBF16, o, 5); }))
-          << src.str() << " -> [" << c.to << "]";
+          << src.str() << " -> [" << c.layout.to << "]";
     }
   }
 }

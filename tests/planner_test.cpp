@@ -68,10 +68,7 @@ std::string check_pair(const Layout& src, const Layout& dst, DType dtype, const 
   return "";
 }
 
-struct MeshCase {
-  std::vector<int> mesh;
-  int tensor_ndim;
-};
+using testing::MeshCase;
 
 class PlannerExhaustive : public ::testing::TestWithParam<MeshCase> {};
 
@@ -105,11 +102,7 @@ INSTANTIATE_TEST_SUITE_P(Meshes, PlannerExhaustive,
                                            MeshCase{{2, 3}, 3}, MeshCase{{2, 2, 2}, 1}, MeshCase{{2, 2, 2}, 2},
                                            MeshCase{{2, 2, 2}, 3}, MeshCase{{4, 2}, 1}, MeshCase{{4, 2}, 2},
                                            MeshCase{{4, 2}, 3}),
-                         [](const ::testing::TestParamInfo<MeshCase>& p) {
-                           std::string s = "mesh";
-                           for (int m : p.param.mesh) s += "_" + std::to_string(m);
-                           return s + "_rank" + std::to_string(p.param.tensor_ndim);
-                         });
+                         [](const ::testing::TestParamInfo<MeshCase>& p) { return testing::mesh_case_name(p.param); });
 
 TEST(PlannerRandom, TenThousandRandomCases) {
   std::mt19937 rng(20261122);

@@ -55,13 +55,9 @@ WorkspaceLayout workspace_of(const std::vector<RankBoxes>& layouts, int rank, in
   return WorkspaceLayout(intermediate, element_size);
 }
 
-// One rank's side of an exchange step on the NCCL transport: staged transfers are packed into (or received into)
-// scratch areas laid out exactly as the geometry accounted them, chunk i of a pipelined transfer in stage i. When
-// the step reduces Partial contributions, the receiver gets every contribution of a region into scratch and one
-// reduction per chunk writes the region, reading its own contribution in place. Returns the scratch it takes.
-// A reducing rank's contributions (received and its own), grouped by region, each region's in sender-rank order:
+// A reducing rank's contributions (received and its own), one group per region, each group in sender-rank order:
 // the order every backend reduces in, so that results are bitwise the same everywhere.
-std::vector<const Transfer*> contributions(const RankTransfers& t) {
+std::vector<std::vector<const Transfer*>> contributions(const RankTransfers& t) {
   std::vector<const Transfer*> into;
   for (const Transfer& tr : t.recvs) into.push_back(&tr);
   for (const Transfer& tr : t.local) into.push_back(&tr);
@@ -71,9 +67,23 @@ std::vector<const Transfer*> contributions(const RankTransfers& t) {
     if (less(q->region, p->region)) return false;
     return p->src < q->src;
   });
-  return into;
+  std::vector<std::vector<const Transfer*>> groups;
+  for (const Transfer* tr : into) {
+    if (groups.empty() || groups.back().front()->region != tr->region) groups.emplace_back();
+    groups.back().push_back(tr);
+  }
+  return groups;
 }
 
+// A message's staging flags (StageParts::sends_staging): whether this rank's side stages it, and the peer's.
+unsigned char staging(bool here, bool there) {
+  return static_cast<unsigned char>((here ? kStagedHere : 0) | (there ? kStagedThere : 0));
+}
+
+// One rank's side of an exchange step on the NCCL transport: staged transfers are packed into (or received into)
+// scratch areas laid out exactly as the geometry accounted them, chunk i of a pipelined transfer in stage i. When
+// the step reduces Partial contributions, the receiver gets every contribution of a region into scratch and one
+// reduction per chunk writes the region, reading its own contribution in place. Returns the scratch it takes.
 Index lower_exchange(StepParts& ps, const RankTransfers& t, const RankBoxes& a, const RankBoxes& b, int rank,
                      const StepBuffers& buf, const ExchangeRules& rules, const PartialRoles* roles) {
   const Box &from = a[rank], &to = b[rank];
@@ -84,71 +94,59 @@ Index lower_exchange(StepParts& ps, const RankTransfers& t, const RankBoxes& a, 
     return ps.stages[i];
   };
   auto area = [&](int i, Index n) { return BufferRef{Buffer::kWork, buf.scratch_base + scratch.take(i, n)}; };
-  if (!t.sends.empty() || !t.recvs.empty()) stage(0);
-  for (const Transfer& tr : t.sends) {
-    const Movement m = movement(tr.region, from, b[tr.dst], rules);
+  // One message of the exchange, chunk by chunk: straight out of (into) the rank's own tensor, or through scratch
+  // with a pack (unpack) copy where this side stages it.
+  auto lower_message = [&](const Transfer& tr, bool sending) {
+    const Movement m =
+        sending ? movement(tr.region, from, b[tr.dst], rules) : movement(tr.region, a[tr.src], to, rules);
+    const bool here = sending ? m.sender_stages : m.receiver_stages;
+    const bool there = sending ? m.receiver_stages : m.sender_stages;
+    const BufferRef own = sending ? buf.in : buf.out;
+    const Box& own_box = sending ? from : to;
     for (int i = 0; i < m.chunks; ++i) {
       const Box c = chunk_of(tr.region, m.chunks, i);
       const Index n = volume(c);
-      if (!m.sender_stages) {
-        stage(i).sends.push_back(
-            PeerTransfer{tr.dst, BufferRef{buf.in.buffer, buf.in.offset + local_offset(from, c)}, n});
-        stage(i).sends_staging.push_back(m.receiver_stages ? kStagedThere : 0);
-      } else {
-        const BufferRef at = area(i, n);
-        stage(i).pack.push_back(box_copy(buf.in, from, at, c, c));
-        stage(i).sends.push_back(PeerTransfer{tr.dst, at, n});
-        stage(i).sends_staging.push_back(kStagedHere | (m.receiver_stages ? kStagedThere : 0));
+      BufferRef at{own.buffer, own.offset + local_offset(own_box, c)};
+      if (here) {
+        at = area(i, n);
+        if (sending)
+          stage(i).pack.push_back(box_copy(own, own_box, at, c, c));
+        else
+          stage(i).unpack.push_back(box_copy(at, c, own, own_box, c));
       }
+      StageParts& s = stage(i);
+      (sending ? s.sends : s.recvs).push_back(PeerTransfer{sending ? tr.dst : tr.src, at, n});
+      (sending ? s.sends_staging : s.recvs_staging).push_back(staging(here, there));
     }
-  }
+  };
+  if (!t.sends.empty() || !t.recvs.empty()) stage(0);
+  for (const Transfer& tr : t.sends) lower_message(tr, true);
   if (!rules.reduces) {
     for (const Transfer& tr : t.local)
       add_local_copy(ps, buf.in, from, buf.out, to, tr.region, rules.element_size, rules.copy_engine_min_row_bytes);
-    for (const Transfer& tr : t.recvs) {
-      const Movement m = movement(tr.region, a[tr.src], to, rules);
-      for (int i = 0; i < m.chunks; ++i) {
-        const Box c = chunk_of(tr.region, m.chunks, i);
-        const Index n = volume(c);
-        if (!m.receiver_stages) {
-          stage(i).recvs.push_back(
-              PeerTransfer{tr.src, BufferRef{buf.out.buffer, buf.out.offset + local_offset(to, c)}, n});
-          stage(i).recvs_staging.push_back(m.sender_stages ? kStagedThere : 0);
-        } else {
-          const BufferRef at = area(i, n);
-          stage(i).unpack.push_back(box_copy(at, c, buf.out, to, c));
-          stage(i).recvs.push_back(PeerTransfer{tr.src, at, n});
-          stage(i).recvs_staging.push_back(kStagedHere | (m.sender_stages ? kStagedThere : 0));
-        }
-      }
-    }
+    for (const Transfer& tr : t.recvs) lower_message(tr, false);
     return account.scratch().total();
   }
   // Reductions: the contributions of each region (received ones and the rank's own), in sender-rank order.
-  const std::vector<const Transfer*> into = contributions(t);
   const Index divisor = roles->reduce_op == ReduceOp::kAvg ? roles->contributions : 1;
-  for (size_t g = 0; g < into.size();) {
-    size_t e = g;
-    while (e < into.size() && into[e]->region == into[g]->region) ++e;
-    const Box& region = into[g]->region;
-    const int k = movement(region, a[into[g]->src], to, rules).chunks;
+  for (const std::vector<const Transfer*>& group : contributions(t)) {
+    const Box& region = group.front()->region;
+    const int k = movement(region, a[group.front()->src], to, rules).chunks;
     for (int i = 0; i < k; ++i) {
       const Box c = chunk_of(region, k, i);
       std::vector<std::pair<BufferRef, Box>> srcs;
-      for (size_t j = g; j < e; ++j) {
-        if (into[j]->is_local()) {
+      for (const Transfer* tr : group) {
+        if (tr->is_local()) {
           srcs.emplace_back(buf.in, from);
         } else {
           const BufferRef at = area(i, volume(c));
-          stage(i).recvs.push_back(PeerTransfer{into[j]->src, at, volume(c)});
-          stage(i).recvs_staging.push_back(
-              kStagedHere | (movement(region, a[into[j]->src], to, rules).sender_stages ? kStagedThere : 0));
+          stage(i).recvs.push_back(PeerTransfer{tr->src, at, volume(c)});
+          stage(i).recvs_staging.push_back(staging(true, movement(region, a[tr->src], to, rules).sender_stages));
           srcs.emplace_back(at, c);
         }
       }
       stage(i).reduce.push_back(box_reduce(srcs, buf.out, to, c, roles->reduce_op, divisor));
     }
-    g = e;
   }
   return account.scratch().total();
 }
@@ -183,16 +181,11 @@ void lower_one_sided(StepParts& ps, const RankTransfers& t, const RankBoxes& a, 
     }
   } else {
     // Every region's contributions, in sender-rank order, reduced straight from the senders' tensors.
-    const std::vector<const Transfer*> into = contributions(t);
     const Index divisor = roles.reduce_op == ReduceOp::kAvg ? roles.contributions : 1;
-    for (size_t g = 0; g < into.size();) {
-      size_t e = g;
-      while (e < into.size() && into[e]->region == into[g]->region) ++e;
+    for (const std::vector<const Transfer*>& group : contributions(t)) {
       std::vector<std::pair<BufferRef, Box>> srcs;
-      for (size_t j = g; j < e; ++j)
-        srcs.emplace_back(into[j]->is_local() ? buf.in : peer_in(into[j]->src), a[into[j]->src]);
-      one.reduce.push_back(box_reduce(srcs, buf.out, to, into[g]->region, roles.reduce_op, divisor));
-      g = e;
+      for (const Transfer* tr : group) srcs.emplace_back(tr->is_local() ? buf.in : peer_in(tr->src), a[tr->src]);
+      one.reduce.push_back(box_reduce(srcs, buf.out, to, group.front()->region, roles.reduce_op, divisor));
     }
   }
   ps.one_sided = std::move(one);
@@ -229,6 +222,20 @@ LoweredParts lower_steps(const Layout& src, const Layout& dst, const std::vector
     StepParts ps;
     StageParts collective;
     Index step_scratch = 0;
+    // The step as an exchange among the members of its mesh-dim group: an all-to-all, or a gather or reduce-scatter
+    // lowered as one (`roles`: the reduce-scatter's Partial roles).
+    auto group_exchange = [&](const PartialRoles* roles) {
+      const ExchangeRules rules{Transport::kNccl, es, chunk_bytes, roles && roles->contributions > 1,
+                                engine_min_row_bytes};
+      return lower_exchange(ps, all_to_all_transfers(a, b, step.mesh_dims, rank, es), a, b, rank, buf, rules, roles);
+    };
+    // A collective's scratch: its send area at the start of the step's scratch, its receive area after it.
+    auto collective_areas = [&] {
+      const CollectiveScratch areas = collective_scratch(step.kind, a, b, step.mesh_dims, rank);
+      step_scratch = areas.total(es);
+      return std::pair{BufferRef{Buffer::kWork, buf.scratch_base},
+                       BufferRef{Buffer::kWork, buf.scratch_base + aligned_elements(areas.send, es)}};
+    };
     switch (step.kind) {
       case StepKind::kP2P: {
         const PartialRoles roles = partial_roles(a.layout(), b.layout());
@@ -243,9 +250,7 @@ LoweredParts lower_steps(const Layout& src, const Layout& dst, const std::vector
         break;
       }
       case StepKind::kAllToAll:
-        step_scratch =
-            lower_exchange(ps, all_to_all_transfers(a, b, step.mesh_dims, rank, es), a, b, rank, buf,
-                           ExchangeRules{Transport::kNccl, es, chunk_bytes, false, engine_min_row_bytes}, nullptr);
+        step_scratch = group_exchange(nullptr);
         break;
       case StepKind::kLocal: {
         if (is_empty(to)) break;
@@ -264,21 +269,14 @@ LoweredParts lower_steps(const Layout& src, const Layout& dst, const std::vector
       }
       case StepKind::kAllGather: {
         if (gathers_as_exchanges) {  // every member sends each other member its box (what the gather delivers)
-          step_scratch =
-              lower_exchange(ps, all_to_all_transfers(a, b, step.mesh_dims, rank, es), a, b, rank, buf,
-                             ExchangeRules{Transport::kNccl, es, chunk_bytes, false, engine_min_row_bytes}, nullptr);
+          step_scratch = group_exchange(nullptr);
           break;
         }
         const GatherGeometry g = gather_geometry(a, b, step.mesh_dims, rank);
-        const CollectiveScratch areas = collective_scratch(step.kind, a, b, step.mesh_dims, rank);
-        step_scratch = areas.total(es);
-        BufferRef send = buf.in, recv = buf.out;
-        if (!g.send_in_place) {
-          send = BufferRef{Buffer::kWork, buf.scratch_base};
-          if (!is_empty(from)) collective.pack.push_back(box_copy(buf.in, from, send, from, from));
-        }
+        const auto [send_area, recv_area] = collective_areas();
+        const BufferRef send = g.send_in_place ? buf.in : send_area, recv = g.recv_in_place ? buf.out : recv_area;
+        if (!g.send_in_place && !is_empty(from)) collective.pack.push_back(box_copy(buf.in, from, send, from, from));
         if (!g.recv_in_place) {
-          recv = BufferRef{Buffer::kWork, buf.scratch_base + aligned_elements(areas.send, es)};
           for (size_t j = 0; j < g.group.size(); ++j) {
             const Box& theirs = a[g.group[j]];
             Box region = intersect(theirs, to);
@@ -293,17 +291,13 @@ LoweredParts lower_steps(const Layout& src, const Layout& dst, const std::vector
       case StepKind::kReduceScatter: {
         if (const PartialRoles roles = partial_roles(a.layout().mesh(), step.from, step.to);
             gathers_as_exchanges && !roles.mixed_reduce_ops) {  // each member's contribution to g's box, reduced by g
-          const ExchangeRules rules{Transport::kNccl, es, chunk_bytes, roles.contributions > 1, engine_min_row_bytes};
-          step_scratch =
-              lower_exchange(ps, all_to_all_transfers(a, b, step.mesh_dims, rank, es), a, b, rank, buf, rules, &roles);
+          step_scratch = group_exchange(&roles);
           break;
         }
         const ScatterGeometry s = scatter_geometry(a, b, step.mesh_dims, rank);
-        const CollectiveScratch areas = collective_scratch(step.kind, a, b, step.mesh_dims, rank);
-        step_scratch = areas.total(es);
-        BufferRef send = buf.in, recv = buf.out;
+        const auto [send_area, recv_area] = collective_areas();
+        const BufferRef send = s.send_in_place ? buf.in : send_area, recv = s.recv_in_place ? buf.out : recv_area;
         if (!s.send_in_place) {
-          send = BufferRef{Buffer::kWork, buf.scratch_base};
           for (size_t j = 0; j < s.group.size(); ++j) {
             const Box& theirs = b[s.group[j]];
             if (is_empty(theirs)) continue;
@@ -311,10 +305,7 @@ LoweredParts lower_steps(const Layout& src, const Layout& dst, const std::vector
             collective.pack.push_back(box_copy(buf.in, from, slot, theirs, theirs));
           }
         }
-        if (!s.recv_in_place) {
-          recv = BufferRef{Buffer::kWork, buf.scratch_base + aligned_elements(areas.send, es)};
-          if (!is_empty(to)) collective.unpack.push_back(box_copy(recv, to, buf.out, to, to));
-        }
+        if (!s.recv_in_place && !is_empty(to)) collective.unpack.push_back(box_copy(recv, to, buf.out, to, to));
         collective.collective = CollectiveOp{
             StepKind::kReduceScatter, step.mesh_dims, send, recv, s.chunk, partial_op(step.from, step.mesh_dims)};
         break;

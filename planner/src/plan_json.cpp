@@ -28,6 +28,25 @@ json layout_json(const Layout& l) {
   return j;
 }
 
+json candidates_json(const Plan& plan) {
+  json cands = json::array();
+  for (const Candidate& c : plan.candidates()) {
+    json x;
+    x["strategy"] = std::string(to_string(c.strategy));
+    x["transport"] = std::string(to_string(c.transport));
+    x["available"] = c.available;
+    if (!c.available) x["reason"] = c.reason;
+    x["estimated_us"] = c.estimated_us;
+    x["steps"] = c.steps;
+    x["bytes_moved"] = c.bytes_moved;
+    x["peak_workspace_bytes"] = c.peak_workspace_bytes;
+    x["fits_budget"] = c.fits_budget;
+    x["route"] = c.route;
+    cands.push_back(std::move(x));
+  }
+  return cands;
+}
+
 // Typed access with errors that name the field.
 struct Reader {
   static const json& at(const json& obj, const std::string& key, const std::string& path) {
@@ -147,6 +166,8 @@ Layout read_layout(const json& root, const std::string& key, const Dims& shape) 
 
 }  // namespace
 
+std::string candidates_to_json(const Plan& plan) { return detail::json_text(candidates_json(plan)); }
+
 std::string plan_to_json(const Plan& plan) {
   json j;
   j["schema"] = kSchema;
@@ -166,22 +187,7 @@ std::string plan_to_json(const Plan& plan) {
   j["estimated_us"] = plan.estimated_us();
   j["bytes_moved"] = plan.bytes_moved();
   j["peak_workspace_bytes"] = plan.peak_workspace_bytes();
-  json cands = json::array();
-  for (const Candidate& c : plan.candidates()) {
-    json x;
-    x["strategy"] = std::string(to_string(c.strategy));
-    x["transport"] = std::string(to_string(c.transport));
-    x["available"] = c.available;
-    if (!c.available) x["reason"] = c.reason;
-    x["estimated_us"] = c.estimated_us;
-    x["steps"] = c.steps;
-    x["bytes_moved"] = c.bytes_moved;
-    x["peak_workspace_bytes"] = c.peak_workspace_bytes;
-    x["fits_budget"] = c.fits_budget;
-    x["route"] = c.route;
-    cands.push_back(std::move(x));
-  }
-  j["candidates"] = std::move(cands);
+  j["candidates"] = candidates_json(plan);
   json steps = json::array();
   for (const Step& s : plan.steps()) {
     json x;

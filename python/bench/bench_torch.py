@@ -13,6 +13,7 @@ compiled with --compile-mlp). Results: DIR/bench.json and a table on stdout.
 """
 
 import argparse
+import itertools
 import pathlib
 import statistics
 import sys
@@ -35,23 +36,8 @@ SIZES = {"4MiB": (1024, 1024), "1GiB": (16384, 16384)}
 
 def time_call(fn, iters, warmup):
     """Median over iterations of the slowest rank's CUDA-event time of one call (us), and the last result."""
-    out = None
-    for _ in range(warmup):
-        out = fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(iters):
-        dist.barrier()
-        torch.cuda.synchronize()
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        out = fn()
-        end.record()
-        torch.cuda.synchronize()
-        times.append(start.elapsed_time(end) * 1000.0)
-    t = torch.tensor(times, device="cuda", dtype=torch.float64)
-    dist.all_reduce(t, op=dist.ReduceOp.MAX)
-    return statistics.median(t.tolist()), out
+    times, out = common.time_call(fn, iters, warmup)
+    return statistics.median(times), out
 
 
 def bench_redistribute(mesh, mesh_shape, src, dst, dtype_name, shape, iters, warmup):
@@ -95,30 +81,15 @@ def bench_tp_mlp(mesh, steps, warmup, compiled):
         model = tp_mlp.build(mesh)
         step_fn = torch.compile(model) if compiled else None
         opt = torch.optim.SGD(model.parameters(), lr=1e-3)
-        xs = [tp_mlp.batch(i, 8, 1024, 1024) for i in range(2)]
+        batches = itertools.cycle([tp_mlp.batch(i, 8, 1024, 1024) for i in range(2)])  # two batches, alternating
 
-        def step(i):
-            out = (step_fn or model)(xs[i % 2])
+        def step():
+            out = (step_fn or model)(next(batches))
             out.float().pow(2).mean().backward()
             opt.step()
             opt.zero_grad(set_to_none=True)
 
-        for i in range(warmup):
-            step(i)
-        torch.cuda.synchronize()
-        times = []
-        for i in range(steps):
-            dist.barrier()
-            torch.cuda.synchronize()
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            step(i)
-            end.record()
-            torch.cuda.synchronize()
-            times.append(start.elapsed_time(end) * 1000.0)
-        t = torch.tensor(times, device="cuda", dtype=torch.float64)
-        dist.all_reduce(t, op=dist.ReduceOp.MAX)
-        rows[f"{name}_step_us"] = statistics.median(t.tolist())
+        rows[f"{name}_step_us"], _ = time_call(step, steps, warmup)
         rt.disable()
     rows["speedup"] = rows["pytorch_step_us"] / rows["reshard_step_us"]
     return rows

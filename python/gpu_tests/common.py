@@ -1,4 +1,5 @@
-"""Shared by the GPU checks and the benchmark (run under torchrun, one process per GPU)."""
+"""Shared by the GPU checks and the benchmarks (python/bench, bench/pytorch_baseline.py), run under torchrun, one
+process per GPU."""
 
 import datetime
 import json
@@ -33,6 +34,29 @@ def placement(text):
     if text == "P":
         return Partial()
     return Partial(text[2:-1])
+
+
+def time_call(fn, iters, warmup):
+    """Times `iters` calls of fn after `warmup` untimed ones, each as DTensor programs see it: the ranks meet at a
+    barrier, the GPU is idle, CUDA events are recorded around the call, the host waits. Returns the slowest rank's
+    time of each iteration (us) and the last call's result."""
+    out = None
+    for _ in range(warmup):
+        out = fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(iters):
+        dist.barrier()
+        torch.cuda.synchronize()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        out = fn()
+        end.record()
+        torch.cuda.synchronize()
+        times.append(start.elapsed_time(end) * 1000.0)
+    t = torch.tensor(times, device="cuda", dtype=torch.float64)
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    return t.tolist(), out
 
 
 def make_global(shape, dtype, seed):

@@ -14,7 +14,7 @@ import json as _json
 
 import numpy as _np
 
-from . import _args
+from . import _args, _shapes
 from ._core import Plan, __version__
 
 __all__ = ["Plan", "layout", "plan", "run_host", "run_host_batch", "__version__"]
@@ -96,15 +96,6 @@ def _mesh_dims(mesh_text):
     return [int(v) for v in mesh_text.split("x")]
 
 
-def _coord(rank, dims, ranks):
-    pos = rank if ranks is None else list(ranks).index(rank)
-    coord = []
-    for n in reversed(dims):
-        coord.append(pos % n)
-        pos //= n
-    return coord[::-1]
-
-
 def _infer_shape(mesh_text, ranks, placements, shards):
     """The global shape the shards tile: per tensor dim, the local extents summed over the ranks whose coordinates are 0
     on every mesh dim that does not shard that dim."""
@@ -113,7 +104,7 @@ def _infer_shape(mesh_text, ranks, placements, shards):
     sharding = [[m for m, p in enumerate(placements) if p.startswith("S") and int(p[1:]) == d] for d in range(ndim)]
     shape = [0] * ndim
     for r, shard in enumerate(shards):
-        c = _coord(r, dims, ranks)
+        c = _shapes.mesh_coord(r if ranks is None else list(ranks).index(r), dims)
         for d in range(ndim):
             if all(c[m] == 0 for m in range(len(dims)) if m not in sharding[d]):
                 shape[d] += shard.shape[d]

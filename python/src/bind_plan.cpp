@@ -17,23 +17,8 @@ std::vector<std::string> placement_strings(const std::vector<Placement>& ps) {
   return out;
 }
 
-py::list candidates(const Plan& plan) {
-  py::list out;
-  for (const Candidate& c : plan.candidates()) {
-    py::dict d;
-    d["strategy"] = std::string(to_string(c.strategy));
-    d["available"] = c.available;
-    if (!c.available) d["reason"] = c.reason;
-    d["estimated_us"] = c.estimated_us;
-    d["steps"] = c.steps;
-    d["bytes_moved"] = c.bytes_moved;
-    d["peak_workspace_bytes"] = c.peak_workspace_bytes;
-    d["fits_budget"] = c.fits_budget;
-    d["route"] = c.route;
-    out.append(std::move(d));
-  }
-  return out;
-}
+// Every candidate as a dict: exactly the plan JSON's "candidates" (the same keys, figures and order).
+py::object candidates(const Plan& plan) { return py::module_::import("json").attr("loads")(candidates_to_json(plan)); }
 
 }  // namespace
 

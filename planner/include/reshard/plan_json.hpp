@@ -17,6 +17,8 @@
 namespace reshard {
 
 std::string plan_to_json(const Plan& plan);
+// The plan's "candidates" member alone (a JSON array, as plan_to_json writes it).
+std::string candidates_to_json(const Plan& plan);
 // Parses and validates a plan as strictly as the planner's own (validate_plan, and p2p transfers exactly the ones the
 // planner assigns, for every rank or for a rank-scoped plan's rank); a corrupt or inconsistent document is a kParse /
 // kInvalidArgument error naming the field, step or transfer. Summary figures are recomputed from the steps, never

@@ -69,25 +69,14 @@ def configure(*, strategy=None, transport=None, memory_budget=None, ranks_per_no
     workspace bytes per rank (int or "64MiB"); ranks_per_node: for the cost model (default: LOCAL_WORLD_SIZE);
     timeout_s: NCCL calls and waits longer than this abort reshard's communicators; cache_size: prepared executors
     kept. Returns the settings in force."""
+    given = {"strategy": (strategy, str), "transport": (transport, str), "fuse": (fuse, str), "low_sm": (low_sm, bool),
+             "memory_budget": (memory_budget, None), "ranks_per_node": (ranks_per_node, int),
+             "timeout_s": (timeout_s, float), "cache_size": (cache_size, int)}
     s = _runtime.settings
-    if strategy is not None:
-        s.strategy = str(strategy)
-    if transport is not None:
-        s.transport = str(transport)
-    if fuse is not None:
-        s.fuse = str(fuse)
-    if low_sm is not None:
-        s.low_sm = bool(low_sm)
-    if memory_budget is not None:
-        s.memory_budget = memory_budget
-    if ranks_per_node is not None:
-        s.ranks_per_node = int(ranks_per_node)
-    if timeout_s is not None:
-        s.timeout_s = float(timeout_s)
-    if cache_size is not None:
-        s.cache_size = int(cache_size)
+    for name, (value, convert) in given.items():
+        if value is not None:
+            setattr(s, name, convert(value) if convert else value)
     _ops._decisions.clear()  # plans depend on the settings: decide and prepare again
     _ops._routes.clear()
     _runtime.clear_cache()
-    return {k: getattr(s, k) for k in ("strategy", "transport", "fuse", "low_sm", "memory_budget", "ranks_per_node",
-                                      "timeout_s", "cache_size")}
+    return {name: getattr(s, name) for name in given}

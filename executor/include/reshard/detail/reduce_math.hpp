@@ -36,43 +36,19 @@ RESHARD_HOST_DEVICE inline Acc finish(Acc a, std::int64_t divisor) {
   return divisor > 1 ? a / static_cast<Acc>(divisor) : a;
 }
 
+// Whether T is one of Us.
+template <class T, class... Us>
+inline constexpr bool is_one_of_v = (std::is_same_v<T, Us> || ...);
+
 // The accumulator of an element type that reduces elementwise: double for f64, float for f32/f16/bf16, int64 for
 // integers; void for the others (complex64 reduces as f32 pairs; fp8, bool and i16 do not reduce).
 template <class T>
 struct Accumulator {
-  using type = void;
-};
-template <>
-struct Accumulator<double> {
-  using type = double;
-};
-template <>
-struct Accumulator<float> {
-  using type = float;
-};
-template <>
-struct Accumulator<Float16> {
-  using type = float;
-};
-template <>
-struct Accumulator<BFloat16> {
-  using type = float;
-};
-template <>
-struct Accumulator<std::int64_t> {
-  using type = std::int64_t;
-};
-template <>
-struct Accumulator<std::int32_t> {
-  using type = std::int64_t;
-};
-template <>
-struct Accumulator<std::int8_t> {
-  using type = std::int64_t;
-};
-template <>
-struct Accumulator<std::uint8_t> {
-  using type = std::int64_t;
+  using type = std::conditional_t<
+      std::is_same_v<T, double>, double,
+      std::conditional_t<is_one_of_v<T, float, Float16, BFloat16>, float,
+                         std::conditional_t<is_one_of_v<T, std::int64_t, std::int32_t, std::int8_t, std::uint8_t>,
+                                            std::int64_t, void>>>;
 };
 
 // The dtype a reduction over `dtype` runs as, and how many of its elements one element of `dtype` is: complex64
