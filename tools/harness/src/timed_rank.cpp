@@ -32,17 +32,30 @@ RankOutcome run_timed_rank(const PlanBatch& batch, Communicator& comm, int devic
       std::_Exit(3);
     }
   };
+  // RESHARD_TRACE_PHASES=1: each rank prints the phase it enters (stderr), to see where a stalled run stopped.
+  const bool trace_phases = std::getenv("RESHARD_TRACE_PHASES") != nullptr;
+  auto phase = [&](const char* what, int i = -1) {
+    if (trace_phases) fmt::print(stderr, "rank {}: {}{}\n", r, what, i < 0 ? std::string() : fmt::format(" {}", i));
+  };
+  phase("prepared");
   if (prepared) prepared();
+  phase("met");
   fault(RunOptions::FaultPoint::kAfterPrepare);
   RankOutcome out;
   out.workspace = redistribution.workspace_bytes();
   const cudaStream_t stream = redistribution.stream();
-  auto run = [&] { redistribution.run(); };
+  int runs = 0;
+  auto run = [&] {
+    phase("run", runs++);
+    redistribution.run();
+  };
   auto verify = [&] {
+    phase("verify");
     out.wrong += redistribution.count_wrong();
     out.checked += redistribution.target_elements();
   };
   for (int poison : {0xA5, 0x5A}) {
+    phase("poison", poison);
     redistribution.poison(poison);
     run();
     verify();
@@ -52,7 +65,9 @@ RankOutcome run_timed_rank(const PlanBatch& batch, Communicator& comm, int devic
     throw_if_stop_requested();
     run();
   }
+  phase("warmup wait");
   redistribution.wait();
+  phase("timing");
   StreamGraph graph;
   if (options.cuda_graph) {
     graph.capture(stream, run);
@@ -73,6 +88,7 @@ RankOutcome run_timed_rank(const PlanBatch& batch, Communicator& comm, int devic
           run();
       },
       options.timeout, stalled);
+  phase("final wait");
   redistribution.wait();
   verify();
   if (options.trace) {
@@ -80,7 +96,9 @@ RankOutcome run_timed_rank(const PlanBatch& batch, Communicator& comm, int devic
     redistribution.wait();
     out.steps = redistribution.step_times();
   }
+  phase("finishing");
   if (finished) finished();
+  phase("finished");
   return out;
 }
 

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# On the 2-GPU machine: how often do non-fused nvlink runs hang, and where? Runs a probe case N times (each in the
+# background); one still running after WAIT seconds gets every thread's stack dumped (gdb) and is killed. Then the GPU
+# test that stopped before, watched the same way (no new output for TEST_WAIT seconds = stalled). Files under $OUT.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+export NCCL_NVLS_ENABLE=0 RESHARD_TEST_VERBOSE=1
+OUT=${OUT:-/tmp}; R=build-device/tools/reshard; T=build-device/tests/executor_gpu_tests
+t0=$(date +%s); el() { echo $(( $(date +%s) - t0 )); }
+bash scripts/device/build.sh -DCMAKE_CXX_FLAGS=-g > "$OUT/hang_build.log" 2>&1 || { tail -30 "$OUT/hang_build.log"; exit 1; }
+echo "[$(el) s] built; gdb: $(command -v gdb || echo none)"
+stacks() {  # pid file
+  if command -v gdb > /dev/null; then timeout 60 gdb -p "$1" -batch -ex "thread apply all bt 20" > "$2" 2>&1
+  else for t in /proc/$1/task/*; do echo "== $t $(cat $t/comm) $(cat $t/wchan)"; cat $t/stack 2>/dev/null; done > "$2"; fi
+  nvidia-smi --query-gpu=index,utilization.gpu,memory.used --format=csv >> "$2" 2>&1
+  grep -E "^#[0-9]+ " "$2" | grep -vE "in (__|clone|start_thread|syscall|pthread_cond)" | sed -E 's/0x[0-9a-f]+ in //; s/ \(.*\) at / at /' \
+    | awk '{$1=""; print}' | sort | uniq -c | sort -rn | head -30
+}
+export RESHARD_TRACE_PHASES=1
+for variant in ${VARIANTS:-base}; do
+  hangs=0; runs=0
+  case $variant in
+    base) envs="" ;;
+    connections32) envs="CUDA_DEVICE_MAX_CONNECTIONS=32" ;;
+    direct) envs="RESHARD_NVLINK_DIRECT_POSTS=1" ;;
+  esac
+  for args in "--from S0 --to R --shape 256x256" "--from S0 --to S1 --shape 1024x1024"; do
+    for i in $(seq 1 ${N:-15}); do
+      [ $(el) -gt ${PROBE_UNTIL_S:-400} ] && break
+      runs=$((runs + 1))
+      env $envs $R run --backend nccl --mesh 2 --iters 20 --timeout-ms 20000 --strategy p2p --transport nvlink \
+        --fuse never $args > "$OUT/probe_run.txt" 2>&1 &
+      pid=$!
+      for s in $(seq 1 $((${WAIT:-6} * 10))); do kill -0 $pid 2>/dev/null || break; sleep 0.1; done
+      if kill -0 $pid 2>/dev/null; then
+        hangs=$((hangs + 1))
+        if [ $hangs -le 3 ]; then
+          echo "== $variant hang $hangs [$args]: last phases per rank"
+          for rk in 0 1; do grep "^rank $rk:" "$OUT/probe_run.txt" | tail -2; done
+          grep -c "^rank 0: run" "$OUT/probe_run.txt"
+        fi
+        kill -9 $pid; wait $pid 2>/dev/null
+      else
+        wait $pid; rc=$?; [ $rc -ne 0 ] && { echo "$variant run $i [$args] exit $rc"; tail -3 "$OUT/probe_run.txt"; }
+      fi
+    done
+  done
+  echo "[$(el) s] $variant: $hangs hangs in $runs runs"
+done
+[ -n "${SKIP_TEST:-}" ] && exit 0
+$T --gtest_filter="${TEST_FILTER:-Gpu.EveryPairAndStrategyOnMeshes2And1x2And2x1}" > "$OUT/hang_test.log" 2>&1 &
+pid=$!; start=$(el)
+while kill -0 $pid 2>/dev/null; do
+  sleep 1
+  if [ $(( $(el) - start )) -ge ${TEST_WAIT:-100} ] || [ $(el) -gt ${TEST_UNTIL_S:-520} ]; then
+    echo "[$(el) s] test still running after $(( $(el) - start )) s: stacks"; stacks $pid "$OUT/hang_test_stacks.txt"
+    kill -9 $pid; break
+  fi
+done
+wait $pid 2>/dev/null; echo "test exit $?"
+grep -E "^\[  (PASSED|FAILED) |^\[  FAILED|Failure" "$OUT/hang_test.log" | head; tail -4 "$OUT/hang_test.log"
+echo "[$(el) s] done"
