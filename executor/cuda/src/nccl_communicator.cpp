@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <thread>
+#include <vector>
 
 #include "nccl_types.hpp"
 #include "reshard/cuda_check.hpp"
@@ -136,28 +137,51 @@ void NcclCommunicator::exchange(std::span<const SendOp> sends, std::span<const R
   RESHARD_NCCL(ncclGroupEnd());
 }
 
+// The host all-gather stages through device memory that is allocated once and freed only with the communicator: a
+// cudaFree synchronises the device and, with peer access, its peers. Freed at the end of every call, it hung the
+// first one-sided run on 2 H200s (2026-11-23): a rank still in the run's first all-gather (mapping the peers'
+// buffers) freed its staging while the peer's stream already waited for this rank's first post, which the freeing
+// rank enqueues only after the free returns. Growth keeps the smaller buffers until the end for the same reason.
+struct NcclCommunicator::HostGatherStaging {
+  int device = 0;
+  cudaStream_t stream = nullptr;
+  std::vector<void*> buffers;  // the last one is in use
+  size_t capacity = 0;
+  ~HostGatherStaging() {
+    cudaSetDevice(device);
+    if (stream) cudaStreamDestroy(stream);
+    for (void* b : buffers) cudaFree(b);
+  }
+};
+
 void NcclCommunicator::all_gather_host(const void* send, void* recv, size_t bytes) {
   int device = 0;
   RESHARD_NCCL(ncclCommCuDevice(comm_, &device));
   RESHARD_CUDA_CHECK(cudaSetDevice(device));
-  // Setup time only: a scratch buffer and a stream of its own, released on every path.
-  struct Scratch {
+  const size_t total = checked_mul(static_cast<Index>(bytes), static_cast<Index>(size_ + 1), "host all-gather bytes");
+  if (!host_gather_) {
+    auto staging = std::make_unique<HostGatherStaging>();
+    staging->device = device;
+    RESHARD_CUDA_CHECK(cudaStreamCreateWithFlags(&staging->stream, cudaStreamNonBlocking));
+    host_gather_ = std::move(staging);
+  }
+  HostGatherStaging& x = *host_gather_;
+  if (total > x.capacity) {
+    const size_t capacity = std::max<size_t>(total, size_t{64} << 10);  // the connect and expose records fit at once
     void* data = nullptr;
-    cudaStream_t stream = nullptr;
-    ~Scratch() {
-      if (stream) cudaStreamDestroy(stream);
-      if (data) cudaFree(data);
-    }
-  } x;
-  const size_t total = bytes * static_cast<size_t>(size_ + 1);
-  RESHARD_CUDA_CHECK(cudaMalloc(&x.data, total > 0 ? total : 1));
-  RESHARD_CUDA_CHECK(cudaStreamCreateWithFlags(&x.stream, cudaStreamNonBlocking));
-  auto* gathered = static_cast<char*>(x.data) + bytes;
-  if (bytes > 0) RESHARD_CUDA_CHECK(cudaMemcpyAsync(x.data, send, bytes, cudaMemcpyHostToDevice, x.stream));
-  all_gather(x.data, gathered, bytes, x.stream);
+    RESHARD_CUDA_CHECK(cudaMalloc(&data, capacity));
+    x.buffers.push_back(data);
+    x.capacity = capacity;
+  }
+  char* data = static_cast<char*>(x.buffers.back());
+  char* gathered = data + bytes;
+  if (bytes > 0) RESHARD_CUDA_CHECK(cudaMemcpyAsync(data, send, bytes, cudaMemcpyHostToDevice, x.stream));
+  all_gather(data, gathered, bytes, x.stream);
   wait(x.stream, options_.timeout);
-  if (bytes > 0)
-    RESHARD_CUDA_CHECK(cudaMemcpy(recv, gathered, bytes * static_cast<size_t>(size_), cudaMemcpyDeviceToHost));
+  if (bytes == 0) return;
+  RESHARD_CUDA_CHECK(
+      cudaMemcpyAsync(recv, gathered, bytes * static_cast<size_t>(size_), cudaMemcpyDeviceToHost, x.stream));
+  wait(x.stream, options_.timeout);
 }
 
 void NcclCommunicator::all_gather(const void* send, void* recv, size_t bytes_per_rank, StreamHandle stream) {

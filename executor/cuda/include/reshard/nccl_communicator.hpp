@@ -67,6 +67,9 @@ class NcclCommunicator : public Communicator {
   bool may_abort() const { return owned_ || options_.abort_unowned; }
   // How an error message ends: what happened to the communicator.
   std::string abort_text() const;
+  // all_gather_host's device staging and stream, kept for the communicator's life (nccl_communicator.cpp says why).
+  struct HostGatherStaging;
+  std::unique_ptr<HostGatherStaging> host_gather_;
 
   ncclComm_t comm_;
   bool owned_;
