@@ -241,28 +241,28 @@ GroupShape scatter_shape(const RankBoxes& a, const RankBoxes& b, std::span<const
   return s;
 }
 
-GatherGeometry gather_geometry(const RankBoxes& a, const RankBoxes& b, std::span<const int> dims, int rank) {
-  GatherGeometry g;
-  const Mesh& mesh = a.layout().mesh();
+namespace {
+
+// A rank's group over `dims` listed, with the sizes and flags of `shape` (a GatherGeometry or a ScatterGeometry).
+template <class Geometry>
+Geometry listed(const Mesh& mesh, std::span<const int> dims, int rank, const GroupShape& shape) {
+  Geometry g;
   g.group = mesh.group(rank, dims);
   g.index = mesh.group_index(rank, dims);
-  const GroupShape shape = gather_shape(a, b, dims, rank);
   g.chunk = shape.chunk;
   g.send_in_place = shape.send_in_place;
   g.recv_in_place = shape.recv_in_place;
   return g;
 }
 
+}  // namespace
+
+GatherGeometry gather_geometry(const RankBoxes& a, const RankBoxes& b, std::span<const int> dims, int rank) {
+  return listed<GatherGeometry>(a.layout().mesh(), dims, rank, gather_shape(a, b, dims, rank));
+}
+
 ScatterGeometry scatter_geometry(const RankBoxes& a, const RankBoxes& b, std::span<const int> dims, int rank) {
-  ScatterGeometry s;
-  const Mesh& mesh = a.layout().mesh();
-  s.group = mesh.group(rank, dims);
-  s.index = mesh.group_index(rank, dims);
-  const GroupShape shape = scatter_shape(a, b, dims, rank);
-  s.chunk = shape.chunk;
-  s.send_in_place = shape.send_in_place;
-  s.recv_in_place = shape.recv_in_place;
-  return s;
+  return listed<ScatterGeometry>(a.layout().mesh(), dims, rank, scatter_shape(a, b, dims, rank));
 }
 
 int group_size(const Mesh& mesh, std::span<const int> dims) { return mesh.group_size(dims); }
