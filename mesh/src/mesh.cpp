@@ -54,6 +54,13 @@ Mesh::Mesh(std::vector<int> shape, std::vector<int> ranks, int world_size) : Mes
   }
 }
 
+std::vector<int> Mesh::ranks() const {
+  if (!ranks_.empty()) return ranks_;
+  std::vector<int> out(size_);
+  for (int i = 0; i < size_; ++i) out[i] = i;
+  return out;
+}
+
 void Mesh::dim_error(int mesh_dim) const {
   fail(ErrorKind::kInvalidArgument, cat("mesh dim ", mesh_dim, " out of range for a ", ndim(), "-D mesh"));
 }
