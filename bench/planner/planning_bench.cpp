@@ -61,28 +61,30 @@ void BM_RankPlan(benchmark::State& state) {
   label(state, c);
 }
 
-// A cache hit: the key of the request, one lookup, the shared plan returned (never planned again).
-void BM_CacheHit(benchmark::State& state) {
+// A cache hit: the key of the request, one lookup, the shared plan returned (never planned again). `get` asks the
+// cache for a global or a rank plan.
+template <class Get>
+void cache_hit(benchmark::State& state, Get get) {
   const Case& c = kCases[state.range(0)];
   const auto [src, dst] = layouts(c);
   PlanOptions options;
   PlanCache cache;
-  cache.get_or_plan(src, dst, DType::kBF16, options);
-  for (auto _ : state) benchmark::DoNotOptimize(cache.get_or_plan(src, dst, DType::kBF16, options));
+  get(cache, src, dst, options);
+  for (auto _ : state) benchmark::DoNotOptimize(get(cache, src, dst, options));
   if (cache.stats().misses != 1) state.SkipWithError("a hit planned");
   label(state, c);
 }
 
+void BM_CacheHit(benchmark::State& state) {
+  cache_hit(state, [](PlanCache& cache, const Layout& src, const Layout& dst, const PlanOptions& options) {
+    return cache.get_or_plan(src, dst, DType::kBF16, options);
+  });
+}
+
 void BM_CacheHitRank(benchmark::State& state) {
-  const Case& c = kCases[state.range(0)];
-  const auto [src, dst] = layouts(c);
-  PlanOptions options;
-  PlanCache cache;
-  const int rank = (src.mesh().size() / 2 + 1) % src.mesh().size();
-  cache.get_or_plan_rank(src, dst, DType::kBF16, rank, options);
-  for (auto _ : state) benchmark::DoNotOptimize(cache.get_or_plan_rank(src, dst, DType::kBF16, rank, options));
-  if (cache.stats().misses != 1) state.SkipWithError("a hit planned");
-  label(state, c);
+  cache_hit(state, [](PlanCache& cache, const Layout& src, const Layout& dst, const PlanOptions& options) {
+    return cache.get_or_plan_rank(src, dst, DType::kBF16, (src.mesh().size() / 2 + 1) % src.mesh().size(), options);
+  });
 }
 
 // A miss: the cache emptied, then the key, a full auto plan and the insertion (compare with BM_AutoPlan).

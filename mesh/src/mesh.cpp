@@ -54,11 +54,6 @@ Mesh::Mesh(std::vector<int> shape, std::vector<int> ranks, int world_size) : Mes
   }
 }
 
-bool Mesh::contains(int rank) const {
-  if (rank < 0 || rank >= world_size_) return false;
-  return position_.empty() || position_[rank] >= 0;
-}
-
 std::vector<int> Mesh::ranks() const {
   if (!ranks_.empty()) return ranks_;
   std::vector<int> out(size_);
@@ -66,20 +61,12 @@ std::vector<int> Mesh::ranks() const {
   return out;
 }
 
-int Mesh::dim_size(int mesh_dim) const {
-  RESHARD_REQUIRE(mesh_dim >= 0 && mesh_dim < ndim(), "mesh dim ", mesh_dim, " out of range for a ", ndim(), "-D mesh");
-  return shape_[mesh_dim];
+void Mesh::dim_error(int mesh_dim) const {
+  fail(ErrorKind::kInvalidArgument, cat("mesh dim ", mesh_dim, " out of range for a ", ndim(), "-D mesh"));
 }
 
-Dims Mesh::coord_of(int rank) const {
-  RESHARD_REQUIRE(contains(rank), "rank ", rank, " is not in mesh ", str(), " (", size_, " ranks)");
-  int linear = ranks_.empty() ? rank : position_[rank];
-  Dims c(ndim());
-  for (int i = ndim() - 1; i >= 0; --i) {
-    c[i] = linear % shape_[i];
-    linear /= shape_[i];
-  }
-  return c;
+void Mesh::rank_error(int rank) const {
+  fail(ErrorKind::kInvalidArgument, cat("rank ", rank, " is not in mesh ", str(), " (", size_, " ranks)"));
 }
 
 int Mesh::linear_index(const Dims& coord) const {

@@ -28,34 +28,17 @@ std::string wide_string(Wide v) {
 
 Box whole(const Dims& shape) { return Box{Dims(shape.size(), 0), shape}; }
 
-Index volume(const Box& b) {
-  Index v = 1;
-  for (int i = 0; i < b.ndim(); ++i) {
-    if (b.shape[i] <= 0) return 0;
-    if (!try_mul(v, b.shape[i], v))
-      fail(ErrorKind::kInvalidArgument, cat("box ", to_string(b), " has more elements than fit in 64 bits"));
-  }
-  return v;
+namespace detail {
+
+void volume_overflow(const Box& b) {
+  fail(ErrorKind::kInvalidArgument, cat("box ", to_string(b), " has more elements than fit in 64 bits"));
 }
 
-bool is_empty(const Box& b) {
-  for (int i = 0; i < b.ndim(); ++i)
-    if (b.shape[i] <= 0) return true;
-  return false;
-}
-
-Box intersect(const Box& a, const Box& b) {
+Box intersect_wide(const Box& a, const Box& b) {
   RESHARD_REQUIRE(a.ndim() == b.ndim(), "cannot intersect a ", a.ndim(), "-D box with a ", b.ndim(), "-D box");
-  Box r{a.shape, a.shape};  // ndim() entries each, every one overwritten (copied, not zeroed and filled)
+  Box r{a.shape, a.shape};
   for (int i = 0; i < a.ndim(); ++i) {
     const Index lo = std::max(a.offset[i], b.offset[i]);
-    Index end_a = 0, end_b = 0, fast = 0;  // in int64 where nothing overflows (every box of a layout)
-    if (try_add(a.offset[i], a.shape[i], end_a) && try_add(b.offset[i], b.shape[i], end_b) &&
-        try_sub(std::min(end_a, end_b), lo, fast)) {
-      r.offset[i] = lo;
-      r.shape[i] = std::max<Index>(0, fast);
-      continue;
-    }
     const Wide extent = std::max<Wide>(0, std::min(end_of(a, i), end_of(b, i)) - Wide(lo));
     RESHARD_REQUIRE(extent <= Wide(INT64_MAX), "the intersection of ", to_string(a), " and ", to_string(b),
                     " has an extent beyond 64 bits");
@@ -64,6 +47,8 @@ Box intersect(const Box& a, const Box& b) {
   }
   return r;
 }
+
+}  // namespace detail
 
 bool contains(const Box& outer, const Box& inner) {
   if (is_empty(inner)) return true;
@@ -85,17 +70,6 @@ Index local_offset(const Box& owner, const Box& inner) {
            cat("the offset of ", to_string(inner), " inside ", to_string(owner), " does not fit in 64 bits"));
   }
   return off;
-}
-
-bool is_contiguous_in(const Box& owner, const Box& inner) {
-  if (is_empty(inner)) return true;
-  // Skip leading dims where the inner box has extent 1; the first dim with extent > 1 may be partial, every
-  // later dim must be full.
-  int i = 0;
-  while (i < inner.ndim() && inner.shape[i] == 1) ++i;
-  for (int j = i + 1; j < inner.ndim(); ++j)
-    if (inner.shape[j] != owner.shape[j]) return false;
-  return true;
 }
 
 std::string to_string(const Box& b) {

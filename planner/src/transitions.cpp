@@ -33,12 +33,16 @@ Index overlap(const Interval& x, const Interval& y) {
 }
 
 // Intervals of tensor dim d for every assignment of the mesh dims sharding it, indexed row-major over them. Small
-// tables (most meshes) live on the stack: transition checks run in the planner's inner loops.
+// tables (most meshes) live on the stack, left uninitialised until filled: transition checks run in the planner's
+// inner loops.
 class IntervalTable {
  public:
   IntervalTable(const Layout& l, int d) {
     size_t i = 0;
-    for_each(l, d, [&](const Dims& c) { data_[i++] = l.interval(d, c); });
+    for_each(l, d, [&](const Dims& c) {
+      const Interval x = l.interval(d, c);
+      data_[i++] = Entry{x.begin, x.size};
+    });
   }
   // The same read off the boxes (a box holds every tensor dim's interval, an empty one included).
   IntervalTable(const RankBoxes& boxes, int d) {
@@ -50,10 +54,10 @@ class IntervalTable {
     const int origin = mesh.has_explicit_ranks() ? mesh.explicit_ranks()[0] : 0;
     for_each_member(mesh, origin, dims, [&](int m, int j) {
       const Box& b = boxes[m];
-      data_[j] = Interval{b.offset[d], b.shape[d]};
+      data_[j] = Entry{b.offset[d], b.shape[d]};
     });
   }
-  const Interval& operator[](Index i) const { return data_[i]; }
+  Interval operator[](Index i) const { return Interval{data_[i].begin, data_[i].size}; }
 
  private:
   void reserve(const Mesh& mesh, const std::vector<int>& dims) {
@@ -72,10 +76,13 @@ class IntervalTable {
     for_each_assignment(mesh, dims, Dims(mesh.ndim(), 0), f);
   }
 
+  struct Entry {  // an Interval without its default member initialisers (the inline table is not zeroed)
+    Index begin, size;
+  };
   static constexpr size_t kInline = 64;
-  Interval inline_[kInline];
-  std::vector<Interval> heap_;
-  Interval* data_ = inline_;
+  Entry inline_[kInline];
+  std::vector<Entry> heap_;
+  Entry* data_ = inline_;
 };
 
 const Layout& layout_of(const Layout& l) { return l; }
@@ -127,7 +134,7 @@ bool covered_per_dim(const A& a_side, const B& b_side, std::span<const int> grou
     bool ok = true;
     for_each_assignment(mesh, fixed.span(), Dims(mesh.ndim(), 0), [&](const Dims& c) {
       if (!ok) return;
-      const Interval& want = tb[table_index(mesh, sb, c)];
+      const Interval want = tb[table_index(mesh, sb, c)];
       if (want.size == 0) return;
       Index got = 0;
       for_each_assignment(mesh, vary.span(), c,
@@ -241,28 +248,28 @@ GroupShape scatter_shape(const RankBoxes& a, const RankBoxes& b, std::span<const
   return s;
 }
 
-GatherGeometry gather_geometry(const RankBoxes& a, const RankBoxes& b, std::span<const int> dims, int rank) {
-  GatherGeometry g;
-  const Mesh& mesh = a.layout().mesh();
+namespace {
+
+// A rank's group over `dims` listed, with the sizes and flags of `shape` (a GatherGeometry or a ScatterGeometry).
+template <class Geometry>
+Geometry listed(const Mesh& mesh, std::span<const int> dims, int rank, const GroupShape& shape) {
+  Geometry g;
   g.group = mesh.group(rank, dims);
   g.index = mesh.group_index(rank, dims);
-  const GroupShape shape = gather_shape(a, b, dims, rank);
   g.chunk = shape.chunk;
   g.send_in_place = shape.send_in_place;
   g.recv_in_place = shape.recv_in_place;
   return g;
 }
 
+}  // namespace
+
+GatherGeometry gather_geometry(const RankBoxes& a, const RankBoxes& b, std::span<const int> dims, int rank) {
+  return listed<GatherGeometry>(a.layout().mesh(), dims, rank, gather_shape(a, b, dims, rank));
+}
+
 ScatterGeometry scatter_geometry(const RankBoxes& a, const RankBoxes& b, std::span<const int> dims, int rank) {
-  ScatterGeometry s;
-  const Mesh& mesh = a.layout().mesh();
-  s.group = mesh.group(rank, dims);
-  s.index = mesh.group_index(rank, dims);
-  const GroupShape shape = scatter_shape(a, b, dims, rank);
-  s.chunk = shape.chunk;
-  s.send_in_place = shape.send_in_place;
-  s.recv_in_place = shape.recv_in_place;
-  return s;
+  return listed<ScatterGeometry>(a.layout().mesh(), dims, rank, scatter_shape(a, b, dims, rank));
 }
 
 int group_size(const Mesh& mesh, std::span<const int> dims) { return mesh.group_size(dims); }

@@ -36,16 +36,32 @@ class Mesh {
   // Ranks of the world communicator the mesh sits in (size() unless the mesh is on a subset of it).
   int world_size() const { return world_size_; }
   // Whether a world rank is one of the mesh's.
-  bool contains(int rank) const;
+  bool contains(int rank) const {
+    if (rank < 0 || rank >= world_size_) return false;
+    return position_.empty() || position_[rank] >= 0;
+  }
   // The rank at every row-major coordinate (0..size-1 for a row-major mesh).
   std::vector<int> ranks() const;
-  int dim_size(int mesh_dim) const;
+  int dim_size(int mesh_dim) const {
+    if (mesh_dim < 0 || mesh_dim >= ndim()) dim_error(mesh_dim);
+    return shape_[mesh_dim];
+  }
   const std::vector<int>& shape() const { return shape_; }
   bool has_explicit_ranks() const { return !ranks_.empty(); }
   const std::vector<int>& explicit_ranks() const { return ranks_; }
 
   // Coordinate of a rank; kInvalidArgument if the rank is not in the mesh.
-  Dims coord_of(int rank) const;
+  // Inline: the planner's inner loops ask it per rank.
+  Dims coord_of(int rank) const {
+    if (!contains(rank)) rank_error(rank);
+    int linear = ranks_.empty() ? rank : position_[rank];
+    Dims c(ndim());
+    for (int i = ndim() - 1; i >= 0; --i) {
+      c[i] = linear % shape_[i];
+      linear /= shape_[i];
+    }
+    return c;
+  }
   // Rank at a coordinate (each entry within its dim).
   int rank_at(const Dims& coord) const;
 
@@ -67,6 +83,8 @@ class Mesh {
   }
 
  private:
+  [[noreturn]] void dim_error(int mesh_dim) const;
+  [[noreturn]] void rank_error(int rank) const;
   int linear_index(const Dims& coord) const;
   std::vector<int> shape_;
   std::vector<int> ranks_;     // empty: row-major over the whole world
