@@ -12,7 +12,8 @@ be put side by side. Run under torchrun with one process per rank of the world (
 
 Cases, in this order of precedence:
   --cases FILE   a JSON list of {"from_mesh": [2], "from_ranks": [0, 1], "to_mesh": [1], "to_ranks": [1],
-                 "from": "S0", "to": "R", "shape": [16384, 16384], "dtype": "f32"} (rank lists optional: 0..n-1);
+                 "from": "S0", "to": "R", "shape": [16384, 16384], "dtype": "f32"} (rank lists optional: 0..n-1),
+                 as `reshard bench --from-mesh ... --to-mesh ... --cases FILE` writes them;
   --from-mesh 2 [--from-ranks 0,1] --to-mesh 1 [--to-ranks 1] --from S0 --to R [--shapes A,B] [--dtype f32]
                  (the meaning of `reshard run`'s flags; one case per shape);
   the defaults of issue 19 for the world size: 2 ranks: (2) -> (1) on rank 1, S0 -> R; 4 ranks: (2,2) [S0,S1] ->
@@ -161,9 +162,10 @@ def check_case(case, world):
 
 
 def mesh_str(shape, ranks, world):
-    """reshard's Mesh::str(): '2x2', '2x2[3,2,1,0]', '1[1]/2'."""
+    """reshard's Mesh::str(): '2x2', '2x2[3,2,1,0]', '1[1]/2', '2[0,1]/4' (the rank list whenever the mesh is not
+    the whole world in order)."""
     s = "x".join(str(d) for d in shape)
-    if ranks != list(range(len(ranks))):
+    if ranks != list(range(len(ranks))) or world != len(ranks):
         s += "[" + ",".join(str(r) for r in ranks) + "]"
     return s + (f"/{world}" if world != len(ranks) else "")
 
