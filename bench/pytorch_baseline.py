@@ -40,12 +40,12 @@ def placement(text):
     raise ValueError(f"unknown placement {text}")
 
 
-def full_tensor(shape, dtype):
+def full_tensor(shape, dtype, device="cuda"):
     # Small integers, exact in every dtype (as reshard's pattern).
     n = 1
     for s in shape:
         n *= s
-    idx = torch.arange(n, device="cuda", dtype=torch.int64)
+    idx = torch.arange(n, device=device, dtype=torch.int64)
     vals = (idx * 7919 + 13) % 251 - 125
     return vals.to(dtype).reshape(shape)
 

@@ -37,12 +37,6 @@ int env_int(const char* name, int fallback, int min, int max, bool& present) {
   return static_cast<int>(*parsed);
 }
 
-bool cross_mesh_flags(const CLI::App& cmd) {
-  for (const char* flag : {"--from-mesh", "--from-ranks", "--to-mesh", "--to-ranks", "--world-size"})
-    if (cmd.get_option_no_throw(flag) && cmd.count(flag) > 0) return true;
-  return false;
-}
-
 // One side's mesh shape and rank list: its own flags, else --mesh and --ranks.
 std::pair<std::vector<int>, std::vector<int>> side_mesh(const PlanFlags& flags, const std::string& mesh_text,
                                                         const std::string& ranks_text, const char* mesh_flag,
@@ -67,6 +61,12 @@ std::pair<std::vector<int>, std::vector<int>> side_mesh(const PlanFlags& flags, 
 }
 
 }  // namespace
+
+bool cross_mesh_flags(const CLI::App& cmd) {
+  for (const char* flag : {"--from-mesh", "--from-ranks", "--to-mesh", "--to-ranks", "--world-size"})
+    if (cmd.get_option_no_throw(flag) && cmd.count(flag) > 0) return true;
+  return false;
+}
 
 std::pair<Mesh, Mesh> make_meshes(const CLI::App& cmd, const PlanFlags& flags) {
   if (!cross_mesh_flags(cmd)) {
@@ -124,14 +124,7 @@ void add_plan_flags(CLI::App& cmd, PlanFlags& flags) {
   add_tensor_flags(cmd, flags.tensor, false);
   cmd.add_option("--from", flags.from, "Source placements, one per mesh dim (e.g. S0,S1)");
   cmd.add_option("--to", flags.to, "Target placements, one per mesh dim (e.g. S1,S0)");
-  cmd.add_option("--from-mesh", flags.from_mesh,
-                 "Source mesh shape when it differs from the target's (default --mesh)");
-  cmd.add_option("--from-ranks", flags.from_ranks,
-                 "World ranks of the source mesh, row-major, as a list with ranges (e.g. 0-3,6,7; default 0..n-1)");
-  cmd.add_option("--to-mesh", flags.to_mesh, "Target mesh shape when it differs from the source's (default --mesh)");
-  cmd.add_option("--to-ranks", flags.to_ranks, "World ranks of the target mesh (as --from-ranks)");
-  cmd.add_option("--world-size", flags.world_size,
-                 "Ranks in the world both meshes sit in (default: one more than the largest rank given)");
+  add_mesh_pair_flags(cmd, flags);
   cmd.add_option("--dtype", flags.dtype,
                  "Element type: f64 f32 f16 bf16 i64 i32 i16 i8 u8 bool f8e4m3 f8e5m2 c64 (or PyTorch's names)")
       ->capture_default_str();
@@ -152,6 +145,18 @@ void add_plan_flags(CLI::App& cmd, PlanFlags& flags) {
   cmd.add_flag("--low-sm", flags.low_sm,
                "Low-SM mode, for a redistribution run beside compute: price SM kernels (NCCL, copy kernels) at the "
                "profile's low_sm_kernel_factor, so auto prefers copy engines");
+}
+
+void add_mesh_pair_flags(CLI::App& cmd, PlanFlags& flags) {
+  cmd.add_option("--from-mesh", flags.from_mesh,
+                 "Source mesh shape, for a redistribution between meshes (plan, run: default --mesh)");
+  cmd.add_option("--from-ranks", flags.from_ranks,
+                 "World ranks of the source mesh, row-major, as a list with ranges (e.g. 0-3,6,7; default 0..n-1)");
+  cmd.add_option("--to-mesh", flags.to_mesh,
+                 "Target mesh shape, between meshes (plan, run: default --mesh; bench: --from-mesh)");
+  cmd.add_option("--to-ranks", flags.to_ranks, "World ranks of the target mesh (as --from-ranks)");
+  cmd.add_option("--world-size", flags.world_size,
+                 "Ranks in the world both meshes sit in (default: one more than the largest rank given)");
 }
 
 PlanRequest make_plan_request(const CLI::App& cmd, const PlanFlags& flags) {

@@ -53,6 +53,10 @@ struct PlanRequest {
 // Adds the plan flags; --mesh, --shape, --from and --to are checked by make_plan_request (they are optional when a
 // plan file is given instead).
 void add_plan_flags(CLI::App& cmd, PlanFlags& flags);
+// Adds --from-mesh, --from-ranks, --to-mesh, --to-ranks and --world-size (part of the plan flags; also bench's).
+void add_mesh_pair_flags(CLI::App& cmd, PlanFlags& flags);
+// Whether any of those flags was given.
+bool cross_mesh_flags(const CLI::App& cmd);
 PlanRequest make_plan_request(const CLI::App& cmd, const PlanFlags& flags);
 // The source and target meshes the flags name: --mesh (and --ranks) for both, or per side --from-mesh/--from-ranks and
 // --to-mesh/--to-ranks in a world of --world-size ranks. kParse or kInvalidArgument naming the flag otherwise.

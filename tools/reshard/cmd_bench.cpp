@@ -40,10 +40,24 @@ struct Flags {
   bool nccl_blocking = false;
   bool low_sm = false;
   BatchFlags batch;
+  PlanFlags between;  // --from-mesh, --from-ranks, --to-mesh, --to-ranks, --world-size
 };
 
-SweepOptions sweep_options(const Flags& f) {
+// The source and target meshes of a sweep between meshes, as `run` reads them (the target mesh's shape defaults to
+// the source's).
+std::pair<Mesh, Mesh> sweep_meshes(const CLI::App& cmd, const Flags& f) {
+  RESHARD_REQUIRE(f.meshes.empty(), "--meshes and --from-mesh/--to-mesh both name the meshes; give one of them");
+  RESHARD_REQUIRE(!f.between.from_mesh.empty(),
+                  "--from-mesh is required with --to-mesh, --from-ranks, --to-ranks or --world-size");
+  RESHARD_REQUIRE(!f.batch.given(), "--batch runs on one mesh; it does not take --from-mesh/--to-mesh");
+  PlanFlags mesh_pair = f.between;
+  mesh_pair.tensor.mesh = f.between.from_mesh;
+  return make_meshes(cmd, mesh_pair);
+}
+
+SweepOptions sweep_options(const CLI::App& cmd, const Flags& f) {
   SweepOptions o;
+  if (cross_mesh_flags(cmd)) o.between = sweep_meshes(cmd, f);
   for (const std::string& m : f.meshes.empty() ? std::vector<std::string>{} : split_list(f.meshes))
     o.meshes.push_back(parse_mesh_shape(m));
   for (const std::string& s : f.sizes.empty() ? std::vector<std::string>{} : split_list(f.sizes))
@@ -128,6 +142,7 @@ Command add_bench_command(CLI::App& app) {
   CLI::App* cmd =
       app.add_subcommand("bench", "Sweep meshes x placement pairs x sizes x dtypes x strategies; verify and time each");
   cmd->add_option("--meshes", f->meshes, "Meshes, comma-separated (default: those the GPUs fit, e.g. 2,1x2,2x1)");
+  add_mesh_pair_flags(*cmd, f->between);
   cmd->add_option("--sizes", f->sizes, "Tensor sizes, comma-separated (default 1MiB..1GiB in x4 steps)");
   cmd->add_option("--shapes", f->shapes, "Tensor shapes instead of sizes, comma-separated (e.g. 4096x4096,8x1048576)");
   cmd->add_option("--dtypes", f->dtypes, "Dtypes, comma-separated")->capture_default_str();
@@ -149,8 +164,8 @@ Command add_bench_command(CLI::App& app) {
   add_json_flag(*cmd, f->json, "The link figures and the rows, each row as it is measured,");
   cmd->add_option("--cases", f->cases, "Write the cases for bench/pytorch_baseline.py");
   add_batch_flags(*cmd, f->batch, false);
-  return [f] {
-    SweepOptions o = resolve_sweep(sweep_options(*f));
+  return [f, cmd] {
+    SweepOptions o = resolve_sweep(sweep_options(*cmd, *f));
     if (f->batch.given()) {
       RESHARD_REQUIRE(f->cases.empty(), "--cases is not written in batch mode (--batch)");
       std::optional<Output> csv, json;

@@ -91,7 +91,7 @@ std::string record_csv_header() {
 }
 
 std::string record_csv_row(const RunRecord& r) {
-  return fmt::format("{},\"{}\",\"{}\",{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", r.mesh, r.from,
+  return fmt::format("\"{}\",\"{}\",\"{}\",{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", r.mesh, r.from,
                      r.to, r.shape, r.dtype, r.strategy, r.transport, r.auto_choice ? 1 : 0, r.tensor_bytes,
                      r.max_rank_bytes, r.estimated_us, r.timing.median_us, csv_number(r.graph_us),
                      csv_number(r.algbw_GBps()), csv_number(r.busbw_GBps()), csv_number(r.bound_us), r.wrong, r.checked,

@@ -42,9 +42,15 @@ PlanOptions plan_options(const SweepOptions& o, SweepRun run) {
   return po;
 }
 
+// The case's source and target layouts (on one mesh unless the sweep runs between meshes).
+std::pair<Layout, Layout> case_layouts(const SweepCase& c) {
+  const auto [from, to] = c.between ? *c.between : std::pair<Mesh, Mesh>{Mesh(c.mesh), Mesh(c.mesh)};
+  return {Layout(from, c.from, c.shape), Layout(to, c.to, c.shape)};
+}
+
 Plan plan_case(const SweepOptions& o, const SweepCase& c, SweepRun run) {
-  Mesh mesh(c.mesh);
-  return make_plan(Layout(mesh, c.from, c.shape), Layout(mesh, c.to, c.shape), c.dtype, plan_options(o, run));
+  const auto [src, dst] = case_layouts(c);
+  return make_plan(src, dst, c.dtype, plan_options(o, run));
 }
 
 // The most plans a sweep keeps between its memory check and its runs (bounds the sweep's host memory).
@@ -53,8 +59,8 @@ constexpr size_t kSweepPlans = 4096;
 // The same plan through the sweep's cache: the memory check and the runs plan each case once between them.
 std::shared_ptr<const Plan> cached_plan_case(PlanCache& cache, const SweepOptions& o, const SweepCase& c,
                                              SweepRun run) {
-  Mesh mesh(c.mesh);
-  return cache.get_or_plan(Layout(mesh, c.from, c.shape), Layout(mesh, c.to, c.shape), c.dtype, plan_options(o, run));
+  const auto [src, dst] = case_layouts(c);
+  return cache.get_or_plan(src, dst, c.dtype, plan_options(o, run));
 }
 
 // Host memory of the largest run, and device memory of the largest rank, over every run of the sweep.
@@ -97,7 +103,8 @@ Dims sweep_shape(Index bytes, DType dtype) {
 
 SweepOptions resolve_sweep(const SweepOptions& in) {
   SweepOptions o = in;
-  if (o.meshes.empty()) {
+  RESHARD_REQUIRE(!o.between || o.meshes.empty(), "a sweep runs on its meshes or between two meshes, not both");
+  if (o.meshes.empty() && !o.between) {
     int n = o.backend == Backend::kNccl ? std::max(local_gpu_count(), 1) : 2;
     o.meshes = {{n}};
     if (n >= 2) {
@@ -118,18 +125,21 @@ SweepOptions resolve_sweep(const SweepOptions& in) {
 
 std::vector<SweepCase> sweep_cases(const SweepOptions& o) {
   std::vector<SweepCase> cases;
-  for (const auto& m : o.meshes) {
-    Mesh mesh(m);
-    auto sides = all_sides(mesh.ndim(), o.placements);
-    for (const auto& from : sides) {
-      for (const auto& to : sides) {
+  std::vector<std::pair<Mesh, Mesh>> pairs;
+  if (o.between) pairs.push_back(*o.between);
+  for (const auto& m : o.meshes) pairs.emplace_back(Mesh(m), Mesh(m));
+  for (const auto& [from_mesh, to_mesh] : pairs) {
+    const auto from_sides = all_sides(from_mesh.ndim(), o.placements),
+               to_sides = all_sides(to_mesh.ndim(), o.placements);
+    for (const auto& from : from_sides) {
+      for (const auto& to : to_sides) {
         for (DType dtype : o.dtypes) {
           std::vector<Dims> shapes = o.shapes;
           if (shapes.empty())
             for (Index size : o.sizes_bytes) shapes.push_back(sweep_shape(size, dtype));
           for (const Dims& shape : shapes) {
             throw_if_stop_requested();
-            SweepCase c{m, from, to, shape, dtype, {}, {}};
+            SweepCase c{from_mesh.shape(), o.between, from, to, shape, dtype, {}, {}};
             Plan automatic = plan_case(o, c, SweepRun{Strategy::kAuto, Transport::kAuto});
             c.auto_choice = SweepRun{automatic.strategy(), automatic.transport()};
             for (Strategy s : o.strategies)
@@ -156,12 +166,22 @@ size_t sweep_runs(const std::vector<SweepCase>& cases) {
 
 std::string sweep_cases_json(const std::vector<SweepCase>& cases) {
   nlohmann::ordered_json j = nlohmann::ordered_json::array();
-  for (const SweepCase& c : cases)
-    j.push_back({{"mesh", c.mesh},
-                 {"from", to_string(c.from)},
-                 {"to", to_string(c.to)},
-                 {"shape", c.shape.vec()},
-                 {"dtype", std::string(to_string(c.dtype))}});
+  for (const SweepCase& c : cases) {
+    nlohmann::ordered_json one;
+    if (c.between) {
+      one = {{"from_mesh", c.between->first.shape()},
+             {"from_ranks", c.between->first.ranks()},
+             {"to_mesh", c.between->second.shape()},
+             {"to_ranks", c.between->second.ranks()}};
+    } else {
+      one = {{"mesh", c.mesh}};
+    }
+    one["from"] = to_string(c.from);
+    one["to"] = to_string(c.to);
+    one["shape"] = c.shape.vec();
+    one["dtype"] = std::string(to_string(c.dtype));
+    j.push_back(std::move(one));
+  }
   return j.dump(1) + "\n";
 }
 
@@ -185,11 +205,10 @@ SweepSummary run_sweep(const SweepOptions& o, const std::vector<SweepCase>& case
   SweepSummary summary;
   std::map<int, std::unique_ptr<LocalRunner>> runners;
   for (const SweepCase& c : cases) {
-    Mesh mesh(c.mesh);
-    auto& runner = runners[mesh.world_size()];
-    if (!runner)
-      runner = std::make_unique<LocalRunner>(o.backend, mesh.world_size(), std::chrono::seconds(120), o.nccl_mode);
-    Layout src(mesh, c.from, c.shape), dst(mesh, c.to, c.shape);
+    const auto [src, dst] = case_layouts(c);
+    const int world = src.mesh().world_size();
+    auto& runner = runners[world];
+    if (!runner) runner = std::make_unique<LocalRunner>(o.backend, world, std::chrono::seconds(120), o.nccl_mode);
     const int es = element_size(c.dtype);
     TrafficBound tb = traffic_bound(src, dst, o.plan.topology, es);
     std::optional<double> bound;

@@ -23,8 +23,11 @@ namespace reshard {
 
 struct SweepOptions {
   std::vector<std::vector<int>> meshes;  // empty: (2), (1,2), (2,1) with 2 GPUs; more for more GPUs
-  std::vector<Index> sizes_bytes;        // empty (and no shapes): 1 MiB to 1 GiB in x4 steps
-  std::vector<Dims> shapes;              // explicit tensor shapes, run instead of sizes when given
+  // Source and target meshes of one world (`bench --from-mesh ... --to-mesh ...`): the sweep runs between them (source
+  // placements over the source mesh's dims, target placements over the target's) instead of on `meshes`.
+  std::optional<std::pair<Mesh, Mesh>> between;
+  std::vector<Index> sizes_bytes;  // empty (and no shapes): 1 MiB to 1 GiB in x4 steps
+  std::vector<Dims> shapes;        // explicit tensor shapes, run instead of sizes when given
   std::vector<DType> dtypes{DType::kF32, DType::kBF16};
   std::vector<Strategy> strategies{Strategy::kCollective, Strategy::kP2P, Strategy::kHybrid};
   std::vector<Transport> transports{Transport::kNccl, Transport::kNvlink};  // p2p and hybrid run on each available
@@ -47,7 +50,8 @@ struct SweepRun {
 
 // One tensor on one mesh between two placements, and the strategies that run it.
 struct SweepCase {
-  std::vector<int> mesh;
+  std::vector<int> mesh;                         // the source mesh's shape
+  std::optional<std::pair<Mesh, Mesh>> between;  // the source and target meshes when they differ
   std::vector<Placement> from, to;
   Dims shape;
   DType dtype = DType::kF32;
@@ -59,7 +63,9 @@ struct SweepCase {
 SweepOptions resolve_sweep(const SweepOptions& options);
 std::vector<SweepCase> sweep_cases(const SweepOptions& resolved);
 size_t sweep_runs(const std::vector<SweepCase>& cases);
-// The cases as JSON for bench/pytorch_baseline.py: [{"mesh", "from", "to", "shape", "dtype"}, ...].
+// The cases as JSON for bench/pytorch_baseline.py: [{"mesh", "from", "to", "shape", "dtype"}, ...]; between meshes,
+// for bench/pytorch_cross_mesh.py: [{"from_mesh", "from_ranks", "to_mesh", "to_ranks", "from", "to", "shape",
+// "dtype"}, ...].
 std::string sweep_cases_json(const std::vector<SweepCase>& cases);
 
 struct SweepLink {
