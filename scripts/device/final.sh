@@ -65,8 +65,8 @@ timeout 150 torchrun --nproc-per-node 2 bench/pytorch_baseline.py --cases "$OUT/
   > /tmp/pytorch.log 2>&1; echo "pytorch exit $?"; grep -iE "error|Traceback" /tmp/pytorch.log | head -3; rm -f "$OUT/cases.json"
 grep "^pytorch " /tmp/pytorch.log
 echo "[$(el) s] pytorch"
-if [ $(el) -lt ${SANITIZE_BEFORE_S:-470} ]; then
-  RESHARD_GPU_TESTS_LIGHT=1 timeout 75 compute-sanitizer --tool memcheck --kernel-name kns=reshard --report-api-errors no \
+if [ $(el) -lt ${SANITIZE_BEFORE_S:-430} ]; then
+  RESHARD_GPU_TESTS_LIGHT=1 timeout ${SANITIZE_S:-120} compute-sanitizer --tool memcheck --kernel-name kns=reshard --report-api-errors no \
     --error-exitcode 9 $T --gtest_filter='Gpu.EveryDType' > "$OUT/sanitizer.log" 2>&1; echo "memcheck exit $?"
   grep -E "ERROR SUMMARY|PASSED|FAILED" "$OUT/sanitizer.log" | head -5
 fi
