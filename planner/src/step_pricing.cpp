@@ -204,7 +204,7 @@ std::vector<Index> StepPricer::collective_scratch(const RankBoxes& a, const Rank
     }
     std::uint64_t h = 1469598103934665603ull;
     for (Index x : key) h = (h ^ static_cast<std::uint64_t>(x)) * 1099511628211ull;
-    auto [it, fresh] = bucket.try_emplace(h, -1);
+    const auto it = bucket.try_emplace(h, -1).first;
     int c = it->second;
     while (c >= 0 && !std::equal(key.begin(), key.end(), keys.begin() + static_cast<std::ptrdiff_t>(c) * key_length))
       c = next_in_bucket[c];

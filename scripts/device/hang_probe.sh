@@ -22,7 +22,7 @@ for variant in ${VARIANTS:-base}; do
   case $variant in
     base) envs="" ;;
     connections32) envs="CUDA_DEVICE_MAX_CONNECTIONS=32" ;;
-    direct) envs="RESHARD_NVLINK_DIRECT_POSTS=1" ;;
+    *) echo "unknown variant $variant (base, connections32)"; exit 2 ;;
   esac
   for args in "--from S0 --to R --shape 256x256" "--from S0 --to S1 --shape 1024x1024"; do
     for i in $(seq 1 ${N:-15}); do

@@ -179,6 +179,7 @@ void NcclCommunicator::all_gather_host(const void* send, void* recv, size_t byte
   all_gather(data, gathered, bytes, x.stream);
   wait(x.stream, options_.timeout);
   if (bytes == 0) return;
+  // The all-gather is done (waited for with the timeout above); the copy out returns early into pinned memory.
   RESHARD_CUDA_CHECK(
       cudaMemcpyAsync(recv, gathered, bytes * static_cast<size_t>(size_), cudaMemcpyDeviceToHost, x.stream));
   wait(x.stream, options_.timeout);
