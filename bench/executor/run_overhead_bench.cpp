@@ -49,7 +49,7 @@ class NullPeers : public PeerLink {
   const RankBuffers* peers() const override { return peers_.data(); }
   void require(int) const override {}
   void sync(const PeerSync&, StreamHandle) override {}
-  void release() override {}
+  std::string release() override { return {}; }
   std::unique_ptr<CopyBatch> prepare_fused(const FusedPeerCopies&, int, std::chrono::milliseconds) override {
     return std::make_unique<NullBatch>();
   }

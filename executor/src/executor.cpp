@@ -286,8 +286,10 @@ void Executor::wait(StreamHandle stream) {
                  times[s].total_us, " us"));
     }
   } catch (const Error& e) {
-    if (peers_ && e.kind() == ErrorKind::kTimeout) peers_->release();  // let the stream drain: no spin forever
-    throw;
+    if (!peers_ || e.kind() != ErrorKind::kTimeout) throw;
+    const std::string pending = peers_->release();  // let the stream drain: no spin forever
+    if (pending.empty()) throw;
+    fail(e.kind(), cat(e.what(), "; one-sided waits pending on rank ", program_.rank, ": ", pending));
   }
 }
 

@@ -17,35 +17,45 @@ stacks() {  # pid file
     | awk '{$1=""; print}' | sort | uniq -c | sort -rn | head -30
 }
 export RESHARD_TRACE_PHASES=1
+# A stalled run times out after TIMEOUT_MS (the error names the one-sided waits still pending and their flags) or,
+# failing that, is killed after WAIT seconds.
 for variant in ${VARIANTS:-base}; do
   hangs=0; runs=0
   case $variant in
     base) envs="" ;;
     connections32) envs="CUDA_DEVICE_MAX_CONNECTIONS=32" ;;
-    *) echo "unknown variant $variant (base, connections32)"; exit 2 ;;
+    connections1) envs="CUDA_DEVICE_MAX_CONNECTIONS=1" ;;
+    eager) envs="CUDA_MODULE_LOADING=EAGER" ;;
+    hostflags) envs="RESHARD_PEER_FLAGS=host" ;;
+    direct) envs="RESHARD_PEER_POST=direct" ;;
+    *) echo "unknown variant $variant (base, connections32, connections1, eager, hostflags, direct)"; exit 2 ;;
   esac
-  for args in "--from S0 --to R --shape 256x256" "--from S0 --to S1 --shape 1024x1024"; do
+  IFS=';' read -ra cases <<< "${CASES:---from S0 --to R --shape 256x256;--from S0 --to S1 --shape 1024x1024}"
+  for args in "${cases[@]}"; do
     for i in $(seq 1 ${N:-15}); do
       [ $(el) -gt ${PROBE_UNTIL_S:-400} ] && break
       runs=$((runs + 1))
-      env $envs $R run --backend nccl --mesh 2 --iters 20 --timeout-ms 20000 --strategy p2p --transport nvlink \
-        --fuse never $args > "$OUT/probe_run.txt" 2>&1 &
+      env $envs $R run --backend nccl --mesh 2 --iters 20 --timeout-ms ${TIMEOUT_MS:-3000} --strategy p2p \
+        --transport nvlink --fuse never $args > "$OUT/probe_run.txt" 2>&1 &
       pid=$!
-      for s in $(seq 1 $((${WAIT:-6} * 10))); do kill -0 $pid 2>/dev/null || break; sleep 0.1; done
-      if kill -0 $pid 2>/dev/null; then
+      for s in $(seq 1 $((${WAIT:-10} * 10))); do kill -0 $pid 2>/dev/null || break; sleep 0.1; done
+      killed=0
+      if kill -0 $pid 2>/dev/null; then kill -9 $pid; killed=1; fi
+      wait $pid 2>/dev/null; rc=$?
+      if [ $killed = 1 ] || grep -q "did not finish\|no progress" "$OUT/probe_run.txt"; then
         hangs=$((hangs + 1))
-        if [ $hangs -le 3 ]; then
-          echo "== $variant hang $hangs [$args]: last phases per rank"
-          for rk in 0 1; do grep "^rank $rk:" "$OUT/probe_run.txt" | tail -2; done
-          grep -c "^rank 0: run" "$OUT/probe_run.txt"
+        if [ $hangs -le ${SHOW:-4} ]; then
+          echo "== $variant stall $hangs [$args] (killed $killed, exit $rc): last phases per rank"
+          for rk in 0 1; do grep "^rank $rk:" "$OUT/probe_run.txt" | grep -v "pending\|did not" | tail -2; done
+          grep -o "one-sided waits pending.*" "$OUT/probe_run.txt" | head -2
+          cp "$OUT/probe_run.txt" "$OUT/stall_${variant}_$hangs.txt"
         fi
-        kill -9 $pid; wait $pid 2>/dev/null
-      else
-        wait $pid; rc=$?; [ $rc -ne 0 ] && { echo "$variant run $i [$args] exit $rc"; tail -3 "$OUT/probe_run.txt"; }
+      elif [ $rc -ne 0 ]; then
+        echo "$variant run $i [$args] exit $rc"; tail -3 "$OUT/probe_run.txt"
       fi
     done
   done
-  echo "[$(el) s] $variant: $hangs hangs in $runs runs"
+  echo "[$(el) s] $variant: $hangs stalls in $runs runs"
 done
 [ -n "${SKIP_TEST:-}" ] && exit 0
 $T --gtest_filter="${TEST_FILTER:-Gpu.EveryPairAndStrategyOnMeshes2And1x2And2x1}" > "$OUT/hang_test.log" 2>&1 &

@@ -17,9 +17,11 @@
 
 #include <array>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <string>
+#include <string_view>
 #include <thread>
 
 #include "copy_batches.hpp"
@@ -29,6 +31,11 @@
 
 namespace reshard::cuda {
 namespace {
+
+bool env_is(const char* name, std::string_view value) {
+  const char* v = std::getenv(name);
+  return v != nullptr && value == v;
+}
 
 std::uint64_t host_id() {
   char name[256] = {};
@@ -103,8 +110,18 @@ class CudaPeerLink : public PeerLink {
     // ([slot][phase][rank], 64-bit).
     fused_offset_ = (static_cast<size_t>(kPhases) * n_ * sizeof(std::uint32_t) + 15) / 16 * 16;
     const size_t bytes = fused_offset_ + static_cast<size_t>(kFusedSlots) * kPhases * n_ * sizeof(std::uint64_t);
-    RESHARD_CUDA_CHECK(cudaMalloc(&flags_, bytes));
-    RESHARD_CUDA_CHECK(cudaMemset(flags_, 0, bytes));
+    // (Experiment: RESHARD_PEER_FLAGS=host puts the flags in mapped host memory, one process only.)
+    host_flags_ = env_is("RESHARD_PEER_FLAGS", "host");
+    direct_post_ = env_is("RESHARD_PEER_POST", "direct");
+    if (host_flags_) {
+      RESHARD_CUDA_CHECK(cudaHostAlloc(&flags_, bytes, cudaHostAllocMapped | cudaHostAllocPortable));
+      std::memset(flags_, 0, bytes);
+    } else {
+      RESHARD_CUDA_CHECK(cudaMalloc(&flags_, bytes));
+      RESHARD_CUDA_CHECK(cudaMemset(flags_, 0, bytes));
+    }
+    RESHARD_CUDA_CHECK(cudaHostAlloc(&seen_, 2 * static_cast<size_t>(kPhases) * n_ * sizeof(std::uint32_t),
+                                     cudaHostAllocDefault));
     RESHARD_CUDA_CHECK(cudaHostAlloc(&error_, sizeof(int), cudaHostAllocMapped));
     *error_ = 0;
     RESHARD_CUDA_CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&error_device_), error_, 0));
@@ -127,7 +144,7 @@ class CudaPeerLink : public PeerLink {
     mine.pid = static_cast<std::int64_t>(::getpid());
     mine.device = ordinal_;
     RESHARD_CUDA_CHECK(cudaDeviceGetPCIBusId(mine.pci_bus_id, sizeof(mine.pci_bus_id), ordinal_));
-    RESHARD_CUDA_CHECK(cudaIpcGetMemHandle(&mine.flags_handle, flags_));
+    if (!host_flags_) RESHARD_CUDA_CHECK(cudaIpcGetMemHandle(&mine.flags_handle, flags_));
     mine.flags = reinterpret_cast<std::uint64_t>(flags_);
     cards_.resize(n_);
     comm_.all_gather_host(&mine, cards_.data(), sizeof(Card));
@@ -174,7 +191,8 @@ class CudaPeerLink : public PeerLink {
     for (auto& [key, mapped] : mapped_) cudaIpcCloseMemHandle(mapped);
     if (side_) cudaStreamDestroy(side_);
     if (one_) cudaFree(one_);
-    if (flags_) cudaFree(flags_);
+    if (flags_) host_flags_ ? cudaFreeHost(flags_) : cudaFree(flags_);
+    if (seen_) cudaFreeHost(seen_);
     if (error_) cudaFreeHost(error_);
   }
 
@@ -269,7 +287,19 @@ class CudaPeerLink : public PeerLink {
     cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
     RESHARD_CUDA_CHECK(cudaStreamIsCapturing(s, &capture));
     const bool graph = capture != cudaStreamCaptureStatusNone;
-    if (!sync.notify.empty()) {
+    if (!sync.notify.empty() && direct_post_ && !graph) {  // (experiment: the stream writes the peer's flag itself)
+      ops_.clear();
+      for (int p : sync.notify) {
+        CUstreamBatchMemOpParams op{};
+        op.writeValue.operation = CU_STREAM_MEM_OP_WRITE_VALUE_32;
+        op.writeValue.address = reinterpret_cast<CUdeviceptr>(peer_flags_[p] + slot(phase, me_));
+        op.writeValue.value = ++posted_[slot(phase, p)];
+        op.writeValue.flags = CU_STREAM_WRITE_VALUE_DEFAULT;
+        ops_.push_back(op);
+      }
+      RESHARD_CU_CHECK(driver_api().stream_batch_mem_op(reinterpret_cast<CUstream>(s),
+                                                        static_cast<unsigned int>(ops_.size()), ops_.data(), 0));
+    } else if (!sync.notify.empty()) {
       if (!graph) {
         ops_.clear();
         for (int p : sync.notify) {
@@ -309,17 +339,44 @@ class CudaPeerLink : public PeerLink {
                                                       static_cast<unsigned int>(ops_.size()), ops_.data(), 0));
   }
 
-  void release() override {
+  std::string release() override {
     cudaSetDevice(ordinal_);
+    // Bounded throughout: a side stream that CUDA queued behind a stuck wait (streams share hardware queues) must not
+    // hang the error path; the caller reports the timeout either way.
+    auto drain = [&] {
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+      while (cudaStreamQuery(side_) == cudaErrorNotReady && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::microseconds(100));
+      return cudaStreamQuery(side_) == cudaSuccess;
+    };
+    // What was pending: this rank's flags and outbox as the device holds them now.
+    const size_t slots = expected_.size();
+    if (host_flags_)
+      std::memcpy(seen_, flags_, slots * sizeof(std::uint32_t));
+    else
+      cudaMemcpyAsync(seen_, flags_, slots * sizeof(std::uint32_t), cudaMemcpyDeviceToHost, side_);
+    cudaMemcpyAsync(seen_ + slots, outbox_, slots * sizeof(std::uint32_t), cudaMemcpyDeviceToHost, side_);
+    const bool read = drain();
+    std::string pending;
+    for (int phase = 0; phase < kPhases; ++phase) {
+      for (int p = 0; p < n_; ++p) {
+        const size_t k = slot(phase, p);
+        if (expected_[k] == 0 && posted_[k] == 0) continue;
+        const bool passed = read && static_cast<std::int32_t>(seen_[k] - expected_[k]) >= 0;
+        if (passed && posted_[k] == seen_[slots + k]) continue;
+        pending += cat(pending.empty() ? "" : "; ", phase == 0 ? "ready" : "done", " with rank ", p, ": flag ",
+                       read ? std::to_string(seen_[k]) : std::string("unreadable"), ", awaited ", expected_[k],
+                       ", posted ", posted_[k], " (outbox ",
+                       read ? std::to_string(seen_[slots + k]) : std::string("unreadable"), ")");
+      }
+    }
     // Every flag set to what the latest enqueued wait on it waits for: every wait already enqueued passes.
-    // Bounded: a side stream that CUDA queued behind a stuck wait (streams share hardware queues) must not hang the
-    // error path; the caller reports the timeout either way.
-    cudaMemcpyAsync(flags_, expected_.data(), expected_.size() * sizeof(std::uint32_t), cudaMemcpyHostToDevice, side_);
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
-    while (cudaStreamQuery(side_) == cudaErrorNotReady && std::chrono::steady_clock::now() < deadline)
-      std::this_thread::sleep_for(std::chrono::microseconds(100));
+    cudaMemcpyAsync(flags_, expected_.data(), slots * sizeof(std::uint32_t), cudaMemcpyDefault, side_);
+    drain();
     cudaGetLastError();
+    return pending;
   }
+
 
  private:
   size_t slot(int phase, int rank) const { return static_cast<size_t>(phase) * n_ + rank; }
@@ -390,6 +447,8 @@ class CudaPeerLink : public PeerLink {
   std::uint32_t* outbox_ = nullptr;              // [phase][peer]: eager posts' numbers, copied into peers' slots
   std::vector<std::uint32_t> posted_, awaited_;  // [phase][peer]: eager posts made and waits enqueued
   std::vector<std::uint32_t> expected_;          // [phase][peer]: the value the latest enqueued wait waits for
+  std::uint32_t* seen_ = nullptr;                // pinned: flags then outbox as release() read them
+  bool host_flags_ = false, direct_post_ = false;  // experiments (RESHARD_PEER_FLAGS=host, RESHARD_PEER_POST=direct)
   cudaStream_t side_ = nullptr;                  // release() only
   std::vector<Card> cards_;
   std::vector<std::uint32_t*> peer_flags_;

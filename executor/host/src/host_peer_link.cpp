@@ -42,7 +42,10 @@ class HostPeerLink : public PeerLink {
     for (int p : sync.await) world.await_signal(comm_.context(), comm_.world_rank(p), me, phase, ++awaited_[phase][p]);
   }
 
-  void release() override { comm_.world().release_signals(comm_.world_rank(comm_.rank())); }
+  std::string release() override {
+    comm_.world().release_signals(comm_.world_rank(comm_.rank()));
+    return {};
+  }
 
   // The host runs a fused step as what it stands for: ready, the copies, done.
   std::unique_ptr<CopyBatch> prepare_fused(const FusedPeerCopies& op, int element_size,

@@ -130,8 +130,10 @@ class PeerLink {
   // every rank in `sync.await` has posted it. Holds no SMs while waiting where the device can avoid it; a peer that
   // never posts is caught by the executor's wait() timeout, after which release() unblocks the stream.
   virtual void sync(const PeerSync& sync, StreamHandle stream) = 0;
-  // Releases every pending wait of this rank (after a timeout): its streams drain; results are then garbage.
-  virtual void release() = 0;
+  // Releases every pending wait of this rank (after a timeout): its streams drain; results are then garbage. Returns
+  // what was pending, for the timeout's message: each wait that had not passed (phase, peer, the flag's value and the
+  // value awaited); empty when nothing is known.
+  virtual std::string release() = 0;
   // A fused step (program.hpp's FusedPeerCopies) as one launch per run; its waits give up after `timeout`, which
   // check() then reports.
   virtual std::unique_ptr<CopyBatch> prepare_fused(const FusedPeerCopies& op, int element_size,
