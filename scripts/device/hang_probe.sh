@@ -19,8 +19,16 @@ stacks() {  # pid file
 export RESHARD_TRACE_PHASES=1
 # A stalled run times out after TIMEOUT_MS (the error names the one-sided waits still pending and their flags) or,
 # failing that, is killed after WAIT seconds.
+# kernelpull: every copy as a kernel (a profile whose copy-engine threshold no row reaches). mp: one process per rank.
+python3 - > "$OUT/kernelpull.json" <<'PY'
+import json; d = json.load(open("bench/profiles/h200x2.json"))
+d["nvlink"] = {"copy_engine": {"alpha_us": 4.0, "bandwidth_GBps": 380.0}, "kernel": {"alpha_us": 4.0, "bandwidth_GBps": 326.0},
+               "sync_us": 8.0, "step_overhead_us": 12.0, "copy_engine_min_row_bytes": 1 << 40}
+print(json.dumps(d))
+PY
+[ -n "${TRACE_OPS:-}" ] && export RESHARD_TRACE_OPS=1
 for variant in ${VARIANTS:-base}; do
-  hangs=0; runs=0
+  hangs=0; runs=0; extra=""; mp=0
   case $variant in
     base) envs="" ;;
     connections32) envs="CUDA_DEVICE_MAX_CONNECTIONS=32" ;;
@@ -28,31 +36,48 @@ for variant in ${VARIANTS:-base}; do
     eager) envs="CUDA_MODULE_LOADING=EAGER" ;;
     hostflags) envs="RESHARD_PEER_FLAGS=host" ;;
     direct) envs="RESHARD_PEER_POST=direct" ;;
-    *) echo "unknown variant $variant (base, connections32, connections1, eager, hostflags, direct)"; exit 2 ;;
+    kernelpull) envs=""; extra="--profile $OUT/kernelpull.json" ;;
+    kerneldirect) envs="RESHARD_PEER_POST=direct"; extra="--profile $OUT/kernelpull.json" ;;
+    mp) envs=""; mp=1 ;;
+    *) echo "unknown variant $variant"; exit 2 ;;
   esac
   IFS=';' read -ra cases <<< "${CASES:---from S0 --to R --shape 256x256;--from S0 --to S1 --shape 1024x1024}"
   for args in "${cases[@]}"; do
     for i in $(seq 1 ${N:-15}); do
       [ $(el) -gt ${PROBE_UNTIL_S:-400} ] && break
       runs=$((runs + 1))
-      env $envs $R run --backend nccl --mesh 2 --iters 20 --timeout-ms ${TIMEOUT_MS:-3000} --strategy p2p \
-        --transport nvlink --fuse never $args > "$OUT/probe_run.txt" 2>&1 &
-      pid=$!
-      for s in $(seq 1 $((${WAIT:-10} * 10))); do kill -0 $pid 2>/dev/null || break; sleep 0.1; done
-      killed=0
-      if kill -0 $pid 2>/dev/null; then kill -9 $pid; killed=1; fi
-      wait $pid 2>/dev/null; rc=$?
+      cmd="$R run --backend nccl --mesh 2 --iters 20 --timeout-ms ${TIMEOUT_MS:-3000} --strategy p2p --transport nvlink --fuse never $extra $args"
+      pids=""
+      if [ $mp = 1 ]; then
+        rv="$OUT/rv_$variant_$i"; rm -f "$rv"*
+        for rk in 0 1; do
+          env $envs RANK=$rk LOCAL_RANK=$rk WORLD_SIZE=2 $cmd --rendezvous file:$rv >> "$OUT/probe_run.txt" 2>&1 &
+          pids="$pids $!"
+        done
+      else
+        env $envs $cmd > "$OUT/probe_run.txt" 2>&1 &
+        pids=$!
+      fi
+      for s in $(seq 1 $((${WAIT:-10} * 10))); do
+        alive=0; for p in $pids; do kill -0 $p 2>/dev/null && alive=1; done
+        [ $alive = 0 ] && break; sleep 0.1
+      done
+      killed=0; rc=0
+      for p in $pids; do if kill -0 $p 2>/dev/null; then kill -9 $p; killed=1; fi; done
+      for p in $pids; do wait $p 2>/dev/null || rc=$?; done
       if [ $killed = 1 ] || grep -q "did not finish\|no progress" "$OUT/probe_run.txt"; then
         hangs=$((hangs + 1))
         if [ $hangs -le ${SHOW:-4} ]; then
-          echo "== $variant stall $hangs [$args] (killed $killed, exit $rc): last phases per rank"
-          for rk in 0 1; do grep "^rank $rk:" "$OUT/probe_run.txt" | grep -v "pending\|did not" | tail -2; done
+          echo "== $variant stall $hangs [$args] (killed $killed, exit $rc): last lines per rank"
+          for rk in 0 1; do grep "^rank $rk:" "$OUT/probe_run.txt" | grep -v "pending\|did not" | tail -${LAST:-2}; done
           grep -o "one-sided waits pending.*" "$OUT/probe_run.txt" | head -2
           cp "$OUT/probe_run.txt" "$OUT/stall_${variant}_$hangs.txt"
         fi
       elif [ $rc -ne 0 ]; then
-        echo "$variant run $i [$args] exit $rc"; tail -3 "$OUT/probe_run.txt"
+        echo "$variant run $i [$args] exit $rc"; grep -v "^rank [01]: \(op\|post\|no post\|run\|verify\|poison\)" "$OUT/probe_run.txt" | tail -4
+        cp "$OUT/probe_run.txt" "$OUT/fail_${variant}_$i.txt"
       fi
+      rm -f "$OUT/probe_run.txt"
     done
   done
   echo "[$(el) s] $variant: $hangs stalls in $runs runs"

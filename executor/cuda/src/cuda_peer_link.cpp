@@ -17,6 +17,7 @@
 
 #include <array>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -113,6 +114,7 @@ class CudaPeerLink : public PeerLink {
     // (Experiment: RESHARD_PEER_FLAGS=host puts the flags in mapped host memory, one process only.)
     host_flags_ = env_is("RESHARD_PEER_FLAGS", "host");
     direct_post_ = env_is("RESHARD_PEER_POST", "direct");
+    trace_ = std::getenv("RESHARD_TRACE_OPS") != nullptr;
     if (host_flags_) {
       RESHARD_CUDA_CHECK(cudaHostAlloc(&flags_, bytes, cudaHostAllocMapped | cudaHostAllocPortable));
       std::memset(flags_, 0, bytes);
@@ -313,10 +315,12 @@ class CudaPeerLink : public PeerLink {
         RESHARD_CU_CHECK(driver_api().stream_batch_mem_op(reinterpret_cast<CUstream>(s),
                                                           static_cast<unsigned int>(ops_.size()), ops_.data(), 0));
       }
+      if (trace_) std::fprintf(stderr, "rank %d: posting phase %d (copies)\n", me_, phase);
       for (int p : sync.notify)
         RESHARD_CUDA_CHECK(cudaMemcpyAsync(peer_flags_[p] + slot(phase, me_), graph ? one_ : outbox_ + slot(phase, p),
                                            sizeof(std::uint32_t), cudaMemcpyDeviceToDevice, s));
     }
+    if (trace_) std::fprintf(stderr, "rank %d: %s phase %d\n", me_, sync.notify.empty() ? "no post" : "posted", phase);
     if (sync.await.empty()) return;
     ops_.clear();
     for (int p : sync.await) {
@@ -448,7 +452,7 @@ class CudaPeerLink : public PeerLink {
   std::vector<std::uint32_t> posted_, awaited_;  // [phase][peer]: eager posts made and waits enqueued
   std::vector<std::uint32_t> expected_;          // [phase][peer]: the value the latest enqueued wait waits for
   std::uint32_t* seen_ = nullptr;                // pinned: flags then outbox as release() read them
-  bool host_flags_ = false, direct_post_ = false;  // experiments (RESHARD_PEER_FLAGS=host, RESHARD_PEER_POST=direct)
+  bool host_flags_ = false, direct_post_ = false, trace_ = false;  // experiments (RESHARD_PEER_FLAGS=host, RESHARD_PEER_POST=direct)
   cudaStream_t side_ = nullptr;                  // release() only
   std::vector<Card> cards_;
   std::vector<std::uint32_t*> peer_flags_;
