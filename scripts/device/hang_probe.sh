@@ -49,7 +49,7 @@ for variant in ${VARIANTS:-base}; do
       cmd="$R run --backend nccl --mesh 2 --iters 20 --timeout-ms ${TIMEOUT_MS:-3000} --strategy p2p --transport nvlink --fuse never $extra $args"
       pids=""
       if [ $mp = 1 ]; then
-        rv="$OUT/rv_$variant_$i"; rm -f "$rv"*
+        rv="$OUT/rv_${variant}_$i"; rm -f "$rv"*
         for rk in 0 1; do
           env $envs RANK=$rk LOCAL_RANK=$rk WORLD_SIZE=2 $cmd --rendezvous file:$rv >> "$OUT/probe_run.txt" 2>&1 &
           pids="$pids $!"
