@@ -28,19 +28,21 @@ print(json.dumps(d))
 PY
 [ -n "${TRACE_OPS:-}" ] && export RESHARD_TRACE_OPS=1
 for variant in ${VARIANTS:-base}; do
-  hangs=0; runs=0; extra=""; mp=0
-  case $variant in
-    base) envs="" ;;
-    connections32) envs="CUDA_DEVICE_MAX_CONNECTIONS=32" ;;
-    connections1) envs="CUDA_DEVICE_MAX_CONNECTIONS=1" ;;
-    eager) envs="CUDA_MODULE_LOADING=EAGER" ;;
-    hostflags) envs="RESHARD_PEER_FLAGS=host" ;;
-    direct) envs="RESHARD_PEER_POST=direct" ;;
-    kernelpull) envs=""; extra="--profile $OUT/kernelpull.json" ;;
-    kerneldirect) envs="RESHARD_PEER_POST=direct"; extra="--profile $OUT/kernelpull.json" ;;
-    mp) envs=""; mp=1 ;;
-    *) echo "unknown variant $variant"; exit 2 ;;
-  esac
+  hangs=0; runs=0; extra=""; mp=0; envs=""
+  for part in ${variant//+/ }; do  # parts combine: kerneldirect+connections1
+    case $part in
+      base) ;;
+      connections32) envs="$envs CUDA_DEVICE_MAX_CONNECTIONS=32" ;;
+      connections1) envs="$envs CUDA_DEVICE_MAX_CONNECTIONS=1" ;;
+      eager) envs="$envs CUDA_MODULE_LOADING=EAGER" ;;
+      hostflags) envs="$envs RESHARD_PEER_FLAGS=host" ;;
+      direct) envs="$envs RESHARD_PEER_POST=direct" ;;
+      kernelpull) extra="--profile $OUT/kernelpull.json" ;;
+      kerneldirect) envs="$envs RESHARD_PEER_POST=direct"; extra="--profile $OUT/kernelpull.json" ;;
+      mp) mp=1 ;;
+      *) echo "unknown variant $part"; exit 2 ;;
+    esac
+  done
   IFS=';' read -ra cases <<< "${CASES:---from S0 --to R --shape 256x256;--from S0 --to S1 --shape 1024x1024}"
   for args in "${cases[@]}"; do
     for i in $(seq 1 ${N:-15}); do
@@ -51,7 +53,7 @@ for variant in ${VARIANTS:-base}; do
       if [ $mp = 1 ]; then
         rv="$OUT/rv_${variant}_$i"; rm -f "$rv"*
         for rk in 0 1; do
-          env $envs RANK=$rk LOCAL_RANK=$rk WORLD_SIZE=2 $cmd --rendezvous file:$rv >> "$OUT/probe_run.txt" 2>&1 &
+          env $envs RESHARD_RENDEZVOUS_TOKEN=probe$i$$ RANK=$rk LOCAL_RANK=$rk WORLD_SIZE=2 $cmd --rendezvous file:$rv >> "$OUT/probe_run.txt" 2>&1 &
           pids="$pids $!"
         done
       else
