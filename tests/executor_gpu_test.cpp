@@ -257,7 +257,10 @@ TEST_F(Gpu, ZeroCopyPathsSendAndReceiveInPlace) {
 TEST_F(Gpu, HostPointersAreRejected) {
   auto comms = make_local_communicators(2, NcclOptions{std::chrono::seconds(30)});
   Layout src(Mesh({2}), parse_placements("S0"), Dims{64, 64});
-  Plan plan = make_plan(src, src.with_placements(parse_placements("S1")), DType::kF32, {});
+  PlanOptions po;  // p2p over NCCL: no collective at construction (an nvlink plan connects its peers collectively)
+  po.strategy = Strategy::kP2P;
+  po.transport = Transport::kNccl;
+  Plan plan = make_plan(src, src.with_placements(parse_placements("S1")), DType::kF32, po);
   CudaDevice device(0);
   Executor exec(plan, *comms[0], device);
   std::vector<std::byte> host_in(exec.input_bytes()), host_out(exec.output_bytes());

@@ -115,6 +115,20 @@ void Executor::sizes_and_workspace() {
 
 Executor::~Executor() = default;
 
+// Copy-engine copies that read a peer the copy engines cannot safely reach (PeerLink::copy_engines_reach) run as
+// kernels: same regions, same result, SMs instead of copy engines.
+Copies Executor::runnable(const Copies& copies) const {
+  if (copies.engine != CopyEngine::kCopyEngine || !peers_) return copies;
+  for (const CopyRegion& r : copies.regions) {
+    if (r.src.peer >= 0 && !peers_->copy_engines_reach(r.src.peer)) {
+      Copies kernels = copies;
+      kernels.engine = CopyEngine::kKernel;
+      return kernels;
+    }
+  }
+  return copies;
+}
+
 void Executor::prepare(const Mesh& mesh) {
   // Group communicators, in the program's first-use order (the same on every rank).
   for (const std::vector<int>& dims : program_.communicator_dims) comm_.group(mesh, dims);
@@ -129,7 +143,7 @@ void Executor::prepare(const Mesh& mesh) {
         [&](const auto& body) {
           using T = std::decay_t<decltype(body)>;
           if constexpr (std::is_same_v<T, Copies>) {
-            rt.batch = device_.prepare_copies(body, es);
+            rt.batch = device_.prepare_copies(runnable(body), es);
           } else if constexpr (std::is_same_v<T, Reductions>) {
             const DType dtype = body.regions.empty() ? program_.dtype : body.regions[0].dtype.value_or(program_.dtype);
             rt.batch = device_.prepare_reductions(body.regions, dtype);

@@ -35,10 +35,7 @@ for variant in ${VARIANTS:-base}; do
       connections32) envs="$envs CUDA_DEVICE_MAX_CONNECTIONS=32" ;;
       connections1) envs="$envs CUDA_DEVICE_MAX_CONNECTIONS=1" ;;
       eager) envs="$envs CUDA_MODULE_LOADING=EAGER" ;;
-      hostflags) envs="$envs RESHARD_PEER_FLAGS=host" ;;
-      direct) envs="$envs RESHARD_PEER_POST=direct" ;;
       kernelpull) extra="--profile $OUT/kernelpull.json" ;;
-      kerneldirect) envs="$envs RESHARD_PEER_POST=direct"; extra="--profile $OUT/kernelpull.json" ;;
       mp) mp=1 ;;
       *) echo "unknown variant $part"; exit 2 ;;
     esac

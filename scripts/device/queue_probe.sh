@@ -8,7 +8,7 @@ cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp}; T=build-device/tests/executor_gpu_tests
 t0=$(date +%s); el() { echo $(( $(date +%s) - t0 )); }
 N=${N:-3} WAIT=8 TIMEOUT_MS=3000 SKIP_TEST=1 PROBE_UNTIL_S=${PROBE_UNTIL_S:-280} CASES="--from S0 --to R --shape 256x256" \
-  VARIANTS="${VARIANTS:-connections1 mp+connections1 kerneldirect+connections1 direct+connections1 kernelpull+connections1 hostflags+connections1 base}" \
+  VARIANTS="${VARIANTS:-connections1 mp+connections1 kernelpull+connections1 base}" \
   bash scripts/device/hang_probe.sh
 echo "[$(el) s] probes"
 export NCCL_NVLS_ENABLE=0

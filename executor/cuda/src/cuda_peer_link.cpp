@@ -22,7 +22,6 @@
 #include <cstring>
 #include <map>
 #include <string>
-#include <string_view>
 #include <thread>
 
 #include "copy_batches.hpp"
@@ -32,11 +31,6 @@
 
 namespace reshard::cuda {
 namespace {
-
-bool env_is(const char* name, std::string_view value) {
-  const char* v = std::getenv(name);
-  return v != nullptr && value == v;
-}
 
 std::uint64_t host_id() {
   char name[256] = {};
@@ -111,17 +105,9 @@ class CudaPeerLink : public PeerLink {
     // ([slot][phase][rank], 64-bit).
     fused_offset_ = (static_cast<size_t>(kPhases) * n_ * sizeof(std::uint32_t) + 15) / 16 * 16;
     const size_t bytes = fused_offset_ + static_cast<size_t>(kFusedSlots) * kPhases * n_ * sizeof(std::uint64_t);
-    // (Experiment: RESHARD_PEER_FLAGS=host puts the flags in mapped host memory, one process only.)
-    host_flags_ = env_is("RESHARD_PEER_FLAGS", "host");
-    direct_post_ = env_is("RESHARD_PEER_POST", "direct");
     trace_ = std::getenv("RESHARD_TRACE_OPS") != nullptr;
-    if (host_flags_) {
-      RESHARD_CUDA_CHECK(cudaHostAlloc(&flags_, bytes, cudaHostAllocMapped | cudaHostAllocPortable));
-      std::memset(flags_, 0, bytes);
-    } else {
-      RESHARD_CUDA_CHECK(cudaMalloc(&flags_, bytes));
-      RESHARD_CUDA_CHECK(cudaMemset(flags_, 0, bytes));
-    }
+    RESHARD_CUDA_CHECK(cudaMalloc(&flags_, bytes));
+    RESHARD_CUDA_CHECK(cudaMemset(flags_, 0, bytes));
     RESHARD_CUDA_CHECK(cudaHostAlloc(&seen_, 2 * static_cast<size_t>(kPhases) * n_ * sizeof(std::uint32_t),
                                      cudaHostAllocDefault));
     RESHARD_CUDA_CHECK(cudaHostAlloc(&error_, sizeof(int), cudaHostAllocMapped));
@@ -146,7 +132,7 @@ class CudaPeerLink : public PeerLink {
     mine.pid = static_cast<std::int64_t>(::getpid());
     mine.device = ordinal_;
     RESHARD_CUDA_CHECK(cudaDeviceGetPCIBusId(mine.pci_bus_id, sizeof(mine.pci_bus_id), ordinal_));
-    if (!host_flags_) RESHARD_CUDA_CHECK(cudaIpcGetMemHandle(&mine.flags_handle, flags_));
+    RESHARD_CUDA_CHECK(cudaIpcGetMemHandle(&mine.flags_handle, flags_));
     mine.flags = reinterpret_cast<std::uint64_t>(flags_);
     cards_.resize(n_);
     comm_.all_gather_host(&mine, cards_.data(), sizeof(Card));
@@ -193,7 +179,7 @@ class CudaPeerLink : public PeerLink {
     for (auto& [key, mapped] : mapped_) cudaIpcCloseMemHandle(mapped);
     if (side_) cudaStreamDestroy(side_);
     if (one_) cudaFree(one_);
-    if (flags_) host_flags_ ? cudaFreeHost(flags_) : cudaFree(flags_);
+    if (flags_) cudaFree(flags_);
     if (seen_) cudaFreeHost(seen_);
     if (error_) cudaFreeHost(error_);
   }
@@ -238,6 +224,9 @@ class CudaPeerLink : public PeerLink {
              it == why_.end() ? std::string("it is not reachable") : it->second,
              "; plan with --transport nccl for these ranks"));
   }
+
+  // Another process's buffers are mapped into this rank's context (IPC): its copy engines read them like its own.
+  bool copy_engines_reach(int peer) const override { return peer == me_ || cards_[peer].pid != cards_[me_].pid; }
 
   void expose(const RankBuffers& mine) override {
     RESHARD_CUDA_CHECK(cudaSetDevice(ordinal_));
@@ -289,19 +278,7 @@ class CudaPeerLink : public PeerLink {
     cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
     RESHARD_CUDA_CHECK(cudaStreamIsCapturing(s, &capture));
     const bool graph = capture != cudaStreamCaptureStatusNone;
-    if (!sync.notify.empty() && direct_post_ && !graph) {  // (experiment: the stream writes the peer's flag itself)
-      ops_.clear();
-      for (int p : sync.notify) {
-        CUstreamBatchMemOpParams op{};
-        op.writeValue.operation = CU_STREAM_MEM_OP_WRITE_VALUE_32;
-        op.writeValue.address = reinterpret_cast<CUdeviceptr>(peer_flags_[p] + slot(phase, me_));
-        op.writeValue.value = ++posted_[slot(phase, p)];
-        op.writeValue.flags = CU_STREAM_WRITE_VALUE_DEFAULT;
-        ops_.push_back(op);
-      }
-      RESHARD_CU_CHECK(driver_api().stream_batch_mem_op(reinterpret_cast<CUstream>(s),
-                                                        static_cast<unsigned int>(ops_.size()), ops_.data(), 0));
-    } else if (!sync.notify.empty()) {
+    if (!sync.notify.empty()) {
       if (!graph) {
         ops_.clear();
         for (int p : sync.notify) {
@@ -355,10 +332,7 @@ class CudaPeerLink : public PeerLink {
     };
     // What was pending: this rank's flags and outbox as the device holds them now.
     const size_t slots = expected_.size();
-    if (host_flags_)
-      std::memcpy(seen_, flags_, slots * sizeof(std::uint32_t));
-    else
-      cudaMemcpyAsync(seen_, flags_, slots * sizeof(std::uint32_t), cudaMemcpyDeviceToHost, side_);
+    cudaMemcpyAsync(seen_, flags_, slots * sizeof(std::uint32_t), cudaMemcpyDeviceToHost, side_);
     cudaMemcpyAsync(seen_ + slots, outbox_, slots * sizeof(std::uint32_t), cudaMemcpyDeviceToHost, side_);
     const bool read = drain();
     std::string pending;
@@ -375,7 +349,7 @@ class CudaPeerLink : public PeerLink {
       }
     }
     // Every flag set to what the latest enqueued wait on it waits for: every wait already enqueued passes.
-    cudaMemcpyAsync(flags_, expected_.data(), slots * sizeof(std::uint32_t), cudaMemcpyDefault, side_);
+    cudaMemcpyAsync(flags_, expected_.data(), slots * sizeof(std::uint32_t), cudaMemcpyHostToDevice, side_);
     drain();
     cudaGetLastError();
     return pending;
@@ -452,7 +426,7 @@ class CudaPeerLink : public PeerLink {
   std::vector<std::uint32_t> posted_, awaited_;  // [phase][peer]: eager posts made and waits enqueued
   std::vector<std::uint32_t> expected_;          // [phase][peer]: the value the latest enqueued wait waits for
   std::uint32_t* seen_ = nullptr;                // pinned: flags then outbox as release() read them
-  bool host_flags_ = false, direct_post_ = false, trace_ = false;  // experiments (RESHARD_PEER_FLAGS=host, RESHARD_PEER_POST=direct)
+  bool trace_ = false;                           // RESHARD_TRACE_OPS=1: posts and waits as they are enqueued
   cudaStream_t side_ = nullptr;                  // release() only
   std::vector<Card> cards_;
   std::vector<std::uint32_t*> peer_flags_;

@@ -33,6 +33,7 @@ class HostPeerLink : public PeerLink {
   void expose(const RankBuffers& mine) override { comm_.all_gather_host(&mine, peers_.data(), sizeof(RankBuffers)); }
   const RankBuffers* peers() const override { return peers_.data(); }
   void require(int) const override {}  // one process: every rank's memory is this process's
+  bool copy_engines_reach(int) const override { return true; }
 
   void sync(const PeerSync& sync, StreamHandle) override {
     const int phase = static_cast<int>(sync.phase);

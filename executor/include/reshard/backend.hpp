@@ -126,6 +126,11 @@ class PeerLink {
   virtual const RankBuffers* peers() const = 0;
   // kInvalidArgument, saying why, when this rank cannot address `peer`'s memory (another host, no peer access).
   virtual void require(int peer) const = 0;
+  // Whether this rank's copy engines may read `peer`'s memory. False where such a copy can depend on the peer GPU's
+  // own hardware queues, which the peer's waits may hold: on CUDA, a rank of this same process (its buffers are
+  // another context's allocations; measured to deadlock behind the peer's stream waits, always with
+  // CUDA_DEVICE_MAX_CONNECTIONS=1 and now and then with the default 8). The executor runs such copies as kernels.
+  virtual bool copy_engines_reach(int peer) const = 0;
   // Device-side ordering, enqueued on `stream`: posts `sync.phase` to the ranks in `sync.notify`, then waits until
   // every rank in `sync.await` has posted it. Holds no SMs while waiting where the device can avoid it; a peer that
   // never posts is caught by the executor's wait() timeout, after which release() unblocks the stream.

@@ -84,6 +84,7 @@ class Executor {
   struct OpRuntime;
   struct StepMarks;
   void prepare(const Mesh& mesh);
+  Copies runnable(const Copies& copies) const;  // kernels where the copy engines cannot reach a peer read
   void sizes_and_workspace();
   void execute(size_t index, const BufferBases& bases, StreamHandle stream);
 
