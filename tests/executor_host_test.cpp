@@ -167,6 +167,92 @@ TEST(HostExecutor, ARankThatNeverSendsTimesOutInsteadOfHanging) {
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
 }
 
+// A device whose peer link says its copy engines cannot reach the peers (as CUDA says of ranks in the same process):
+// the executor must run the peer copies of nvlink steps as kernels, with the same result.
+class NoEngineReach : public HostDevice {
+ public:
+  explicit NoEngineReach(std::atomic<int>& engine_peer_copies) : engine_peer_copies_(engine_peer_copies) {}
+  std::unique_ptr<PeerLink> connect_peers(Communicator& comm) override {
+    return std::make_unique<Link>(HostDevice::connect_peers(comm));
+  }
+  std::unique_ptr<CopyBatch> prepare_copies(const Copies& copies, int element_size) override {
+    for (const CopyRegion& r : copies.regions)
+      if (r.src.peer >= 0 && copies.engine == CopyEngine::kCopyEngine) ++engine_peer_copies_;
+    return HostDevice::prepare_copies(copies, element_size);
+  }
+
+ private:
+  class Link : public PeerLink {
+   public:
+    explicit Link(std::unique_ptr<PeerLink> inner) : inner_(std::move(inner)) {}
+    void expose(const RankBuffers& mine) override { inner_->expose(mine); }
+    const RankBuffers* peers() const override { return inner_->peers(); }
+    void require(int peer) const override { inner_->require(peer); }
+    bool copy_engines_reach(int) const override { return false; }
+    void sync(const PeerSync& sync, StreamHandle stream) override { inner_->sync(sync, stream); }
+    std::string release() override { return inner_->release(); }
+    std::unique_ptr<CopyBatch> prepare_fused(const FusedPeerCopies& op, int es, std::chrono::milliseconds t) override {
+      return inner_->prepare_fused(op, es, t);
+    }
+    void check() override { inner_->check(); }
+
+   private:
+    std::unique_ptr<PeerLink> inner_;
+  };
+  std::atomic<int>& engine_peer_copies_;
+};
+
+TEST(HostExecutor, PeerCopiesTheCopyEnginesCannotReachRunAsKernels) {
+  // Rows of 4 KiB: the nvlink lowering gives the peer pulls to the copy engines.
+  Layout src(Mesh({2}), parse_placements("S0"), Dims{64, 1024});
+  Layout dst = src.with_placements(parse_placements("S1"));
+  PlanOptions o;
+  o.strategy = Strategy::kP2P;
+  o.transport = Transport::kNvlink;
+  o.fusion = Fusion::kNever;
+  const Plan plan = make_plan(src, dst, DType::kF32, o);
+  for (bool reach : {true, false}) {
+    HostWorld world(2);
+    std::atomic<Index> wrong{0};
+    std::atomic<int> engine_peer_copies{0};
+    run_ranks(
+        2,
+        [&](int r) {
+          HostCommunicator comm(world, r);
+          HostDevice plain;
+          NoEngineReach no_reach(engine_peer_copies);
+          Device& device = reach ? static_cast<Device&>(plain) : no_reach;
+          Executor exec(plan, comm, device);
+          std::vector<std::byte> in(exec.input_bytes()), out(exec.output_bytes(), std::byte{0xA5});
+          fill_pattern(in.data(), src.box(r), src.global_shape(), DType::kF32);
+          exec.run({in.data(), in.size()}, {out.data(), out.size()}, nullptr);
+          wrong += count_mismatches(out.data(), dst.box(r), dst.global_shape(), DType::kF32);
+        },
+        &world);
+    EXPECT_EQ(wrong.load(), 0) << "reach " << reach;
+    if (!reach) EXPECT_EQ(engine_peer_copies.load(), 0);
+  }
+  // The same plan does give peer copies to the copy engines where they reach (the case above is not vacuous).
+  std::atomic<int> counted{0};
+  HostWorld world(2);
+  run_ranks(
+      2,
+      [&](int r) {
+        HostCommunicator comm(world, r);
+        struct Counting : HostDevice {
+          std::atomic<int>* n;
+          std::unique_ptr<CopyBatch> prepare_copies(const Copies& c, int es) override {
+            for (const CopyRegion& x : c.regions) *n += x.src.peer >= 0 && c.engine == CopyEngine::kCopyEngine;
+            return HostDevice::prepare_copies(c, es);
+          }
+        } device;
+        device.n = &counted;
+        Executor exec(plan, comm, device);
+      },
+      &world);
+  EXPECT_GT(counted.load(), 0);
+}
+
 TEST(HostExecutor, AFailingRankStopsTheOthers) {
   Layout src(Mesh({4}), parse_placements("S0"), Dims{64, 8});
   Plan plan = make_plan(src, src.with_placements(parse_placements("S1")), DType::kF32, {});

@@ -63,7 +63,10 @@ Executor::Executor(const Plan& plan, Communicator& comm, Device& device, Executo
     : Executor(PlanBatch::of(plan), comm, device, std::move(options)) {}
 
 Executor::Executor(const PlanBatch& batch, Communicator& comm, Device& device, ExecutorOptions options)
-    : comm_(comm), device_(device), options_(options), log_(log_sink(options)),
+    : comm_(comm),
+      device_(device),
+      options_(options),
+      log_(log_sink(options)),
       trace_ops_(std::getenv("RESHARD_TRACE_OPS") != nullptr) {
   const Range range(device_, "reshard prepare");
   const Mesh& mesh = batch.mesh();
@@ -277,7 +280,8 @@ void Executor::run(std::span<const ConstBuffer> inputs, std::span<const MutableB
       const bool traced_comm = marks && ops_[i].communicates && op.lane == Lane::kMain;
       if (traced_comm && comm_seen == 0) marks->comm_begin->record(stream);
       if (trace_ops_) {
-        static constexpr const char* kKinds[] = {"mark", "copies", "reductions", "exchange", "collective", "sync", "fused"};
+        static constexpr const char* kKinds[] = {"mark",       "copies", "reductions", "exchange",
+                                                 "collective", "sync",   "fused"};
         std::fprintf(stderr, "rank %d: op %zu %s lane %d\n", program_.rank, i, kKinds[op.body.index()],
                      static_cast<int>(op.lane));
       }

@@ -108,8 +108,8 @@ class CudaPeerLink : public PeerLink {
     trace_ = std::getenv("RESHARD_TRACE_OPS") != nullptr;
     RESHARD_CUDA_CHECK(cudaMalloc(&flags_, bytes));
     RESHARD_CUDA_CHECK(cudaMemset(flags_, 0, bytes));
-    RESHARD_CUDA_CHECK(cudaHostAlloc(&seen_, 2 * static_cast<size_t>(kPhases) * n_ * sizeof(std::uint32_t),
-                                     cudaHostAllocDefault));
+    RESHARD_CUDA_CHECK(
+        cudaHostAlloc(&seen_, 2 * static_cast<size_t>(kPhases) * n_ * sizeof(std::uint32_t), cudaHostAllocDefault));
     RESHARD_CUDA_CHECK(cudaHostAlloc(&error_, sizeof(int), cudaHostAllocMapped));
     *error_ = 0;
     RESHARD_CUDA_CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&error_device_), error_, 0));
@@ -342,10 +342,10 @@ class CudaPeerLink : public PeerLink {
         if (expected_[k] == 0 && posted_[k] == 0) continue;
         const bool passed = read && static_cast<std::int32_t>(seen_[k] - expected_[k]) >= 0;
         if (passed && posted_[k] == seen_[slots + k]) continue;
-        pending += cat(pending.empty() ? "" : "; ", phase == 0 ? "ready" : "done", " with rank ", p, ": flag ",
-                       read ? std::to_string(seen_[k]) : std::string("unreadable"), ", awaited ", expected_[k],
-                       ", posted ", posted_[k], " (outbox ",
-                       read ? std::to_string(seen_[slots + k]) : std::string("unreadable"), ")");
+        pending +=
+            cat(pending.empty() ? "" : "; ", phase == 0 ? "ready" : "done", " with rank ", p, ": flag ",
+                read ? std::to_string(seen_[k]) : std::string("unreadable"), ", awaited ", expected_[k], ", posted ",
+                posted_[k], " (outbox ", read ? std::to_string(seen_[slots + k]) : std::string("unreadable"), ")");
       }
     }
     // Every flag set to what the latest enqueued wait on it waits for: every wait already enqueued passes.
@@ -354,7 +354,6 @@ class CudaPeerLink : public PeerLink {
     cudaGetLastError();
     return pending;
   }
-
 
  private:
   size_t slot(int phase, int rank) const { return static_cast<size_t>(phase) * n_ + rank; }

@@ -103,7 +103,7 @@ class Executor {
   std::vector<StepMarks> marks_;                 // options.trace: per step
   std::vector<std::string> step_names_;          // profiler range names, "reshard step 0 p2p/nvlink"
   std::function<void(const std::string&)> log_;  // options.log, or stderr under RESHARD_LOG=1, or unset
-  bool trace_ops_ = false;                        // RESHARD_TRACE_OPS=1: each operation as run() enqueues it
+  bool trace_ops_ = false;                       // RESHARD_TRACE_OPS=1: each operation as run() enqueues it
 };
 
 }  // namespace reshard
