@@ -11,9 +11,9 @@ N=${N:-4} WAIT=8 TIMEOUT_MS=3000 SKIP_TEST=1 PROBE_UNTIL_S=150 CASES="--from S0 
   VARIANTS="connections1 mp+connections1 base" bash scripts/device/hang_probe.sh
 echo "[$(el) s] probes"
 mp() {  # one process per rank; rank 0's table row
-  local rv="$OUT/rv_bench_$RANDOM"
+  local rv="$OUT/rv_bench_$RANDOM" token="bench$RANDOM$$"  # one token for both ranks
   for rk in 0 1; do
-    RESHARD_RENDEZVOUS_TOKEN=bench$RANDOM$$ RANK=$rk LOCAL_RANK=$rk WORLD_SIZE=2 timeout 60 $R run --mesh 2 "$@" \
+    RESHARD_RENDEZVOUS_TOKEN=$token RANK=$rk LOCAL_RANK=$rk WORLD_SIZE=2 timeout 60 $R run --mesh 2 "$@" \
       --rendezvous file:$rv > "$OUT/mp_$rk.txt" 2>&1 &
   done
   wait; grep -hE "^  2 |error" "$OUT/mp_0.txt" "$OUT/mp_1.txt" | sed "s|\$|   [mp $*]|"
