@@ -118,6 +118,27 @@ TEST_F(Gpu, EveryPairAndStrategyOnMeshes2And1x2And2x1) {
   }
 }
 
+// Ranks as threads of this process pushing (ExecutorOptions::one_process_copies): every pair of R/S0/S1/P(sum) on
+// mesh (2), the nvlink p2p plan with separate copies (the copy engines write into the peers' tensors), every element.
+TEST_F(Gpu, PushedNvlinkStepsEveryPair) {
+  const Mesh mesh({2});
+  const std::vector<Placement> options{Placement::replicate(), Placement::shard(0), Placement::shard(1),
+                                       Placement::partial()};
+  RunOptions o = quick();
+  o.one_process_copies = OneSidedCopies::kPush;
+  for (const Dims& shape : {Dims{0, 4}, Dims{1, 1}, Dims{7, 5}, Dims{1000, 1003}}) {
+    for (const auto& from : testing::placement_lists(1, options)) {
+      for (const auto& to : testing::placement_lists(1, options)) {
+        PlanOptions po;
+        po.strategy = Strategy::kP2P;
+        po.transport = Transport::kNvlink;
+        po.fusion = Fusion::kNever;
+        check(make_plan(Layout(mesh, from, shape), Layout(mesh, to, shape), DType::kF32, po), o);
+      }
+    }
+  }
+}
+
 TEST_F(Gpu, EveryDType) {
   Mesh mesh({2});
   for (const char* pair : {"S0>S1", "S1>S0", "S0>R", "R>S1", "S1>R"}) {

@@ -189,6 +189,7 @@ class NoEngineReach : public HostDevice {
     const RankBuffers* peers() const override { return inner_->peers(); }
     void require(int peer) const override { inner_->require(peer); }
     bool copy_engines_reach(int) const override { return false; }
+    bool one_process() const override { return inner_->one_process(); }
     void sync(const PeerSync& sync, StreamHandle stream) override { inner_->sync(sync, stream); }
     std::string release() override { return inner_->release(); }
     std::unique_ptr<CopyBatch> prepare_fused(const FusedPeerCopies& op, int es, std::chrono::milliseconds t) override {
@@ -251,6 +252,64 @@ TEST(HostExecutor, PeerCopiesTheCopyEnginesCannotReachRunAsKernels) {
       },
       &world);
   EXPECT_GT(counted.load(), 0);
+}
+
+// Ranks sharing a process may push (ExecutorOptions::one_process_copies): every one-sided step without reductions
+// copies into the readers' tensors instead of out of the sources'. Every placement pair over R/S0/S1/P on meshes
+// (2), (4) and (2,2), sizes 0, 1 and uneven, separate and fused steps; every element of every rank checked.
+TEST(HostExecutor, PushedOneSidedStepsEveryPairEveryElement) {
+  struct Counting : HostDevice {
+    std::atomic<int>* pushed = nullptr;
+    std::unique_ptr<CopyBatch> prepare_copies(const Copies& c, int es) override {
+      for (const CopyRegion& x : c.regions) *pushed += x.dst.peer >= 0;
+      return HostDevice::prepare_copies(c, es);
+    }
+  };
+  std::atomic<int> pushed{0};
+  int runs = 0;
+  for (const std::vector<int>& mesh_shape : {std::vector<int>{2}, {4}, {2, 2}}) {
+    const Mesh mesh(mesh_shape);
+    for (const Dims& shape : {Dims{0, 3}, Dims{1, 1}, Dims{7, 10}}) {
+      const std::vector<Placement> options{Placement::replicate(), Placement::shard(0), Placement::shard(1),
+                                           Placement::partial()};
+      for (const auto& from : testing::placement_lists(mesh.ndim(), options)) {
+        for (const auto& to : testing::placement_lists(mesh.ndim(), options)) {
+          const Layout src(mesh, from, shape), dst(mesh, to, shape);
+          for (Fusion fusion : {Fusion::kNever, Fusion::kAlways}) {
+            PlanOptions o;
+            o.strategy = Strategy::kP2P;
+            o.transport = Transport::kNvlink;
+            o.fusion = fusion;
+            const Plan plan = make_plan(src, dst, DType::kF32, o);
+            HostWorld world(mesh.world_size());
+            std::atomic<Index> wrong{0};
+            run_ranks(
+                mesh.world_size(),
+                [&](int r) {
+                  HostCommunicator comm(world, r);
+                  Counting device;
+                  device.pushed = &pushed;
+                  ExecutorOptions eo;
+                  eo.one_process_copies = OneSidedCopies::kPush;
+                  Executor exec(plan, comm, device, eo);
+                  std::vector<std::byte> in(exec.input_bytes()), out(exec.output_bytes(), std::byte{0x5A});
+                  fill_local(in.data(), src, r, DType::kF32);
+                  for (int call = 0; call < 2; ++call) {  // a second call reuses the flags and mappings
+                    exec.run({in.data(), in.size()}, {out.data(), out.size()}, nullptr);
+                    wrong += count_local_mismatches(out.data(), src, dst, r, DType::kF32);
+                  }
+                },
+                &world);
+            ASSERT_EQ(wrong.load(), 0) << mesh.str() << " " << to_string(from) << " -> " << to_string(to) << " "
+                                       << to_string(shape) << " fusion " << static_cast<int>(fusion);
+            ++runs;
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(pushed.load(), 0);
+  EXPECT_GT(runs, 100);
 }
 
 TEST(HostExecutor, AFailingRankStopsTheOthers) {

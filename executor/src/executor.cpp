@@ -74,6 +74,14 @@ Executor::Executor(const PlanBatch& batch, Communicator& comm, Device& device, E
                   batch.size() == 1 ? "plan" : "batch", "'s mesh ", mesh.str(), " is in a world of ",
                   mesh.world_size());
   program_ = lower(batch, comm.rank(), LowerOptions{options.stage_overlap, options.coalesce_max_bytes});
+  if (program_.one_sided) {
+    // Every rank of the plan connects (collective; every rank's program has the same steps); ranks sharing a process
+    // may push instead of pulling (ExecutorOptions::one_process_copies), all of them or none.
+    peers_ = device_.connect_peers(comm_);
+    if (options.one_process_copies == OneSidedCopies::kPush && peers_->one_process())
+      program_ = lower(batch, comm.rank(),
+                       LowerOptions{options.stage_overlap, options.coalesce_max_bytes, OneSidedCopies::kPush});
+  }
   sizes_and_workspace();
   if (batch.size() == 1) {
     const Plan& plan = batch.plan(0);
@@ -135,8 +143,6 @@ Copies Executor::runnable(const Copies& copies) const {
 void Executor::prepare(const Mesh& mesh) {
   // Group communicators, in the program's first-use order (the same on every rank).
   for (const std::vector<int>& dims : program_.communicator_dims) comm_.group(mesh, dims);
-  // One-sided steps: every rank of the plan connects (collective; every rank's program has the same steps).
-  if (program_.one_sided) peers_ = device_.connect_peers(comm_);
   const int es = element_size(program_.dtype);
   ops_.resize(program_.ops.size());
   for (size_t i = 0; i < program_.ops.size(); ++i) {

@@ -151,17 +151,21 @@ Index lower_exchange(StepParts& ps, const RankTransfers& t, const RankBoxes& a, 
   return account.scratch().total();
 }
 
-// One rank's side of a p2p step on the NVLink transport: it tells the ranks that read its L_i tensor that it is
-// ready, waits for the ranks it reads, copies every region it receives straight out of their L_i tensors into its
-// L_i+1 tensor (copy engines or one kernel, as the geometry says) or reduces their contributions in place, then tells
-// its sources it is done and waits until its readers are. Nothing is staged. `peer_in(p)`: rank p's L_i tensor.
-template <class PeerIn>
+// One rank's side of a p2p step on the NVLink transport. Pulling, it tells the ranks that read its L_i tensor that
+// it is ready, waits for the ranks it reads, copies every region it receives straight out of their L_i tensors into
+// its L_i+1 tensor (copy engines or one kernel, as the geometry says) or reduces their contributions in place, then
+// tells its sources it is done and waits until its readers are. Pushing (`push`, steps without reductions, not
+// fused), it tells its sources that its L_i+1 tensor may be written, waits for the ranks it writes, copies every
+// region it sends from its L_i tensor into theirs, then tells them it is done and waits until its sources are.
+// Nothing is staged. `peer_in(p)` / `peer_out(p)`: rank p's L_i / L_i+1 tensor.
+template <class PeerIn, class PeerOut>
 void lower_one_sided(StepParts& ps, const RankTransfers& t, const RankBoxes& a, const RankBoxes& b, int rank,
                      const StepBuffers& buf, const ExchangeRules& rules, const PartialRoles& roles, bool fused,
-                     PeerIn peer_in) {
+                     bool push, PeerIn peer_in, PeerOut peer_out) {
   const Box &from = a[rank], &to = b[rank];
   OneSidedParts one;
   one.fused = fused;
+  push = push && !fused && !rules.reduces;
   std::vector<int> readers, sources;
   for (const Transfer& tr : t.sends) readers.push_back(tr.dst);
   for (const Transfer& tr : t.recvs) sources.push_back(tr.src);
@@ -169,15 +173,16 @@ void lower_one_sided(StepParts& ps, const RankTransfers& t, const RankBoxes& a, 
     std::sort(v->begin(), v->end());
     v->erase(std::unique(v->begin(), v->end()), v->end());
   }
-  one.ready = PeerSync{SyncPhase::kReady, readers, sources};
-  one.done = PeerSync{SyncPhase::kDone, sources, readers};
+  one.ready = push ? PeerSync{SyncPhase::kReady, sources, readers} : PeerSync{SyncPhase::kReady, readers, sources};
+  one.done = push ? PeerSync{SyncPhase::kDone, readers, sources} : PeerSync{SyncPhase::kDone, sources, readers};
   if (!rules.reduces) {
     for (const Transfer& tr : t.local)
       add_local_copy(ps, buf.in, from, buf.out, to, tr.region, rules.element_size, rules.copy_engine_min_row_bytes);
-    for (const Transfer& tr : t.recvs) {
-      const Movement m = movement(tr.region, a[tr.src], to, rules);
+    for (const Transfer& tr : push ? t.sends : t.recvs) {
+      const Movement m = movement(tr.region, a[tr.src], b[tr.dst], rules);
       (m.engine == CopyEngine::kCopyEngine ? one.engine_copies : one.kernel_copies)
-          .push_back(box_copy(peer_in(tr.src), a[tr.src], buf.out, to, tr.region));
+          .push_back(push ? box_copy(buf.in, from, peer_out(tr.dst), b[tr.dst], tr.region)
+                          : box_copy(peer_in(tr.src), a[tr.src], buf.out, to, tr.region));
     }
   } else {
     // Every region's contributions, in sender-rank order, reduced straight from the senders' tensors.
@@ -199,7 +204,7 @@ ReduceOp partial_op(const std::vector<Placement>& from, const std::vector<int>& 
 // transfers of step i (ignored for steps that are not p2p); staged transfers are pipelined in chunks of `chunk_bytes`.
 LoweredParts lower_steps(const Layout& src, const Layout& dst, const std::vector<Step>& steps, DType dtype, int rank,
                          const std::vector<RankTransfers>& transfers, Index chunk_bytes, Index engine_min_row_bytes,
-                         bool gathers_as_exchanges) {
+                         bool gathers_as_exchanges, OneSidedCopies one_sided) {
   const int es = element_size(dtype);
   LoweredParts out;
   RankProgram& prog = out.program;
@@ -243,7 +248,9 @@ LoweredParts lower_steps(const Layout& src, const Layout& dst, const std::vector
         if (step.transport == Transport::kNvlink) {
           prog.one_sided = true;
           auto peer_in = [&](int p) { return step_buffers(workspace_of(layouts, p, es), i, steps.size(), p).in; };
-          lower_one_sided(ps, transfers.at(i), a, b, rank, buf, rules, roles, step.fused, peer_in);
+          auto peer_out = [&](int p) { return step_buffers(workspace_of(layouts, p, es), i, steps.size(), p).out; };
+          lower_one_sided(ps, transfers.at(i), a, b, rank, buf, rules, roles, step.fused,
+                          one_sided == OneSidedCopies::kPush, peer_in, peer_out);
         } else {
           step_scratch = lower_exchange(ps, transfers.at(i), a, b, rank, buf, rules, &roles);
         }
@@ -330,7 +337,7 @@ LoweredParts lower_steps(const Layout& src, const Layout& dst, const std::vector
 
 }  // namespace
 
-LoweredParts lower_parts(const Plan& plan, int rank, bool gathers_as_exchanges) {
+LoweredParts lower_parts(const Plan& plan, int rank, bool gathers_as_exchanges, OneSidedCopies one_sided) {
   const Mesh& mesh = plan.src().mesh();
   RESHARD_REQUIRE(rank >= 0 && rank < mesh.world_size(), "rank ", rank, " is not in mesh ", mesh.str(), " (ranks 0..",
                   mesh.world_size() - 1, ")");
@@ -349,13 +356,13 @@ LoweredParts lower_parts(const Plan& plan, int rank, bool gathers_as_exchanges) 
     }
   }
   return lower_steps(plan.src(), plan.dst(), plan.steps(), plan.dtype(), rank, mine, plan.pipeline_chunk_bytes(),
-                     plan.copy_engine_min_row_bytes(), gathers_as_exchanges);
+                     plan.copy_engine_min_row_bytes(), gathers_as_exchanges, one_sided);
 }
 
 }  // namespace detail
 
 RankProgram lower(const Plan& plan, int rank, const LowerOptions& options) {
-  detail::LoweredParts parts = detail::lower_parts(plan, rank);
+  detail::LoweredParts parts = detail::lower_parts(plan, rank, false, options.one_sided);
   RankProgram& prog = parts.program;
   const int es = element_size(prog.dtype);
   for (size_t i = 0; i < parts.steps.size(); ++i)

@@ -19,6 +19,8 @@ struct LoweredParts {
 // reduce_scatter steps (but those reducing dims of different ops) become exchanges of the same regions (each member
 // sends every other member its part of that member's box; a scatter's receiver reduces the contributions), which a
 // batch merges and coalesces with its other tensors' exchanges instead of making one collective call per tensor.
-LoweredParts lower_parts(const Plan& plan, int rank, bool gathers_as_exchanges = false);
+// `one_sided`: who copies in one-sided steps (program.hpp).
+LoweredParts lower_parts(const Plan& plan, int rank, bool gathers_as_exchanges = false,
+                         OneSidedCopies one_sided = OneSidedCopies::kPull);
 
 }  // namespace reshard::detail

@@ -13,7 +13,7 @@ bash scripts/device/build.sh -DCMAKE_CXX_FLAGS=-g > "$OUT/build.txt" 2>&1 || { t
   python3 -c 'import torch; print("torch", torch.__version__, "nccl", torch.cuda.nccl.version())'; } > "$OUT/machine.txt" 2>&1
 echo "[$(el) s] built"
 N=3 WAIT=8 TIMEOUT_MS=3000 SKIP_TEST=1 PROBE_UNTIL_S=150 CASES="--from S0 --to R --shape 256x256" \
-  VARIANTS="connections1 mp+connections1 base" bash scripts/device/hang_probe.sh 2>&1 | grep -E "stalls in|exit"
+  VARIANTS="connections1 push+connections1 mp+connections1 push" bash scripts/device/hang_probe.sh 2>&1 | grep -E "stalls in|exit"
 echo "[$(el) s] probes"
 # One process per rank (file rendezvous, one job token for both); rank 0's row.
 b() {
@@ -41,6 +41,13 @@ for s in 1024x1024 256x256 64x64; do
 done
 cat "$OUT/bench.txt"
 echo "[$(el) s] bench"
+# In process: pulls (kernels there) against pushes on the copy engines (--one-process-copies push).
+for pair in "S0 S1" "S0 R"; do set -- $pair
+  for how in pull push; do
+    timeout 60 $R run --backend nccl --mesh 2 --from $1 --to $2 $L --strategy p2p --transport nvlink \
+      --one-process-copies $how 2>&1 | grep -E "^  2 |error" | sed "s|\$|   [in process, $how: $*]|" | tee -a "$OUT/bench.txt"
+  done
+done
 # In process, the link measured first (cudaMemcpyPeer: the copy engines' peer bandwidth) for the bound.
 timeout 60 $R run --backend nccl --mesh 2 --from R --to S0 --shape 16384x16384 --iters 20 --measure-link 2>&1 \
   | grep -iE "link|^  2 " | tee "$OUT/link.txt"

@@ -38,6 +38,7 @@ struct Flags {
   std::string rendezvous;
   std::string inject_fault;
   std::string stages = "lanes";
+  std::string one_process_copies = "pull";
   BatchFlags batch;
 };
 
@@ -109,6 +110,11 @@ Command add_run_command(CLI::App& app) {
   cmd->add_option("--stages", flags->stages,
                   "Pipelined steps: lanes (pack and unpack on side streams, overlapping the wire) or serial")
       ->capture_default_str();
+  cmd->add_option(
+         "--one-process-copies", flags->one_process_copies,
+         "nvlink steps when the ranks are threads of this process: pull (kernels where the copy engines cannot "
+         "reach the peer) or push (every rank copies into its readers' tensors on the copy engines)")
+      ->capture_default_str();
   add_batch_flags(*cmd, flags->batch, true);
   cmd->add_option("--inject-fault", flags->inject_fault,
                   "Testing aid: RANK:after-prepare or RANK:mid-run makes that rank's process exit abruptly (nccl)");
@@ -121,6 +127,8 @@ Command add_run_command(CLI::App& app) {
                     "--backend must be auto, nccl or host, got '", tools::printable(f.backend), "'");
     RESHARD_REQUIRE(f.stages == "lanes" || f.stages == "serial", "--stages must be lanes or serial, got '",
                     tools::printable(f.stages), "'");
+    RESHARD_REQUIRE(f.one_process_copies == "pull" || f.one_process_copies == "push",
+                    "--one-process-copies must be pull or push, got '", tools::printable(f.one_process_copies), "'");
     std::optional<double> link_flag;
     if (cmd->count("--link-GBps")) {
       RESHARD_REQUIRE(std::isfinite(f.link_GBps) && f.link_GBps >= kMinLinkGBps && f.link_GBps <= kMaxLinkGBps,
@@ -152,6 +160,7 @@ Command add_run_command(CLI::App& app) {
     options.trace = f.trace;
     options.nccl_mode = f.nccl_blocking ? NcclMode::kBlocking : NcclMode::kNonBlocking;
     options.stage_overlap = f.stages == "serial" ? StageOverlap::kSerial : StageOverlap::kLanes;
+    options.one_process_copies = f.one_process_copies == "push" ? OneSidedCopies::kPush : OneSidedCopies::kPull;
     options.timeout = std::chrono::milliseconds(f.timeout_ms);
 
     if (multi_process) {

@@ -146,9 +146,16 @@ enum class StageOverlap {
 // both sides anyway, and stages messages of at most this many bytes on both sides to join them too (0: only those).
 inline constexpr Index kDefaultCoalesceMaxBytes = Index{1} << 20;
 
+// Who copies in a one-sided step without reductions. kPull: each rank copies out of its sources' tensors (the
+// default). kPush: each rank copies into its readers' tensors; ready then means "you may write into my next tensor"
+// and done "I finished writing into yours". Fused steps and reductions always pull. Every rank of a plan must lower
+// with the same value.
+enum class OneSidedCopies { kPull, kPush };
+
 struct LowerOptions {
   StageOverlap stage_overlap = StageOverlap::kLanes;
   Index coalesce_max_bytes = kDefaultCoalesceMaxBytes;  // batches only (above)
+  OneSidedCopies one_sided = OneSidedCopies::kPull;
 };
 
 // Lowers one rank's part of a plan. For a rank-scoped plan the rank must be the plan's rank.

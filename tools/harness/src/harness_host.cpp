@@ -59,7 +59,8 @@ RankOutcome run_host_rank(const PlanBatch& batch, HostWorld& world, int r, const
   HostCommunicator comm(world, r);
   HostDevice device;
   Executor exec(batch, comm, device,
-                ExecutorOptions{options.timeout, options.trace, options.stage_overlap, options.coalesce_max_bytes});
+                ExecutorOptions{options.timeout, options.trace, options.stage_overlap, options.coalesce_max_bytes,
+                                options.one_process_copies});
   RankOutcome out;
   out.workspace = exec.workspace_bytes();
   const size_t n = batch.size();

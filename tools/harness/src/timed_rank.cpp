@@ -23,9 +23,9 @@ RankOutcome run_timed_rank(const PlanBatch& batch, Communicator& comm, int devic
                            const std::function<void()>& finished) {
   const int r = comm.rank();
   CudaDevice device(device_ordinal);
-  RankRedistribution redistribution(
-      batch, comm, device,
-      ExecutorOptions{options.timeout, options.trace, options.stage_overlap, options.coalesce_max_bytes});
+  RankRedistribution redistribution(batch, comm, device,
+                                    ExecutorOptions{options.timeout, options.trace, options.stage_overlap,
+                                                    options.coalesce_max_bytes, options.one_process_copies});
   auto fault = [&](RunOptions::FaultPoint point) {
     if (options.fault_point == point && options.fault_rank == r) {
       fmt::print(stderr, "rank {}: injected fault, exiting\n", r);
