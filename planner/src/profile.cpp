@@ -124,7 +124,9 @@ Profile default_profile() {
       "these with fitted values.";
   p.intra_node.p2p = {8.0, 360.0};
   p.intra_node.all_gather = {10.0, 360.0};
-  p.intra_node.reduce_scatter = {10.0, 360.0};
+  // reduce_scatter: 1 GiB P->S0 f32 on 2x H200 took 1965 us (NCCL 2.28.9, 2026-11-23; docs/benchmarks.md), 512 MiB
+  // per rank at 275 GB/s: the reduction's reads and writes cost a quarter of the link rate.
+  p.intra_node.reduce_scatter = {10.0, 275.0};
   p.intra_node.all_reduce = {12.0, 360.0};
   p.intra_node.all_to_all = {10.0, 340.0};
   p.inter_node.p2p = {20.0, 45.0};
