@@ -116,10 +116,9 @@ Profile default_profile() {
   p.name = "h100-h200-nvlink-ib400";
   p.source =
       "intra_node: NCCL send/recv 360 GB/s per direction and cudaMemcpyPeer 396 GB/s measured on 2x H200 NV18 "
-      "(docs/benchmarks.md); collective bus bandwidths set to the same NVLink figure, but reduce_scatter at the 275 "
-      "GB/s measured for a "
-      "1 GiB P->S0 on 2x H200 (2026-11-23); latencies are typical "
-      "small-message NCCL times on NVLink (estimates until calibrated). inter_node: 400 Gb/s InfiniBand = 50 GB/s "
+      "(docs/benchmarks.md); collective bus bandwidths set to the same NVLink figure, but reduce_scatter at the "
+      "275 GB/s measured for a 1 GiB P->S0 on 2x H200 (2026-11-23); latencies are typical small-message NCCL times "
+      "on NVLink (estimates until calibrated). inter_node: 400 Gb/s InfiniBand = 50 GB/s "
       "per GPU NIC, 45 GB/s achievable (90%, estimate), latencies estimates. copy: 2.1 TB/s device copy measured on "
       "H200 (docs/benchmarks.md), 3 us launch. step_overhead_us: the executor's fixed cost per step per call "
       "(launches, events, NCCL group), about 20 us seen on 2x H200 on 2026-11-22. Run `reshard calibrate` to replace "
