@@ -254,10 +254,11 @@ TEST(HostExecutor, PeerCopiesTheCopyEnginesCannotReachRunAsKernels) {
   EXPECT_GT(counted.load(), 0);
 }
 
-// Ranks sharing a process may push (ExecutorOptions::one_process_copies): every one-sided step without reductions
-// copies into the readers' tensors instead of out of the sources'. Every placement pair over R/S0/S1/P on meshes
-// (2), (4) and (2,2), sizes 0, 1 and uneven, separate and fused steps; every element of every rank checked.
-TEST(HostExecutor, PushedOneSidedStepsEveryPairEveryElement) {
+// Ranks sharing a process pull or push (ExecutorOptions::one_process_copies): pushed, every one-sided step without
+// reductions copies into the readers' tensors instead of out of the sources'. Every placement pair over R/S0/S1/P on
+// meshes (2), (4) and (2,2), sizes 0, 1 and uneven, separate and fused steps, both ways; every element of every rank
+// checked, and the copies counted by direction (pulls write no peer, pushes write peers).
+TEST(HostExecutor, OneSidedStepsEveryPairEveryElementPulledAndPushed) {
   struct Counting : HostDevice {
     std::atomic<int>* pushed = nullptr;
     std::unique_ptr<CopyBatch> prepare_copies(const Copies& c, int es) override {
@@ -265,7 +266,7 @@ TEST(HostExecutor, PushedOneSidedStepsEveryPairEveryElement) {
       return HostDevice::prepare_copies(c, es);
     }
   };
-  std::atomic<int> pushed{0};
+  std::atomic<int> pushed_when_pulling{0}, pushed{0};
   int runs = 0;
   for (const std::vector<int>& mesh_shape : {std::vector<int>{2}, {4}, {2, 2}}) {
     const Mesh mesh(mesh_shape);
@@ -275,7 +276,10 @@ TEST(HostExecutor, PushedOneSidedStepsEveryPairEveryElement) {
       for (const auto& from : testing::placement_lists(mesh.ndim(), options)) {
         for (const auto& to : testing::placement_lists(mesh.ndim(), options)) {
           const Layout src(mesh, from, shape), dst(mesh, to, shape);
-          for (Fusion fusion : {Fusion::kNever, Fusion::kAlways}) {
+          for (const auto& [fusion, how] : {std::pair{Fusion::kNever, OneSidedCopies::kPull},
+                                            {Fusion::kNever, OneSidedCopies::kPush},
+                                            {Fusion::kAlways, OneSidedCopies::kPull},
+                                            {Fusion::kAlways, OneSidedCopies::kPush}}) {
             PlanOptions o;
             o.strategy = Strategy::kP2P;
             o.transport = Transport::kNvlink;
@@ -288,9 +292,9 @@ TEST(HostExecutor, PushedOneSidedStepsEveryPairEveryElement) {
                 [&](int r) {
                   HostCommunicator comm(world, r);
                   Counting device;
-                  device.pushed = &pushed;
+                  device.pushed = how == OneSidedCopies::kPush ? &pushed : &pushed_when_pulling;
                   ExecutorOptions eo;
-                  eo.one_process_copies = OneSidedCopies::kPush;
+                  eo.one_process_copies = how;
                   Executor exec(plan, comm, device, eo);
                   std::vector<std::byte> in(exec.input_bytes()), out(exec.output_bytes(), std::byte{0x5A});
                   fill_local(in.data(), src, r, DType::kF32);
@@ -301,7 +305,8 @@ TEST(HostExecutor, PushedOneSidedStepsEveryPairEveryElement) {
                 },
                 &world);
             ASSERT_EQ(wrong.load(), 0) << mesh.str() << " " << to_string(from) << " -> " << to_string(to) << " "
-                                       << to_string(shape) << " fusion " << static_cast<int>(fusion);
+                                       << to_string(shape) << " fusion " << static_cast<int>(fusion)
+                                       << (how == OneSidedCopies::kPush ? " pushed" : " pulled");
             ++runs;
           }
         }
@@ -309,7 +314,8 @@ TEST(HostExecutor, PushedOneSidedStepsEveryPairEveryElement) {
     }
   }
   EXPECT_GT(pushed.load(), 0);
-  EXPECT_GT(runs, 100);
+  EXPECT_EQ(pushed_when_pulling.load(), 0);
+  EXPECT_GT(runs, 200);
 }
 
 TEST(HostExecutor, AFailingRankStopsTheOthers) {

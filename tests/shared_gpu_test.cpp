@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <vector>
 
 #include "placement_sets.hpp"
@@ -26,6 +27,12 @@ const bool g_connections = [] { return ::setenv("CUDA_DEVICE_MAX_CONNECTIONS", "
 bool light() {  // RESHARD_GPU_TESTS_LIGHT=1 (under compute-sanitizer): small shapes, fewer iterations
   const char* v = std::getenv("RESHARD_GPU_TESTS_LIGHT");
   return v && *v == '1';
+}
+
+// RESHARD_TEST_ONE_PROCESS_COPIES=pull: pulled one-sided copies (kernels) instead of the default pushes.
+OneSidedCopies copies() {
+  const char* v = std::getenv("RESHARD_TEST_ONE_PROCESS_COPIES");
+  return v && std::string(v) == "pull" ? OneSidedCopies::kPull : OneSidedCopies::kPush;
 }
 
 bool verbose() {  // RESHARD_TEST_VERBOSE=1: print each run before it starts
@@ -46,6 +53,7 @@ class SharedGpu : public ::testing::Test {
     o.iters = iters;
     o.cuda_graph = graph;
     o.timeout = std::chrono::seconds(10);
+    o.one_process_copies = copies();
     const RunResult r = run_shared_gpus(plan, o);
     EXPECT_EQ(r.wrong_elements, 0) << plan.src().str() << " -> [" << to_string(plan.dst().placements()) << "] "
                                    << to_string(plan.dtype())

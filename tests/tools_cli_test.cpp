@@ -18,10 +18,10 @@ TEST(RunCli, VerifiesOnTheHostBackend) {
   testing::CliResult j = run_cli("run --mesh 3 --from S1 --to R --shape 10x7 --backend host --iters 2 --json --trace");
   ASSERT_EQ(j.exit_code, 0) << j.err;
   EXPECT_NE(j.out.find("\"wrong\": 0"), std::string::npos) << j.out;
-  // Pushed one-sided copies (ranks as threads of one process), verified the same way.
+  // Pulled one-sided copies (ranks as threads of one process push by default), verified the same way.
   testing::CliResult p = run_cli(
       "run --mesh 2x2 --from S0,S1 --to S1,R --shape 64x1024 --backend host --iters 2 --strategy p2p "
-      "--transport nvlink --fuse never --one-process-copies push");
+      "--transport nvlink --fuse never --one-process-copies pull");
   ASSERT_EQ(p.exit_code, 0) << p.err;
   EXPECT_NE(p.out.find("all correct"), std::string::npos) << p.out;
 }

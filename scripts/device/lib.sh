@@ -25,14 +25,14 @@ bench() {
     echo "  ^ $label" >> "$OUT/traces.txt"
   fi
 }
-# sanitize BINARY FILTER: compute-sanitizer memcheck and racecheck over the light GPU suite, on reshard's kernels
+# sanitize BINARY FILTER: compute-sanitizer memcheck, racecheck and synccheck ($TOOLS) over the light GPU suite, on reshard's kernels
 # (API errors inside NCCL, which probes kernel images and peer access and handles the errors itself, not reported).
 sanitize() {
   local bin=$1 filter=$2
   compute-sanitizer --version | head -2 > "$OUT/sanitizer.log"
-  for tool in memcheck racecheck; do
+  for tool in ${TOOLS:-memcheck racecheck synccheck}; do
     echo "== $tool" >> "$OUT/sanitizer.log"
-    RESHARD_GPU_TESTS_LIGHT=1 timeout 150 compute-sanitizer --tool $tool --kernel-name kns=reshard \
+    RESHARD_GPU_TESTS_LIGHT=1 timeout ${SANITIZE_S:-150} compute-sanitizer --tool $tool --kernel-name kns=reshard \
       --report-api-errors no --error-exitcode 9 "$bin" --gtest_filter="$filter" >> "$OUT/sanitizer.log" 2>&1
     echo "exit $?" >> "$OUT/sanitizer.log"
   done

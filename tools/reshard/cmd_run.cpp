@@ -38,7 +38,7 @@ struct Flags {
   std::string rendezvous;
   std::string inject_fault;
   std::string stages = "lanes";
-  std::string one_process_copies = "pull";
+  std::string one_process_copies = "push";
   BatchFlags batch;
 };
 
@@ -112,8 +112,8 @@ Command add_run_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option(
          "--one-process-copies", flags->one_process_copies,
-         "nvlink steps when the ranks are threads of this process: pull (kernels where the copy engines cannot "
-         "reach the peer) or push (every rank copies into its readers' tensors on the copy engines)")
+         "nvlink steps when the ranks are threads of this process: push (every rank copies into its readers' "
+         "tensors on the copy engines) or pull (kernels where the copy engines cannot reach the peer)")
       ->capture_default_str();
   add_batch_flags(*cmd, flags->batch, true);
   cmd->add_option("--inject-fault", flags->inject_fault,

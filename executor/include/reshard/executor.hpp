@@ -29,10 +29,10 @@ struct ExecutorOptions {
   bool trace = false;  // record events around each step's phases; read them with step_times() after wait()
   StageOverlap stage_overlap = StageOverlap::kLanes;    // how pipelined exchanges run their stages (program.hpp)
   Index coalesce_max_bytes = kDefaultCoalesceMaxBytes;  // batches: smaller messages are staged to join (program.hpp)
-  // One-sided steps when the plan's ranks share a process (PeerLink::one_process): kPull pulls, on kernels where the
-  // copy engines cannot reach the peer (docs/transports.md); kPush has every rank copy into its readers' tensors on
-  // the copy engines instead (program.hpp's OneSidedCopies). Every rank must pass the same value.
-  OneSidedCopies one_process_copies = OneSidedCopies::kPull;
+  // One-sided steps when the plan's ranks share a process (PeerLink::one_process): kPush (default) has every rank
+  // copy into its readers' tensors on the copy engines; kPull pulls, on kernels where the copy engines cannot reach
+  // the peer (docs/transports.md; program.hpp's OneSidedCopies). Every rank must pass the same value.
+  OneSidedCopies one_process_copies = OneSidedCopies::kPush;
   // Receives one line per event: the plan this rank prepared and, after wait() of a traced run, its per-step
   // times. Unset: the environment variable RESHARD_LOG=1 sends them to stderr; otherwise nothing is logged.
   std::function<void(const std::string&)> log;
