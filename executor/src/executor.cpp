@@ -305,8 +305,14 @@ void Executor::run(std::span<const ConstBuffer> inputs, std::span<const MutableB
 }
 
 void Executor::wait(StreamHandle stream) {
+  std::string pending;  // the one-sided waits that had not passed at the timeout
   try {
-    comm_.wait(stream, options_.timeout);
+    // On a timeout the one-sided waits are released first (no spin forever; the stream drains), then the
+    // communicator aborts.
+    if (peers_)
+      comm_.wait_releasing(stream, options_.timeout, [&] { pending = peers_->release(); });
+    else
+      comm_.wait(stream, options_.timeout);
     if (peers_) peers_->check();
     if (log_ && options_.trace) {
       const std::vector<StepTime> times = step_times();
@@ -316,8 +322,6 @@ void Executor::wait(StreamHandle stream) {
                  times[s].total_us, " us"));
     }
   } catch (const Error& e) {
-    if (!peers_ || e.kind() != ErrorKind::kTimeout) throw;
-    const std::string pending = peers_->release();  // let the stream drain: no spin forever
     if (pending.empty()) throw;
     fail(e.kind(), cat(e.what(), "; one-sided waits pending on rank ", program_.rank, ": ", pending));
   }

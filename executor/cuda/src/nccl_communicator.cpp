@@ -1,6 +1,8 @@
 #include "reshard/nccl_communicator.hpp"
 
 #include <algorithm>
+#include <future>
+#include <memory>
 #include <thread>
 #include <vector>
 
@@ -22,6 +24,9 @@ void throw_nccl(ncclResult_t res, ncclComm_t comm, const char* call, const char*
 }  // namespace detail
 
 namespace {
+
+// How long abort() waits for ncclCommAbort before leaving it to finish alone.
+constexpr std::chrono::seconds kAbortGrace{10};
 
 using Clock = std::chrono::steady_clock;
 
@@ -258,6 +263,11 @@ Communicator& NcclCommunicator::group(const Mesh& mesh, const std::vector<int>& 
 }
 
 void NcclCommunicator::wait(StreamHandle stream, std::chrono::milliseconds timeout) {
+  wait_releasing(stream, timeout, {});
+}
+
+void NcclCommunicator::wait_releasing(StreamHandle stream, std::chrono::milliseconds timeout,
+                                      const std::function<void()>& release) {
   const auto deadline = Clock::now() + timeout;
   auto s = static_cast<cudaStream_t>(stream);
   while (true) {
@@ -278,6 +288,7 @@ void NcclCommunicator::wait(StreamHandle stream, std::chrono::milliseconds timeo
       }
     }
     if (Clock::now() > deadline) {
+      if (release) release();
       abort();
       fail(ErrorKind::kTimeout, cat("rank ", rank_, ": the redistribution did not finish within ", timeout.count(),
                                     " ms (a peer never posted its part?)", abort_text()));
@@ -291,11 +302,24 @@ void NcclCommunicator::abort() {
   for (auto& [dims, g] : groups_) g->abort();
   if (!aborted_ && comm_ && may_abort()) {
     aborted_ = true;
-    ncclCommAbort(comm_);  // may run on the watchdog thread while another thread is blocked in NCCL
+    // May run on the watchdog thread while another thread is blocked in NCCL. Bounded: with a stream stuck on a peer
+    // that died, ncclCommAbort can block in the driver (freeing pinned memory waits for the device), and the caller's
+    // timeout error must not wait for it; past kAbortGrace the abort goes on alone and the communicator is left to
+    // the process's end.
+    auto finished = std::make_shared<std::promise<void>>();
+    std::future<void> done = finished->get_future();
+    std::thread([comm = comm_, finished] {
+      ncclCommAbort(comm);
+      finished->set_value();
+    }).detach();
+    if (done.wait_for(kAbortGrace) != std::future_status::ready) abandoned_ = true;
   }
 }
 
 std::string NcclCommunicator::abort_text() const {
+  if (abandoned_)
+    return cat("; the NCCL communicator's abort did not finish within ", kAbortGrace.count(),
+               " s (the GPU is stuck on a peer that stopped) and goes on alone");
   return may_abort() ? "; the NCCL communicator was aborted"
                      : "; the caller's NCCL communicator was left as it is (reshard does not own it: the caller "
                        "decides whether to abort it; NcclOptions::abort_unowned lets reshard do it)";

@@ -4,12 +4,14 @@
 
 #include <chrono>
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "reshard/dtype.hpp"
+#include "reshard/error.hpp"
 #include "reshard/mesh.hpp"
 #include "reshard/placement.hpp"
 #include "reshard/program.hpp"
@@ -56,6 +58,18 @@ class Communicator {
   // Blocks until the work enqueued on `stream` is done, polling for asynchronous errors. After `timeout` the
   // communicator (and its groups) are aborted and kTimeout is thrown: a stuck peer never hangs the caller.
   virtual void wait(StreamHandle stream, std::chrono::milliseconds timeout) = 0;
+  // As wait(), but when `timeout` passes, `release` runs before anything is aborted (the executor releases its
+  // one-sided waits there, so the stream can drain before the communicator is torn down: tearing down with a stream
+  // stuck on a dead peer can block in the driver). The default releases after wait() threw.
+  virtual void wait_releasing(StreamHandle stream, std::chrono::milliseconds timeout,
+                              const std::function<void()>& release) {
+    try {
+      wait(stream, timeout);
+    } catch (const Error& e) {
+      if (e.kind() == ErrorKind::kTimeout && release) release();
+      throw;
+    }
+  }
 
   // Setup-time exchange on the host: every rank's `bytes` into recv (rank order). Blocking and collective; for small
   // descriptors (memory handles), never on a run's hot path.

@@ -51,6 +51,8 @@ class NcclCommunicator : public Communicator {
   void all_reduce(const void* send, void* recv, size_t count, DType dtype, ReduceOp op, StreamHandle stream) override;
   Communicator& group(const Mesh& mesh, const std::vector<int>& mesh_dims) override;
   void wait(StreamHandle stream, std::chrono::milliseconds timeout) override;
+  void wait_releasing(StreamHandle stream, std::chrono::milliseconds timeout,
+                      const std::function<void()>& release) override;
   void all_gather_host(const void* send, void* recv, size_t bytes) override;
 
   // Aborts this communicator and its groups (any thread; pending work is abandoned).
@@ -74,6 +76,7 @@ class NcclCommunicator : public Communicator {
   ncclComm_t comm_;
   bool owned_;
   std::atomic<bool> aborted_{false};
+  std::atomic<bool> abandoned_{false};  // ncclCommAbort still blocked after kAbortGrace (abort())
   std::atomic<bool> watchdog_fired_{false};
   std::atomic<long long> call_started_ns_{0};  // 0: no call in progress
   std::mutex abort_mutex_;
