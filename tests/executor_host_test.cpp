@@ -223,7 +223,9 @@ TEST(HostExecutor, PeerCopiesTheCopyEnginesCannotReachRunAsKernels) {
           HostDevice plain;
           NoEngineReach no_reach(engine_peer_copies);
           Device& device = reach ? static_cast<Device&>(plain) : no_reach;
-          Executor exec(plan, comm, device);
+          ExecutorOptions pull;  // ranks of one process push by default: this test is about their pulls
+          pull.one_process_copies = OneSidedCopies::kPull;
+          Executor exec(plan, comm, device, pull);
           std::vector<std::byte> in(exec.input_bytes()), out(exec.output_bytes(), std::byte{0xA5});
           fill_pattern(in.data(), src.box(r), src.global_shape(), DType::kF32);
           exec.run({in.data(), in.size()}, {out.data(), out.size()}, nullptr);
@@ -248,7 +250,9 @@ TEST(HostExecutor, PeerCopiesTheCopyEnginesCannotReachRunAsKernels) {
           }
         } device;
         device.n = &counted;
-        Executor exec(plan, comm, device);
+        ExecutorOptions pull;
+        pull.one_process_copies = OneSidedCopies::kPull;
+        Executor exec(plan, comm, device, pull);
       },
       &world);
   EXPECT_GT(counted.load(), 0);
@@ -344,7 +348,9 @@ TEST(HostExecutor, AFailingRankStopsTheOthers) {
 
 TEST(HostExecutor, BadBuffersAreRejectedBeforeAnyCommunication) {
   Layout src(Mesh({2}), parse_placements("S0"), Dims{8, 8});
-  Plan plan = make_plan(src, src.with_placements(parse_placements("S1")), DType::kF32, {});
+  PlanOptions two_sided;  // one-sided plans agree on their steps with every rank first (collective): one rank here
+  two_sided.transport = Transport::kNccl;
+  Plan plan = make_plan(src, src.with_placements(parse_placements("S1")), DType::kF32, two_sided);
   HostWorld world(2, HostWorldOptions{std::chrono::milliseconds(200)});
   HostCommunicator comm(world, 0);
   HostDevice device;

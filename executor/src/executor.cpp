@@ -1,5 +1,6 @@
 #include "reshard/executor.hpp"
 
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <span>
@@ -57,6 +58,37 @@ class Range {
   Device& device_;
 };
 
+// What every rank must agree on before one-sided steps connect: each step's kind, transport, fused flag and mesh dims,
+// and how ranks of one process copy. Rank-scoped plans loaded from files can disagree there (a plan edited on one
+// rank), and one-sided copies of ranks that disagree would read or write the wrong parts of each other's tensors.
+std::uint64_t step_signature(const PlanBatch& batch, OneSidedCopies copies) {
+  std::uint64_t h = 1469598103934665603ull;  // FNV-1a
+  auto mix = [&](std::uint64_t v) { h = (h ^ v) * 1099511628211ull; };
+  mix(static_cast<std::uint64_t>(copies));
+  for (size_t i = 0; i < batch.size(); ++i) {
+    mix(batch.plan(i).steps().size());
+    for (const Step& s : batch.plan(i).steps()) {
+      mix(static_cast<std::uint64_t>(s.kind));
+      mix(static_cast<std::uint64_t>(s.transport));
+      mix(s.fused);
+      mix(s.mesh_dims.size());
+      for (int d : s.mesh_dims) mix(static_cast<std::uint64_t>(d));
+    }
+  }
+  return h;
+}
+
+// Collective (host): refuses ranks whose step structure differs from this rank's.
+void require_same_steps(const PlanBatch& batch, Communicator& comm, OneSidedCopies copies) {
+  const std::uint64_t mine = step_signature(batch, copies);
+  std::vector<std::uint64_t> all(static_cast<size_t>(comm.size()));
+  comm.all_gather_host(&mine, all.data(), sizeof mine);
+  for (int r = 0; r < comm.size(); ++r)
+    RESHARD_REQUIRE(all[static_cast<size_t>(r)] == mine, "rank ", comm.rank(), "'s plan and rank ", r,
+                    "'s differ in their steps (kinds, transports, fused flags, mesh dims) or in "
+                    "ExecutorOptions::one_process_copies: one-sided steps need every rank to run the same plan");
+}
+
 }  // namespace
 
 Executor::Executor(const Plan& plan, Communicator& comm, Device& device, ExecutorOptions options)
@@ -77,6 +109,7 @@ Executor::Executor(const PlanBatch& batch, Communicator& comm, Device& device, E
   if (program_.one_sided) {
     // Every rank of the plan connects (collective; every rank's program has the same steps); ranks sharing a process
     // may push instead of pulling (ExecutorOptions::one_process_copies), all of them or none.
+    require_same_steps(batch, comm_, options.one_process_copies);
     peers_ = device_.connect_peers(comm_);
     if (options.one_process_copies == OneSidedCopies::kPush && peers_->one_process())
       program_ = lower(batch, comm.rank(),
