@@ -4,6 +4,7 @@
 #include <random>
 
 #include "reshard/box.hpp"
+#include "reshard/rank_boxes.hpp"
 
 namespace reshard {
 namespace {
@@ -94,6 +95,30 @@ TEST(Box, TextForm) {
   EXPECT_EQ(to_string(Box{{0, 2}, {4, 3}}), "[0:4, 2:5]");
   EXPECT_EQ(to_string(Box{{3}, {0}}), "[3:3] (empty)");
   EXPECT_EQ(volume(whole(Dims{})), 1);
+}
+
+// RankBoxes draws its tables' storage from a per-thread pool that destroyed RankBoxes refill (rank_boxes.hpp): a
+// table built in reused storage, larger or smaller, holds exactly every rank's box and volume, uneven ones included.
+TEST(RankBoxes, TablesInReusedStorageHoldEveryRanksBox) {
+  for (int round = 0; round < 2; ++round) {
+    for (const std::vector<int>& shape : {std::vector<int>{64, 256}, {32, 64}, {3, 700}, {64, 256}}) {
+      const Mesh mesh(shape);
+      const Layout layout(mesh, parse_placements(round == 0 ? "S0,S1" : "S1,S1"), Dims{10007, 4099});
+      const RankBoxes boxes(layout);
+      ASSERT_EQ(boxes.size(), mesh.world_size());
+      Index total = 0;
+      Dims coord(mesh.ndim(), 0);
+      for (int rank = 0; rank < mesh.size(); ++rank) {
+        coord[0] = rank / shape[1];
+        coord[1] = rank % shape[1];
+        const Box expected = layout.box_at(coord);
+        ASSERT_EQ(boxes[rank], expected) << mesh.str() << " rank " << rank;
+        ASSERT_EQ(boxes.volume(rank), volume(expected));
+        total += volume(expected);
+      }
+      EXPECT_EQ(boxes.total_volume(), total);
+    }
+  }
 }
 
 }  // namespace

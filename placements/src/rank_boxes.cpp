@@ -1,17 +1,78 @@
 #include "reshard/rank_boxes.hpp"
 
+#include <algorithm>
+#include <cstddef>
 #include <utility>
 #include <vector>
 
 namespace reshard {
+namespace {
+
+// Storage of large tables kept for reuse on this thread: at most kKept buffers and kKeptBytes in all, each at least
+// kMinBytes (smaller ones come cheaply from the allocator's own bins). take() returns the kept buffer with the
+// smallest sufficient capacity (cleared), or an empty vector; give() keeps a buffer's storage, dropping the smallest
+// kept one when full.
+template <class T>
+class BufferPool {
+ public:
+  std::vector<T> take(size_t n) {
+    if (n * sizeof(T) < kMinBytes) return {};
+    auto best = kept_.end();
+    for (auto it = kept_.begin(); it != kept_.end(); ++it)
+      if (it->capacity() >= n && (best == kept_.end() || it->capacity() < best->capacity())) best = it;
+    if (best == kept_.end()) return {};
+    std::vector<T> v = std::move(*best);
+    kept_.erase(best);
+    bytes_ -= v.capacity() * sizeof(T);
+    return v;
+  }
+  void give(std::vector<T>&& v) {
+    const size_t bytes = v.capacity() * sizeof(T);
+    if (bytes < kMinBytes || bytes > kKeptBytes) return;
+    while (!kept_.empty() && (kept_.size() >= kKept || bytes_ + bytes > kKeptBytes)) {
+      auto smallest = std::min_element(kept_.begin(), kept_.end(),
+                                       [](const auto& a, const auto& b) { return a.capacity() < b.capacity(); });
+      bytes_ -= smallest->capacity() * sizeof(T);
+      kept_.erase(smallest);
+    }
+    v.clear();
+    kept_.push_back(std::move(v));
+    bytes_ += bytes;
+  }
+
+ private:
+  static constexpr size_t kKept = 16, kMinBytes = size_t{64} << 10, kKeptBytes = size_t{256} << 20;
+  std::vector<std::vector<T>> kept_;
+  size_t bytes_ = 0;
+};
+
+BufferPool<Box>& box_pool() {
+  thread_local BufferPool<Box> pool;
+  return pool;
+}
+
+BufferPool<Index>& volume_pool() {
+  thread_local BufferPool<Index> pool;
+  return pool;
+}
+
+}  // namespace
+
+RankBoxes::~RankBoxes() {
+  box_pool().give(std::move(boxes_));
+  volume_pool().give(std::move(volumes_));
+}
 
 RankBoxes::RankBoxes(Layout moved) : layout_(std::move(moved)) {
   const Layout& layout = layout_;
   const Mesh& mesh = layout.mesh();
   const int n = mesh.size();
   const int nd = layout.ndim();
-  boxes_.assign(mesh.world_size(), layout.empty_box());  // world ranks outside the mesh hold nothing
-  volumes_.assign(mesh.world_size(), 0);
+  const auto world = static_cast<size_t>(mesh.world_size());
+  boxes_ = box_pool().take(world);
+  volumes_ = volume_pool().take(world);
+  boxes_.assign(world, layout.empty_box());  // world ranks outside the mesh hold nothing
+  volumes_.assign(world, 0);
   any_empty_ = mesh.world_size() > n;
   Dims coord(mesh.ndim(), 0);
   max_volume_ = -1;

@@ -110,10 +110,9 @@ Command add_run_command(CLI::App& app) {
   cmd->add_option("--stages", flags->stages,
                   "Pipelined steps: lanes (pack and unpack on side streams, overlapping the wire) or serial")
       ->capture_default_str();
-  cmd->add_option(
-         "--one-process-copies", flags->one_process_copies,
-         "nvlink steps when the ranks are threads of this process: push (every rank copies into its readers' "
-         "tensors on the copy engines) or pull (kernels where the copy engines cannot reach the peer)")
+  cmd->add_option("--one-process-copies", flags->one_process_copies,
+                  "nvlink steps when the ranks are threads of this process: push (every rank copies into its readers' "
+                  "tensors on the copy engines) or pull (kernels where the copy engines cannot reach the peer)")
       ->capture_default_str();
   add_batch_flags(*cmd, flags->batch, true);
   cmd->add_option("--inject-fault", flags->inject_fault,

@@ -11,6 +11,14 @@ namespace reshard {
 class RankBoxes {
  public:
   explicit RankBoxes(Layout layout);  // a temporary layout is moved in, not copied
+  // The tables' storage (not their contents) goes back to a bounded per-thread pool that the next RankBoxes of this
+  // thread draws from: a 16k-rank plan builds about ten 2.25 MiB tables, and handing them back to the system after
+  // every plan made the next plan fault all of them in again.
+  ~RankBoxes();
+  RankBoxes(const RankBoxes&) = default;
+  RankBoxes(RankBoxes&&) = default;
+  RankBoxes& operator=(const RankBoxes&) = default;
+  RankBoxes& operator=(RankBoxes&&) = default;
 
   const Layout& layout() const { return layout_; }
   int size() const { return static_cast<int>(boxes_.size()); }
