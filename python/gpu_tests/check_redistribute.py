@@ -223,7 +223,9 @@ def main():
         layouts = [list(c) for c in itertools.product(common.PLACEMENT_KINDS, repeat=len(mesh_shape))]
         shape = GIB_SHAPES[dtype_name] if size_name == "1GiB" else SIZES[size_name]
         for i, (src, dst) in enumerate(itertools.product(layouts, repeat=2)):
-            if time.time() - t0 > args.time_limit:
+            # Every rank stops at the same case: each rank's own clock would let one rank skip a case its peer
+            # still runs, and the peer would wait in that case's collectives forever.
+            if not common.all_ranks_true(time.time() - t0 <= args.time_limit):
                 skipped += 1
                 continue
             try:
