@@ -131,6 +131,39 @@ TEST(HostBatchProgram, OneExchangeAndCoalescedMessages) {
   }
 }
 
+// Local copies of many tensors in one step: past a few, they run in one kernel launch instead of one copy-engine call
+// each; few stay on the copy engines. Every element checked either way.
+TEST(HostBatchProgram, ManyLocalCopiesRunInOneKernel) {
+  Mesh mesh({2});
+  auto engine_copies = [](const RankProgram& prog) {
+    int regions = 0;
+    for (const Op& op : prog.ops)
+      if (const auto* c = std::get_if<Copies>(&op.body))
+        if (c->engine == CopyEngine::kCopyEngine) regions += static_cast<int>(c->regions.size());
+    return regions;
+  };
+  for (int tensors : {2, 40}) {
+    // R -> S0 of an 8 x 512 f32 tensor: each rank keeps a contiguous half, rows of 2 KiB (a copy-engine region).
+    std::vector<BatchEntry> entries(static_cast<size_t>(tensors),
+                                    BatchEntry{Layout(mesh, {Placement::replicate()}, Dims{8, 512}),
+                                               Layout(mesh, {Placement::shard(0)}, Dims{8, 512}), DType::kF32});
+    const PlanBatch batch = make_plan_batch(entries, {});
+    const RankProgram prog = lower(batch, 1);
+    if (tensors == 2)
+      EXPECT_EQ(engine_copies(prog), 2);
+    else
+      EXPECT_EQ(engine_copies(prog), 0);
+    int kernel_regions = 0;
+    for (const Op& op : prog.ops)
+      if (const auto* c = std::get_if<Copies>(&op.body))
+        if (c->engine == CopyEngine::kKernel) kernel_regions += static_cast<int>(c->regions.size());
+    EXPECT_EQ(kernel_regions, tensors == 2 ? 0 : tensors);
+    RunResult r = run_batch(batch, testing::quick_host_run());
+    EXPECT_EQ(r.wrong_elements, 0) << r.first_error;
+    EXPECT_GT(r.checked_elements, 0);
+  }
+}
+
 TEST(HostBatchProgram, BatchOfOneIsThePlan) {
   Mesh mesh({2, 2});
   Plan plan = make_plan(Layout(mesh, {Placement::shard(0), Placement::shard(1)}, Dims{8, 8}),

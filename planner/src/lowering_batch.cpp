@@ -19,6 +19,7 @@ namespace reshard {
 namespace detail {
 namespace {
 
+constexpr size_t kEngineCopiesPerStep = 4;  // local copies of a batch step the copy engines take, one call each
 constexpr Index kWorkAlign = 256;  // bytes: every tensor's workspace and the staging area start aligned
 constexpr Index kRunAlign =
     8;  // bytes: a message joins the previous one's send only where it starts this aligned (any element)
@@ -240,6 +241,13 @@ RankProgram lower(const PlanBatch& batch, int rank, const LowerOptions& options)
         if (exchanges.size() <= e) exchanges.resize(e + 1);
         merge_into(exchanges[e++], s);
       }
+    }
+    // Each copy-engine copy is a call of its own (about 5 us each on 2x H200: 100 local copies of 1 MiB took 540 us
+    // against 31 us for one of 100 MiB); past kEngineCopiesPerStep the step's local copies all join the kernel's,
+    // which copies every region in one launch.
+    if (merged.local_engine.size() > kEngineCopiesPerStep) {
+      append(merged.local, merged.local_engine);
+      merged.local_engine.clear();
     }
     Index cursor = 0;
     for (StageParts& s : exchanges) {
