@@ -6,8 +6,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 source scripts/device/lib.sh
-t0=$(date +%s); el() { echo $(( $(date +%s) - t0 )); }
-device_setup > "$OUT/build.txt" 2>&1 || { tail -30 "$OUT/build.txt"; exit 1; }
+device_begin || exit 1
 echo "[$(el) s] built; gdb: $(command -v gdb || echo none)"
 rv="file:/tmp/fault_rv_$$"; token="fault$RANDOM$$"
 for r in 0 1; do

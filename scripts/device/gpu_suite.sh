@@ -5,8 +5,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 source scripts/device/lib.sh
-t0=$(date +%s); el() { echo $(( $(date +%s) - t0 )); }
-device_setup > "$OUT/build.txt" 2>&1 || { tail -30 "$OUT/build.txt"; exit 1; }
+device_begin || exit 1
 echo "[$(el) s] built"
 for bin in executor_gpu_tests:${GPU_TEST_S:-330} shared_gpu_tests:100 batch_gpu_tests:100; do
   name=${bin%%:*}

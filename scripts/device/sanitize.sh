@@ -4,5 +4,5 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 source scripts/device/lib.sh
-device_setup > "$OUT/build.txt" 2>&1 || { tail -30 "$OUT/build.txt"; exit 1; }
+device_begin || exit 1
 sanitize "$T" "${FILTER:-Gpu.EveryPairAndStrategy*:Gpu.NvlinkStepsPulledAsKernelsEveryPair}"
