@@ -20,7 +20,7 @@ namespace detail {
 namespace {
 
 constexpr size_t kEngineCopiesPerStep = 4;  // local copies of a batch step the copy engines take, one call each
-constexpr Index kWorkAlign = 256;  // bytes: every tensor's workspace and the staging area start aligned
+constexpr Index kWorkAlign = 256;           // bytes: every tensor's workspace and the staging area start aligned
 constexpr Index kRunAlign =
     8;  // bytes: a message joins the previous one's send only where it starts this aligned (any element)
 
