@@ -360,6 +360,8 @@ void Executor::wait(StreamHandle stream) {
   }
 }
 
+std::string Executor::abandon() { return peers_ ? peers_->release() : std::string(); }
+
 std::vector<StepTime> Executor::step_times() const {
   std::vector<StepTime> out;
   for (const StepMarks& m : marks_) {

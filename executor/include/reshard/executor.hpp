@@ -81,6 +81,10 @@ class Executor {
   void run(std::span<const ConstBuffer> inputs, std::span<const MutableBuffer> outputs, StreamHandle stream);
   // Waits for the enqueued work (with the configured timeout; see Communicator::wait).
   void wait(StreamHandle stream);
+  // After a failure found elsewhere (a peer stopped; the caller gives up on this run): releases this rank's pending
+  // one-sided waits so that its streams drain before anything is torn down (wait() does it itself on its timeout).
+  // Results are garbage afterwards. Returns what was pending, for the caller's message (empty: nothing was).
+  std::string abandon();
   // Phase times of the last run (options.trace set, after wait()).
   std::vector<StepTime> step_times() const;
 

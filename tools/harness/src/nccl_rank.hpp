@@ -28,6 +28,8 @@ class RankRedistribution {
   void run();
   // Waits for the enqueued work (the executor's wait, with its timeout).
   void wait();
+  // Releases the executor's pending one-sided waits after a stall (Executor::abandon); what was pending.
+  std::string abandon() { return exec_.abandon(); }
   // Fills the targets with `byte` on stream(), so that an element no run writes is caught.
   void poison(int byte);
   // Waits, then counts the targets' elements that differ from the redistributed pattern.

@@ -74,10 +74,14 @@ RankOutcome run_timed_rank(const PlanBatch& batch, Communicator& comm, int devic
     graph.launch(stream);
     redistribution.wait();
   }
+  // The one-sided waits are released before the communicator aborts: tearing down with a stream stuck on a stopped
+  // peer can block in the driver (Executor::abandon).
   auto stalled = [&] {
+    const std::string pending = redistribution.abandon();
     abort_comm();
     fail(ErrorKind::kTimeout, cat("rank ", r, ": the timed loop made no progress for ", options.timeout.count(),
-                                  " ms (a peer stopped or died?); the communicator was aborted"));
+                                  " ms (a peer stopped or died?); the communicator was aborted",
+                                  pending.empty() ? "" : "; one-sided waits pending: ", pending));
   };
   out.times = time_on_stream(
       stream, options.iters,
