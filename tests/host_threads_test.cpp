@@ -33,6 +33,27 @@ TEST(HostThreads, ThreadCreationFailureIsAnErrorAndNoRankRuns) {
   EXPECT_EQ(ran.load(), 8);
 }
 
+// A stall is a cycle of waits: the error of the first rank that timed out quotes what the others waited for, and a
+// failure of another kind is rethrown as it is.
+TEST(HostThreads, ATimeoutQuotesEveryRanksTimeout) {
+  try {
+    run_ranks(3, [](int r) {
+      if (r != 1) fail(ErrorKind::kTimeout, cat("rank ", r, " waited for ", (r + 1) % 3));
+    });
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kTimeout);
+    EXPECT_EQ(std::string(e.what()), "rank 0 waited for 1 | also rank 2 waited for 0");
+  }
+  try {
+    run_ranks(2, [](int r) { fail(r == 0 ? ErrorKind::kInvalidArgument : ErrorKind::kTimeout, cat("rank ", r)); });
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kInvalidArgument);
+    EXPECT_EQ(std::string(e.what()), "rank 0");
+  }
+}
+
 TEST(HostThreads, RankCountIsCapped) {
   for (int n : {0, kMaxHostRanks + 1, 1 << 30}) {
     try {

@@ -270,6 +270,9 @@ void run_ranks(int n, const std::function<void(int)>& fn, HostWorld* world) {
   run_ranks(n, fn, world, [](std::function<void()> body) { return std::thread(std::move(body)); });
 }
 
+// How many other ranks' timeouts a timeout error quotes.
+constexpr int kTimeoutsListed = 7;
+
 void run_ranks(int n, const std::function<void(int)>& fn, HostWorld* world, const ThreadStarter& start_thread) {
   check_host_ranks(n, 0);
   std::vector<std::exception_ptr> errors(n);
@@ -330,7 +333,29 @@ void run_ranks(int n, const std::function<void(int)>& fn, HostWorld* world, cons
   }
   for (int r = 0; r < n && !first; ++r)
     if (errors[r]) first = errors[r];
-  if (first) std::rethrow_exception(first);
+  if (!first) return;
+  // A timeout names what its rank waited for; the other ranks that timed out say what they waited for (a stall is a
+  // cycle of waits, and one rank's side shows only half of it).
+  std::string others;
+  int listed = 0;
+  try {
+    std::rethrow_exception(first);
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::kTimeout) throw;
+    for (int r = 0; r < n; ++r) {
+      if (!errors[r] || errors[r] == first) continue;
+      try {
+        std::rethrow_exception(errors[r]);
+      } catch (const Error& other) {
+        if (other.kind() != ErrorKind::kTimeout || listed == kTimeoutsListed) continue;
+        others += cat(" | also ", other.what());
+        ++listed;
+      } catch (...) {
+      }
+    }
+    if (others.empty()) throw;
+    fail(ErrorKind::kTimeout, cat(e.what(), others));
+  }
 }
 
 }  // namespace reshard

@@ -119,7 +119,8 @@ class HostDevice : public Device {
 // fails, as the system does under a thread or address-space limit).
 using ThreadStarter = std::function<std::thread(std::function<void()> body)>;
 
-// Runs fn(rank) on one thread per rank and rethrows the first failure (after every thread ended). When a rank
+// Runs fn(rank) on one thread per rank and rethrows the first failure (after every thread ended; a timeout quotes the
+// timeouts of up to 7 other ranks, so a stall shows every side of its wait). When a rank
 // fails, `world` (if given) is aborted so that the others stop waiting for it. No rank starts fn before every
 // thread exists: when a thread cannot be created, the ones already started end without running fn and the call
 // fails with kBackend naming the rank, the rank count and the system's reason (never std::terminate).
