@@ -43,12 +43,26 @@ void label(benchmark::State& state, const Case& c) {
   state.SetLabel(Mesh(c.mesh).str() + " [" + c.from + "]->[" + c.to + "]");
 }
 
-void BM_AutoPlan(benchmark::State& state) {
+// Global plans of case state.range(0) under `options`.
+void global_plans(benchmark::State& state, const PlanOptions& options) {
   const Case& c = kCases[state.range(0)];
   const auto [src, dst] = layouts(c);
-  PlanOptions options;  // auto, 8 ranks per node
   for (auto _ : state) benchmark::DoNotOptimize(make_plan(src, dst, DType::kBF16, options));
   label(state, c);
+}
+
+void BM_AutoPlan(benchmark::State& state) { global_plans(state, PlanOptions{}); }  // auto, 8 ranks per node
+
+// One strategy on one transport (range 1: 0 collective, 1 p2p nccl, 2 p2p nvlink, 3 hybrid nccl, 4 hybrid nvlink):
+// where an auto plan's time goes.
+// The mesh on one node, so that nvlink is available everywhere.
+void BM_StrategyPlan(benchmark::State& state) {
+  PlanOptions options;
+  const int which = static_cast<int>(state.range(1));
+  options.strategy = which == 0 ? Strategy::kCollective : which <= 2 ? Strategy::kP2P : Strategy::kHybrid;
+  options.transport = which == 0 ? Transport::kAuto : which % 2 == 1 ? Transport::kNccl : Transport::kNvlink;
+  options.topology.ranks_per_node = Mesh(kCases[state.range(0)].mesh).size();
+  global_plans(state, options);
 }
 
 void BM_RankPlan(benchmark::State& state) {
@@ -102,6 +116,7 @@ void BM_CacheMiss(benchmark::State& state) {
 }
 
 BENCHMARK(BM_AutoPlan)->DenseRange(0, 11)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_StrategyPlan)->ArgsProduct({{0, 3, 5}, {0, 1, 2, 3, 4}})->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_RankPlan)->DenseRange(0, 11)->Unit(benchmark::kMicrosecond);
 // Cases 0 (2x2 [S0,S1]->[S1,S0]) and 9 (16x64 [S0,S0]->[S1,S1]).
 BENCHMARK(BM_CacheHit)->Arg(0)->Arg(9)->Unit(benchmark::kNanosecond);
