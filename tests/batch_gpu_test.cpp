@@ -4,20 +4,14 @@
 #include <gtest/gtest.h>
 
 #include "batch_lists.hpp"
+#include "host_runs.hpp"
 #include "reshard/harness.hpp"
 #include "reshard/plan_batch.hpp"
 
 namespace reshard {
 namespace {
 
-RunOptions gpu_run() {
-  RunOptions o;
-  o.backend = Backend::kNccl;
-  o.warmup = 1;
-  o.iters = 2;
-  o.timeout = std::chrono::seconds(60);
-  return o;
-}
+RunOptions gpu_run() { return testing::quick_run(Backend::kNccl); }
 
 Index expected_elements(const PlanBatch& batch) {
   Index n = 0;

@@ -1,5 +1,5 @@
-// Run options for quick verified runs on the host backend in tests: no warm-up, one timed run (the harness still
-// checks every element after two poisoned runs and the timed one).
+// Run options for quick verified runs in tests: on the host backend no warm-up and one timed run, on GPUs one warm-up
+// and two (the harness still checks every element after two poisoned runs and the timed ones).
 #pragma once
 
 #include <chrono>
@@ -8,13 +8,16 @@
 
 namespace reshard::testing {
 
-inline RunOptions quick_host_run() {
+inline RunOptions quick_run(Backend backend) {
+  const bool host = backend == Backend::kHost;
   RunOptions o;
-  o.backend = Backend::kHost;
-  o.warmup = 0;
-  o.iters = 1;
-  o.timeout = std::chrono::seconds(30);
+  o.backend = backend;
+  o.warmup = host ? 0 : 1;
+  o.iters = host ? 1 : 2;
+  o.timeout = std::chrono::seconds(host ? 30 : 60);
   return o;
 }
+
+inline RunOptions quick_host_run() { return quick_run(Backend::kHost); }
 
 }  // namespace reshard::testing

@@ -1,10 +1,13 @@
 # ctest driver for the package tests (cmake -P), one step per MODE:
 #   install    install the build tree into WORK_DIR/prefix (the fixture the others need)
 #   planner    the planner-only consumer (planner/), configured with CUDA and NCCL impossible to find
-#   full       the full consumer (full/) through find_package(reshard) and reshard/reshard.hpp
-#   pkgconfig  both consumers built by the compiler alone with `pkg-config --cflags --libs reshard[-planner]`
+#   full       the full consumer (full/) through find_package(reshard) and reshard/reshard.hpp, with the examples
+#              (examples/*.cpp) built against the package
+#   pkgconfig  both consumers (and the examples) built by the compiler alone with
+#              `pkg-config --cflags --libs reshard[-planner]`
 # Arguments: MODE, SOURCE_DIR (tests/consumer), BINARY_DIR (the build tree), WORK_DIR, CXX, HAVE_CUDA.
 set(prefix "${WORK_DIR}/prefix")
+set(examples host_redistribute host_batch)  # examples/*.cpp, built against the package by the full consumer
 
 function(run what)
   execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
@@ -22,6 +25,9 @@ function(consumer name)
       -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_CXX_COMPILER=${CXX} ${ARGN})
   run("building the ${name} consumer" ${CMAKE_COMMAND} --build "${build}")
   run("the ${name} consumer" "${build}/${name}_consumer")
+  foreach(example IN LISTS examples)
+    run("the example ${example} built by the ${name} consumer" "${build}/example_${example}")
+  endforeach()
   file(READ "${build}/build.ninja" ninja)
   if(ninja MATCHES "cudart_static")
     message(FATAL_ERROR "the ${name} consumer links the static CUDA runtime")
@@ -37,6 +43,7 @@ if(MODE STREQUAL "install")
     endif()
   endforeach()
 elseif(MODE STREQUAL "planner")
+  set(examples)
   consumer(planner -DCMAKE_DISABLE_FIND_PACKAGE_CUDAToolkit=ON -DCMAKE_DISABLE_FIND_PACKAGE_NCCL=ON)
 elseif(MODE STREQUAL "full")
   consumer(full)
@@ -78,6 +85,13 @@ elseif(MODE STREQUAL "pkgconfig")
     run("compiling the ${name} consumer with pkg-config" ${CXX} -std=c++20 -O1 "-DEXPECTED_VERSION=\"${version}\""
         "${SOURCE_DIR}/${name}/main.cpp" -o "${exe}" ${flags} ${rpaths})
     run("the ${name} consumer built with pkg-config" "${exe}")
+    if(name STREQUAL "full")
+      foreach(example IN LISTS examples)
+        run("compiling the example ${example} with pkg-config" ${CXX} -std=c++20 -O1
+            "${SOURCE_DIR}/../../examples/${example}.cpp" -o "${WORK_DIR}/pc/${example}" ${flags} ${rpaths})
+        run("the example ${example} built with pkg-config" "${WORK_DIR}/pc/${example}")
+      endforeach()
+    endif()
   endforeach()
 else()
   message(FATAL_ERROR "unknown MODE '${MODE}'")

@@ -1,5 +1,6 @@
-// A full consumer through the umbrella header: the version, a plan executed on the host backend with every element
-// of every rank checked, and (in a package with the CUDA backend) a CUDA stream on the first GPU when there is one.
+// A full consumer through the umbrella header: the version, a plan, and (in a package with the CUDA backend) a CUDA
+// stream on the first GPU when there is one. The repository's examples (examples/*.cpp: plans executed on the host
+// backend, every element of every rank checked) are built against the installed package beside it.
 #include <cstdio>
 #include <cstring>
 #include <vector>
@@ -17,38 +18,11 @@ int main() {
     std::printf("version header says %s (%s), the package %s\n", kVersionString, composed, EXPECTED_VERSION);
     return 1;
   }
-
-  Mesh mesh({2, 2});
-  Layout src(mesh, parse_placements("S0,S1"), Dims{37, 29});
-  Layout dst = src.with_placements(parse_placements("R,S0"));
-  Index wrong = 0, checked = 0;
-  for (Strategy s : {Strategy::kCollective, Strategy::kP2P}) {
-    PlanOptions options;
-    options.strategy = s;
-    Plan plan = make_plan(src, dst, DType::kBF16, options);
-    HostWorld world(mesh.size());
-    std::vector<Index> bad(mesh.size(), 0);
-    run_ranks(
-        mesh.size(),
-        [&](int rank) {
-          HostCommunicator comm(world, rank);
-          HostDevice device;
-          Executor exec(plan, comm, device);
-          std::vector<std::byte> in(exec.input_bytes()), out(exec.output_bytes());
-          fill_pattern(in.data(), src.box(rank), src.global_shape(), DType::kBF16);
-          exec.run({in.data(), in.size()}, {out.data(), out.size()}, nullptr);
-          bad[rank] = count_mismatches(out.data(), dst.box(rank), dst.global_shape(), DType::kBF16);
-        },
-        &world);
-    for (int r = 0; r < mesh.size(); ++r) {
-      wrong += bad[r];
-      checked += dst.local_volume(r);
-    }
-  }
-  std::printf("reshard %s: %lld elements checked, %lld wrong\n", kVersionString, static_cast<long long>(checked),
-              static_cast<long long>(wrong));
-  // Two strategies; [R,S0] holds the 37x29 tensor twice (once per coordinate of the replicated mesh dim).
-  if (wrong != 0 || checked != 2 * 2 * 37 * 29) return 1;
+  const Layout src(Mesh({2, 2}), parse_placements("S0,S1"), Dims{37, 29});
+  const Plan plan = make_plan(src, src.with_placements(parse_placements("R,S0")), DType::kBF16);
+  std::printf("reshard %s: %s plan of %zu steps\n", kVersionString, std::string(to_string(plan.strategy())).c_str(),
+              plan.steps().size());
+  if (plan.steps().empty()) return 1;
 
 #if defined(RESHARD_HAVE_CUDA)
   int gpus = 0;
