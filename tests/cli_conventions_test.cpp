@@ -112,27 +112,33 @@ TEST(CliValues, OutOfRangeValuesAreRefused) {
   expect_one_line(run_cli("plan " + kRequest + " --memory-budget 9999999999GiB"), 2, "does not fit in 64 bits");
 }
 
+// run and bench (one process per rank under a launcher) read the launcher's environment alike.
 TEST(CliValues, LauncherEnvironmentIsChecked) {
-  const std::string run = "run " + kRequest + " --iters 1";
-  expect_one_line(run_cli(run, "WORLD_SIZE=-3"), 2, "WORLD_SIZE=-3 is out of range");
-  expect_one_line(run_cli(run, "WORLD_SIZE="), 2, "WORLD_SIZE is set but empty");
-  expect_one_line(run_cli(run, "WORLD_SIZE=two"), 2, "WORLD_SIZE='two' is not a whole number");
-  expect_one_line(run_cli(run, "WORLD_SIZE=4 RANK=4"), 2, "RANK=4 is out of range (0..3)");
-  expect_one_line(run_cli(run, "WORLD_SIZE=4 RANK=0 MASTER_ADDR=h MASTER_PORT=99999"), 2, "MASTER_PORT=99999");
-  if (local_gpu_count() == 0) {
-    // A launcher's shell without GPUs: said once, checked before any CUDA call.
-    CliResult r = run_cli(run, "WORLD_SIZE=4 RANK=0");
-    EXPECT_EQ(r.exit_code, 2) << r.err;
-    EXPECT_NE(r.err.find("multi-process mode (WORLD_SIZE=4 from the environment)"), std::string::npos) << r.err;
-    EXPECT_NE(r.err.find("needs one GPU per process: LOCAL_RANK 0 but 0 GPUs are visible"), std::string::npos) << r.err;
-    EXPECT_EQ(r.err.find("cuda"), std::string::npos) << r.err;
-    EXPECT_EQ(testing::count_lines(r.err), 2) << r.err;  // the note, then the error
-    // Rank 1 prints no note.
-    CliResult r1 = run_cli(run, "WORLD_SIZE=4 RANK=1");
-    EXPECT_EQ(testing::count_lines(r1.err), 1) << r1.err;
+  for (const std::string command : {"run " + kRequest + " --iters 1", std::string("bench --meshes 4 --sizes 1KiB")}) {
+    const std::string name = command.substr(0, command.find(' '));
+    expect_one_line(run_cli(command, "WORLD_SIZE=-3"), 2, "WORLD_SIZE=-3 is out of range");
+    expect_one_line(run_cli(command, "WORLD_SIZE="), 2, "WORLD_SIZE is set but empty");
+    expect_one_line(run_cli(command, "WORLD_SIZE=two"), 2, "WORLD_SIZE='two' is not a whole number");
+    expect_one_line(run_cli(command, "WORLD_SIZE=4 RANK=4"), 2, "RANK=4 is out of range (0..3)");
+    expect_one_line(run_cli(command, "WORLD_SIZE=4 RANK=0 MASTER_ADDR=h MASTER_PORT=99999"), 2, "MASTER_PORT=99999");
+    if (local_gpu_count() == 0) {
+      // A launcher's shell without GPUs: said once, checked before any CUDA call.
+      CliResult r = run_cli(command, "WORLD_SIZE=4 RANK=0");
+      EXPECT_EQ(r.exit_code, 2) << r.err;
+      EXPECT_NE(r.err.find("reshard " + name + ": multi-process mode (WORLD_SIZE=4 from the environment)"),
+                std::string::npos)
+          << r.err;
+      EXPECT_NE(r.err.find("needs one GPU per process: LOCAL_RANK 0 but 0 GPUs are visible"), std::string::npos)
+          << r.err;
+      EXPECT_EQ(r.err.find("cuda"), std::string::npos) << r.err;
+      EXPECT_EQ(testing::count_lines(r.err), 2) << r.err;  // the note, then the error
+      // Rank 1 prints no note.
+      CliResult r1 = run_cli(command, "WORLD_SIZE=4 RANK=1");
+      EXPECT_EQ(testing::count_lines(r1.err), 1) << r1.err;
+    }
+    expect_one_line(run_cli(command + " --backend host", "WORLD_SIZE=4 RANK=0"), 2,
+                    "--backend host runs every rank in one process");
   }
-  expect_one_line(run_cli("run " + kRequest + " --backend host", "WORLD_SIZE=4 RANK=0"), 2,
-                  "--backend host runs every rank in one process");
 }
 
 TEST(CliText, ControlCharactersInEchoedInputAreEscaped) {

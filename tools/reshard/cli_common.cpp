@@ -1,8 +1,11 @@
 #include "cli_common.hpp"
 
+#include <fmt/format.h>
+
 #include <cstdlib>
 #include <limits>
 
+#include "reshard/harness.hpp"
 #include "reshard/plan_json.hpp"
 #include "reshard/text.hpp"
 #include "reshard/tools_text.hpp"
@@ -251,6 +254,28 @@ LaunchEnvironment launch_environment() {
   int port = env_int("MASTER_PORT", 0, 1, 65534, port_set);
   if (addr && *addr && port_set) env.rendezvous = cat("tcp:", addr, ":", port + 1);
   return env;
+}
+
+std::optional<ProcessPlace> process_place(const std::string& rendezvous_flag, const std::string& backend_flag,
+                                          const char* command) {
+  const LaunchEnvironment env = launch_environment();
+  if (env.world_size <= 1 && rendezvous_flag.empty()) return std::nullopt;
+  ProcessPlace place{env, rendezvous_flag.empty() ? env.rendezvous : rendezvous_flag};
+  RESHARD_REQUIRE(backend_flag != "host", "WORLD_SIZE=", env.world_size,
+                  " (a launcher started one process per rank) needs the nccl backend; --backend host runs every "
+                  "rank in one process: unset WORLD_SIZE and RANK for that");
+  if (env.rank == 0)
+    fmt::print(stderr,
+               "reshard {}: multi-process mode (WORLD_SIZE={} from the environment): this process is rank {} on "
+               "local GPU {}; NCCL rendezvous {}\n",
+               command, env.world_size, env.rank, env.local_rank,
+               place.rendezvous.empty() ? "(none)" : place.rendezvous);
+  const int gpus = local_gpu_count();
+  RESHARD_REQUIRE(env.local_rank < gpus, "multi-process mode needs one GPU per process: LOCAL_RANK ", env.local_rank,
+                  " but ", gpus, " GPUs are visible (to run every rank in this process, unset WORLD_SIZE and RANK)");
+  RESHARD_REQUIRE(!place.rendezvous.empty(), "multi-process ", command,
+                  ": give --rendezvous file:PATH or tcp:HOST:PORT");
+  return place;
 }
 
 }  // namespace reshard::cli

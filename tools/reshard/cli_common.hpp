@@ -83,6 +83,21 @@ struct LaunchEnvironment {
 // kInvalidArgument naming the variable for a value that is empty, not a whole number or out of range.
 LaunchEnvironment launch_environment();
 
+// --rendezvous's help (run and bench).
+inline constexpr const char* kRendezvousHelp =
+    "One process per rank (RANK, WORLD_SIZE, LOCAL_RANK from the launcher): file:PATH or tcp:HOST:PORT (default with "
+    "MASTER_ADDR/MASTER_PORT set: tcp:MASTER_ADDR:MASTER_PORT+1)";
+
+// This process's place in a job of one process per rank: a launcher's WORLD_SIZE > 1 or `rendezvous_flag` given.
+struct ProcessPlace {
+  LaunchEnvironment env;
+  std::string rendezvous;  // the flag, else the launcher's
+};
+// nullopt when every rank runs in this process. Checked: the nccl backend (`backend_flag` not "host"), a GPU for
+// LOCAL_RANK and a rendezvous; kInvalidArgument naming what is missing. `command` names the subcommand in messages.
+std::optional<ProcessPlace> process_place(const std::string& rendezvous_flag, const std::string& backend_flag,
+                                          const char* command);
+
 // Every subcommand is registered by one of these; the callback it sets returns the exit code.
 using Command = std::function<int()>;
 Command add_layout_command(CLI::App& app);

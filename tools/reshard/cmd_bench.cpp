@@ -34,7 +34,7 @@ std::string duration(double seconds) {
 struct Flags {
   std::string meshes, sizes, shapes, dtypes = "f32,bf16", strategies = "collective,p2p,hybrid",
                                      transports = "nccl,nvlink", placements = "R,S0,S1";
-  std::string backend = "auto", profile, csv, cases, pipeline_chunk;
+  std::string backend = "auto", profile, csv, cases, pipeline_chunk, rendezvous;
   JsonFlag json;
   int iters = 20, warmup = 5, ranks_per_node = 8;
   bool nccl_blocking = false;
@@ -163,9 +163,19 @@ Command add_bench_command(CLI::App& app) {
   cmd->add_option("--csv", f->csv, "Write the rows as CSV, each as it is measured");
   add_json_flag(*cmd, f->json, "The link figures and the rows, each row as it is measured,");
   cmd->add_option("--cases", f->cases, "Write the cases for bench/pytorch_baseline.py");
+  cmd->add_option("--rendezvous", f->rendezvous, kRendezvousHelp);
   add_batch_flags(*cmd, f->batch, false);
   return [f, cmd] {
-    SweepOptions o = resolve_sweep(sweep_options(*cmd, *f));
+    SweepOptions o = sweep_options(*cmd, *f);
+    // One process per rank: every process sweeps the same cases as its rank; rank 0 writes the outputs.
+    const std::optional<ProcessPlace> place = process_place(f->rendezvous, f->backend, "bench");
+    if (place) {
+      RESHARD_REQUIRE(!f->batch.given(), "--batch runs every rank in this process: not under a launcher's WORLD_SIZE");
+      o.backend = Backend::kNccl;
+      o.process = SweepProcess{place->env.rank, place->env.world_size, place->env.local_rank, place->rendezvous};
+    }
+    o = resolve_sweep(o);
+    const bool writer = !place || place->env.rank == 0;
     if (f->batch.given()) {
       RESHARD_REQUIRE(f->cases.empty(), "--cases is not written in batch mode (--batch)");
       std::optional<Output> csv, json;
@@ -173,12 +183,12 @@ Command add_bench_command(CLI::App& app) {
       if (f->json.given()) json = Output::open(f->json.path(), "--json");
       return bench_batch_command(o, f->batch, json, csv);
     }
-    // Every output is opened before anything is measured.
+    // Every output is opened before anything is measured (by rank 0 alone under a launcher).
     std::optional<Output> csv, json, cases_out;
-    if (!f->csv.empty()) csv = Output::open(f->csv, "--csv");
-    if (f->json.given()) json = Output::open(f->json.path(), "--json");
-    if (!f->cases.empty()) cases_out = Output::open(f->cases, "--cases");
-    const bool table = !json || !json->is_stdout();
+    if (writer && !f->csv.empty()) csv = Output::open(f->csv, "--csv");
+    if (writer && f->json.given()) json = Output::open(f->json.path(), "--json");
+    if (writer && !f->cases.empty()) cases_out = Output::open(f->cases, "--cases");
+    const bool table = writer && (!json || !json->is_stdout());
     Output out = Output::standard();
 
     std::vector<SweepCase> cases = sweep_cases(o);
@@ -195,8 +205,10 @@ Command add_bench_command(CLI::App& app) {
     bool json_open = false;
     SweepEvents events;
     events.on_start = [&](const SweepLink& link, size_t runs) {
-      fmt::print(stderr, "reshard bench: {} runs ({} cases) on the {} backend\n", runs, cases.size(),
-                 to_string(o.backend));
+      if (!writer) return;
+      fmt::print(stderr, "reshard bench: {} runs ({} cases) on the {} backend{}\n", runs, cases.size(),
+                 to_string(o.backend),
+                 place ? fmt::format(", one process per rank ({} processes)", place->env.world_size) : "");
       if (table) out.write(std::string(o.plan.low_sm ? "# planned in low-SM mode (--low-sm)\n" : "") + header(link));
       if (json) {
         nlohmann::ordered_json l = nullptr;  // the host backend has no link
@@ -227,7 +239,7 @@ Command add_bench_command(CLI::App& app) {
         json->flush();
       }
       ++rows;
-      progress.row(done, runs);
+      if (writer) progress.row(done, runs);
     };
     auto close_json = [&] {
       if (json && json_open) {

@@ -104,9 +104,7 @@ Command add_run_command(CLI::App& app) {
   cmd->add_option("--timeout-ms", flags->timeout_ms, "Abort with an error when a run stalls this long")
       ->capture_default_str();
   cmd->add_option("--link-GBps", flags->link_GBps, "Link bandwidth for the bound (default: the profile's p2p)");
-  cmd->add_option("--rendezvous", flags->rendezvous,
-                  "One process per rank (RANK, WORLD_SIZE, LOCAL_RANK from the launcher): file:PATH or tcp:HOST:PORT "
-                  "(default with MASTER_ADDR/MASTER_PORT set: tcp:MASTER_ADDR:MASTER_PORT+1)");
+  cmd->add_option("--rendezvous", flags->rendezvous, kRendezvousHelp);
   cmd->add_option("--stages", flags->stages,
                   "Pipelined steps: lanes (pack and unpack on side streams, overlapping the wire) or serial")
       ->capture_default_str();
@@ -149,9 +147,10 @@ Command add_run_command(CLI::App& app) {
     const Mesh mesh = loaded ? loaded->src().mesh() : req->src.mesh();
     const int n = mesh.world_size();
 
-    const LaunchEnvironment env = launch_environment();
-    std::string rendezvous = f.rendezvous.empty() && env.world_size > 1 ? env.rendezvous : f.rendezvous;
-    const bool multi_process = env.world_size > 1 || !f.rendezvous.empty();
+    const std::optional<ProcessPlace> place = process_place(f.rendezvous, f.backend, "run");
+    const bool multi_process = place.has_value();
+    const LaunchEnvironment env = place ? place->env : LaunchEnvironment{};
+    const std::string rendezvous = place ? place->rendezvous : std::string();
     RunOptions options;
     options.iters = f.iters;
     options.warmup = f.warmup;
@@ -163,20 +162,7 @@ Command add_run_command(CLI::App& app) {
     options.timeout = std::chrono::milliseconds(f.timeout_ms);
 
     if (multi_process) {
-      RESHARD_REQUIRE(f.backend != "host", "WORLD_SIZE=", env.world_size,
-                      " (a launcher started one process per rank) needs the nccl backend; --backend host runs every "
-                      "rank in one process: unset WORLD_SIZE and RANK for that");
       options.backend = Backend::kNccl;
-      if (env.rank == 0)
-        fmt::print(stderr,
-                   "reshard run: multi-process mode (WORLD_SIZE={} from the environment): this process is rank {} on "
-                   "local GPU {}; NCCL rendezvous {}\n",
-                   env.world_size, env.rank, env.local_rank, rendezvous.empty() ? "(none)" : rendezvous);
-      const int gpus = local_gpu_count();
-      RESHARD_REQUIRE(env.local_rank < gpus, "multi-process mode needs one GPU per process: LOCAL_RANK ",
-                      env.local_rank, " but ", gpus,
-                      " GPUs are visible (to run every rank in this process, unset WORLD_SIZE and RANK)");
-      RESHARD_REQUIRE(!rendezvous.empty(), "multi-process run: give --rendezvous file:PATH or tcp:HOST:PORT");
     } else if (f.backend == "nccl" || (f.backend == "auto" && nccl_available(n))) {
       options.backend = Backend::kNccl;
       RESHARD_REQUIRE(nccl_available(n), "--backend nccl needs ", n, " GPUs for mesh ", mesh.str(), " but ",

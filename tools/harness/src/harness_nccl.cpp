@@ -48,24 +48,35 @@ RunResult run_nccl(NcclRanks& ranks, const PlanBatch& batch, const RunOptions& o
   return combine_ranks(Backend::kNccl, outcomes);
 }
 
-RunResult run_plan_process(const Plan& plan, int rank, int world_size, int device, const std::string& rendezvous,
-                           const RunOptions& options) {
-  RESHARD_REQUIRE(world_size == plan.src().mesh().world_size(), "the launcher started ", world_size,
-                  " processes but mesh ", plan.src().mesh().str(), " has ", plan.src().mesh().world_size(), " ranks");
-  RESHARD_REQUIRE(!plan.scope_rank() || *plan.scope_rank() == rank, "the plan is scoped to rank ", *plan.scope_rank(),
-                  " but this process is rank ", rank);
+struct ProcessRunner::State {
+  std::unique_ptr<NcclCommunicator> comm;
+};
+
+ProcessRunner::ProcessRunner(int rank, int world_size, int device, const std::string& rendezvous,
+                             std::chrono::milliseconds timeout, NcclMode nccl_mode)
+    : rank_(rank), world_size_(world_size), device_(device), state_(std::make_unique<State>()) {
   const int gpus = local_gpu_count();
   RESHARD_REQUIRE(device >= 0 && device < gpus, "multi-process run: rank ", rank, " needs local GPU ", device,
                   " (LOCAL_RANK) but ", gpus, " GPUs are visible");
-  check_memory(memory_need(plan, Backend::kNccl, rank), Backend::kNccl, {device});
-  auto comm = make_process_communicator(rank, world_size, device, rendezvous,
-                                        NcclOptions{options.timeout, options.nccl_mode == NcclMode::kNonBlocking});
+  state_->comm = make_process_communicator(rank, world_size, device, rendezvous,
+                                           NcclOptions{timeout, nccl_mode == NcclMode::kNonBlocking});
+}
+
+ProcessRunner::~ProcessRunner() = default;
+
+RunResult ProcessRunner::run(const Plan& plan, const RunOptions& options) {
+  RESHARD_REQUIRE(world_size_ == plan.src().mesh().world_size(), "the launcher started ", world_size_,
+                  " processes but mesh ", plan.src().mesh().str(), " has ", plan.src().mesh().world_size(), " ranks");
+  RESHARD_REQUIRE(!plan.scope_rank() || *plan.scope_rank() == rank_, "the plan is scoped to rank ", *plan.scope_rank(),
+                  " but this process is rank ", rank_);
+  check_memory(memory_need(plan, Backend::kNccl, rank_), Backend::kNccl, {device_});
+  NcclCommunicator& comm = *state_->comm;
   RankOutcome mine = detail::aborting_on_failure(
-      *comm, [&] { return detail::run_timed_rank(plan, *comm, device, options, [&] { comm->abort(); }); });
+      comm, [&] { return detail::run_timed_rank(plan, comm, device_, options, [&] { comm.abort(); }); });
   // Combine over processes: sampled iteration times by max (every process kept the same iterations), counts by sum
   // (one all_reduce each, on the GPU).
-  CudaDevice dev(device);
-  CudaStream stream(device);
+  CudaDevice dev(device_);
+  CudaStream stream(device_);
   std::vector<double>& times = mine.times.mutable_values();
   const size_t k = times.size();
   std::vector<double> counts{static_cast<double>(mine.wrong), static_cast<double>(mine.checked),
@@ -74,15 +85,15 @@ RunResult run_plan_process(const Plan& plan, int rank, int world_size, int devic
   auto* d = static_cast<double*>(buf->data());
   RESHARD_CUDA_CHECK(cudaMemcpy(d, times.data(), k * sizeof(double), cudaMemcpyHostToDevice));
   RESHARD_CUDA_CHECK(cudaMemcpy(d + k, counts.data(), 3 * sizeof(double), cudaMemcpyHostToDevice));
-  comm->all_reduce(d, d, k, DType::kF64, ReduceOp::kMax, stream.handle());
-  comm->all_reduce(d + k, d + k, 2, DType::kF64, ReduceOp::kSum, stream.handle());
-  comm->all_reduce(d + k + 2, d + k + 2, 1, DType::kF64, ReduceOp::kMax, stream.handle());
-  comm->wait(stream.handle(), options.timeout);
+  comm.all_reduce(d, d, k, DType::kF64, ReduceOp::kMax, stream.handle());
+  comm.all_reduce(d + k, d + k, 2, DType::kF64, ReduceOp::kSum, stream.handle());
+  comm.all_reduce(d + k + 2, d + k + 2, 1, DType::kF64, ReduceOp::kMax, stream.handle());
+  comm.wait(stream.handle(), options.timeout);
   RESHARD_CUDA_CHECK(cudaMemcpy(times.data(), d, k * sizeof(double), cudaMemcpyDeviceToHost));
   RESHARD_CUDA_CHECK(cudaMemcpy(counts.data(), d + k, 3 * sizeof(double), cudaMemcpyDeviceToHost));
   RunResult res;
   res.backend = Backend::kNccl;
-  res.ranks = world_size;
+  res.ranks = world_size_;
   res.timing = summarize(mine.times);
   res.median_us = res.timing.median_us;
   res.wrong_elements = static_cast<Index>(counts[0]);
@@ -90,6 +101,20 @@ RunResult run_plan_process(const Plan& plan, int rank, int world_size, int devic
   res.workspace_bytes = static_cast<size_t>(counts[2]);
   res.steps = mine.steps;
   return res;
+}
+
+RunResult run_plan_process(const Plan& plan, int rank, int world_size, int device, const std::string& rendezvous,
+                           const RunOptions& options) {
+  // The plan's checks and its memory before the communicator: a job that cannot run fails before it bootstraps.
+  RESHARD_REQUIRE(world_size == plan.src().mesh().world_size(), "the launcher started ", world_size,
+                  " processes but mesh ", plan.src().mesh().str(), " has ", plan.src().mesh().world_size(), " ranks");
+  RESHARD_REQUIRE(!plan.scope_rank() || *plan.scope_rank() == rank, "the plan is scoped to rank ", *plan.scope_rank(),
+                  " but this process is rank ", rank);
+  const int gpus = local_gpu_count();
+  RESHARD_REQUIRE(device >= 0 && device < gpus, "multi-process run: rank ", rank, " needs local GPU ", device,
+                  " (LOCAL_RANK) but ", gpus, " GPUs are visible");
+  check_memory(memory_need(plan, Backend::kNccl, rank), Backend::kNccl, {device});
+  return ProcessRunner(rank, world_size, device, rendezvous, options.timeout, options.nccl_mode).run(plan, options);
 }
 
 LinkMeasurement measure_links(size_t bytes) {

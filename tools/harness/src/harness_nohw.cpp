@@ -19,6 +19,20 @@ RunResult run_nccl(NcclRanks&, const PlanBatch&, const RunOptions&) {
   fail(ErrorKind::kInvalidArgument, "this reshard was built without CUDA/NCCL: use the host backend");
 }
 
+struct ProcessRunner::State {};
+
+ProcessRunner::ProcessRunner(int rank, int world_size, int device, const std::string&, std::chrono::milliseconds,
+                             NcclMode)
+    : rank_(rank), world_size_(world_size), device_(device) {
+  fail(ErrorKind::kInvalidArgument, "this reshard was built without CUDA/NCCL: multi-process runs need NCCL");
+}
+
+ProcessRunner::~ProcessRunner() = default;
+
+RunResult ProcessRunner::run(const Plan&, const RunOptions&) {
+  fail(ErrorKind::kInvalidArgument, "this reshard was built without CUDA/NCCL: multi-process runs need NCCL");
+}
+
 RunResult run_plan_process(const Plan&, int, int, int, const std::string&, const RunOptions&) {
   fail(ErrorKind::kInvalidArgument, "this reshard was built without CUDA/NCCL: multi-process runs need NCCL");
 }

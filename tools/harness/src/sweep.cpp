@@ -72,7 +72,7 @@ void check_sweep_memory(const SweepOptions& o, const std::vector<SweepCase>& cas
     for (SweepRun s : c.runs) {
       const std::shared_ptr<const Plan> cached = cached_plan_case(plans, o, c, s);
       const Plan& plan = *cached;
-      MemoryNeed need = memory_need(plan, o.backend);
+      MemoryNeed need = o.process ? memory_need(plan, o.backend, o.process->rank) : memory_need(plan, o.backend);
       if (need.host_bytes > worst.host_bytes) {
         worst.host_bytes = need.host_bytes;
         worst.host_detail = need.host_detail + " for mesh " + plan.src().mesh().str() + " " +
@@ -86,7 +86,9 @@ void check_sweep_memory(const SweepOptions& o, const std::vector<SweepCase>& cas
     }
   }
   std::vector<int> devices;
-  if (o.backend == Backend::kNccl)
+  if (o.process)
+    devices.push_back(o.process->device);
+  else if (o.backend == Backend::kNccl)
     for (int r = 0; r < worst_ranks; ++r) devices.push_back(r);
   check_memory(worst, o.backend, devices);
 }
@@ -104,8 +106,10 @@ Dims sweep_shape(Index bytes, DType dtype) {
 SweepOptions resolve_sweep(const SweepOptions& in) {
   SweepOptions o = in;
   RESHARD_REQUIRE(!o.between || o.meshes.empty(), "a sweep runs on its meshes or between two meshes, not both");
+  if (o.process)
+    RESHARD_REQUIRE(o.backend == Backend::kNccl, "a sweep of one process per rank runs on the nccl backend");
   if (o.meshes.empty() && !o.between) {
-    int n = o.backend == Backend::kNccl ? std::max(local_gpu_count(), 1) : 2;
+    int n = o.process ? o.process->world_size : o.backend == Backend::kNccl ? std::max(local_gpu_count(), 1) : 2;
     o.meshes = {{n}};
     if (n >= 2) {
       o.meshes.push_back({1, n});
@@ -116,6 +120,16 @@ SweepOptions resolve_sweep(const SweepOptions& in) {
       o.meshes.push_back({n / 2, 2});
       o.meshes.push_back({2, 2, n / 4});
     }
+  }
+  if (o.process) {
+    for (const auto& m : o.meshes)
+      RESHARD_REQUIRE(Mesh(m).world_size() == o.process->world_size, "the launcher started ", o.process->world_size,
+                      " processes but mesh ", Mesh(m).str(), " has ", Mesh(m).world_size(),
+                      " ranks (one process per rank runs meshes of the job's size)");
+    if (o.between)
+      RESHARD_REQUIRE(std::max(o.between->first.world_size(), o.between->second.world_size()) == o.process->world_size,
+                      "the launcher started ", o.process->world_size, " processes but the meshes span ",
+                      std::max(o.between->first.world_size(), o.between->second.world_size()), " ranks");
   }
   if (o.sizes_bytes.empty() && o.shapes.empty())
     for (Index s = Index(1) << 20; s <= (Index(1) << 30); s *= 4) o.sizes_bytes.push_back(s);
@@ -194,7 +208,8 @@ SweepSummary run_sweep(const SweepOptions& o, const std::vector<SweepCase>& case
   link.applies = o.backend == Backend::kNccl;
   link.link_GBps = o.plan.profile.intra_node.p2p.bandwidth_GBps;
   link.copy_GBps = o.plan.profile.copy.bandwidth_GBps;
-  if (link.applies && o.measure_link && local_gpu_count() >= 2) {
+  // One process per rank: rank 0 measures (GPUs 0 and 1 from its process) while the others wait to connect.
+  if (link.applies && o.measure_link && local_gpu_count() >= 2 && (!o.process || o.process->rank == 0)) {
     link.measured = measure_links();
     link.link_GBps = std::max(link.measured.peer_copy_GBps, link.measured.nccl_p2p_GBps);
     link.copy_GBps = link.measured.device_copy_GBps;
@@ -203,12 +218,20 @@ SweepSummary run_sweep(const SweepOptions& o, const std::vector<SweepCase>& case
   if (events.on_start) events.on_start(link, runs);
 
   SweepSummary summary;
-  std::map<int, std::unique_ptr<LocalRunner>> runners;
+  std::map<int, std::unique_ptr<LocalRunner>> runners;  // in this process, per world size
+  std::unique_ptr<ProcessRunner> process;               // one process per rank: the job's one communicator
+  if (o.process)
+    process = std::make_unique<ProcessRunner>(o.process->rank, o.process->world_size, o.process->device,
+                                              o.process->rendezvous, std::chrono::seconds(120), o.nccl_mode);
   for (const SweepCase& c : cases) {
     const auto [src, dst] = case_layouts(c);
     const int world = src.mesh().world_size();
     auto& runner = runners[world];
-    if (!runner) runner = std::make_unique<LocalRunner>(o.backend, world, std::chrono::seconds(120), o.nccl_mode);
+    if (!runner && !process)
+      runner = std::make_unique<LocalRunner>(o.backend, world, std::chrono::seconds(120), o.nccl_mode);
+    auto run = [&](const Plan& plan, const RunOptions& ro) {
+      return process ? process->run(plan, ro) : runner->run(plan, ro);
+    };
     const int es = element_size(c.dtype);
     TrafficBound tb = traffic_bound(src, dst, o.plan.topology, es);
     std::optional<double> bound;
@@ -222,14 +245,14 @@ SweepSummary run_sweep(const SweepOptions& o, const std::vector<SweepCase>& case
       RunOptions ro;
       ro.iters = o.iters;
       ro.warmup = o.warmup;
-      RunResult r = runner->run(plan, ro);
+      RunResult r = run(plan, ro);
       RunRecord row = make_record(plan, r, tb);
       row.auto_choice = c.auto_choice == s;
       row.bound_us = bound;
       if (row.auto_choice && o.backend == Backend::kNccl && row.tensor_bytes <= o.graph_max_bytes) {
         RunOptions g = ro;
         g.cuda_graph = true;
-        RunResult gr = runner->run(plan, g);
+        RunResult gr = run(plan, g);
         row.graph_us = gr.timing.median_us;
         row.wrong += gr.wrong_elements;
         row.checked += gr.checked_elements;

@@ -96,8 +96,32 @@ RunResult run_plan(const Plan& plan, const RunOptions& options);
 // Single process, fresh runner, a batch (LocalRunner::run).
 RunResult run_batch(const PlanBatch& batch, const RunOptions& options);
 
-// One rank per process: the NCCL id is shared through `rendezvous` (file:PATH or tcp:HOST:PORT); results are
-// combined over the ranks (wrong elements summed, iteration times maxed) and every rank returns the totals.
+// One rank of a job that runs one process per rank (as launchers start them): the NCCL communicator is made once,
+// its id shared through `rendezvous` (file:PATH or tcp:HOST:PORT), and kept between runs. Every run() is collective:
+// every process calls it with the same plan, in the same order. Results are combined over the processes (wrong
+// elements summed, iteration times and workspace maxed) and every rank returns the totals. A run that fails aborts
+// the communicator: the runner is then spent (later runs fail).
+class ProcessRunner {
+ public:
+  ProcessRunner(int rank, int world_size, int device, const std::string& rendezvous,
+                std::chrono::milliseconds timeout = std::chrono::seconds(120),
+                NcclMode nccl_mode = NcclMode::kNonBlocking);
+  ~ProcessRunner();
+  ProcessRunner(const ProcessRunner&) = delete;
+  ProcessRunner& operator=(const ProcessRunner&) = delete;
+  int rank() const { return rank_; }
+  int world_size() const { return world_size_; }
+  // The plan's mesh must span the job's world; a rank-scoped plan must be this rank's. options.backend and
+  // options.nccl_mode are the runner's. Checks this rank's device memory first (check_memory).
+  RunResult run(const Plan& plan, const RunOptions& options);
+
+ private:
+  struct State;
+  int rank_, world_size_, device_;
+  std::unique_ptr<State> state_;
+};
+
+// One run in a fresh ProcessRunner.
 RunResult run_plan_process(const Plan& plan, int rank, int world_size, int device, const std::string& rendezvous,
                            const RunOptions& options);
 

@@ -21,6 +21,12 @@
 
 namespace reshard {
 
+// This process's place in a job of one process per rank.
+struct SweepProcess {
+  int rank = 0, world_size = 1, device = 0;
+  std::string rendezvous;  // file:PATH or tcp:HOST:PORT
+};
+
 struct SweepOptions {
   std::vector<std::vector<int>> meshes;  // empty: (2), (1,2), (2,1) with 2 GPUs; more for more GPUs
   // Source and target meshes of one world (`bench --from-mesh ... --to-mesh ...`): the sweep runs between them (source
@@ -39,6 +45,9 @@ struct SweepOptions {
   int warmup = 5;
   Index graph_max_bytes = 4 << 20;  // also time CUDA-graph replays of auto's plan up to this size (NCCL)
   bool measure_link = true;
+  // One process per rank (under a launcher), NCCL backend: every process of the job runs the same sweep, each as its
+  // rank; every mesh must span the job's world (the default meshes do). Rank 0 measures the link.
+  std::optional<SweepProcess> process;
 };
 
 // A plan of a case: a strategy on a transport (collectives: NCCL).
