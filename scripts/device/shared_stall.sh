@@ -2,7 +2,10 @@
 # One call on any GPU machine: do ranks sharing a GPU stall (tests/shared_gpu_test.cpp, every run named), and does the
 # number of hardware queues decide it? Each variant runs the every-pair tests REPS times in fresh processes:
 #   push/pull     in-process copies pushed (default) or pulled, CUDA_DEVICE_MAX_CONNECTIONS=32 (the test's default)
-#   conn=N        the same with N hardware queues per device
+#   connN         the same with N hardware queues per device
+#   eager         pushes with every CUDA module loaded when the context starts (CUDA_MODULE_LOADING=EAGER): a lazily
+#                 loaded kernel can need a context-wide synchronisation, which waits for streams held by peers' waits
+# VARIANTS picks some (default: all, in this order).
 # Prints per variant: runs that passed, runs that stalled and the first stall's run and message. Files under $OUT.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -25,8 +28,13 @@ variant() {  # NAME REPS ENV...
   done
   echo "[$(el) s] $name: $ok passed, $bad failed"
 }
-variant push ${REPS:-3} CUDA_DEVICE_MAX_CONNECTIONS=32
-variant pull ${REPS:-3} CUDA_DEVICE_MAX_CONNECTIONS=32 RESHARD_TEST_ONE_PROCESS_COPIES=pull
-variant conn8 2 CUDA_DEVICE_MAX_CONNECTIONS=8
-variant conn2 2 CUDA_DEVICE_MAX_CONNECTIONS=2
+for v in ${VARIANTS:-push pull eager conn8 conn2}; do
+  case $v in
+    push) variant push ${REPS:-3} CUDA_DEVICE_MAX_CONNECTIONS=32 ;;
+    pull) variant pull ${REPS:-3} CUDA_DEVICE_MAX_CONNECTIONS=32 RESHARD_TEST_ONE_PROCESS_COPIES=pull ;;
+    eager) variant eager ${REPS:-3} CUDA_DEVICE_MAX_CONNECTIONS=32 CUDA_MODULE_LOADING=EAGER ;;
+    conn8) variant conn8 2 CUDA_DEVICE_MAX_CONNECTIONS=8 ;;
+    conn2) variant conn2 2 CUDA_DEVICE_MAX_CONNECTIONS=2 ;;
+  esac
+done
 grep -h "shared GPU:" "$OUT"/push_1.log
