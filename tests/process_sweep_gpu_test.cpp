@@ -54,11 +54,12 @@ TEST(GpuProcesses, EveryPairAndStrategyOneProcessPerGpu) {
     const std::string out = base + "_" + std::to_string(sweep++);
     std::string cmd = "cd /tmp && export RESHARD_RENDEZVOUS_TOKEN=" + make_rendezvous_token() + " WORLD_SIZE=2; ";
     for (int r = 0; r < 2; ++r)
-      cmd += "(RANK=" + std::to_string(r) + " LOCAL_RANK=" + std::to_string(r) + " timeout 600 " +
-             testing::cli_path() + " bench " + s.flags +
+      cmd += "(RANK=" + std::to_string(r) + " LOCAL_RANK=" + std::to_string(r) + " timeout 600 " + testing::cli_path() +
+             " bench " + s.flags +
              " --placements R,S0,S1,P --strategies collective,p2p,hybrid --transports nccl,nvlink --iters 2 "
-             "--warmup 1 --rendezvous file:" + out + "_id --csv " + out + ".csv > " + out + "_" + std::to_string(r) +
-             " 2>&1; echo $? > " + out + "_rc" + std::to_string(r) + ") & ";
+             "--warmup 1 --rendezvous file:" +
+             out + "_id --csv " + out + ".csv > " + out + "_" + std::to_string(r) + " 2>&1; echo $? > " + out + "_rc" +
+             std::to_string(r) + ") & ";
     cmd += "wait";
     ASSERT_EQ(std::system(cmd.c_str()), 0);
     for (int r = 0; r < 2; ++r)

@@ -17,40 +17,14 @@
 
 #include "reshard/error.hpp"
 #include "reshard/rendezvous.hpp"
+#include "sockets.hpp"
 
 namespace reshard {
 namespace {
 
 using namespace std::chrono_literals;
-
-// A port nobody listens on right now (the kernel's pick for a socket bound to port 0).
-int free_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
-  socklen_t len = sizeof(a);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
-
-// A raw client of 127.0.0.x:port; -1 when the connection is refused.
-int raw_connect(int port, const char* ip = "127.0.0.1") {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<uint16_t>(port));
-  ::inet_pton(AF_INET, ip, &a.sin_addr);
-  for (int i = 0; i < 200; ++i) {
-    if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0) return fd;
-    if (errno != ECONNREFUSED) break;
-    std::this_thread::sleep_for(10ms);
-  }
-  ::close(fd);
-  return -1;
-}
+using testing::free_port;
+using testing::raw_connect;
 
 // Everything a raw client receives until the other side closes (or 2 s pass).
 std::string drain(int fd) {
