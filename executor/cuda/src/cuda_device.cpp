@@ -3,9 +3,13 @@
 #include <nvtx3/nvToolsExt.h>
 
 #include <algorithm>
+#include <mutex>
+#include <set>
 
 #include "copy_batches.hpp"
 #include "cuda_peer_link.hpp"
+#include "kernels.hpp"
+#include "reduce_kernels.hpp"
 #include "reshard/cuda_check.hpp"
 
 namespace reshard {
@@ -53,6 +57,19 @@ class CudaDeviceEvent : public DeviceEvent {
   CudaEvent event_{true};
 };
 
+// reshard's kernels loaded into `device`'s context once per process, before any run: a lazily loaded kernel
+// (CUDA_MODULE_LOADING=LAZY, PyTorch's default) may synchronise the context at its first launch, and a context-wide
+// synchronisation waits for streams that one-sided waits hold until peers post (NCCL loads its kernels at init too).
+void load_kernels(int device) {
+  static std::mutex mutex;
+  static std::set<int> loaded;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (loaded.count(device)) return;
+  RESHARD_CUDA_CHECK(cuda::load_copy_kernels());
+  RESHARD_CUDA_CHECK(cuda::load_reduce_kernels());
+  loaded.insert(device);
+}
+
 }  // namespace
 
 int cuda_device_count() {
@@ -90,6 +107,7 @@ CudaDevice::CudaDevice(int device) : device_(device) {
   int n = cuda_device_count();
   RESHARD_REQUIRE(device >= 0 && device < n, "CUDA device ", device, " does not exist (", n, " visible)");
   RESHARD_CUDA_CHECK(cudaSetDevice(device));
+  load_kernels(device);
   for (auto& lane : lanes_) lane = std::make_unique<CudaStream>(device);
   RESHARD_CUDA_CHECK(cudaDeviceGetAttribute(&sm_count_, cudaDevAttrMultiProcessorCount, device));
 }

@@ -64,6 +64,11 @@ __global__ void __launch_bounds__(kThreads) fused_copy(const DeviceCopyRegion* r
 
 }  // namespace
 
+cudaError_t load_fused_kernel() {
+  cudaFuncAttributes attributes{};
+  return cudaFuncGetAttributes(&attributes, fused_copy);
+}
+
 cudaError_t launch_fused(const DeviceCopyRegion* regions, const DeviceCopyTile* tiles, int tile_count, int blocks,
                          DeviceBases bases, const FusedSync& sync, cudaStream_t stream) {
   const int grid = blocks < 1 ? 1 : blocks;

@@ -12,6 +12,15 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 }  // namespace
+
+cudaError_t load_fused_kernel();  // fused_kernel.cu
+
+cudaError_t load_copy_kernels() {
+  cudaFuncAttributes attributes{};
+  const cudaError_t e = cudaFuncGetAttributes(&attributes, batched_copy);
+  return e != cudaSuccess ? e : load_fused_kernel();
+}
+
 cudaError_t launch_copies(const DeviceCopyRegion* regions, const DeviceCopyTile* tiles, int tile_count, int max_blocks,
                           DeviceBases bases, cudaStream_t stream) {
   if (tile_count == 0) return cudaSuccess;

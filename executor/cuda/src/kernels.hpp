@@ -53,6 +53,11 @@ struct FusedSync {
 cudaError_t launch_fused(const DeviceCopyRegion* regions, const DeviceCopyTile* tiles, int tile_count, int blocks,
                          DeviceBases bases, const FusedSync& sync, cudaStream_t stream);
 
+// Loads the copy and fused kernels into the current device's context now (cudaFuncGetAttributes), not lazily at
+// their first launch: under CUDA_MODULE_LOADING=LAZY (PyTorch's default) a first launch may synchronise the whole
+// context, which would wait for streams held by one-sided waits on peers.
+cudaError_t load_copy_kernels();
+
 // max_blocks > 0 caps the grid (blocks then walk several tiles), leaving SMs to work running alongside.
 cudaError_t launch_copies(const DeviceCopyRegion* regions, const DeviceCopyTile* tiles, int tile_count, int max_blocks,
                           DeviceBases bases, cudaStream_t stream);

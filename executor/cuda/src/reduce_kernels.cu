@@ -84,6 +84,23 @@ cudaError_t launch(const DeviceReduceRegion* regions, const DeviceReduceSource* 
 
 }  // namespace
 
+cudaError_t load_reduce_kernels() {
+  cudaError_t first = cudaSuccess;
+  for (DType dtype : kAllDTypes) {
+    const cudaError_t e = visit_dtype(dtype, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      if constexpr (std::is_void_v<typename detail::Accumulator<T>::type>) {
+        return cudaSuccess;  // never launched as itself
+      } else {
+        cudaFuncAttributes attributes{};
+        return cudaFuncGetAttributes(&attributes, batched_reduce<DeviceElement<T>>);
+      }
+    });
+    if (first == cudaSuccess) first = e;
+  }
+  return first;
+}
+
 cudaError_t launch_reductions(const DeviceReduceRegion* regions, const DeviceReduceSource* sources,
                               const DeviceReduceTile* tiles, int tile_count, DType dtype, DeviceBases bases,
                               cudaStream_t stream) {

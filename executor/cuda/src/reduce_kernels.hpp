@@ -37,6 +37,9 @@ struct DeviceReduceTile {
   long long col_begin = 0, col_end = 0;
 };
 
+// Loads every dtype's reduction kernel into the current device's context now (see load_copy_kernels, kernels.hpp).
+cudaError_t load_reduce_kernels();
+
 cudaError_t launch_reductions(const DeviceReduceRegion* regions, const DeviceReduceSource* sources,
                               const DeviceReduceTile* tiles, int tile_count, DType dtype, DeviceBases bases,
                               cudaStream_t stream);

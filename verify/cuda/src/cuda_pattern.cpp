@@ -23,7 +23,9 @@ cuda::PatternBox pattern_box(const Box& box, const Dims& global_shape) {
 
 }  // namespace
 
-CudaPatternChecker::CudaPatternChecker(Device& device) : counter_(device.allocate(sizeof(unsigned long long))) {}
+CudaPatternChecker::CudaPatternChecker(Device& device) : counter_(device.allocate(sizeof(unsigned long long))) {
+  RESHARD_CUDA_CHECK(cuda::load_pattern_kernels());  // on the counter's device (cheap once loaded)
+}
 
 void CudaPatternChecker::fill(void* data, const Box& box, const Dims& global_shape, DType dtype, cudaStream_t stream) {
   RESHARD_CUDA_CHECK(

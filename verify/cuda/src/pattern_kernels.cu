@@ -73,6 +73,12 @@ int grid_for(long long elements) {
 
 }  // namespace
 
+cudaError_t load_pattern_kernels() {
+  cudaFuncAttributes attributes{};
+  const cudaError_t e = cudaFuncGetAttributes(&attributes, fill_pattern);
+  return e != cudaSuccess ? e : cudaFuncGetAttributes(&attributes, count_mismatches);
+}
+
 cudaError_t launch_fill_pattern(void* data, PatternBox box, DType dtype, int es, cudaStream_t stream) {
   if (box.elements == 0) return cudaSuccess;
   fill_pattern<<<grid_for(box.elements), kThreads, 0, stream>>>(data, box, dtype, es);

@@ -17,6 +17,10 @@ struct PatternBox {
   long long elements = 0;
 };
 
+// Loads both pattern kernels into the current device's context now (not lazily at their first launch, which may
+// synchronise the context while one-sided waits hold streams).
+cudaError_t load_pattern_kernels();
+
 cudaError_t launch_fill_pattern(void* data, PatternBox box, DType dtype, int element_size, cudaStream_t stream);
 // Adds the number of elements differing from the pattern to *counter (device memory).
 cudaError_t launch_count_mismatches(const void* data, PatternBox box, DType dtype, int element_size,
