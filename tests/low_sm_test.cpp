@@ -84,6 +84,36 @@ TEST(LowSm, AutoPrefersTheCopyEnginesUnderCompute) {
   EXPECT_GT(r.checked_elements, 0);
 }
 
+// Low-SM plans issue copy-engine copies in pieces of at most 16 MiB (tests/lowering_test.cpp checks the pieces): with
+// f64 blocks of 18 MiB, local and peer copies (pulled and pushed) are split, and every element still lands right.
+TEST(LowSm, CopiesInPiecesMoveEveryElement) {
+  const Layout src(Mesh({2}), parse_placements("S0"), Dims{2048, 4608});
+  struct Case {
+    const char* to;
+    Transport transport;
+    OneSidedCopies copies;
+  };
+  for (const Case& c : {Case{"S1", Transport::kNccl, OneSidedCopies::kPull},
+                        Case{"S1", Transport::kNvlink, OneSidedCopies::kPull},
+                        Case{"S1", Transport::kNvlink, OneSidedCopies::kPush},
+                        Case{"R", Transport::kNvlink, OneSidedCopies::kPush}}) {
+    PlanOptions o;
+    o.strategy = Strategy::kP2P;
+    o.transport = c.transport;
+    o.fusion = Fusion::kNever;
+    o.low_sm = true;
+    const Layout dst = src.with_placements(parse_placements(c.to));
+    const Plan plan = make_plan(src, dst, DType::kF64, o);
+    RunOptions run = testing::quick_host_run();
+    run.one_process_copies = c.copies;
+    const RunResult r = run_plan(plan, run);
+    EXPECT_EQ(r.wrong_elements, 0) << c.to << " " << to_string(c.transport) << ": " << r.first_error;
+    const Index held = dst.global_volume() * (c.to[0] == 'R' ? 2 : 1);  // every rank's target, once per check
+    EXPECT_GE(r.checked_elements, held) << c.to;
+    EXPECT_EQ(r.checked_elements % held, 0) << c.to;
+  }
+}
+
 TEST(LowSm, CostModelScalesOnlySmWork) {
   Profile p = kernel_faster_alone();
   const CostModel alone(p, Topology{}), beside(p, Topology{}, true);

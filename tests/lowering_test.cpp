@@ -2,6 +2,9 @@
 // workspace than the plan priced (the largest rank needs exactly that).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <tuple>
+
 #include "reshard/planner.hpp"
 #include "reshard/program.hpp"
 #include "test_plans.hpp"
@@ -205,6 +208,40 @@ TEST(Lowering, LargeNonContiguousTransfersArePipelinedInMatchingChunks) {
     }
     EXPECT_EQ(packs, 4);
     EXPECT_EQ(locals, 1);
+  }
+}
+
+// Low-SM plans (run beside compute) issue copy-engine copies in pieces of at most 16 MiB (op_schedule.hpp): local
+// copies, and one-sided peer copies pulled or pushed. The pieces cover exactly what the whole copies did.
+TEST(Lowering, LowSmPlansIssueCopyEngineCopiesInPieces) {
+  Layout src(Mesh({2}), parse_placements("S0"), Dims{4096, 8192});  // f32: each rank's kept block 2048x4096, 32 MiB
+  const Layout dst = src.with_placements(parse_placements("S1"));
+  for (Transport t : {Transport::kNccl, Transport::kNvlink}) {
+    PlanOptions o;
+    o.strategy = Strategy::kP2P;
+    o.transport = t;
+    o.fusion = Fusion::kNever;
+    const Plan whole = make_plan(src, dst, DType::kF32, o);
+    o.low_sm = true;
+    const Plan pieces = make_plan(src, dst, DType::kF32, o);
+    ASSERT_TRUE(pieces.low_sm());
+    for (OneSidedCopies copies : {OneSidedCopies::kPull, OneSidedCopies::kPush})
+      for (int rank = 0; rank < 2; ++rank) {
+        LowerOptions lo;
+        lo.one_sided = copies;
+        Index whole_elements = 0, piece_elements = 0, largest_whole = 0, largest_piece = 0;
+        for (const auto& [plan, elements, largest] :
+             {std::tuple{&whole, &whole_elements, &largest_whole}, {&pieces, &piece_elements, &largest_piece}})
+          for (const Op& op : lower(*plan, rank, lo).ops)
+            if (const auto* c = std::get_if<Copies>(&op.body); c && c->engine == CopyEngine::kCopyEngine)
+              for (const CopyRegion& r : c->regions) {
+                *elements += r.shape.product();
+                *largest = std::max(*largest, r.shape.product() * 4);
+              }
+        EXPECT_EQ(largest_whole, Index{32} << 20) << to_string(t) << " rank " << rank;
+        EXPECT_EQ(largest_piece, Index{16} << 20) << to_string(t) << " rank " << rank;
+        EXPECT_EQ(piece_elements, whole_elements) << to_string(t) << " rank " << rank;
+      }
   }
 }
 

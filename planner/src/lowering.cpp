@@ -365,8 +365,14 @@ RankProgram lower(const Plan& plan, int rank, const LowerOptions& options) {
   detail::LoweredParts parts = detail::lower_parts(plan, rank, false, options.one_sided);
   RankProgram& prog = parts.program;
   const int es = element_size(prog.dtype);
-  for (size_t i = 0; i < parts.steps.size(); ++i)
-    detail::schedule_step(std::move(parts.steps[i]), static_cast<int>(i), es, options.stage_overlap, prog.ops);
+  for (size_t i = 0; i < parts.steps.size(); ++i) {
+    detail::StepParts& step = parts.steps[i];
+    if (plan.low_sm()) {  // beside compute: copy-engine copies in pieces (op_schedule.hpp)
+      detail::split_engine_copies(step.local_engine, es, detail::kLowSmEngineCopyBytes);
+      if (step.one_sided) detail::split_engine_copies(step.one_sided->engine_copies, es, detail::kLowSmEngineCopyBytes);
+    }
+    detail::schedule_step(std::move(step), static_cast<int>(i), es, options.stage_overlap, prog.ops);
+  }
   return std::move(prog);
 }
 

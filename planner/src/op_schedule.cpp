@@ -1,5 +1,6 @@
 #include "op_schedule.hpp"
 
+#include <algorithm>
 #include <iterator>
 
 namespace reshard::detail {
@@ -83,6 +84,28 @@ void schedule_one_sided(StepOps& out, StepParts& parts, int step) {
 }
 
 }  // namespace
+
+void split_engine_copies(std::vector<CopyRegion>& regions, int element_size, Index max_bytes) {
+  std::vector<CopyRegion> out;
+  out.reserve(regions.size());
+  for (CopyRegion& r : regions) {
+    const Index bytes = r.shape.product() * element_size;
+    if (bytes <= max_bytes || r.shape.size() == 0 || r.shape[0] <= 1) {
+      out.push_back(std::move(r));
+      continue;
+    }
+    const Index slice = bytes / r.shape[0];  // bytes of one index of the outermost dim
+    const Index per = std::max<Index>(1, max_bytes / slice);
+    for (Index begin = 0; begin < r.shape[0]; begin += per) {
+      CopyRegion piece = r;
+      piece.shape[0] = std::min(per, r.shape[0] - begin);
+      piece.src.offset += begin * r.src_strides[0];
+      piece.dst.offset += begin * r.dst_strides[0];
+      out.push_back(std::move(piece));
+    }
+  }
+  regions = std::move(out);
+}
 
 void schedule_step(StepParts parts, int step, int element_size, StageOverlap overlap, std::vector<Op>& ops) {
   StepOps out(ops, step);
