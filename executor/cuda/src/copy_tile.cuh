@@ -41,13 +41,34 @@ __device__ inline void copy_tile(const DeviceCopyRegion& r, const DeviceCopyTile
       for (; u < units_per_row; u += kThreads) d[u] = s[u];
     }
   } else {
+    // Narrow rows: kUnroll independent loads in flight per thread too (a peer's memory over NVLink is a long
+    // round trip; one load at a time made a 2 KiB-row tile cost a round trip per 4 KiB).
     const long long total = (t.row_end - t.row_begin) * units_per_row;
-    for (long long u = threadIdx.x; u < total; u += kThreads) {
-      long long row = t.row_begin + u / units_per_row, col = u % units_per_row;
+    auto at = [&](long long u, const Unit*& s, Unit*& d) {
+      const long long row = t.row_begin + u / units_per_row, col = u % units_per_row;
       long long so, dof;
       row_offsets(row, so, dof);
-      reinterpret_cast<Unit*>(dst + dof + t.col_begin)[col] =
-          reinterpret_cast<const Unit*>(src + so + t.col_begin)[col];
+      s = reinterpret_cast<const Unit*>(src + so + t.col_begin) + col;
+      d = reinterpret_cast<Unit*>(dst + dof + t.col_begin) + col;
+    };
+    long long u = threadIdx.x;
+    for (; u + (kUnroll - 1) * kThreads < total; u += kUnroll * kThreads) {
+      Unit v[kUnroll];
+      Unit* d[kUnroll];
+#pragma unroll
+      for (int k = 0; k < kUnroll; ++k) {
+        const Unit* s;
+        at(u + k * kThreads, s, d[k]);
+        v[k] = *s;
+      }
+#pragma unroll
+      for (int k = 0; k < kUnroll; ++k) *d[k] = v[k];
+    }
+    for (; u < total; u += kThreads) {
+      const Unit* s;
+      Unit* d;
+      at(u, s, d);
+      *d = *s;
     }
   }
 }

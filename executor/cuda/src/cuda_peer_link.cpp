@@ -60,13 +60,14 @@ struct Exposed {
 constexpr int kPhases = 2;
 constexpr int kFusedSlots = 8;  // fused steps per plan (their flags: one epoch per slot, phase and peer)
 
-// Tiles of a fused step: small enough that every SM gets a few (a small step is latency-bound: one 64 KiB tile per
-// block would leave most of the GPU idle), at most 64 KiB, a power of two of at least 2 KiB.
+// Tiles of a fused step: a power of two of 2 KiB to 64 KiB, small enough that every SM gets one (a small step is
+// latency-bound: one 64 KiB tile per block would leave most of the GPU idle) and large enough that a block needs few
+// (each tile costs a round trip to the peer).
 long long tile_bytes_for(const std::vector<CopyRegion>& regions, int es, int sm_count) {
   long long total = 0;
   for (const CopyRegion& r : regions) total += r.shape.product() * es;
   long long tile = 64 * 1024;
-  while (tile > 2048 && total / tile < 4LL * sm_count) tile /= 2;
+  while (tile > 2048 && total / tile < sm_count) tile /= 2;
   return tile;
 }
 

@@ -37,8 +37,13 @@ __device__ bool await_all(const unsigned long long* const* slots, int count, uns
   return true;
 }
 
-__global__ void __launch_bounds__(kThreads) fused_copy(const DeviceCopyRegion* regions, const DeviceCopyTile* tiles,
-                                                       int tile_count, DeviceBases bases, FusedSync s) {
+// At least 4 blocks per SM (64 registers a thread): ranks sharing a GPU (the shared-GPU tests run 4) each launch up
+// to one block per SM, and their blocks wait for each other's posts, so all of them must be resident at once.
+constexpr int kFusedBlocksPerSm = 4;
+
+__global__ void __launch_bounds__(kThreads, kFusedBlocksPerSm)
+    fused_copy(const DeviceCopyRegion* regions, const DeviceCopyTile* tiles, int tile_count, DeviceBases bases,
+               FusedSync s) {
   __shared__ unsigned long long epoch;
   __shared__ int go;
   if (threadIdx.x == 0) {
