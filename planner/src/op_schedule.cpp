@@ -65,7 +65,7 @@ int start_local(StepOps& out, StepParts& parts, int fork = -1) {
   return last;
 }
 
-void schedule_one_sided(StepOps& out, StepParts& parts, int step) {
+void schedule_one_sided(StepOps& out, StepParts& parts, int step, int element_size) {
   OneSidedParts& p = *parts.one_sided;
   if (p.fused) {
     FusedPeerCopies f{std::move(parts.local_engine), std::move(p.ready), std::move(p.done), step};
@@ -74,11 +74,20 @@ void schedule_one_sided(StepOps& out, StepParts& parts, int step) {
     out.add(std::move(f), Lane::kMain);
     return;
   }
-  const int local = start_local(out, parts);
+  // Large local copies overlap the step on their lane; small ones run on the main lane after the peers' part (a lane's
+  // fork and join cost four stream calls, more than a small copy takes).
+  const bool small_local =
+      (copy_elements(parts.local) + copy_elements(parts.local_engine)) * element_size <= kOverlapLocalBytes;
+  const int local = small_local ? -1 : start_local(out, parts);
   out.add(std::move(p.ready), Lane::kMain);
   if (!p.engine_copies.empty()) out.copies(std::move(p.engine_copies), Lane::kMain, {}, CopyEngine::kCopyEngine);
   if (!p.kernel_copies.empty()) out.copies(std::move(p.kernel_copies), Lane::kMain);
   if (!p.reduce.empty()) out.add(Reductions{std::move(p.reduce)}, Lane::kMain);
+  if (small_local) {
+    if (!parts.local_engine.empty())
+      out.copies(std::move(parts.local_engine), Lane::kMain, {}, CopyEngine::kCopyEngine);
+    if (!parts.local.empty()) out.copies(std::move(parts.local), Lane::kMain);
+  }
   out.add(std::move(p.done), Lane::kMain);
   out.join({local});
 }
@@ -109,7 +118,7 @@ void split_engine_copies(std::vector<CopyRegion>& regions, int element_size, Ind
 
 void schedule_step(StepParts parts, int step, int element_size, StageOverlap overlap, std::vector<Op>& ops) {
   StepOps out(ops, step);
-  if (parts.one_sided) return schedule_one_sided(out, parts, step);
+  if (parts.one_sided) return schedule_one_sided(out, parts, step, element_size);
   std::vector<StageParts>& stages = parts.stages;
   if (!parts.local_engine.empty() && stages.empty()) {  // nothing else to do: the copy engines on the main lane
     out.copies(std::move(parts.local_engine), Lane::kMain, {}, CopyEngine::kCopyEngine);

@@ -60,7 +60,8 @@ void split_engine_copies(std::vector<CopyRegion>& regions, int element_size, Ind
 //  - pipelined, kLanes: stage s packs on the pack lane once stage s-2 has sent (the two scratch slots rotate), its
 //    communication waits for its pack and for stage s-2's unpack, and it unpacks on the unpack lane; kSerial: the
 //    stages one after another on the main lane; large local copies on their lane either way;
-//  - one-sided: [local copies on their lane] -> ready -> copies and reductions -> done -> join;
+//  - one-sided: [large local copies on their lane] -> ready -> copies and reductions -> [small local copies] -> done
+//    -> join;
 //  - local steps: copy-engine copies, then kernel copies or reductions, on the main lane.
 void schedule_step(StepParts parts, int step, int element_size, StageOverlap overlap, std::vector<Op>& ops);
 
