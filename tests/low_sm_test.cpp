@@ -3,6 +3,8 @@
 // backend, and the mode survives plan JSON and the profile's JSON.
 #include <gtest/gtest.h>
 
+#include <utility>
+
 #include "host_runs.hpp"
 #include "reshard/cost_model.hpp"
 #include "reshard/harness.hpp"
@@ -20,18 +22,18 @@ Profile kernel_faster_alone() {
   for (LinkProfile* l : {&p.intra_node, &p.inter_node})
     for (AlphaBeta* ab : {&l->p2p, &l->all_gather, &l->reduce_scatter, &l->all_reduce, &l->all_to_all})
       ab->alpha_us = 0;
-  p.intra_node.all_gather.bandwidth_GBps = 400;
-  p.intra_node.p2p.bandwidth_GBps = 300;
-  p.p2p_per_peer_us = 0;
-  p.step_overhead_us = 0;
-  p.copy = {0, 2100};
-  p.copy_engine = {0, 2100};
-  p.nvlink.copy_engine = {0, 380};
-  p.nvlink.kernel = {0, 300};
-  p.nvlink.fused = {0, 250};
-  p.nvlink.sync_us = 0;
-  p.nvlink.step_overhead_us = 0;
-  p.nvlink.fused_overhead_us = 0;
+  // Bandwidths (GB/s) of the paths compared, every latency and overhead zero.
+  for (auto [ab, bandwidth] : {std::pair{&p.intra_node.all_gather, 400.0},
+                               {&p.intra_node.p2p, 300.0},
+                               {&p.copy, 2100.0},
+                               {&p.copy_engine, 2100.0},
+                               {&p.nvlink.copy_engine, 380.0},
+                               {&p.nvlink.kernel, 300.0},
+                               {&p.nvlink.fused, 250.0}})
+    *ab = AlphaBeta{0, bandwidth};
+  for (double* overhead : {&p.p2p_per_peer_us, &p.step_overhead_us, &p.nvlink.sync_us, &p.nvlink.step_overhead_us,
+                           &p.nvlink.fused_overhead_us})
+    *overhead = 0;
   p.nvlink.copy_engine_min_row_bytes = 0;
   p.low_sm_kernel_factor = 1.22;
   return p;
@@ -93,10 +95,9 @@ TEST(LowSm, CopiesInPiecesMoveEveryElement) {
     Transport transport;
     OneSidedCopies copies;
   };
-  for (const Case& c : {Case{"S1", Transport::kNccl, OneSidedCopies::kPull},
-                        Case{"S1", Transport::kNvlink, OneSidedCopies::kPull},
-                        Case{"S1", Transport::kNvlink, OneSidedCopies::kPush},
-                        Case{"R", Transport::kNvlink, OneSidedCopies::kPush}}) {
+  for (const Case& c :
+       {Case{"S1", Transport::kNccl, OneSidedCopies::kPull}, Case{"S1", Transport::kNvlink, OneSidedCopies::kPull},
+        Case{"S1", Transport::kNvlink, OneSidedCopies::kPush}, Case{"R", Transport::kNvlink, OneSidedCopies::kPush}}) {
     PlanOptions o;
     o.strategy = Strategy::kP2P;
     o.transport = c.transport;

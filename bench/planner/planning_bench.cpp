@@ -9,27 +9,28 @@
 namespace reshard {
 namespace {
 
+// A pair of placements on a mesh, for an extent x extent tensor.
 struct Case {
-  std::vector<int> mesh;
   const char* from;
   const char* to;
-  Index extent = 16384;  // the tensor is extent x extent
+  std::vector<int> mesh;
+  Index extent = 16384;
 };
 
 const Case kCases[] = {
-    {{2, 2}, "S0,S1", "S1,S0"},
-    {{2, 2}, "S0,S0", "S1,S1"},
-    {{4, 4}, "S0,S1", "S1,S0"},
-    {{4, 4}, "S0,S0", "S1,S1"},
-    {{8, 8}, "S0,S1", "S1,S0"},
-    {{8, 8}, "S0,S0", "S1,S1"},
-    {{8, 8, 16}, "S0,S1,R", "S1,S0,R"},
-    {{8, 8, 16}, "S0,S0,R", "S1,S1,R"},
-    {{16, 64}, "S0,S1", "S1,S0"},
-    {{16, 64}, "S0,S0", "S1,S1"},
+    {"S0,S1", "S1,S0", {2, 2}},
+    {"S0,S0", "S1,S1", {2, 2}},
+    {"S0,S1", "S1,S0", {4, 4}},
+    {"S0,S0", "S1,S1", {4, 4}},
+    {"S0,S1", "S1,S0", {8, 8}},
+    {"S0,S0", "S1,S1", {8, 8}},
+    {"S0,S1,R", "S1,S0,R", {8, 8, 16}},
+    {"S0,S0,R", "S1,S1,R", {8, 8, 16}},
+    {"S0,S1", "S1,S0", {16, 64}},
+    {"S0,S0", "S1,S1", {16, 64}},
     // 16384 ranks (issue #15): a 65536x65536 tensor, so that every rank pair exchanges a 4x4 block.
-    {{64, 256}, "S0,S1", "S1,S0", 65536},
-    {{64, 256}, "S0,S0", "S1,S1", 65536},
+    {"S0,S1", "S1,S0", {64, 256}, 65536},
+    {"S0,S0", "S1,S1", {64, 256}, 65536},
 };
 
 // The case's source and target layouts.
