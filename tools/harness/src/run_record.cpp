@@ -99,30 +99,30 @@ std::string record_csv_row(const RunRecord& r) {
 }
 
 std::string record_json(const RunRecord& r) {
-  nlohmann::ordered_json j;
-  j["mesh"] = r.mesh;
-  j["from"] = r.from;
-  j["to"] = r.to;
-  j["shape"] = r.shape;
-  j["dtype"] = r.dtype;
-  j["strategy"] = r.strategy;
-  j["transport"] = r.transport;
-  j["auto_choice"] = r.auto_choice;
-  j["backend"] = r.backend;
-  j["ranks"] = r.ranks;
-  j["tensor_bytes"] = r.tensor_bytes;
-  j["max_rank_bytes"] = r.max_rank_bytes;
-  j["estimated_us"] = json_number(r.estimated_us);
-  j["median_us"] = json_number(r.timing.median_us);
-  j["graph_us"] = json_number(r.graph_us);
-  j["algbw_GBps"] = json_number(r.algbw_GBps());
-  j["busbw_GBps"] = json_number(r.busbw_GBps());
-  j["bound_us"] = json_number(r.bound_us);
-  j["wrong"] = r.wrong;
-  j["checked"] = r.checked;
-  j["workspace_bytes"] = r.workspace_bytes;
-  j["steps"] = r.steps;
-  j["iterations"] = r.timing.iterations;
+  // The request, the plan's figures, the measurement and its verification, in that order.
+  nlohmann::ordered_json j = {{"mesh", r.mesh},
+                              {"from", r.from},
+                              {"to", r.to},
+                              {"shape", r.shape},
+                              {"dtype", r.dtype},
+                              {"strategy", r.strategy},
+                              {"transport", r.transport},
+                              {"auto_choice", r.auto_choice},
+                              {"backend", r.backend},
+                              {"ranks", r.ranks},
+                              {"tensor_bytes", r.tensor_bytes},
+                              {"max_rank_bytes", r.max_rank_bytes},
+                              {"estimated_us", json_number(r.estimated_us)},
+                              {"median_us", json_number(r.timing.median_us)},
+                              {"graph_us", json_number(r.graph_us)},
+                              {"algbw_GBps", json_number(r.algbw_GBps())},
+                              {"busbw_GBps", json_number(r.busbw_GBps())},
+                              {"bound_us", json_number(r.bound_us)},
+                              {"wrong", r.wrong},
+                              {"checked", r.checked},
+                              {"workspace_bytes", r.workspace_bytes},
+                              {"steps", r.steps},
+                              {"iterations", r.timing.iterations}};
   j["timing"] = {{"samples", r.timing.samples},
                  {"min_us", json_number(r.timing.min_us)},
                  {"median_us", json_number(r.timing.median_us)},
