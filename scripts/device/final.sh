@@ -36,6 +36,8 @@ for s in 1024x1024 256x256 64x64; do
   b --from S0 --to S1 --shape $s --iters 300 --strategy p2p --transport nccl
   b --from S0 --to S1 --shape $s --iters 300 --strategy collective
   b --from S0 --to S1 --shape $s --iters 300 --strategy p2p --transport nvlink --fuse never
+  b --from S0 --to S1 --shape $s --iters 300 --strategy p2p --transport nvlink --fuse always
+  b --from S0 --to S1 --shape $s --iters 300 --strategy p2p --transport nvlink --fuse always --graph
   b --from S0 --to S1 --shape $s --iters 300
   b --from S0 --to S1 --shape $s --iters 300 --graph
 done
