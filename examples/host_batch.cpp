@@ -43,7 +43,7 @@ int main() {
         exec.wait(nullptr);
         for (size_t t = 0; t < batch.size(); ++t)
           wrong += count_local_mismatches(out[t].data(), batch.plan(t).src(), batch.plan(t).dst(), rank,
-                                                batch.plan(t).dtype());
+                                          batch.plan(t).dtype());
       },
       &world);
   std::printf("a batch of %zu tensors in %d steps; wrong elements: %lld\n", batch.size(), batch.step_count(),

@@ -13,9 +13,9 @@
 // (decimal GB/s, bytes copied = read once and written once). Build: nvcc -O3 -arch=sm_90 -lcublas.
 // Usage: local_copy_beside_gemm [M=N=K (8192)] [copy MiB (256)] [GEMMs per loop (20)] [repeats (5)] [modes,...]
 #include <cublas_v2.h>
-#include <unistd.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -23,27 +23,28 @@
 #include <string>
 #include <vector>
 
-#define CHECK(x)                                                                                 \
-  do {                                                                                           \
-    cudaError_t e_ = (x);                                                                        \
-    if (e_ != cudaSuccess) {                                                                     \
+#define CHECK(x)                                                                               \
+  do {                                                                                         \
+    cudaError_t e_ = (x);                                                                      \
+    if (e_ != cudaSuccess) {                                                                   \
       std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                              \
-    }                                                                                            \
+      std::exit(1);                                                                            \
+    }                                                                                          \
   } while (0)
-#define CHECK_BLAS(x)                                                           \
-  do {                                                                          \
-    cublasStatus_t s_ = (x);                                                    \
-    if (s_ != CUBLAS_STATUS_SUCCESS) {                                          \
+#define CHECK_BLAS(x)                                                             \
+  do {                                                                            \
+    cublasStatus_t s_ = (x);                                                      \
+    if (s_ != CUBLAS_STATUS_SUCCESS) {                                            \
       std::fprintf(stderr, "%s:%d: %s: status %d\n", __FILE__, __LINE__, #x, s_); \
-      std::exit(1);                                                             \
-    }                                                                           \
+      std::exit(1);                                                               \
+    }                                                                             \
   } while (0)
 
 __global__ void copy_block(const uint4* src, uint4* dst, long long rows, long long row_vecs, long long src_pitch_vecs,
                            long long dst_pitch_vecs) {
   const long long total = rows * row_vecs;
-  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < total; i += (long long)gridDim.x * blockDim.x) {
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < total;
+       i += (long long)gridDim.x * blockDim.x) {
     const long long r = i / row_vecs, c = i % row_vecs;
     dst[r * dst_pitch_vecs + c] = src[r * src_pitch_vecs + c];
   }
@@ -62,9 +63,9 @@ __global__ void hold_sms(volatile int* release) {
 
 struct Mode {
   std::string name;
-  int blocks = 0;       // kernel copy
-  int chunks = 0;       // paced copy engine
-  unsigned sleep = 0;   // microseconds after each chunk
+  int blocks = 0;           // kernel copy
+  int chunks = 0;           // paced copy engine
+  unsigned sleep = 0;       // microseconds after each chunk
   bool contiguous = false;  // the block's bytes as one contiguous range (cudaMemcpyAsync), not the strided block
 };
 
@@ -141,7 +142,9 @@ int main(int argc, char** argv) {
     struct Copy {
       const char* what;
       long long rows;  // of the strided block (0: one contiguous copy of the block's bytes)
-    } copies[] = {{"2-D, whole block", rows}, {"2-D, 1/16 of the block", rows / 16}, {"2-D, 1/64", rows / 64},
+    } copies[] = {{"2-D, whole block", rows},
+                  {"2-D, 1/16 of the block", rows / 16},
+                  {"2-D, 1/64", rows / 64},
                   {"contiguous, whole block's bytes", 0}};
     for (const Copy& cp : copies) {
       *release = 0;
@@ -160,8 +163,9 @@ int main(int argc, char** argv) {
       }
       *release = 1;
       CHECK(cudaDeviceSynchronize());
-      std::printf("# %-32s %s\n", cp.what, finished ? "ran on the copy engines (finished with every SM held)"
-                                                     : "waited for SMs (did not finish in 500 ms with every SM held)");
+      std::printf("# %-32s %s\n", cp.what,
+                  finished ? "ran on the copy engines (finished with every SM held)"
+                           : "waited for SMs (did not finish in 500 ms with every SM held)");
     }
   }
   cudaEvent_t g0, g1, c0, c1;
@@ -190,9 +194,10 @@ int main(int argc, char** argv) {
   }
   const double gemm_ms = median(alone);
   const double tflops = 2.0 * n * n * static_cast<double>(n) * gemms / (gemm_ms * 1e-3) / 1e12;
-  std::printf("# %s, %d SMs; bf16 GEMM %dx%dx%d x %d: %.3f ms alone (%.0f TFLOP/s); copy block %lld MiB (%lld rows "
-              "of %lld bytes, source pitch %lld)\n",
-              prop.name, sms, n, n, n, gemms, gemm_ms, tflops, copy_bytes >> 20, rows, row_bytes, 2 * row_bytes);
+  std::printf(
+      "# %s, %d SMs; bf16 GEMM %dx%dx%d x %d: %.3f ms alone (%.0f TFLOP/s); copy block %lld MiB (%lld rows "
+      "of %lld bytes, source pitch %lld)\n",
+      prop.name, sms, n, n, n, gemms, gemm_ms, tflops, copy_bytes >> 20, rows, row_bytes, 2 * row_bytes);
   std::printf("%-16s %12s %10s %14s %14s\n", "mode", "gemm_ms", "slowdown", "copy_GBps_side", "copy_GBps_alone");
   std::vector<Mode> modes{{"none"},
                           {"ce"},
@@ -266,7 +271,8 @@ int main(int argc, char** argv) {
           last = t;
         }
         if (done > 0) rate.push_back(2.0 * copy_bytes * done / (last * 1e-3) / 1e9);
-        if (elapsed(c0, ends[copies - 1]) < gemm_end) std::fprintf(stderr, "%s: the copies ended first\n", m.name.c_str());
+        if (elapsed(c0, ends[copies - 1]) < gemm_end)
+          std::fprintf(stderr, "%s: the copies ended first\n", m.name.c_str());
       }
     }
     const double g = median(beside), slowdown = 100.0 * (median(ratio) - 1);
