@@ -57,8 +57,12 @@ class Search {
          LayoutCache& cache)
       : src_(src), dst_(dst), pricer_(pricer), max_collectives_(max_collectives), cache_(cache) {
     const Mesh& mesh = src.mesh();
+    // A mesh dim that is the same Partial in source and target keeps its contributions (partial.hpp, "kept"): no
+    // step touches it. (Reducing it and partitioning again gives the same global value but other local shards than
+    // PyTorch's redistribute, which leaves the contributions as they are.)
+    const std::vector<int> kept = partial_roles(mesh, src.placements(), dst.placements()).kept;
     for (int k = 0; k < mesh.ndim(); ++k)
-      if (mesh.dim_size(k) > 1) movable_.push_back(k);
+      if (mesh.dim_size(k) > 1 && std::find(kept.begin(), kept.end(), k) == kept.end()) movable_.push_back(k);
     for (const Layout* l : {&src, &dst})
       for (const Placement& p : l->placements())
         if (p.is_strided() && std::find(strided_.begin(), strided_.end(), p) == strided_.end()) strided_.push_back(p);
