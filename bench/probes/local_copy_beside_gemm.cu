@@ -70,10 +70,21 @@ struct Mode {
 };
 
 int main(int argc, char** argv) {
-  const int n = argc > 1 ? std::atoi(argv[1]) : 8192;
-  const long long copy_bytes = (argc > 2 ? std::atoll(argv[2]) : 256) << 20;
-  const int gemms = argc > 3 ? std::atoi(argv[3]) : 20;
-  const int repeats = argc > 4 ? std::atoi(argv[4]) : 5;
+  // Each argument a whole number in its range, else a one-line error.
+  auto arg = [&](int i, long long fallback, long long lo, long long hi, const char* what) {
+    if (argc <= i) return fallback;
+    char* end = nullptr;
+    const long long v = std::strtoll(argv[i], &end, 10);
+    if (end == argv[i] || *end != '\0' || v < lo || v > hi) {
+      std::fprintf(stderr, "local_copy_beside_gemm: %s must be %lld to %lld, got '%s'\n", what, lo, hi, argv[i]);
+      std::exit(2);
+    }
+    return v;
+  };
+  const int n = static_cast<int>(arg(1, 8192, 256, 32768, "M=N=K"));
+  const long long copy_bytes = arg(2, 256, 16, 16384, "copy MiB") << 20;
+  const int gemms = static_cast<int>(arg(3, 20, 1, 1000, "GEMMs per loop"));
+  const int repeats = static_cast<int>(arg(4, 5, 1, 100, "repeats"));
   const std::string only = argc > 5 ? std::string(",") + argv[5] + "," : "";  // modes to run (default all)
   int sms = 0;
   CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));

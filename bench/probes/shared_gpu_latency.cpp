@@ -12,7 +12,11 @@
 
 int main(int argc, char** argv) {
   using namespace reshard;
-  const int iters = argc > 1 ? std::atoi(argv[1]) : 200;
+  const long iters = argc > 1 ? std::strtol(argv[1], nullptr, 10) : 200;
+  if (iters < 1 || iters > 100000) {
+    std::fprintf(stderr, "shared_gpu_latency: iterations must be 1 to 100000, got '%s'\n", argv[1]);
+    return 2;
+  }
   if (local_gpu_count() < 1) {
     std::printf("needs a GPU\n");
     return 0;
@@ -35,7 +39,7 @@ int main(int argc, char** argv) {
           RunOptions r;
           r.backend = Backend::kNccl;
           r.warmup = 20;
-          r.iters = iters;
+          r.iters = static_cast<int>(iters);
           r.cuda_graph = graph;
           const RunResult res = run_shared_gpus(plan, r);
           std::printf("%-8s %-10s %-10s %-8s %-6s %10.1f %10.1f %8lld\n", from.c_str(), to.c_str(),

@@ -52,12 +52,30 @@ struct ProcessRunner::State {
   std::unique_ptr<NcclCommunicator> comm;
 };
 
-ProcessRunner::ProcessRunner(int rank, int world_size, int device, const std::string& rendezvous,
-                             std::chrono::milliseconds timeout, NcclMode nccl_mode)
-    : rank_(rank), world_size_(world_size), device_(device), state_(std::make_unique<State>()) {
+namespace {
+
+// This process's GPU exists.
+void require_device(int rank, int device) {
   const int gpus = local_gpu_count();
   RESHARD_REQUIRE(device >= 0 && device < gpus, "multi-process run: rank ", rank, " needs local GPU ", device,
                   " (LOCAL_RANK) but ", gpus, " GPUs are visible");
+}
+
+// `plan` can run as rank `rank` of a job of `world_size` processes on `device`: its world, its scope, the memory.
+void require_runnable(const Plan& plan, int rank, int world_size, int device) {
+  RESHARD_REQUIRE(world_size == plan.src().mesh().world_size(), "the launcher started ", world_size,
+                  " processes but mesh ", plan.src().mesh().str(), " has ", plan.src().mesh().world_size(), " ranks");
+  RESHARD_REQUIRE(!plan.scope_rank() || *plan.scope_rank() == rank, "the plan is scoped to rank ", *plan.scope_rank(),
+                  " but this process is rank ", rank);
+  check_memory(memory_need(plan, Backend::kNccl, rank), Backend::kNccl, {device});
+}
+
+}  // namespace
+
+ProcessRunner::ProcessRunner(int rank, int world_size, int device, const std::string& rendezvous,
+                             std::chrono::milliseconds timeout, NcclMode nccl_mode)
+    : rank_(rank), world_size_(world_size), device_(device), state_(std::make_unique<State>()) {
+  require_device(rank, device);
   state_->comm = make_process_communicator(rank, world_size, device, rendezvous,
                                            NcclOptions{timeout, nccl_mode == NcclMode::kNonBlocking});
 }
@@ -65,11 +83,7 @@ ProcessRunner::ProcessRunner(int rank, int world_size, int device, const std::st
 ProcessRunner::~ProcessRunner() = default;
 
 RunResult ProcessRunner::run(const Plan& plan, const RunOptions& options) {
-  RESHARD_REQUIRE(world_size_ == plan.src().mesh().world_size(), "the launcher started ", world_size_,
-                  " processes but mesh ", plan.src().mesh().str(), " has ", plan.src().mesh().world_size(), " ranks");
-  RESHARD_REQUIRE(!plan.scope_rank() || *plan.scope_rank() == rank_, "the plan is scoped to rank ", *plan.scope_rank(),
-                  " but this process is rank ", rank_);
-  check_memory(memory_need(plan, Backend::kNccl, rank_), Backend::kNccl, {device_});
+  require_runnable(plan, rank_, world_size_, device_);
   NcclCommunicator& comm = *state_->comm;
   RankOutcome mine = detail::aborting_on_failure(
       comm, [&] { return detail::run_timed_rank(plan, comm, device_, options, [&] { comm.abort(); }); });
@@ -105,15 +119,9 @@ RunResult ProcessRunner::run(const Plan& plan, const RunOptions& options) {
 
 RunResult run_plan_process(const Plan& plan, int rank, int world_size, int device, const std::string& rendezvous,
                            const RunOptions& options) {
-  // The plan's checks and its memory before the communicator: a job that cannot run fails before it bootstraps.
-  RESHARD_REQUIRE(world_size == plan.src().mesh().world_size(), "the launcher started ", world_size,
-                  " processes but mesh ", plan.src().mesh().str(), " has ", plan.src().mesh().world_size(), " ranks");
-  RESHARD_REQUIRE(!plan.scope_rank() || *plan.scope_rank() == rank, "the plan is scoped to rank ", *plan.scope_rank(),
-                  " but this process is rank ", rank);
-  const int gpus = local_gpu_count();
-  RESHARD_REQUIRE(device >= 0 && device < gpus, "multi-process run: rank ", rank, " needs local GPU ", device,
-                  " (LOCAL_RANK) but ", gpus, " GPUs are visible");
-  check_memory(memory_need(plan, Backend::kNccl, rank), Backend::kNccl, {device});
+  // Checked before the communicator: a job that cannot run fails before it bootstraps.
+  require_device(rank, device);
+  require_runnable(plan, rank, world_size, device);
   return ProcessRunner(rank, world_size, device, rendezvous, options.timeout, options.nccl_mode).run(plan, options);
 }
 

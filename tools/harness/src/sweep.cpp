@@ -226,11 +226,11 @@ SweepSummary run_sweep(const SweepOptions& o, const std::vector<SweepCase>& case
   for (const SweepCase& c : cases) {
     const auto [src, dst] = case_layouts(c);
     const int world = src.mesh().world_size();
-    auto& runner = runners[world];
-    if (!runner && !process)
-      runner = std::make_unique<LocalRunner>(o.backend, world, std::chrono::seconds(120), o.nccl_mode);
     auto run = [&](const Plan& plan, const RunOptions& ro) {
-      return process ? process->run(plan, ro) : runner->run(plan, ro);
+      if (process) return process->run(plan, ro);
+      std::unique_ptr<LocalRunner>& runner = runners[world];
+      if (!runner) runner = std::make_unique<LocalRunner>(o.backend, world, std::chrono::seconds(120), o.nccl_mode);
+      return runner->run(plan, ro);
     };
     const int es = element_size(c.dtype);
     TrafficBound tb = traffic_bound(src, dst, o.plan.topology, es);
