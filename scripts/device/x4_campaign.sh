@@ -18,7 +18,7 @@ sweep() {  # sweep NAME SECONDS BENCH-FLAGS...
 }
 sweep big_mesh2 70 --meshes 2 --sizes 256MiB,1GiB --dtypes bf16 --iters 10 --warmup 2
 sweep big_mesh4 80 --meshes 4 --sizes 256MiB,1GiB --dtypes bf16 --iters 10 --warmup 2
-sweep big_2x2 120 --meshes 2x2 --sizes 256MiB --dtypes bf16 --iters 8 --warmup 2
+sweep big_2x2 150 --meshes 2x2 --sizes 256MiB,1GiB --dtypes bf16 --iters 8 --warmup 2
 sweep small_4 45 --meshes 4 --sizes 4KiB,256KiB,4MiB --dtypes f32 --iters 100 --warmup 10
 sweep small_2x2 80 --meshes 2x2 --sizes 4KiB,4MiB --dtypes f32 --iters 100 --warmup 10
 for c in "--from-mesh 2x2 --to-mesh 4 --from S0,S1 --to S1" "--from-mesh 4 --to-mesh 2 --from S0 --to S1" \
@@ -48,4 +48,8 @@ PY
   grep -iE "Traceback|error" "$OUT/pytorch_$m.log" | head -3
   echo "[$(el) s] pytorch $m"
 done
-gzip -f "$OUT"/*.log
+echo "[$(el) s] python (4 processes)"
+OUT="$OUT/python" NPROC=4 SKIP_BUILD=1 BUDGET=$(( $(left) - 10 )) bash python/gpu_tests/run_all.sh 2>&1 | tail -12
+echo "[$(el) s] done"
+# The device tool brings back a few files only: everything goes in one archive.
+tar -C "$OUT" -czf /tmp/x4_campaign.tgz . && rm -rf "$OUT"/* && mv /tmp/x4_campaign.tgz "$OUT/"
