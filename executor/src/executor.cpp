@@ -294,14 +294,16 @@ void Executor::run(std::span<const ConstBuffer> inputs, std::span<const MutableB
       if (input_sizes_[t] > 0) device_.check_buffer(inputs[t].data, input_sizes_[t], "input");
       if (output_sizes_[t] > 0) device_.check_buffer(outputs[t].data, output_sizes_[t], "output");
     }
-    // One-sided plans map the peers' buffers: collectively, so every rank must pass new buffers on the same call.
-    if (peers_) peers_->expose(RankBuffers{inputs[0].data, outputs[0].data, workspace_ ? workspace_->data() : nullptr});
     for (size_t t = 0; t < n; ++t) {
       inputs_[t] = inputs[t].data;
       outputs_[t] = outputs[t].data;
     }
-    checked_ = true;
   }
+  // One-sided plans map the peers' buffers, collectively: on the runs options_.buffer_changes names, which are the
+  // same runs on every rank.
+  if (peers_ && (changed || options_.buffer_changes == BufferChanges::kAnyRank))
+    peers_->expose(RankBuffers{inputs_[0], outputs_[0], workspace_ ? workspace_->data() : nullptr});
+  checked_ = true;
   const BufferBases bases{
       inputs_[0],     outputs_[0],    workspace_ ? workspace_->data() : nullptr, peers_ ? peers_->peers() : nullptr,
       inputs_.data(), outputs_.data()};

@@ -32,8 +32,8 @@ GIB_SHAPES = {"f32": (16384, 16384), "bf16": (16384, 32768), "i32": (16384, 1638
 
 
 def noise(dtype):
-    """Per-rank Partial contributions: small integers, so that sums are exact in every dtype."""
-    return lambda shape, seed: common.make_global(shape, dtype, seed)
+    """Per-rank Partial contributions: small integers, so that sums are exact in every dtype and summation order."""
+    return lambda shape, seed: common.make_global(shape, dtype, seed, common.exact_bound(dist.get_world_size()))
 
 
 def full_value(local, mesh, placements, full):
@@ -48,7 +48,7 @@ def run_case(mesh, mesh_shape, src, dst, dtype_name, shape, seed):
     dtype = common.DTYPES[dtype_name]
     src_p = [common.placement(t) for t in src]
     dst_p = [common.placement(t) for t in dst]
-    full = common.make_global(shape, dtype, seed)
+    full = common.make_global(shape, dtype, seed, common.exact_bound(dist.get_world_size()))
     local = common.local_of(full, mesh, src_p, seed, noise(dtype))
     record = {"mesh": list(mesh_shape), "src": src, "dst": dst, "dtype": dtype_name, "shape": list(shape)}
     public = not any(d.is_partial() and s != d for s, d in zip(src_p, dst_p))

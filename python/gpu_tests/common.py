@@ -59,15 +59,22 @@ def time_call(fn, iters, warmup):
     return t.tolist(), out
 
 
-def make_global(shape, dtype, seed):
-    """The same tensor on every rank: small integers (exact in every dtype) or, with scale, normal values."""
+def make_global(shape, dtype, seed, bound=64):
+    """The same tensor on every rank: integers in [-bound, bound), exact in every dtype."""
     g = torch.Generator(device="cuda")
     g.manual_seed(seed)
     if dtype.is_complex:
-        real = torch.randint(-64, 64, shape, generator=g, device="cuda", dtype=torch.int32)
-        imag = torch.randint(-64, 64, shape, generator=g, device="cuda", dtype=torch.int32)
+        real = torch.randint(-bound, bound, shape, generator=g, device="cuda", dtype=torch.int32)
+        imag = torch.randint(-bound, bound, shape, generator=g, device="cuda", dtype=torch.int32)
         return torch.complex(real.float(), imag.float()).to(dtype)
-    return torch.randint(-64, 64, shape, generator=g, device="cuda", dtype=torch.int32).to(dtype)
+    return torch.randint(-bound, bound, shape, generator=g, device="cuda", dtype=torch.int32).to(dtype)
+
+
+def exact_bound(world):
+    """Values in [-b, b) for globals and Partial contributions such that every partial sum over the world's
+    contributions (each a global value plus a rank's noise, |x| < 2b) stays below 128 in magnitude: exact in bf16 (8
+    significant bits) in any order of summation, so PyTorch's order and reshard's give the same bits."""
+    return max(1, 128 // (2 * world))
 
 
 def random_like_global(shape, dtype, seed):

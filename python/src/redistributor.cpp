@@ -1,9 +1,20 @@
 #include "redistributor.hpp"
 
 namespace reshard::python {
+namespace {
+
+// Python hands over tensors from allocators that may give one rank the same block again and another rank a new one:
+// one-sided plans map the peers' buffers on every run (ExecutorOptions::buffer_changes).
+ExecutorOptions options() {
+  ExecutorOptions o;
+  o.buffer_changes = BufferChanges::kAnyRank;
+  return o;
+}
+
+}  // namespace
 
 Redistributor::Redistributor(Plan plan, Communicator& comm, Device& device)
-    : plan_(std::move(plan)), executor_(std::make_unique<Executor>(plan_, comm, device)) {}
+    : plan_(std::move(plan)), executor_(std::make_unique<Executor>(plan_, comm, device, options())) {}
 
 Redistributor::~Redistributor() = default;
 
@@ -20,7 +31,7 @@ void Redistributor::wait(StreamHandle stream) { executor_->wait(stream); }
 
 BatchRedistributor::BatchRedistributor(PlanBatch batch, Communicator& comm, Device& device)
     : batch_(std::move(batch)),
-      executor_(std::make_unique<Executor>(batch_, comm, device)),
+      executor_(std::make_unique<Executor>(batch_, comm, device, options())),
       in_(batch_.size()),
       out_(batch_.size()) {}
 

@@ -24,6 +24,20 @@
 
 namespace reshard {
 
+// One-sided (nvlink) plans address the peers' input and output tensors, so a run on buffers other than the last run's
+// maps them anew: collectively, one host all-gather over the communicator (PeerLink::expose). Which runs do it:
+enum class BufferChanges {
+  // Only a run whose buffers differ from this rank's last run's. Every rank must then change its buffers on the same
+  // run, or the ranks that did wait in the all-gather for the others (a timeout error, after ExecutorOptions::timeout
+  // and the peers' one-sided waits). For callers that keep their buffers or change them together (the CLI, the
+  // benchmarks, a runtime with fixed buffers): runs on the same buffers cost no host round trip.
+  kTogether,
+  // Every run of a one-sided plan, so each rank may change its buffers on any run independently of the others (tensors
+  // from a caching allocator, which may hand one rank the same block again and another a new one: reshard.torch).
+  // Costs one host all-gather per run; mappings stay cached per allocation, so only offsets are exchanged.
+  kAnyRank,
+};
+
 struct ExecutorOptions {
   std::chrono::milliseconds timeout{std::chrono::seconds(120)};  // for wait(): a stuck peer aborts instead of hanging
   bool trace = false;  // record events around each step's phases; read them with step_times() after wait()
@@ -33,6 +47,7 @@ struct ExecutorOptions {
   // copy into its readers' tensors on the copy engines; kPull pulls, on kernels where the copy engines cannot reach
   // the peer (docs/transports.md; program.hpp's OneSidedCopies). Every rank must pass the same value.
   OneSidedCopies one_process_copies = OneSidedCopies::kPush;
+  BufferChanges buffer_changes = BufferChanges::kTogether;  // see above; every rank must pass the same value
   // Receives one line per event: the plan this rank prepared and, after wait() of a traced run, its per-step
   // times. Unset: the environment variable RESHARD_LOG=1 sends them to stderr; otherwise nothing is logged.
   std::function<void(const std::string&)> log;
@@ -75,7 +90,8 @@ class Executor {
 
   // Enqueues the redistribution of this rank's `input` (its source local tensor, dense row-major) into `output`
   // (its target local tensor). Buffers smaller than required, or not usable by the device, are rejected with
-  // kInvalidArgument before anything is enqueued.
+  // kInvalidArgument before anything is enqueued. One-sided plans: a run on new buffers is collective
+  // (ExecutorOptions::buffer_changes says which runs).
   void run(ConstBuffer input, MutableBuffer output, StreamHandle stream);
   // Every tensor at once: inputs[i] and outputs[i] are tensor i's (tensors() of each; the same checks).
   void run(std::span<const ConstBuffer> inputs, std::span<const MutableBuffer> outputs, StreamHandle stream);

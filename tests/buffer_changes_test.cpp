@@ -1,0 +1,145 @@
+// ExecutorOptions::buffer_changes: with kAnyRank, ranks of a one-sided plan may change their buffers on any run
+// independently (one rank keeps its buffers, another gets new ones, as a caching allocator does): every run maps the
+// peers' buffers collectively, and every element of every rank's result is right on every run. (With kTogether the
+// same runs time out: the ranks that changed buffers wait in the mapping all-gather for those that did not.)
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "placement_sets.hpp"
+#include "reshard/executor.hpp"
+#include "reshard/host_backend.hpp"
+#include "reshard/pattern.hpp"
+#include "reshard/planner.hpp"
+
+namespace reshard {
+namespace {
+
+// Counts the expose() calls of every rank (they must be equal: expose is collective).
+class CountingDevice : public HostDevice {
+ public:
+  explicit CountingDevice(std::atomic<int>& exposes) : exposes_(exposes) {}
+  std::unique_ptr<PeerLink> connect_peers(Communicator& comm) override {
+    return std::make_unique<Link>(HostDevice::connect_peers(comm), exposes_);
+  }
+
+ private:
+  class Link : public PeerLink {
+   public:
+    Link(std::unique_ptr<PeerLink> inner, std::atomic<int>& exposes) : inner_(std::move(inner)), exposes_(exposes) {}
+    void expose(const RankBuffers& mine) override {
+      ++exposes_;
+      inner_->expose(mine);
+    }
+    const RankBuffers* peers() const override { return inner_->peers(); }
+    void require(int peer) const override { inner_->require(peer); }
+    bool copy_engines_reach(int peer) const override { return inner_->copy_engines_reach(peer); }
+    bool one_process() const override { return inner_->one_process(); }
+    void sync(const PeerSync& sync, StreamHandle stream) override { inner_->sync(sync, stream); }
+    std::string release() override { return inner_->release(); }
+    std::unique_ptr<CopyBatch> prepare_fused(const FusedPeerCopies& op, int es, std::chrono::milliseconds t) override {
+      return inner_->prepare_fused(op, es, t);
+    }
+    void check() override { inner_->check(); }
+
+   private:
+    std::unique_ptr<PeerLink> inner_;
+    std::atomic<int>& exposes_;
+  };
+  std::atomic<int>& exposes_;
+};
+
+// Rank r's buffers on run i: rank 0 keeps one pair for every run; the other ranks take a new pair on odd runs
+// (fresh allocations, the old ones freed), so the ranks' pointer changes never line up.
+constexpr int kRuns = 4;
+bool keeps(int rank, int run) { return rank == 0 || run % 2 == 0; }
+
+TEST(BufferChanges, RanksChangingBuffersIndependentlyGetEveryElementRight) {
+  const int expected_exposes_per_rank = kRuns;  // kAnyRank: every run maps
+  for (const std::vector<int>& m : {std::vector<int>{2}, {4}, {2, 2}}) {
+    const Mesh mesh(m);
+    const int n = static_cast<int>(mesh.size());
+    for (const Dims& shape : {Dims{1, 1}, Dims{7, 5}, Dims{64, 48}}) {
+      for (const auto& from : testing::all_placements(mesh.ndim(), 2)) {
+        for (const auto& to : testing::all_placements(mesh.ndim(), 2)) {
+          const Layout src(mesh, from, shape), dst(mesh, to, shape);
+          for (Fusion fusion : {Fusion::kNever, Fusion::kAlways}) {
+            PlanOptions o;
+            o.strategy = Strategy::kP2P;
+            o.transport = Transport::kNvlink;
+            o.fusion = fusion;
+            const Plan plan = make_plan(src, dst, DType::kF32, o);
+            HostWorld world(n);
+            std::atomic<Index> wrong{0};
+            std::atomic<int> exposes{0};
+            run_ranks(
+                n,
+                [&](int r) {
+                  HostCommunicator comm(world, r);
+                  CountingDevice device(exposes);
+                  ExecutorOptions eo;
+                  eo.buffer_changes = BufferChanges::kAnyRank;
+                  Executor exec(plan, comm, device, eo);
+                  auto in = std::make_unique<std::vector<std::byte>>(exec.input_bytes());
+                  auto out = std::make_unique<std::vector<std::byte>>(exec.output_bytes());
+                  for (int run = 0; run < kRuns; ++run) {
+                    if (!keeps(r, run)) {
+                      in = std::make_unique<std::vector<std::byte>>(exec.input_bytes());
+                      out = std::make_unique<std::vector<std::byte>>(exec.output_bytes());
+                    }
+                    fill_pattern(in->data(), src.box(r), src.global_shape(), DType::kF32);
+                    std::fill(out->begin(), out->end(), std::byte{0xA5});
+                    exec.run({in->data(), in->size()}, {out->data(), out->size()}, nullptr);
+                    exec.wait(nullptr);
+                    wrong += count_mismatches(out->data(), dst.box(r), dst.global_shape(), DType::kF32);
+                  }
+                },
+                &world);
+            const std::string what =
+                src.str() + " -> [" + to_string(to) + "]" + (fusion == Fusion::kAlways ? " fused" : " separate copies");
+            EXPECT_EQ(wrong.load(), 0) << what;
+            if (plan.transport() == Transport::kNvlink) {
+              EXPECT_EQ(exposes.load(), n * expected_exposes_per_rank) << what;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+// kTogether (the default) maps only on runs whose buffers changed: on the same buffers, one mapping in all.
+TEST(BufferChanges, TheDefaultMapsOnlyWhenBuffersChange) {
+  const Layout src(Mesh({2}), parse_placements("S0"), Dims{64, 48});
+  const Layout dst = src.with_placements(parse_placements("S1"));
+  PlanOptions o;
+  o.strategy = Strategy::kP2P;
+  o.transport = Transport::kNvlink;
+  const Plan plan = make_plan(src, dst, DType::kF32, o);
+  HostWorld world(2);
+  std::atomic<int> exposes{0};
+  std::atomic<Index> wrong{0};
+  run_ranks(
+      2,
+      [&](int r) {
+        HostCommunicator comm(world, r);
+        CountingDevice device(exposes);
+        Executor exec(plan, comm, device);
+        std::vector<std::byte> in(exec.input_bytes()), out(exec.output_bytes());
+        fill_pattern(in.data(), src.box(r), src.global_shape(), DType::kF32);
+        for (int run = 0; run < kRuns; ++run) {
+          exec.run({in.data(), in.size()}, {out.data(), out.size()}, nullptr);
+          exec.wait(nullptr);
+          wrong += count_mismatches(out.data(), dst.box(r), dst.global_shape(), DType::kF32);
+        }
+      },
+      &world);
+  EXPECT_EQ(wrong.load(), 0);
+  EXPECT_EQ(exposes.load(), 2);
+}
+
+}  // namespace
+}  // namespace reshard
