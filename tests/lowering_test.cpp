@@ -245,5 +245,44 @@ TEST(Lowering, LowSmPlansIssueCopyEngineCopiesInPieces) {
   }
 }
 
+// Peer copies run one after another on a stream: staggered, the k-th peer copy of every rank goes to a different rank
+// (pushing r -> r+k, pulling r <- r-k), so no rank's link is shared by the others' copies while one of its own waits.
+TEST(Lowering, PeerCopiesAreStaggeredSoNoTwoRanksTargetTheSameRankAtOnce) {
+  for (const auto& [mesh, from, to] : {std::tuple{std::vector<int>{4}, "S0", "R"},
+                                       {std::vector<int>{4}, "S0", "S1"},
+                                       {std::vector<int>{8}, "S1", "S0"},
+                                       {std::vector<int>{8}, "S0", "R"},
+                                       {std::vector<int>{2, 4}, "S0,S0", "R,R"}}) {
+    const Layout src(Mesh(mesh), parse_placements(from), Dims{1024, 4096});  // rows of 2 KiB or more: copy engines
+    const Layout dst = src.with_placements(parse_placements(to));
+    PlanOptions o;
+    o.strategy = Strategy::kP2P;
+    o.transport = Transport::kNvlink;
+    o.fusion = Fusion::kNever;
+    const Plan plan = make_plan(src, dst, DType::kF32, o);
+    const int n = static_cast<int>(src.mesh().size());
+    for (OneSidedCopies copies : {OneSidedCopies::kPull, OneSidedCopies::kPush}) {
+      const bool push = copies == OneSidedCopies::kPush;
+      std::vector<std::vector<int>> peers(n);  // rank -> the peer of each engine copy, in issue order
+      for (int rank = 0; rank < n; ++rank) {
+        LowerOptions lo;
+        lo.one_sided = copies;
+        for (const Op& op : lower(plan, rank, lo).ops)
+          if (const auto* c = std::get_if<Copies>(&op.body); c && c->engine == CopyEngine::kCopyEngine)
+            for (const CopyRegion& r : c->regions) {
+              const int peer = push ? r.dst.peer : r.src.peer;
+              if (peer >= 0 && (peers[rank].empty() || peers[rank].back() != peer)) peers[rank].push_back(peer);
+            }
+      }
+      const std::string what = src.str() + " -> [" + to + "] " + (push ? "push" : "pull");
+      for (int rank = 0; rank < n; ++rank) {
+        ASSERT_EQ(static_cast<int>(peers[rank].size()), n - 1) << what << " rank " << rank;
+        for (int k = 0; k < n - 1; ++k)
+          EXPECT_EQ(peers[rank][k], push ? (rank + k + 1) % n : (rank - k - 1 + n) % n) << what << " rank " << rank;
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace reshard

@@ -151,6 +151,22 @@ Index lower_exchange(StepParts& ps, const RankTransfers& t, const RankBoxes& a, 
   return account.scratch().total();
 }
 
+// A rank's peer copies in staggered order: pushing, rank r writes to r+1, r+2, ... (mod world); pulling, it reads from
+// r-1, r-2, .... Copies on one stream run one after the other, so in ascending peer order every rank would first write
+// to (or read from) the same rank, whose link the others then share; staggered, the k-th copies of all ranks pair
+// them off (a permutation where every rank talks to every other), and each runs at a link's full rate, as NCCL's
+// all-to-all orders its peers. Copies to the same peer keep their order.
+std::vector<Transfer> staggered(const std::vector<Transfer>& transfers, int rank, int world, bool push) {
+  std::vector<Transfer> out = transfers;
+  const auto distance = [&](const Transfer& t) {
+    const int peer = push ? t.dst : t.src;
+    return push ? (peer - rank + world) % world : (rank - peer + world) % world;
+  };
+  std::stable_sort(out.begin(), out.end(),
+                   [&](const Transfer& x, const Transfer& y) { return distance(x) < distance(y); });
+  return out;
+}
+
 // One rank's side of a p2p step on the NVLink transport. Pulling, it tells the ranks that read its L_i tensor that
 // it is ready, waits for the ranks it reads, copies every region it receives straight out of their L_i tensors into
 // its L_i+1 tensor (copy engines or one kernel, as the geometry says) or reduces their contributions in place, then
@@ -178,7 +194,7 @@ void lower_one_sided(StepParts& ps, const RankTransfers& t, const RankBoxes& a, 
   if (!rules.reduces) {
     for (const Transfer& tr : t.local)
       add_local_copy(ps, buf.in, from, buf.out, to, tr.region, rules.element_size, rules.copy_engine_min_row_bytes);
-    for (const Transfer& tr : push ? t.sends : t.recvs) {
+    for (const Transfer& tr : staggered(push ? t.sends : t.recvs, rank, a.size(), push)) {
       const Movement m = movement(tr.region, a[tr.src], b[tr.dst], rules);
       (m.engine == CopyEngine::kCopyEngine ? one.engine_copies : one.kernel_copies)
           .push_back(push ? box_copy(buf.in, from, peer_out(tr.dst), b[tr.dst], tr.region)
