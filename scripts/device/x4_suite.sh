@@ -3,7 +3,8 @@
 # binaries on GPUs 0,1 (executor_gpu_tests with the one-process-per-GPU tests, shared_gpu_tests with ranks sharing the
 # two GPUs, batch_gpu_tests); then the 4-GPU suite through `reshard bench`: every pair of R/S0/S1/P(sum) on meshes (4)
 # and (2,2), sizes 0, 1, uneven, every strategy and transport (fused and separate nvlink copies as auto picks them),
-# every element of every rank verified, first in process, then one process per GPU (file rendezvous). Files under $OUT.
+# every element of every rank verified, first in process, then one process per GPU (file rendezvous). SKIP_2GPU=1: the
+# 4-GPU suite only. Files under $OUT.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 source scripts/device/lib.sh
@@ -11,6 +12,7 @@ device_begin || exit 1
 BUDGET=${BUDGET:-575}
 left() { echo $((BUDGET - $(el))); }
 echo "[$(el) s] built; $(nvidia-smi -L | wc -l) GPUs: $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)"
+if [ "${SKIP_2GPU:-0}" != 1 ]; then
 export CUDA_VISIBLE_DEVICES=0,1
 timeout ${GPU_TEST_S:-230} build-device/tests/executor_gpu_tests > "$OUT/executor_gpu_tests.log" 2>&1
 echo "executor_gpu_tests exit $?"
@@ -23,6 +25,7 @@ for bin in shared_gpu_tests:${SHARED_S:-70} batch_gpu_tests:40; do
 done
 echo "[$(el) s] 2-GPU binaries"
 unset CUDA_VISIBLE_DEVICES
+fi
 [ "$(nvidia-smi -L | wc -l)" -ge 4 ] || { echo "fewer than 4 GPUs: no 4-GPU suite"; exit 0; }
 S="--placements R,S0,S1,P --strategies collective,p2p,hybrid --transports nccl,nvlink --iters 2 --warmup 1"
 suite() {  # suite NAME PROCESSES(0: in process) BENCH-FLAGS...
