@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "forwarding_peer_link.hpp"
 #include "placement_sets.hpp"
 #include "reshard/executor.hpp"
 #include "reshard/host_backend.hpp"
@@ -27,26 +28,16 @@ class CountingDevice : public HostDevice {
   }
 
  private:
-  class Link : public PeerLink {
+  class Link : public testing::ForwardingPeerLink {
    public:
-    Link(std::unique_ptr<PeerLink> inner, std::atomic<int>& exposes) : inner_(std::move(inner)), exposes_(exposes) {}
+    Link(std::unique_ptr<PeerLink> inner, std::atomic<int>& exposes)
+        : ForwardingPeerLink(std::move(inner)), exposes_(exposes) {}
     void expose(const RankBuffers& mine) override {
       ++exposes_;
-      inner_->expose(mine);
+      ForwardingPeerLink::expose(mine);
     }
-    const RankBuffers* peers() const override { return inner_->peers(); }
-    void require(int peer) const override { inner_->require(peer); }
-    bool copy_engines_reach(int peer) const override { return inner_->copy_engines_reach(peer); }
-    bool one_process() const override { return inner_->one_process(); }
-    void sync(const PeerSync& sync, StreamHandle stream) override { inner_->sync(sync, stream); }
-    std::string release() override { return inner_->release(); }
-    std::unique_ptr<CopyBatch> prepare_fused(const FusedPeerCopies& op, int es, std::chrono::milliseconds t) override {
-      return inner_->prepare_fused(op, es, t);
-    }
-    void check() override { inner_->check(); }
 
    private:
-    std::unique_ptr<PeerLink> inner_;
     std::atomic<int>& exposes_;
   };
   std::atomic<int>& exposes_;

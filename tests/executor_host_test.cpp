@@ -10,6 +10,7 @@
 #include <cstring>
 #include <thread>
 
+#include "forwarding_peer_link.hpp"
 #include "host_runs.hpp"
 #include "placement_sets.hpp"
 #include "reshard/executor.hpp"
@@ -182,23 +183,10 @@ class NoEngineReach : public HostDevice {
   }
 
  private:
-  class Link : public PeerLink {
+  class Link : public testing::ForwardingPeerLink {
    public:
-    explicit Link(std::unique_ptr<PeerLink> inner) : inner_(std::move(inner)) {}
-    void expose(const RankBuffers& mine) override { inner_->expose(mine); }
-    const RankBuffers* peers() const override { return inner_->peers(); }
-    void require(int peer) const override { inner_->require(peer); }
+    using ForwardingPeerLink::ForwardingPeerLink;
     bool copy_engines_reach(int) const override { return false; }
-    bool one_process() const override { return inner_->one_process(); }
-    void sync(const PeerSync& sync, StreamHandle stream) override { inner_->sync(sync, stream); }
-    std::string release() override { return inner_->release(); }
-    std::unique_ptr<CopyBatch> prepare_fused(const FusedPeerCopies& op, int es, std::chrono::milliseconds t) override {
-      return inner_->prepare_fused(op, es, t);
-    }
-    void check() override { inner_->check(); }
-
-   private:
-    std::unique_ptr<PeerLink> inner_;
   };
   std::atomic<int>& engine_peer_copies_;
 };

@@ -39,10 +39,13 @@ sanitize() {
   grep -E "^== |ERROR SUMMARY|RACECHECK SUMMARY|exit |GPU SUMMARY|PASSED|FAILED" "$OUT/sanitizer.log"
 }
 
-# device_begin: the clock for el (seconds since) and device_setup into $OUT/build.txt (its tail when it fails).
+# device_begin: the clock for el (seconds since), the call's budget for left (BUDGET seconds, default 575) and
+# device_setup into $OUT/build.txt (its tail when it fails).
 device_begin() {
   t0=$(date +%s)
   OUT=${OUT:-/tmp}
+  BUDGET=${BUDGET:-575}
   device_setup > "$OUT/build.txt" 2>&1 || { tail -30 "$OUT/build.txt"; return 1; }
 }
 el() { echo $(( $(date +%s) - t0 )); }
+left() { echo $(( BUDGET - $(el) )); }

@@ -18,7 +18,7 @@ variant() {  # NAME REPS ENV...
   local name=$1 reps=$2; shift 2
   local ok=0 bad=0
   for i in $(seq 1 $reps); do
-    [ $(el) -gt ${BUDGET:-540} ] && break
+    [ "$(left)" -lt 35 ] && break
     env "$@" RESHARD_TEST_VERBOSE=1 timeout 120 $S --gtest_filter="$F" > "$OUT/${name}_$i.log" 2>&1
     if [ $? -eq 0 ]; then ok=$((ok + 1)); else
       bad=$((bad + 1))

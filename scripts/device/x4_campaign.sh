@@ -9,8 +9,6 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 source scripts/device/lib.sh
 device_begin || exit 1
-BUDGET=${BUDGET:-575}
-left() { echo $((BUDGET - $(el))); }
 echo "[$(el) s] built"
 sweep() {  # sweep NAME SECONDS BENCH-FLAGS...
   local name=$1 t=$2; shift 2

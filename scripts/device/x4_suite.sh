@@ -9,8 +9,6 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 source scripts/device/lib.sh
 device_begin || exit 1
-BUDGET=${BUDGET:-575}
-left() { echo $((BUDGET - $(el))); }
 echo "[$(el) s] built; $(nvidia-smi -L | wc -l) GPUs: $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)"
 if [ "${SKIP_2GPU:-0}" != 1 ]; then
 export CUDA_VISIBLE_DEVICES=0,1

@@ -1,0 +1,33 @@
+// A PeerLink that forwards every call to another one: tests derive from it and override the calls they observe or
+// change (which peers the copy engines reach, how often buffers are exposed).
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "reshard/backend.hpp"
+
+namespace reshard::testing {
+
+class ForwardingPeerLink : public PeerLink {
+ public:
+  explicit ForwardingPeerLink(std::unique_ptr<PeerLink> inner) : inner_(std::move(inner)) {}
+  void expose(const RankBuffers& mine) override { inner_->expose(mine); }
+  const RankBuffers* peers() const override { return inner_->peers(); }
+  void require(int peer) const override { inner_->require(peer); }
+  bool copy_engines_reach(int peer) const override { return inner_->copy_engines_reach(peer); }
+  bool one_process() const override { return inner_->one_process(); }
+  void sync(const PeerSync& sync, StreamHandle stream) override { inner_->sync(sync, stream); }
+  std::string release() override { return inner_->release(); }
+  std::unique_ptr<CopyBatch> prepare_fused(const FusedPeerCopies& op, int es, std::chrono::milliseconds t) override {
+    return inner_->prepare_fused(op, es, t);
+  }
+  void check() override { inner_->check(); }
+
+ private:
+  std::unique_ptr<PeerLink> inner_;
+};
+
+}  // namespace reshard::testing
