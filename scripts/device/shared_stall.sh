@@ -5,7 +5,9 @@
 #   connN         the same with N hardware queues per device
 #   eager         pushes with every CUDA module loaded when the context starts (CUDA_MODULE_LOADING=EAGER): a lazily
 #                 loaded kernel can need a context-wide synchronisation, which waits for streams held by peers' waits
-# VARIANTS picks some (default: all, in this order).
+#   direct        pushes, with posts to ranks of this process written straight into their flags by a stream operation
+#                 (RESHARD_FLAG_POSTS=write) instead of a copy-engine copy, which may wait on the peer GPU's queues
+# VARIANTS picks some (default: all but direct, in this order).
 # Prints per variant: runs that passed, runs that stalled and the first stall's run and message. Files under $OUT.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -35,6 +37,7 @@ for v in ${VARIANTS:-push pull eager conn8 conn2}; do
     eager) variant eager ${REPS:-3} CUDA_DEVICE_MAX_CONNECTIONS=32 CUDA_MODULE_LOADING=EAGER ;;
     conn8) variant conn8 2 CUDA_DEVICE_MAX_CONNECTIONS=8 ;;
     conn2) variant conn2 2 CUDA_DEVICE_MAX_CONNECTIONS=2 ;;
+    direct) variant direct ${REPS:-3} CUDA_DEVICE_MAX_CONNECTIONS=32 RESHARD_FLAG_POSTS=write ;;
   esac
 done
 grep -h "shared GPU:" "$OUT"/push_1.log

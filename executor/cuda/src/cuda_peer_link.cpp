@@ -22,6 +22,7 @@
 #include <cstring>
 #include <map>
 #include <string>
+#include <string_view>
 #include <thread>
 
 #include "copy_batches.hpp"
@@ -107,6 +108,8 @@ class CudaPeerLink : public PeerLink {
     fused_offset_ = (static_cast<size_t>(kPhases) * n_ * sizeof(std::uint32_t) + 15) / 16 * 16;
     const size_t bytes = fused_offset_ + static_cast<size_t>(kFusedSlots) * kPhases * n_ * sizeof(std::uint64_t);
     trace_ = std::getenv("RESHARD_TRACE_OPS") != nullptr;
+    const char* posts = std::getenv("RESHARD_FLAG_POSTS");
+    direct_posts_ = posts && std::string_view(posts) == "write";
     RESHARD_CUDA_CHECK(cudaMalloc(&flags_, bytes));
     RESHARD_CUDA_CHECK(cudaMemset(flags_, 0, bytes));
     RESHARD_CUDA_CHECK(
@@ -287,23 +290,28 @@ class CudaPeerLink : public PeerLink {
     RESHARD_CUDA_CHECK(cudaStreamIsCapturing(s, &capture));
     const bool graph = capture != cudaStreamCaptureStatusNone;
     if (!sync.notify.empty()) {
-      if (!graph) {
-        ops_.clear();
-        for (int p : sync.notify) {
-          CUstreamBatchMemOpParams op{};
-          op.writeValue.operation = CU_STREAM_MEM_OP_WRITE_VALUE_32;
-          op.writeValue.address = reinterpret_cast<CUdeviceptr>(outbox_ + slot(phase, p));
-          op.writeValue.value = ++posted_[slot(phase, p)];
-          op.writeValue.flags = CU_STREAM_WRITE_VALUE_DEFAULT;
-          ops_.push_back(op);
-        }
+      ops_.clear();
+      auto write = [&](std::uint32_t* address, std::uint32_t value) {
+        CUstreamBatchMemOpParams op{};
+        op.writeValue.operation = CU_STREAM_MEM_OP_WRITE_VALUE_32;
+        op.writeValue.address = reinterpret_cast<CUdeviceptr>(address);
+        op.writeValue.value = value;
+        op.writeValue.flags = CU_STREAM_WRITE_VALUE_DEFAULT;
+        ops_.push_back(op);
+      };
+      for (int p : sync.notify) {
+        const std::uint32_t value = graph ? 1u : ++posted_[slot(phase, p)];
+        if (!graph) write(outbox_ + slot(phase, p), value);
+        if (direct(p)) write(peer_flags_[p] + slot(phase, me_), value);
+      }
+      if (!ops_.empty())
         RESHARD_CU_CHECK(driver_api().stream_batch_mem_op(reinterpret_cast<CUstream>(s),
                                                           static_cast<unsigned int>(ops_.size()), ops_.data(), 0));
-      }
       if (trace_) std::fprintf(stderr, "rank %d: posting phase %d (copies)\n", me_, phase);
       for (int p : sync.notify)
-        RESHARD_CUDA_CHECK(cudaMemcpyAsync(peer_flags_[p] + slot(phase, me_), graph ? one_ : outbox_ + slot(phase, p),
-                                           sizeof(std::uint32_t), cudaMemcpyDeviceToDevice, s));
+        if (!direct(p))
+          RESHARD_CUDA_CHECK(cudaMemcpyAsync(peer_flags_[p] + slot(phase, me_), graph ? one_ : outbox_ + slot(phase, p),
+                                             sizeof(std::uint32_t), cudaMemcpyDeviceToDevice, s));
     }
     if (trace_) std::fprintf(stderr, "rank %d: %s phase %d\n", me_, sync.notify.empty() ? "no post" : "posted", phase);
     if (sync.await.empty()) return;
@@ -434,7 +442,12 @@ class CudaPeerLink : public PeerLink {
   std::vector<std::uint32_t> expected_;          // [phase][peer]: the value the latest enqueued wait waits for
   std::uint32_t* seen_ = nullptr;                // pinned: flags then outbox as release() read them
   bool trace_ = false;                           // RESHARD_TRACE_OPS=1: posts and waits as they are enqueued
-  cudaStream_t side_ = nullptr;                  // release() only
+  // RESHARD_FLAG_POSTS=write (an experiment for ranks that share a process): a post to a rank of this process is a
+  // stream write-value operation straight into its flag, not a copy-engine copy from the outbox (a copy into another
+  // GPU's memory may wait on that GPU's hardware queues, which its stream waits can hold).
+  bool direct_posts_ = false;
+  bool direct(int peer) const { return direct_posts_ && cards_[peer].pid == cards_[me_].pid; }
+  cudaStream_t side_ = nullptr;  // release() only
   std::vector<Card> cards_;
   std::vector<std::uint32_t*> peer_flags_;
   std::vector<bool> reachable_;
