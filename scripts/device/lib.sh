@@ -49,3 +49,12 @@ device_begin() {
 }
 el() { echo $(( $(date +%s) - t0 )); }
 left() { echo $(( BUDGET - $(el) )); }
+
+# smi_start FILE / smi_stop: sample every GPU's SM clock, power draw and throttle reasons every 200 ms into FILE (CSV)
+# while something runs: a slowdown that follows the clock (power or thermal capping) is not contention for SMs.
+smi_start() {
+  nvidia-smi --query-gpu=timestamp,index,clocks.sm,clocks.mem,power.draw,temperature.gpu,clocks_throttle_reasons.active \
+    --format=csv,noheader -lms 200 > "$1" 2>&1 &
+  SMI_PID=$!
+}
+smi_stop() { [ -n "${SMI_PID:-}" ] && kill "$SMI_PID" 2> /dev/null; wait "$SMI_PID" 2> /dev/null; SMI_PID=; }

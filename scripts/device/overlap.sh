@@ -5,7 +5,8 @@
 #     of 64 MiB, 256 MiB and 1 GiB (the 1 GiB case is the acceptance case);
 #   - the same 1 GiB case planned by auto in low-SM mode (--low-sm), eager;
 #   - PyTorch's DTensor redistribute beside the same GEMM (bench/pytorch_overlap.py), same three sizes.
-# Three files under $OUT: machine.txt, overlap.txt (the tables and the log) and overlap_rows.jsonl (one JSON row per
+# Files under $OUT: machine.txt, overlap.txt (the tables and the log), smi_NAME.csv (SM clock, power and throttle
+# reasons every 200 ms during each run) and overlap_rows.jsonl (one JSON row per
 # measurement, `reshard overlap --json`'s fields; PyTorch's with strategy "pytorch"), which
 #   /usr/bin/python3 bench/overlap_report.py overlap_rows.jsonl --out DIR
 # turns into a table and the slowdown-vs-size plot.
@@ -23,8 +24,13 @@ overlap() {  # NAME FLAGS...: one `reshard overlap` run, its JSON rows kept as $
   local name=$1; shift
   if [ "$(left)" -lt 150 ]; then echo "== skipped $name: $(left) s left, kept for PyTorch"; return; fi
   echo "== reshard overlap $* $GEMM"
+  smi_start "$OUT/smi_$name.csv"
   timeout 60 $R overlap --mesh 2 --from S0 --to S1 $GEMM --json "$rows/$name.json" "$@" 2>&1
   echo "exit $?"
+  smi_stop
+  # SM clock and power of GPU 0 over the run (the GEMM alone and beside the redistribution both fall inside it)
+  awk -F', ' '$2 == 0 { gsub(/ MHz| W/, ""); print $3, $5 }' "$OUT/smi_$name.csv" | sort -n |
+    awk '{ c[NR] = $1; p += $2 } END { if (NR) printf "GPU 0 over the run: SM clock min %d median %d max %d MHz, mean power %.0f W (%d samples)\n", c[1], c[int((NR + 1) / 2)], c[NR], p / NR, NR }'
   stamp "$name"
 }
 {
