@@ -44,8 +44,9 @@ def bench_redistribute(mesh, mesh_shape, src, dst, dtype_name, shape, iters, war
     dtype = common.DTYPES[dtype_name]
     src_p = [common.placement(t) for t in src.split(",")]
     dst_p = [common.placement(t) for t in dst.split(",")]
-    full = common.make_global(shape, dtype, 3)
-    local = common.local_of(full, mesh, src_p, 3, lambda s, sd: common.make_global(s, dtype, sd))
+    bound = common.exact_bound(dist.get_world_size())  # Partial sums exact in any order: bitwise comparable
+    full = common.make_global(shape, dtype, 3, bound)
+    local = common.local_of(full, mesh, src_p, 3, lambda s, sd: common.make_global(s, dtype, sd, bound))
     x = DTensor.from_local(local, mesh, src_p, shape=full.shape, stride=full.stride())
     variants = {
         "pytorch": lambda: x.redistribute(mesh, dst_p),
