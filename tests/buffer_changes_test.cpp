@@ -15,6 +15,7 @@
 #include "reshard/host_backend.hpp"
 #include "reshard/pattern.hpp"
 #include "reshard/planner.hpp"
+#include "test_plans.hpp"
 
 namespace reshard {
 namespace {
@@ -58,11 +59,7 @@ TEST(BufferChanges, RanksChangingBuffersIndependentlyGetEveryElementRight) {
         for (const auto& to : testing::all_placements(mesh.ndim(), 2)) {
           const Layout src(mesh, from, shape), dst(mesh, to, shape);
           for (Fusion fusion : {Fusion::kNever, Fusion::kAlways}) {
-            PlanOptions o;
-            o.strategy = Strategy::kP2P;
-            o.transport = Transport::kNvlink;
-            o.fusion = fusion;
-            const Plan plan = make_plan(src, dst, DType::kF32, o);
+            const Plan plan = testing::p2p_over_nvlink(src, dst, DType::kF32, fusion);
             HostWorld world(n);
             std::atomic<Index> wrong{0};
             std::atomic<int> exposes{0};
@@ -106,10 +103,7 @@ TEST(BufferChanges, RanksChangingBuffersIndependentlyGetEveryElementRight) {
 TEST(BufferChanges, TheDefaultMapsOnlyWhenBuffersChange) {
   const Layout src(Mesh({2}), parse_placements("S0"), Dims{64, 48});
   const Layout dst = src.with_placements(parse_placements("S1"));
-  PlanOptions o;
-  o.strategy = Strategy::kP2P;
-  o.transport = Transport::kNvlink;
-  const Plan plan = make_plan(src, dst, DType::kF32, o);
+  const Plan plan = testing::p2p_over_nvlink(src, dst, DType::kF32);
   HostWorld world(2);
   std::atomic<int> exposes{0};
   std::atomic<Index> wrong{0};

@@ -195,11 +195,7 @@ TEST(HostExecutor, PeerCopiesTheCopyEnginesCannotReachRunAsKernels) {
   // Rows of 4 KiB: the nvlink lowering gives the peer pulls to the copy engines.
   Layout src(Mesh({2}), parse_placements("S0"), Dims{64, 1024});
   Layout dst = src.with_placements(parse_placements("S1"));
-  PlanOptions o;
-  o.strategy = Strategy::kP2P;
-  o.transport = Transport::kNvlink;
-  o.fusion = Fusion::kNever;
-  const Plan plan = make_plan(src, dst, DType::kF32, o);
+  const Plan plan = testing::p2p_over_nvlink(src, dst, DType::kF32, Fusion::kNever);
   for (bool reach : {true, false}) {
     HostWorld world(2);
     std::atomic<Index> wrong{0};

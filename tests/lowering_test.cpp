@@ -255,11 +255,7 @@ TEST(Lowering, PeerCopiesAreStaggeredSoNoTwoRanksTargetTheSameRankAtOnce) {
                                        {std::vector<int>{2, 4}, "S0,S0", "R,R"}}) {
     const Layout src(Mesh(mesh), parse_placements(from), Dims{1024, 4096});  // rows of 2 KiB or more: copy engines
     const Layout dst = src.with_placements(parse_placements(to));
-    PlanOptions o;
-    o.strategy = Strategy::kP2P;
-    o.transport = Transport::kNvlink;
-    o.fusion = Fusion::kNever;
-    const Plan plan = make_plan(src, dst, DType::kF32, o);
+    const Plan plan = testing::p2p_over_nvlink(src, dst, DType::kF32, Fusion::kNever);
     const int n = static_cast<int>(src.mesh().size());
     for (OneSidedCopies copies : {OneSidedCopies::kPull, OneSidedCopies::kPush}) {
       const bool push = copies == OneSidedCopies::kPush;

@@ -1,5 +1,5 @@
 // Plans for tests: the rows of a table of redistributions, one strategy's plan (or the planner's refusal of it), and
-// the zero-copy p2p plan on the NCCL transport.
+// the zero-copy p2p plan on the NCCL transport, the p2p plan on the NVLink transport.
 #pragma once
 
 #include <optional>
@@ -39,6 +39,15 @@ inline Plan p2p_over_nccl(const Layout& src, const char* to, DType t) {
   o.strategy = Strategy::kP2P;
   o.transport = Transport::kNccl;
   return make_plan(src, src.with_placements(parse_placements(to)), t, o);
+}
+
+// The p2p plan of src -> dst on the NVLink transport (one-sided), its steps fused or not as `fusion` says.
+inline Plan p2p_over_nvlink(const Layout& src, const Layout& dst, DType t, Fusion fusion = Fusion::kAuto) {
+  PlanOptions o;
+  o.strategy = Strategy::kP2P;
+  o.transport = Transport::kNvlink;
+  o.fusion = fusion;
+  return make_plan(src, dst, t, o);
 }
 
 }  // namespace reshard::testing

@@ -29,6 +29,7 @@
 #include "cuda_peer_link.hpp"
 #include "driver_api.hpp"
 #include "reshard/cuda_check.hpp"
+#include "reshard/text.hpp"
 
 namespace reshard::cuda {
 namespace {
@@ -108,8 +109,11 @@ class CudaPeerLink : public PeerLink {
     fused_offset_ = (static_cast<size_t>(kPhases) * n_ * sizeof(std::uint32_t) + 15) / 16 * 16;
     const size_t bytes = fused_offset_ + static_cast<size_t>(kFusedSlots) * kPhases * n_ * sizeof(std::uint64_t);
     trace_ = std::getenv("RESHARD_TRACE_OPS") != nullptr;
-    const char* posts = std::getenv("RESHARD_FLAG_POSTS");
-    direct_posts_ = posts && std::string_view(posts) == "write";
+    if (const char* posts = std::getenv("RESHARD_FLAG_POSTS")) {
+      RESHARD_REQUIRE(std::string_view(posts) == "copy" || std::string_view(posts) == "write",
+                      "RESHARD_FLAG_POSTS must be copy (the default) or write, not '", printable(posts, 40), "'");
+      direct_posts_ = std::string_view(posts) == "write";
+    }
     RESHARD_CUDA_CHECK(cudaMalloc(&flags_, bytes));
     RESHARD_CUDA_CHECK(cudaMemset(flags_, 0, bytes));
     RESHARD_CUDA_CHECK(
@@ -442,9 +446,10 @@ class CudaPeerLink : public PeerLink {
   std::vector<std::uint32_t> expected_;          // [phase][peer]: the value the latest enqueued wait waits for
   std::uint32_t* seen_ = nullptr;                // pinned: flags then outbox as release() read them
   bool trace_ = false;                           // RESHARD_TRACE_OPS=1: posts and waits as they are enqueued
-  // RESHARD_FLAG_POSTS=write (an experiment for ranks that share a process): a post to a rank of this process is a
-  // stream write-value operation straight into its flag, not a copy-engine copy from the outbox (a copy into another
-  // GPU's memory may wait on that GPU's hardware queues, which its stream waits can hold).
+  // RESHARD_FLAG_POSTS=write (an experiment for ranks that share a process; copy is the default, anything else is
+  // refused): a post to a rank of this process is a stream write-value operation straight into its flag, not a
+  // copy-engine copy from the outbox (a copy into another GPU's memory may wait on that GPU's hardware queues, which
+  // its stream waits can hold).
   bool direct_posts_ = false;
   bool direct(int peer) const { return direct_posts_ && cards_[peer].pid == cards_[me_].pid; }
   cudaStream_t side_ = nullptr;  // release() only
