@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <set>
+#include <string>
 #include <tuple>
 
 #include "reshard/planner.hpp"
@@ -275,6 +277,52 @@ TEST(Lowering, PeerCopiesAreStaggeredSoNoTwoRanksTargetTheSameRankAtOnce) {
         ASSERT_EQ(static_cast<int>(peers[rank].size()), n - 1) << what << " rank " << rank;
         for (int k = 0; k < n - 1; ++k)
           EXPECT_EQ(peers[rank][k], push ? (rank + k + 1) % n : (rank - k - 1 + n) % n) << what << " rank " << rank;
+      }
+    }
+  }
+}
+
+// Where only some pairs talk, distance order alone would start two copies into one rank: in 2x2 [S0,S0] -> [S1,S0]
+// ranks 0 and 1 both write rank 2 first. The issue order keeps the k-th copies of all ranks on distinct other ends.
+TEST(Lowering, PeerCopiesOfPartialPatternsNeverShareAnEndAtTheSamePosition) {
+  for (const auto& [mesh, from, to] : {std::tuple{std::vector<int>{2, 2}, "S0,S0", "S1,S0"},
+                                       {std::vector<int>{2, 2}, "S1,S1", "S0,S1"},
+                                       {std::vector<int>{2, 2}, "S0,S1", "S1,R"},
+                                       {std::vector<int>{2, 4}, "S0,S1", "S1,S0"},
+                                       {std::vector<int>{4, 2}, "S0,S0", "S1,S0"}}) {
+    const Layout src(Mesh(mesh), parse_placements(from), Dims{1024, 4096});
+    const Layout dst = src.with_placements(parse_placements(to));
+    const Plan plan = testing::p2p_over_nvlink(src, dst, DType::kF32, Fusion::kNever);
+    const int n = static_cast<int>(src.mesh().size());
+    for (OneSidedCopies copies : {OneSidedCopies::kPull, OneSidedCopies::kPush}) {
+      const bool push = copies == OneSidedCopies::kPush;
+      std::vector<std::vector<int>> ends(n);  // rank -> the other end of each engine copy, in issue order
+      std::multiset<std::pair<int, int>> issued, planned;
+      for (int rank = 0; rank < n; ++rank) {
+        LowerOptions lo;
+        lo.one_sided = copies;
+        for (const Op& op : lower(plan, rank, lo).ops)
+          if (const auto* c = std::get_if<Copies>(&op.body); c && c->engine == CopyEngine::kCopyEngine)
+            for (const CopyRegion& r : c->regions) {
+              const int end = push ? r.dst.peer : r.src.peer;
+              if (end < 0) continue;
+              ends[rank].push_back(end);
+              issued.emplace(push ? rank : end, push ? end : rank);
+            }
+      }
+      for (const Step& step : plan.steps())
+        for (const Transfer& t : step.transfers)
+          if (!t.is_local()) planned.emplace(t.src, t.dst);
+      const std::string what = src.str() + " -> [" + to + "] " + (push ? "push" : "pull");
+      EXPECT_EQ(issued, planned) << what << ": every planned peer transfer is issued once, by its issuer";
+      for (size_t k = 0;; ++k) {
+        std::vector<int> at_k;
+        for (int rank = 0; rank < n; ++rank)
+          if (k < ends[rank].size()) at_k.push_back(ends[rank][k]);
+        if (at_k.empty()) break;
+        std::sort(at_k.begin(), at_k.end());
+        EXPECT_EQ(std::adjacent_find(at_k.begin(), at_k.end()), at_k.end())
+            << what << ": two ranks' copy " << k << " have the same other end";
       }
     }
   }

@@ -2,6 +2,7 @@
 // every transfer moves and what scratch it takes; this file only assigns buffer offsets, and op_schedule.cpp puts the
 // result on lanes.
 #include <algorithm>
+#include <functional>
 
 #include "lowering_parts.hpp"
 #include "op_schedule.hpp"
@@ -151,20 +152,78 @@ Index lower_exchange(StepParts& ps, const RankTransfers& t, const RankBoxes& a, 
   return account.scratch().total();
 }
 
-// A rank's peer copies in staggered order: pushing, rank r writes to r+1, r+2, ... (mod world); pulling, it reads from
-// r-1, r-2, .... Copies on one stream run one after the other, so in ascending peer order every rank would first write
-// to (or read from) the same rank, whose link the others then share; staggered, the k-th copies of all ranks pair
-// them off (a permutation where every rank talks to every other), and each runs at a link's full rate, as NCCL's
-// all-to-all orders its peers. Copies to the same peer keep their order.
-std::vector<Transfer> staggered(const std::vector<Transfer>& transfers, int rank, int world, bool push) {
-  std::vector<Transfer> out = transfers;
-  const auto distance = [&](const Transfer& t) {
-    const int peer = push ? t.dst : t.src;
-    return push ? (peer - rank + world) % world : (rank - peer + world) % world;
+// The order in which a rank issues its peer copies (pushing: the copies it sends; pulling: those it receives).
+// Copies on one stream run one after the other and no rank waits for another between them, so the k-th copies of
+// all ranks run at about the same time; where two of them have the same other end (the same receiver when pushing,
+// the same sender when pulling) they share its link. So every rank computes, from the step's transfers, one order
+// for all issuers, position by position: a maximum matching of the issuers that have copies left to their copies'
+// other ends (augmenting paths; the issuers with the most copies left first, each trying the other ends with the most
+// copies left first, then in staggered order: distance (dst - src) mod world), each matched issuer taking its first
+// copy left to its match, an unmatched one its first copy left. Where every
+// rank talks to every other this gives the staggered permutations r -> r+1, r+2, ... (as NCCL's all-to-all orders
+// its peers); where only some pairs talk (2x2 [S0,S0] -> [S1,S0]) it keeps, where it can, two copies from landing on
+// one rank at once, which distance order alone does not. Copies between the same two ranks keep their order.
+// `transfers`: what the plan holds of the step (a plan scoped to one rank holds that rank's only). Returns the
+// indices into `transfers` of `rank`'s copies in issue order.
+std::vector<size_t> issue_order(const std::vector<Transfer>& transfers, int rank, int world, bool push) {
+  const auto issuer = [&](const Transfer& t) { return push ? t.src : t.dst; };
+  const auto other = [&](const Transfer& t) { return push ? t.dst : t.src; };
+  std::vector<std::vector<size_t>> left(world);  // issuer -> its copies not yet placed, in staggered order
+  for (size_t i = 0; i < transfers.size(); ++i)
+    if (!transfers[i].is_local()) left[issuer(transfers[i])].push_back(i);
+  for (std::vector<size_t>& l : left)
+    std::stable_sort(l.begin(), l.end(), [&](size_t x, size_t y) {
+      const auto distance = [&](size_t i) { return (transfers[i].dst - transfers[i].src + world) % world; };
+      return distance(x) < distance(y);
+    });
+  std::vector<size_t> mine;
+  std::vector<int> owner(world), match(world);  // other end -> issuer matched to it; issuer -> its match
+  std::vector<char> seen(world);
+  std::vector<int> inbound(world);  // other end -> copies left that end at it
+  for (const std::vector<size_t>& l : left)
+    for (size_t i : l) ++inbound[other(transfers[i])];
+  std::vector<std::vector<size_t>> tries(world);  // issuer -> left[u], the busiest other ends first
+  const std::function<bool(int)> augment = [&](int u) {
+    for (size_t i : tries[u]) {
+      const int v = other(transfers[i]);
+      if (seen[v]) continue;
+      seen[v] = 1;
+      if (owner[v] < 0 || augment(owner[v])) {
+        owner[v] = u;
+        match[u] = v;
+        return true;
+      }
+    }
+    return false;
   };
-  std::stable_sort(out.begin(), out.end(),
-                   [&](const Transfer& x, const Transfer& y) { return distance(x) < distance(y); });
-  return out;
+  while (!left[rank].empty()) {
+    std::fill(owner.begin(), owner.end(), -1);
+    std::fill(match.begin(), match.end(), -1);
+    // The busiest issuers first, each trying the busiest other ends first: they bound the positions left.
+    std::vector<int> issuers;
+    for (int u = 0; u < world; ++u) {
+      if (left[u].empty()) continue;
+      issuers.push_back(u);
+      tries[u] = left[u];
+      std::stable_sort(tries[u].begin(), tries[u].end(),
+                       [&](size_t x, size_t y) { return inbound[other(transfers[x])] > inbound[other(transfers[y])]; });
+    }
+    std::stable_sort(issuers.begin(), issuers.end(), [&](int x, int y) { return left[x].size() > left[y].size(); });
+    for (int u : issuers) {
+      std::fill(seen.begin(), seen.end(), 0);
+      augment(u);
+    }
+    for (int u = 0; u < world; ++u) {
+      if (left[u].empty()) continue;
+      auto it = left[u].begin();
+      if (match[u] >= 0)
+        it = std::find_if(left[u].begin(), left[u].end(), [&](size_t i) { return other(transfers[i]) == match[u]; });
+      if (u == rank) mine.push_back(*it);
+      --inbound[other(transfers[*it])];
+      left[u].erase(it);
+    }
+  }
+  return mine;
 }
 
 // One rank's side of a p2p step on the NVLink transport. Pulling, it tells the ranks that read its L_i tensor that
@@ -175,9 +234,10 @@ std::vector<Transfer> staggered(const std::vector<Transfer>& transfers, int rank
 // region it sends from its L_i tensor into theirs, then tells them it is done and waits until its sources are.
 // Nothing is staged. `peer_in(p)` / `peer_out(p)`: rank p's L_i / L_i+1 tensor.
 template <class PeerIn, class PeerOut>
-void lower_one_sided(StepParts& ps, const RankTransfers& t, const RankBoxes& a, const RankBoxes& b, int rank,
-                     const StepBuffers& buf, const ExchangeRules& rules, const PartialRoles& roles, bool fused,
-                     bool push, PeerIn peer_in, PeerOut peer_out) {
+void lower_one_sided(StepParts& ps, const RankTransfers& t, const std::vector<Transfer>& step_transfers,
+                     const RankBoxes& a, const RankBoxes& b, int rank, const StepBuffers& buf,
+                     const ExchangeRules& rules, const PartialRoles& roles, bool fused, bool push, PeerIn peer_in,
+                     PeerOut peer_out) {
   const Box &from = a[rank], &to = b[rank];
   OneSidedParts one;
   one.fused = fused;
@@ -194,7 +254,8 @@ void lower_one_sided(StepParts& ps, const RankTransfers& t, const RankBoxes& a, 
   if (!rules.reduces) {
     for (const Transfer& tr : t.local)
       add_local_copy(ps, buf.in, from, buf.out, to, tr.region, rules.element_size, rules.copy_engine_min_row_bytes);
-    for (const Transfer& tr : staggered(push ? t.sends : t.recvs, rank, a.size(), push)) {
+    for (size_t k : issue_order(step_transfers, rank, a.size(), push)) {
+      const Transfer& tr = step_transfers[k];
       const Movement m = movement(tr.region, a[tr.src], b[tr.dst], rules);
       (m.engine == CopyEngine::kCopyEngine ? one.engine_copies : one.kernel_copies)
           .push_back(push ? box_copy(buf.in, from, peer_out(tr.dst), b[tr.dst], tr.region)
@@ -265,7 +326,7 @@ LoweredParts lower_steps(const Layout& src, const Layout& dst, const std::vector
           prog.one_sided = true;
           auto peer_in = [&](int p) { return step_buffers(workspace_of(layouts, p, es), i, steps.size(), p).in; };
           auto peer_out = [&](int p) { return step_buffers(workspace_of(layouts, p, es), i, steps.size(), p).out; };
-          lower_one_sided(ps, transfers.at(i), a, b, rank, buf, rules, roles, step.fused,
+          lower_one_sided(ps, transfers.at(i), step.transfers, a, b, rank, buf, rules, roles, step.fused,
                           one_sided == OneSidedCopies::kPush, peer_in, peer_out);
         } else {
           step_scratch = lower_exchange(ps, transfers.at(i), a, b, rank, buf, rules, &roles);

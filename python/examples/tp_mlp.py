@@ -54,7 +54,7 @@ def train(model, steps, batch_size=8, seq=1024, dim=1024, lr=1e-2, dtype=torch.f
     """SGD steps on this rank's sequence shard; returns the local losses. record(step, loss, model) is called after
     backward, before the optimizer step (to look at gradients)."""
     opt = torch.optim.SGD(model.parameters(), lr=lr)
-    forward = step_fn or model
+    forward = model if step_fn is None else step_fn  # (a compiled module has no truth value)
     losses = []
     for step in range(steps):
         x = batch(step, batch_size, seq, dim, dtype)

@@ -2,6 +2,10 @@
 loss and every parameter gradient must be the same bits (and placements), in eager mode and under torch.compile
 (fullgraph: reshard's redistributions stay in the graph as reshard::redistribute, without graph breaks).
 
+On more than 2 ranks a Partial(sum) of floats is summed in a different order by reshard (rank order) and by NCCL's
+reduce-scatter (ring order), so the last bits can differ; there the check also passes when every loss and gradient is
+within 1e-5 of its tensor's largest magnitude, and the report says which ("equal" bitwise, "close" within rounding).
+
     torchrun --nproc-per-node 2 python/gpu_tests/check_tp_mlp.py --out DIR
 
 Results: DIR/tp_mlp.json. Exit status 1 on any difference.
@@ -64,17 +68,25 @@ def run(mesh, steps, compiled, use_reshard):
     return trace, info
 
 
-def compare(a, b):
+def compare(a, b, tolerance=0.0):
+    """Differences beyond `tolerance` (relative to each tensor's largest magnitude; 0: bitwise)."""
     diffs = []
+
+    def differs(x, y):
+        if common.same_bits(x, y):
+            return False
+        scale = x.float().abs().max().item() if x.numel() else 0.0
+        return not (tolerance > 0 and (x.float() - y.float()).abs().max().item() <= tolerance * scale)
+
     for step, ((la, ga), (lb, gb)) in enumerate(zip(a, b)):
-        if not common.same_bits(la, lb):
+        if differs(la, lb):
             diffs.append(f"step {step}: loss {la.item()} vs {lb.item()}")
         for name in ga:
             ta, pa = ga[name]
             tb, pb = gb.get(name, (None, None))
             if tb is None or pa != pb:
                 diffs.append(f"step {step}: {name} gradient placements {pa} vs {pb}")
-            elif not common.same_bits(ta, tb):
+            elif differs(ta, tb):
                 err = (ta.float() - tb.float()).abs().max().item()
                 diffs.append(f"step {step}: {name} gradient differs (max abs {err:.3g})")
     if len(a) != len(b):
@@ -97,11 +109,12 @@ def main():
         got, got_info = run(mesh, args.steps, compiled, use_reshard=True)
         diffs = compare(ref, got)
         same = common.all_ranks_true(not diffs)
+        close = same or (world > 2 and common.all_ranks_true(not compare(ref, got, tolerance=1e-5)))
         used = got_info["reshard_runs"] > 0 and (not compiled or got_info["traced"] > 0)
-        mode_ok = same and used and (not compiled or got_info.get("fullgraph", False))
-        report[mode] = {"equal": same, "differences_rank0": diffs[:20], "reshard_used": used, "pytorch": ref_info,
-                        "reshard": got_info, "ok": mode_ok}
-        common.log(f"{mode}: equal={same} reshard_used={used} fullgraph={got_info.get('fullgraph')} "
+        mode_ok = close and used and (not compiled or got_info.get("fullgraph", False))
+        report[mode] = {"equal": same, "close": close, "differences_rank0": diffs[:20], "reshard_used": used,
+                        "pytorch": ref_info, "reshard": got_info, "ok": mode_ok}
+        common.log(f"{mode}: equal={same} close={close} reshard_used={used} fullgraph={got_info.get('fullgraph')} "
                    f"losses={got_info['losses']}")
         ok = ok and mode_ok
     report["ok"] = ok

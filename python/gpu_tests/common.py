@@ -2,6 +2,7 @@
 process per GPU."""
 
 import datetime
+import faulthandler
 import json
 import os
 import pathlib
@@ -21,6 +22,18 @@ def setup():
     torch.cuda.set_device(local_rank)
     # A short timeout: a rank stuck in a collective ends the job instead of holding the GPUs for PyTorch's default.
     dist.init_process_group("nccl", device_id=torch.device("cuda", local_rank), timeout=datetime.timedelta(seconds=180))
+    # The same for reshard's own communicators (where reshard is there): a wait on a peer that never comes raises
+    # within a minute.
+    try:
+        import reshard.torch as rt
+
+        rt.settings.timeout_s = 60.0
+    except ImportError:  # PyTorch's own baselines run without reshard
+        pass
+    # Where each rank is, on standard error, after every STACKS_EVERY_S seconds without an exit (a stuck job says where).
+    every = float(os.environ.get("STACKS_EVERY_S", "0"))
+    if every > 0:
+        faulthandler.dump_traceback_later(every, repeat=True)
     return dist.get_rank(), dist.get_world_size()
 
 

@@ -32,6 +32,7 @@ part() {
   echo "$name: exit $? after $((SECONDS - start)) s" | tee -a "$OUT/status.txt"
   grep -vE "^\s*$" "$OUT/$name.log" | tail -4
 }
+export STACKS_EVERY_S=${STACKS_EVERY_S:-120}  # a rank still running then prints its Python stack (common.setup)
 left=$((BUDGET - (SECONDS - start)))
 part redistribute 60 python/gpu_tests/check_redistribute.py --out "$OUT" --time-limit "${RTIME:-$((left / 3))}"
 part tp_mlp 120 python/gpu_tests/check_tp_mlp.py --out "$OUT"

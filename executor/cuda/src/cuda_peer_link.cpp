@@ -59,6 +59,20 @@ struct Exposed {
   std::uint32_t present = 0;
 };
 
+// Mapping buffers talks to the peers from the host (an all-gather over the communicator, IPC calls), which global
+// stream capture forbids on the capturing thread; this thread switches to relaxed capture for that while, as NCCL's own
+// setup does. Nothing of it is captured: the graph keeps the addresses mapped at capture.
+class RelaxedCapture {
+ public:
+  RelaxedCapture() { RESHARD_CUDA_CHECK(cudaThreadExchangeStreamCaptureMode(&mode_)); }
+  ~RelaxedCapture() { cudaThreadExchangeStreamCaptureMode(&mode_); }
+  RelaxedCapture(const RelaxedCapture&) = delete;
+  RelaxedCapture& operator=(const RelaxedCapture&) = delete;
+
+ private:
+  cudaStreamCaptureMode mode_ = cudaStreamCaptureModeRelaxed;
+};
+
 constexpr int kPhases = 2;
 constexpr int kFusedSlots = 8;  // fused steps per plan (their flags: one epoch per slot, phase and peer)
 
@@ -244,6 +258,7 @@ class CudaPeerLink : public PeerLink {
   }
 
   void expose(const RankBuffers& mine) override {
+    const RelaxedCapture relaxed;
     RESHARD_CUDA_CHECK(cudaSetDevice(ordinal_));
     std::array<Exposed, 3> out{describe(mine.input), describe(mine.output), describe(mine.work)};
     std::vector<std::array<Exposed, 3>> all(n_);

@@ -179,10 +179,14 @@ def _route(dtype, current_spec, target_spec, is_backward, strategy):
 def _decide(mesh_shape, src, dst, shape, dtype, strategy):
     """None when reshard takes the redistribution, else the reason it is left to PyTorch."""
     dtype_name, is_complex = _layout.DTYPES[dtype]
+    exact = dtype.is_floating_point or dtype.is_complex
+    avg_reduced = sum(1 for s, d, n in zip(src, dst, mesh_shape) if n > 1 and s == "P(avg)" and d != s)
+    if avg_reduced > 1 and not exact:
+        return "integer Partial(avg) reduced over several mesh dims (PyTorch truncates once per mesh dim)"
     for s, d in zip(src, dst):
         if s[0] == "P" and d[0] == "P" and s != d:
             return "Partial reduce op changes (PyTorch's own semantics kept)"
-        if d == "P" and s[0] != "P" and not dtype.is_floating_point and not dtype.is_complex:
+        if d == "P" and s[0] != "P" and not exact:
             return "integer Replicate/Shard -> Partial(sum) (PyTorch divides into floats)"
         if is_complex and (s in ("P(max)", "P(min)") or d in ("P(max)", "P(min)")):
             return "max/min of complex values"
