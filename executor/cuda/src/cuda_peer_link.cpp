@@ -74,6 +74,10 @@ class RelaxedCapture {
 };
 
 constexpr int kPhases = 2;
+// Stream-operation flags come in two sets, [eager | graph][phase][rank]: eager posts carry increasing numbers and are
+// never reset, so an eager flag can hold 1 (after a first run), which a graph's wait for 1 would take for its peer's
+// post and run ahead; graphs use flags that only graph replays touch.
+constexpr int kFlagSlots = 2 * kPhases;
 constexpr int kFusedSlots = 8;  // fused steps per plan (their flags: one epoch per slot, phase and peer)
 
 // Tiles of a fused step: a power of two of 2 KiB to 64 KiB, small enough that every SM gets one (a small step is
@@ -118,9 +122,9 @@ class CudaPeerLink : public PeerLink {
       : comm_(comm), device_(device), ordinal_(ordinal), n_(comm.size()), me_(comm.rank()) {
     RESHARD_CUDA_CHECK(cudaSetDevice(ordinal_));
     RESHARD_CUDA_CHECK(cudaDeviceGetAttribute(&sm_count_, cudaDevAttrMultiProcessorCount, ordinal_));
-    // One allocation: the stream-operation flags ([phase][rank], 32-bit), then the fused steps' epochs
+    // One allocation: the stream-operation flags ([eager | graph][phase][rank], 32-bit), then the fused steps' epochs
     // ([slot][phase][rank], 64-bit).
-    fused_offset_ = (static_cast<size_t>(kPhases) * n_ * sizeof(std::uint32_t) + 15) / 16 * 16;
+    fused_offset_ = (static_cast<size_t>(kFlagSlots) * n_ * sizeof(std::uint32_t) + 15) / 16 * 16;
     const size_t bytes = fused_offset_ + static_cast<size_t>(kFusedSlots) * kPhases * n_ * sizeof(std::uint64_t);
     trace_ = std::getenv("RESHARD_TRACE_OPS") != nullptr;
     if (const char* posts = std::getenv("RESHARD_FLAG_POSTS")) {
@@ -131,17 +135,18 @@ class CudaPeerLink : public PeerLink {
     RESHARD_CUDA_CHECK(cudaMalloc(&flags_, bytes));
     RESHARD_CUDA_CHECK(cudaMemset(flags_, 0, bytes));
     RESHARD_CUDA_CHECK(
-        cudaHostAlloc(&seen_, 2 * static_cast<size_t>(kPhases) * n_ * sizeof(std::uint32_t), cudaHostAllocDefault));
+        cudaHostAlloc(&seen_, 2 * static_cast<size_t>(kFlagSlots) * n_ * sizeof(std::uint32_t), cudaHostAllocDefault));
     RESHARD_CUDA_CHECK(cudaHostAlloc(&error_, sizeof(int), cudaHostAllocMapped));
     *error_ = 0;
     RESHARD_CUDA_CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&error_device_), error_, 0));
-    // The constant 1 (graph posts), then the outbox: [phase][peer], the number of this rank's latest post.
-    RESHARD_CUDA_CHECK(cudaMalloc(&one_, (1 + static_cast<size_t>(kPhases) * n_) * sizeof(std::uint32_t)));
-    RESHARD_CUDA_CHECK(cudaMemset(one_, 0, (1 + static_cast<size_t>(kPhases) * n_) * sizeof(std::uint32_t)));
+    // The constant 1 (graph posts), then the outbox: [eager | graph][phase][peer], the number of this rank's latest
+    // eager post (the graph half stays 0).
+    RESHARD_CUDA_CHECK(cudaMalloc(&one_, (1 + static_cast<size_t>(kFlagSlots) * n_) * sizeof(std::uint32_t)));
+    RESHARD_CUDA_CHECK(cudaMemset(one_, 0, (1 + static_cast<size_t>(kFlagSlots) * n_) * sizeof(std::uint32_t)));
     outbox_ = one_ + 1;
-    posted_.assign(static_cast<size_t>(kPhases) * n_, 0);
-    awaited_.assign(static_cast<size_t>(kPhases) * n_, 0);
-    expected_.assign(static_cast<size_t>(kPhases) * n_, 0);
+    posted_.assign(static_cast<size_t>(kFlagSlots) * n_, 0);
+    awaited_.assign(static_cast<size_t>(kFlagSlots) * n_, 0);
+    expected_.assign(static_cast<size_t>(kFlagSlots) * n_, 0);
     const std::uint32_t one = 1;
     RESHARD_CUDA_CHECK(cudaMemcpy(one_, &one, sizeof(one), cudaMemcpyHostToDevice));
     // The cleared flags must be in memory before any peer can post into them (after the all-gather below): the
@@ -301,13 +306,14 @@ class CudaPeerLink : public PeerLink {
   // (phase, peer) pair, written into this rank's outbox slot by a stream operation and copied by the copy engine
   // into the peer's flag; the peer waits until its flag reaches the number it expects (>=, wrap-safe). Nothing is
   // re-armed, so no reset can race with a peer's next post. Under CUDA-graph capture the values would be frozen:
-  // there a post carries 1, a wait waits for 1 and then re-arms the flag to 0 in stream order.
+  // there a post carries 1, a wait waits for 1 and then re-arms the flag to 0 in stream order, on the graph set of
+  // flags (kFlagSlots).
   void sync(const PeerSync& sync, StreamHandle stream) override {
     auto s = static_cast<cudaStream_t>(stream);
-    const int phase = static_cast<int>(sync.phase);
     cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
     RESHARD_CUDA_CHECK(cudaStreamIsCapturing(s, &capture));
     const bool graph = capture != cudaStreamCaptureStatusNone;
+    const int phase = static_cast<int>(sync.phase) + (graph ? kPhases : 0);
     if (!sync.notify.empty()) {
       ops_.clear();
       auto write = [&](std::uint32_t* address, std::uint32_t value) {
@@ -371,14 +377,15 @@ class CudaPeerLink : public PeerLink {
     cudaMemcpyAsync(seen_ + slots, outbox_, slots * sizeof(std::uint32_t), cudaMemcpyDeviceToHost, side_);
     const bool read = drain();
     std::string pending;
-    for (int phase = 0; phase < kPhases; ++phase) {
+    for (int phase = 0; phase < kFlagSlots; ++phase) {
       for (int p = 0; p < n_; ++p) {
         const size_t k = slot(phase, p);
         if (expected_[k] == 0 && posted_[k] == 0) continue;
         const bool passed = read && static_cast<std::int32_t>(seen_[k] - expected_[k]) >= 0;
         if (passed && posted_[k] == seen_[slots + k]) continue;
         pending +=
-            cat(pending.empty() ? "" : "; ", phase == 0 ? "ready" : "done", " with rank ", p, ": flag ",
+            cat(pending.empty() ? "" : "; ", phase % kPhases == 0 ? "ready" : "done",
+                phase >= kPhases ? " (graph)" : "", " with rank ", p, ": flag ",
                 read ? std::to_string(seen_[k]) : std::string("unreadable"), ", awaited ", expected_[k], ", posted ",
                 posted_[k], " (outbox ", read ? std::to_string(seen_[slots + k]) : std::string("unreadable"), ")");
       }
@@ -391,6 +398,7 @@ class CudaPeerLink : public PeerLink {
   }
 
  private:
+  // A stream-operation flag: `phase` 0..kFlagSlots-1 (the graph set from kPhases on).
   size_t slot(int phase, int rank) const { return static_cast<size_t>(phase) * n_ + rank; }
 
   // In `owner`'s flags: the epoch of fused step `step`, phase `phase`, posted by rank `from`.
