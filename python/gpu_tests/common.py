@@ -25,9 +25,9 @@ def setup():
     # The same for reshard's own communicators (where reshard is there): a wait on a peer that never comes raises
     # within a minute.
     try:
-        from reshard.torch import _runtime
+        import reshard.torch as rt
 
-        _runtime.settings.timeout_s = 60.0
+        rt.configure(timeout_s=60.0)
     except ImportError:  # PyTorch's own baselines run without reshard
         pass
     # Where each rank is, on standard error, after every STACKS_EVERY_S seconds without an exit (a stuck job says where).
