@@ -249,6 +249,23 @@ TEST(Lowering, LowSmPlansIssueCopyEngineCopiesInPieces) {
 
 // Peer copies run one after another on a stream: staggered, the k-th peer copy of every rank goes to a different rank
 // (pushing r -> r+k, pulling r <- r-k), so no rank's link is shared by the others' copies while one of its own waits.
+// Per rank, the other end of each copy-engine peer copy it issues (pushing: the target; pulling: the source), in
+// issue order.
+std::vector<std::vector<int>> engine_copy_ends(const Plan& plan, OneSidedCopies copies) {
+  const bool push = copies == OneSidedCopies::kPush;
+  const int n = static_cast<int>(plan.src().mesh().size());
+  std::vector<std::vector<int>> ends(n);
+  for (int rank = 0; rank < n; ++rank) {
+    LowerOptions lo;
+    lo.one_sided = copies;
+    for (const Op& op : lower(plan, rank, lo).ops)
+      if (const auto* c = std::get_if<Copies>(&op.body); c && c->engine == CopyEngine::kCopyEngine)
+        for (const CopyRegion& r : c->regions)
+          if (const int end = push ? r.dst.peer : r.src.peer; end >= 0) ends[rank].push_back(end);
+  }
+  return ends;
+}
+
 TEST(Lowering, PeerCopiesAreStaggeredSoNoTwoRanksTargetTheSameRankAtOnce) {
   for (const auto& [mesh, from, to] : {std::tuple{std::vector<int>{4}, "S0", "R"},
                                        {std::vector<int>{4}, "S0", "S1"},
@@ -261,17 +278,8 @@ TEST(Lowering, PeerCopiesAreStaggeredSoNoTwoRanksTargetTheSameRankAtOnce) {
     const int n = static_cast<int>(src.mesh().size());
     for (OneSidedCopies copies : {OneSidedCopies::kPull, OneSidedCopies::kPush}) {
       const bool push = copies == OneSidedCopies::kPush;
-      std::vector<std::vector<int>> peers(n);  // rank -> the peer of each engine copy, in issue order
-      for (int rank = 0; rank < n; ++rank) {
-        LowerOptions lo;
-        lo.one_sided = copies;
-        for (const Op& op : lower(plan, rank, lo).ops)
-          if (const auto* c = std::get_if<Copies>(&op.body); c && c->engine == CopyEngine::kCopyEngine)
-            for (const CopyRegion& r : c->regions) {
-              const int peer = push ? r.dst.peer : r.src.peer;
-              if (peer >= 0 && (peers[rank].empty() || peers[rank].back() != peer)) peers[rank].push_back(peer);
-            }
-      }
+      std::vector<std::vector<int>> peers = engine_copy_ends(plan, copies);
+      for (std::vector<int>& p : peers) p.erase(std::unique(p.begin(), p.end()), p.end());  // a peer's pieces: once
       const std::string what = src.str() + " -> [" + to + "] " + (push ? "push" : "pull");
       for (int rank = 0; rank < n; ++rank) {
         ASSERT_EQ(static_cast<int>(peers[rank].size()), n - 1) << what << " rank " << rank;
@@ -296,20 +304,10 @@ TEST(Lowering, PeerCopiesOfPartialPatternsNeverShareAnEndAtTheSamePosition) {
     const int n = static_cast<int>(src.mesh().size());
     for (OneSidedCopies copies : {OneSidedCopies::kPull, OneSidedCopies::kPush}) {
       const bool push = copies == OneSidedCopies::kPush;
-      std::vector<std::vector<int>> ends(n);  // rank -> the other end of each engine copy, in issue order
+      const std::vector<std::vector<int>> ends = engine_copy_ends(plan, copies);
       std::multiset<std::pair<int, int>> issued, planned;
-      for (int rank = 0; rank < n; ++rank) {
-        LowerOptions lo;
-        lo.one_sided = copies;
-        for (const Op& op : lower(plan, rank, lo).ops)
-          if (const auto* c = std::get_if<Copies>(&op.body); c && c->engine == CopyEngine::kCopyEngine)
-            for (const CopyRegion& r : c->regions) {
-              const int end = push ? r.dst.peer : r.src.peer;
-              if (end < 0) continue;
-              ends[rank].push_back(end);
-              issued.emplace(push ? rank : end, push ? end : rank);
-            }
-      }
+      for (int rank = 0; rank < n; ++rank)
+        for (int end : ends[rank]) issued.emplace(push ? rank : end, push ? end : rank);
       for (const Step& step : plan.steps())
         for (const Transfer& t : step.transfers)
           if (!t.is_local()) planned.emplace(t.src, t.dst);
