@@ -5,9 +5,10 @@
 Cases: mesh (2) (and (2,2) on 4 GPUs), S0->S1, S0->R, R->S0, P->R, P->S0 for f32 1024x1024 (4 MiB) and f32 16384x16384
 (1 GiB), and S0->S1 in bf16 at both sizes. Each call is timed as DTensor programs see it, Python overhead included:
 ranks meet at a barrier, the GPU is idle, a CUDA event is recorded, the call is made, a second event is recorded, the
-host waits; the time of an iteration is the slowest rank's, the median over iterations is reported. Three variants
-per case, interleaved: DTensor.redistribute (PyTorch), reshard.torch.redistribute, and DTensor.redistribute with
-reshard.torch.enable(). Every result is compared with PyTorch's, every element. Then the tensor-parallel MLP of
+host waits; the time of an iteration is the slowest rank's, the median over iterations is reported. Four variants
+per case: DTensor.redistribute (PyTorch), reshard.torch.redistribute, the same with configure(transport="nccl") (no
+one-sided plans, so no per-call mapping of the peers' tensors: the difference prices that mapping), and
+DTensor.redistribute with reshard.torch.enable(). Every result is compared with PyTorch's, every element. Then the tensor-parallel MLP of
 python/examples/tp_mlp.py: median step time (forward, backward, SGD step) with and without enable(), eager (and
 compiled with --compile-mlp). Results: DIR/bench.json and a table on stdout.
 """
@@ -59,6 +60,14 @@ def bench_redistribute(mesh, mesh_shape, src, dst, dtype_name, shape, iters, war
         for name, fn in variants.items():
             row[f"{name}_us"], out = time_call(fn, iters, warmup)
             results[name] = out.to_local()
+        # The same on the two-sided NCCL transport: one-sided plans map the peers' tensors on every call from Python
+        # (a host all-gather), two-sided ones do not; the difference is that mapping's cost.
+        rt.configure(transport="nccl")
+        try:
+            row["reshard_nccl_us"], out = time_call(variants["reshard"], iters, warmup)
+            results["reshard_nccl"] = out.to_local()
+        finally:
+            rt.configure(transport="auto")
         rt.enable()
         try:
             row["enabled_us"], out = time_call(variants["pytorch"], iters, warmup)
@@ -66,7 +75,8 @@ def bench_redistribute(mesh, mesh_shape, src, dst, dtype_name, shape, iters, war
         finally:
             rt.disable()
     row["reshard_equal"] = common.all_ranks_true(common.same_bits(results["pytorch"], results["reshard"]))
-    row["enabled_equal"] = common.all_ranks_true(common.same_bits(results["pytorch"], results["enabled"]))
+    row["enabled_equal"] = common.all_ranks_true(common.same_bits(results["pytorch"], results["enabled"])
+                                                 and common.same_bits(results["pytorch"], results["reshard_nccl"]))
     row["speedup"] = row["pytorch_us"] / row["reshard_us"]
     row["speedup_enabled"] = row["pytorch_us"] / row["enabled_us"]
     rt.clear_cache()
@@ -119,7 +129,8 @@ def main():
                 rows.append(row)
                 common.log(f"{mesh_shape} {src}->{dst} {dtype_name} {size_name}: PyTorch {row['pytorch_us']:.1f} us, "
                            f"reshard {row['reshard_us']:.1f} us ({row['speedup']:.2f}x), enable() "
-                           f"{row['enabled_us']:.1f} us ({row['speedup_enabled']:.2f}x), "
+                           f"{row['enabled_us']:.1f} us ({row['speedup_enabled']:.2f}x), transport nccl "
+                           f"{row['reshard_nccl_us']:.1f} us, "
                            f"equal {row['reshard_equal'] and row['enabled_equal']}")
     mesh = init_device_mesh("cuda", (world,))
     mlp = {"eager": bench_tp_mlp(mesh, 20, 3, compiled=False)}
