@@ -326,5 +326,32 @@ TEST(Lowering, PeerCopiesOfPartialPatternsNeverShareAnEndAtTheSamePosition) {
   }
 }
 
+// A plan scoped to one rank holds only that rank's transfers, so its issue order is computed from those: the rank
+// still issues every copy of its own, each once, with the same regions as from the whole plan.
+TEST(Lowering, ARankScopedPlanIssuesTheSamePeerCopies) {
+  const Layout src(Mesh({2, 2}), parse_placements("S0,S0"), Dims{1024, 4096});
+  const Layout dst = src.with_placements(parse_placements("S1,S0"));
+  PlanOptions po;
+  po.strategy = Strategy::kP2P;
+  po.transport = Transport::kNvlink;
+  po.fusion = Fusion::kNever;
+  const Plan whole = make_plan(src, dst, DType::kF32, po);
+  for (OneSidedCopies copies : {OneSidedCopies::kPull, OneSidedCopies::kPush}) {
+    LowerOptions lo;
+    lo.one_sided = copies;
+    for (int rank = 0; rank < 4; ++rank) {
+      const auto regions = [&](const Plan& plan) {
+        std::multiset<std::tuple<int, int, std::vector<Index>>> out;  // (src peer, dst peer, shape) of each copy
+        for (const Op& op : lower(plan, rank, lo).ops)
+          if (const auto* c = std::get_if<Copies>(&op.body); c && c->engine == CopyEngine::kCopyEngine)
+            for (const CopyRegion& r : c->regions)
+              out.emplace(r.src.peer, r.dst.peer, std::vector<Index>(r.shape.begin(), r.shape.end()));
+        return out;
+      };
+      EXPECT_EQ(regions(make_rank_plan(src, dst, DType::kF32, rank, po)), regions(whole)) << "rank " << rank;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace reshard
