@@ -159,10 +159,10 @@ Index lower_exchange(StepParts& ps, const RankTransfers& t, const RankBoxes& a, 
 // for all issuers, position by position: a maximum matching of the issuers that have copies left to their copies'
 // other ends (augmenting paths; the issuers with the most copies left first, each trying the other ends with the most
 // copies left first, then in staggered order: distance (dst - src) mod world), each matched issuer taking its first
-// copy left to its match, an unmatched one its first copy left. Where every
-// rank talks to every other this gives the staggered permutations r -> r+1, r+2, ... (as NCCL's all-to-all orders
-// its peers); where only some pairs talk (2x2 [S0,S0] -> [S1,S0]) it keeps, where it can, two copies from landing on
-// one rank at once, which distance order alone does not. Copies between the same two ranks keep their order.
+// copy left to its match, an unmatched one its first copy left. Where every rank talks to every other this gives the
+// staggered permutations r -> r+1, r+2, ... (as NCCL's all-to-all orders its peers); where only some pairs talk (2x2
+// [S0,S0] -> [S1,S0]) it keeps, where it can, two copies from landing on one rank at once, which distance order alone
+// does not. Copies between the same two ranks keep their order.
 // `transfers`: what the plan holds of the step (a plan scoped to one rank holds that rank's only). Returns the
 // indices into `transfers` of `rank`'s copies in issue order.
 std::vector<size_t> issue_order(const std::vector<Transfer>& transfers, int rank, int world, bool push) {
@@ -171,11 +171,9 @@ std::vector<size_t> issue_order(const std::vector<Transfer>& transfers, int rank
   std::vector<std::vector<size_t>> left(world);  // issuer -> its copies not yet placed, in staggered order
   for (size_t i = 0; i < transfers.size(); ++i)
     if (!transfers[i].is_local()) left[issuer(transfers[i])].push_back(i);
+  const auto distance = [&](size_t i) { return (transfers[i].dst - transfers[i].src + world) % world; };
   for (std::vector<size_t>& l : left)
-    std::stable_sort(l.begin(), l.end(), [&](size_t x, size_t y) {
-      const auto distance = [&](size_t i) { return (transfers[i].dst - transfers[i].src + world) % world; };
-      return distance(x) < distance(y);
-    });
+    std::stable_sort(l.begin(), l.end(), [&](size_t x, size_t y) { return distance(x) < distance(y); });
   std::vector<size_t> mine;
   std::vector<int> owner(world), match(world);  // other end -> issuer matched to it; issuer -> its match
   std::vector<char> seen(world);

@@ -31,7 +31,13 @@ def setup():
     except ImportError:  # PyTorch's own baselines run without reshard
         pass
     # Where each rank is, on standard error, after every STACKS_EVERY_S seconds without an exit (a stuck job says where).
-    every = float(os.environ.get("STACKS_EVERY_S", "0"))
+    text = os.environ.get("STACKS_EVERY_S", "0")
+    try:
+        every = float(text)
+    except ValueError:
+        every = -1.0
+    if not 0 <= every <= 86400:
+        raise SystemExit(f"STACKS_EVERY_S must be seconds from 0 (off) to 86400, not {text[:40]!r}")
     if every > 0:
         faulthandler.dump_traceback_later(every, repeat=True)
     return dist.get_rank(), dist.get_world_size()

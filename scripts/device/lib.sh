@@ -48,6 +48,17 @@ device_begin() {
   device_setup > "$OUT/build.txt" 2>&1 || { tail -30 "$OUT/build.txt"; return 1; }
 }
 el() { echo $(( $(date +%s) - t0 )); }
+
+# archive_begin NAME: files of this call go to a fresh /tmp/NAME ($OUT) and, at archive_end, into one archive
+# $FINAL_OUT/NAME.tgz (the device tool brings back a few files only); then device_begin and the "built" line.
+archive_begin() {
+  ARCHIVE_NAME=$1
+  FINAL_OUT=${OUT:-/tmp}
+  OUT=/tmp/$ARCHIVE_NAME && rm -rf "$OUT" && mkdir -p "$OUT"
+  device_begin || return 1
+  echo "[$(el) s] built"
+}
+archive_end() { echo "[$(el) s] done"; tar -C "$OUT" -czf "$FINAL_OUT/$ARCHIVE_NAME.tgz" .; }
 left() { echo $(( BUDGET - $(el) )); }
 
 # smi_start FILE / smi_stop: sample every GPU's SM clock, power draw and throttle reasons every 200 ms into FILE (CSV)

@@ -7,10 +7,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 source scripts/device/lib.sh
-FINAL_OUT=${OUT:-/tmp}
-OUT=/tmp/nvlink_constant && rm -rf "$OUT" && mkdir -p "$OUT"
-device_begin || exit 1
-echo "[$(el) s] built"
+archive_begin nvlink_constant || exit 1
 gpus=$(nvidia-smi -L | wc -l)
 for mesh in 2 4; do
   [ "$mesh" -le "$gpus" ] || continue
@@ -25,5 +22,4 @@ for mesh in 2 4; do
     done
   done
 done | tee "$OUT/constant.txt"
-echo "[$(el) s] done"
-tar -C "$OUT" -czf "$FINAL_OUT/nvlink_constant.tgz" .
+archive_end

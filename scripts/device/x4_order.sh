@@ -10,10 +10,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 source scripts/device/lib.sh
-FINAL_OUT=${OUT:-/tmp}
-OUT=/tmp/x4_order && rm -rf "$OUT" && mkdir -p "$OUT"
-device_begin || exit 1
-echo "[$(el) s] built"
+archive_begin x4_order || exit 1
 sweep() {  # sweep NAME SECONDS BENCH-FLAGS...
   local name=$1 t=$2; shift 2
   timeout $t $R bench --backend nccl "$@" --csv "$OUT/$name.csv" > "$OUT/$name.log" 2>&1
@@ -46,5 +43,4 @@ done | tee "$OUT/rows.txt"
 echo "[$(el) s] rows"
 OUT="$OUT/python" NPROC=4 PARTS="redistribute tp_mlp" SKIP_BUILD=1 BUDGET=$(( $(left) - 15 )) \
   bash python/gpu_tests/run_all.sh 2>&1 | tail -8
-echo "[$(el) s] done"
-tar -C "$OUT" -czf "$FINAL_OUT/x4_order.tgz" .
+archive_end

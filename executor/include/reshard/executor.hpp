@@ -28,10 +28,9 @@ namespace reshard {
 // maps them anew: collectively, one host all-gather over the communicator (PeerLink::expose). Which runs do it:
 enum class BufferChanges {
   // Only a run whose buffers differ from this rank's last run's. Every rank must then change its buffers on the same
-  // run, or the ranks that did wait in the all-gather for the others (a timeout error after the communicator's timeout;
-  // the others' one-sided waits time out too). For callers that keep their buffers or change them together (the CLI,
-  // the
-  // benchmarks, a runtime with fixed buffers): runs on the same buffers cost no host round trip.
+  // run, or the ranks that did wait in the all-gather for the others (a timeout error after the communicator's
+  // timeout; the others' one-sided waits time out too). For callers that keep their buffers or change them together
+  // (the CLI, the benchmarks, a runtime with fixed buffers): runs on the same buffers cost no host round trip.
   kTogether,
   // Every run of a one-sided plan, so each rank may change its buffers on any run independently of the others (tensors
   // from a caching allocator, which may hand one rank the same block again and another a new one: reshard.torch).
