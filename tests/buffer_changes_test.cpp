@@ -1,7 +1,8 @@
 // ExecutorOptions::buffer_changes: with kAnyRank, ranks of a one-sided plan may change their buffers on any run
 // independently (one rank keeps its buffers, another gets new ones, as a caching allocator does): every run maps the
 // peers' buffers collectively, and every element of every rank's result is right on every run. (With kTogether the
-// same runs time out: the ranks that changed buffers wait in the mapping all-gather for those that did not.)
+// same runs time out: the ranks that changed buffers wait in the mapping all-gather for those that did not.) Staged
+// plans (PlanOptions::buffers_change) map once and take such changes under either setting.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -92,6 +93,63 @@ TEST(BufferChanges, RanksChangingBuffersIndependentlyGetEveryElementRight) {
             if (plan.transport() == Transport::kNvlink) {
               EXPECT_EQ(exposes.load(), n * expected_exposes_per_rank) << what;
             }
+          }
+        }
+      }
+    }
+  }
+}
+
+// A staged plan (PlanOptions::buffers_change; Step::staged) reads only the peers' workspaces: each rank maps once, on
+// its first run, and ranks may change their buffers on any run independently under either setting.
+TEST(BufferChanges, StagedPlansMapOnceHoweverRanksChangeTheirBuffers) {
+  Profile staging_always = default_profile();
+  staging_always.nvlink.map_us = 1e9;
+  for (const std::vector<int>& m : {std::vector<int>{2}, {4}, {2, 2}}) {
+    const Mesh mesh(m);
+    const int n = static_cast<int>(mesh.size());
+    for (const Dims& shape : {Dims{1, 1}, Dims{7, 5}, Dims{64, 48}}) {
+      for (const auto& from : testing::all_placements(mesh.ndim(), 2)) {
+        for (const auto& to : testing::all_placements(mesh.ndim(), 2)) {
+          const Layout src(mesh, from, shape), dst(mesh, to, shape);
+          for (BufferChanges changes : {BufferChanges::kTogether, BufferChanges::kAnyRank}) {
+            PlanOptions o;
+            o.strategy = Strategy::kP2P;
+            o.transport = Transport::kNvlink;
+            o.fusion = changes == BufferChanges::kTogether ? Fusion::kAlways : Fusion::kNever;
+            o.buffers_change = true;
+            o.profile = staging_always;
+            const Plan plan = make_plan(src, dst, DType::kF32, o);
+            if (plan.transport() != Transport::kNvlink || !plan.steps().front().staged) continue;
+            HostWorld world(n);
+            std::atomic<Index> wrong{0};
+            std::atomic<int> exposes{0};
+            run_ranks(
+                n,
+                [&](int r) {
+                  HostCommunicator comm(world, r);
+                  CountingDevice device(exposes);
+                  ExecutorOptions eo;
+                  eo.buffer_changes = changes;
+                  Executor exec(plan, comm, device, eo);
+                  auto in = std::make_unique<std::vector<std::byte>>(exec.input_bytes());
+                  auto out = std::make_unique<std::vector<std::byte>>(exec.output_bytes());
+                  for (int run = 0; run < kRuns; ++run) {
+                    if (!keeps(r, run)) {
+                      in = std::make_unique<std::vector<std::byte>>(exec.input_bytes());
+                      out = std::make_unique<std::vector<std::byte>>(exec.output_bytes());
+                    }
+                    fill_pattern(in->data(), src.box(r), src.global_shape(), DType::kF32);
+                    std::fill(out->begin(), out->end(), std::byte{0xA5});
+                    exec.run({in->data(), in->size()}, {out->data(), out->size()}, nullptr);
+                    exec.wait(nullptr);
+                    wrong += count_mismatches(out->data(), dst.box(r), dst.global_shape(), DType::kF32);
+                  }
+                },
+                &world);
+            const std::string what = src.str() + " -> [" + to_string(to) + "]";
+            EXPECT_EQ(wrong.load(), 0) << what;
+            EXPECT_EQ(exposes.load(), n) << what;
           }
         }
       }

@@ -138,6 +138,7 @@ TEST(Lowering, ProgramsFitTheirBuffersAndThePricedWorkspace) {
             o.pipeline_chunk_bytes = (a + b) % 2 ? 16 << 20 : 8;  // tiny chunks: pipelined steps too
             o.topology.ranks_per_node = 2;
             o.fusion = (a + b) % 3 ? Fusion::kAuto : Fusion::kNever;  // fused kernels and separate copies
+            o.buffers_change = (a + 2 * b) % 3 == 0;                   // staged first steps too
             std::optional<Plan> plan;
             try {
               plan.emplace(make_plan(src, dst, DType::kBF16, o));
@@ -160,6 +161,63 @@ TEST(Lowering, ProgramsFitTheirBuffersAndThePricedWorkspace) {
             EXPECT_EQ(peak, plan->peak_workspace_bytes())
                 << src.str() << " -> " << to_string(pb) << " " << to_string(s) << " " << to_string(t);
           }
+        }
+      }
+    }
+  }
+}
+
+// A staged first step (PlanOptions::buffers_change) reads only the peers' workspaces: a sending rank's first operation
+// copies its whole source tensor to the start of its step scratch, before it posts ready; ranks that send nothing
+// stage nothing; the workspace holds the copy.
+TEST(Lowering, StagedFirstStepsReadOnlyThePeersWorkspaces) {
+  Profile staging_always = default_profile();
+  staging_always.nvlink.map_us = 1e9;
+  for (const auto& [m, from, to] : {std::tuple{std::vector<int>{2}, "S0", "S1"}, {std::vector<int>{4}, "S0", "R"},
+                                    {std::vector<int>{2, 2}, "S0,S1", "S1,S0"}, {std::vector<int>{2}, "P", "R"},
+                                    {std::vector<int>{4}, "R", "S0"}, {std::vector<int>{2, 2}, "S0,R", "R,S1"}}) {
+    const Layout src(Mesh(m), parse_placements(from), Dims{8, 12});
+    const Layout dst = src.with_placements(parse_placements(to));
+    for (Fusion fusion : {Fusion::kNever, Fusion::kAlways}) {
+      PlanOptions o;
+      o.strategy = Strategy::kP2P;
+      o.transport = Transport::kNvlink;
+      o.fusion = fusion;
+      o.buffers_change = true;
+      o.profile = staging_always;
+      const Plan plan = make_plan(src, dst, DType::kF32, o);
+      const std::string what = cat(src.str(), " -> [", to, "] ", fusion == Fusion::kAlways ? "fused" : "separate");
+      const bool moves = plan.bytes_moved() > 0;
+      ASSERT_EQ(plan.steps().front().staged, moves) << what;
+      for (int r = 0; r < src.mesh().size(); ++r) {
+        const RankProgram p = lower(plan, r);
+        bool sends = false;
+        for (const Transfer& t : plan.steps().front().transfers) sends = sends || (!t.is_local() && t.src == r);
+        const Copies* stage = p.ops.empty() ? nullptr : std::get_if<Copies>(&p.ops.front().body);
+        const bool staged = sends && stage && stage->regions.size() == 1 &&
+                            stage->regions[0].src == BufferRef{Buffer::kInput, 0} &&
+                            stage->regions[0].dst.buffer == Buffer::kWork &&
+                            stage->regions[0].shape.product() == p.input_elements;
+        EXPECT_EQ(staged, sends) << what << " rank " << r;
+        if (moves) EXPECT_GE(p.work_elements, p.input_elements) << what << " rank " << r;
+        bool ready_seen = false;
+        for (size_t i = 0; i < p.ops.size(); ++i) {
+          const OpBody& body = p.ops[i].body;
+          ready_seen = ready_seen || std::holds_alternative<PeerSync>(body) ||
+                       std::holds_alternative<FusedPeerCopies>(body);
+          if (i == 0 && staged) EXPECT_FALSE(ready_seen) << what << ": ready posted before the staging copy";
+          std::vector<BufferRef> refs;
+          if (const auto* c = std::get_if<Copies>(&body))
+            for (const CopyRegion& x : c->regions) refs.insert(refs.end(), {x.src, x.dst});
+          if (const auto* f = std::get_if<FusedPeerCopies>(&body))
+            for (const CopyRegion& x : f->regions) refs.insert(refs.end(), {x.src, x.dst});
+          if (const auto* red = std::get_if<Reductions>(&body))
+            for (const ReduceRegion& x : red->regions) {
+              refs.push_back(x.dst);
+              refs.insert(refs.end(), x.srcs.begin(), x.srcs.end());
+            }
+          for (const BufferRef& ref : refs)
+            if (ref.peer >= 0) EXPECT_EQ(ref.buffer, Buffer::kWork) << what << " rank " << r << " op " << i;
         }
       }
     }

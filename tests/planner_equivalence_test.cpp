@@ -82,6 +82,7 @@ TEST(PlannerEquivalence, FastAndReferencePlansAreIdentical) {
     if (pick(0, 5) == 0) o.memory_budget_bytes = pick(0, 4000);
     if (pick(0, 5) == 0) o.pipeline_chunk_bytes = pick(1, 512);
     o.low_sm = pick(0, 3) == 0;
+    o.buffers_change = pick(0, 3) == 0;
     o.fusion = static_cast<Fusion>(pick(0, 2));
     const int rank = pick(0, ranks - 1);
     const std::string what = "case " + std::to_string(i) + ": " + src.str() + " -> [" + to_string(dst.placements()) +

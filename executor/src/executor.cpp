@@ -38,6 +38,17 @@ void* mutable_address(const BufferBases& b, const BufferRef& ref, int es) {
 
 namespace {
 
+// Whether a run's one-sided steps may address the peers' tensors, not only their workspaces: every nvlink step but a
+// staged first one (Step::staged). Decided from the plans, so every rank decides alike (mapping is collective).
+bool maps_peer_tensors(const PlanBatch& batch) {
+  for (size_t t = 0; t < batch.size(); ++t) {
+    const std::vector<Step>& steps = batch.plan(t).steps();
+    for (size_t i = 0; i < steps.size(); ++i)
+      if (steps[i].transport == Transport::kNvlink && !(i == 0 && steps[i].staged)) return true;
+  }
+  return false;
+}
+
 // The log sink: the caller's, else stderr when the environment says RESHARD_LOG=1 (read once per executor).
 std::function<void(const std::string&)> log_sink(const ExecutorOptions& options) {
   if (options.log) return options.log;
@@ -115,6 +126,7 @@ Executor::Executor(const PlanBatch& batch, Communicator& comm, Device& device, E
       program_ = lower(batch, comm.rank(),
                        LowerOptions{options.stage_overlap, options.coalesce_max_bytes, OneSidedCopies::kPush});
   }
+  peer_tensors_ = maps_peer_tensors(batch);
   sizes_and_workspace();
   if (batch.size() == 1) {
     const Plan& plan = batch.plan(0);
@@ -299,10 +311,12 @@ void Executor::run(std::span<const ConstBuffer> inputs, std::span<const MutableB
       outputs_[t] = outputs[t].data;
     }
   }
-  // One-sided plans map the peers' buffers, collectively: on the runs options_.buffer_changes names, which are the
-  // same runs on every rank.
-  if (peers_ && (changed || options_.buffer_changes == BufferChanges::kAnyRank))
+  // One-sided plans map the peers' buffers, collectively: on the first run, and when the program addresses the peers'
+  // tensors on the runs options_.buffer_changes names; the same runs on every rank.
+  if (peers_ && (!exposed_ || (peer_tensors_ && (changed || options_.buffer_changes == BufferChanges::kAnyRank)))) {
     peers_->expose(RankBuffers{inputs_[0], outputs_[0], workspace_ ? workspace_->data() : nullptr});
+    exposed_ = true;
+  }
   checked_ = true;
   const BufferBases bases{
       inputs_[0],     outputs_[0],    workspace_ ? workspace_->data() : nullptr, peers_ ? peers_->peers() : nullptr,

@@ -270,6 +270,7 @@ Plan make_cross_mesh_plan(const Layout& src, const Layout& dst, DType dtype, con
       out.summary.reason = p2p.unavailable;
       return out;
     }
+    if (options.buffers_change) pricer.price_source_reads(p2p, a);
     std::vector<Index> intermediate(a.size(), 0);
     out.steps.push_back(p2p.step);
     if (!roles.created.empty()) {
@@ -350,6 +351,7 @@ Plan make_cross_mesh_plan(const Layout& src, const Layout& dst, DType dtype, con
   spec.scope_rank = rank;
   spec.pipeline_chunk_bytes = best->chunk_bytes;
   spec.low_sm = options.low_sm;
+  spec.buffers_change = options.buffers_change;
   spec.copy_engine_min_row_bytes = options.profile.nvlink.copy_engine_min_row_bytes;
   spec.strategy = Strategy::kP2P;
   spec.estimated_us = best->summary.estimated_us;

@@ -322,10 +322,22 @@ LoweredParts lower_steps(const Layout& src, const Layout& dst, const std::vector
         const ExchangeRules rules{step.transport, es, chunk_bytes, roles.contributions > 1, engine_min_row_bytes};
         if (step.transport == Transport::kNvlink) {
           prog.one_sided = true;
-          auto peer_in = [&](int p) { return step_buffers(workspace_of(layouts, p, es), i, steps.size(), p).in; };
+          // A staged step's peers read the copy of the source tensor at the start of the sender's step scratch.
+          auto peer_in = [&](int p) {
+            const StepBuffers theirs = step_buffers(workspace_of(layouts, p, es), i, steps.size(), p);
+            return step.staged ? BufferRef{Buffer::kWork, theirs.scratch_base, p} : theirs.in;
+          };
           auto peer_out = [&](int p) { return step_buffers(workspace_of(layouts, p, es), i, steps.size(), p).out; };
           lower_one_sided(ps, transfers.at(i), step.transfers, a, b, rank, buf, rules, roles, step.fused,
-                          one_sided == OneSidedCopies::kPush, peer_in, peer_out);
+                          one_sided == OneSidedCopies::kPush && !step.staged, peer_in, peer_out);
+          if (step.staged) {
+            step_scratch = aligned_elements(staged_source_elements(a, rank), es);
+            if (!transfers.at(i).sends.empty()) {
+              const BufferRef copy{Buffer::kWork, buf.scratch_base};
+              ps.one_sided->stage.push_back(box_copy(buf.in, from, copy, from, from));
+              ps.one_sided->stage_engine = copy_engine_for(from, from, from, es, engine_min_row_bytes);
+            }
+          }
         } else {
           step_scratch = lower_exchange(ps, transfers.at(i), a, b, rank, buf, rules, &roles);
         }

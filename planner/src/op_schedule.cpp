@@ -67,6 +67,8 @@ int start_local(StepOps& out, StepParts& parts, int fork = -1) {
 
 void schedule_one_sided(StepOps& out, StepParts& parts, int step, int element_size) {
   OneSidedParts& p = *parts.one_sided;
+  // Staging precedes the ready post (stream order on the main lane), so "ready" covers the staged copy.
+  if (!p.stage.empty()) out.copies(std::move(p.stage), Lane::kMain, {}, p.stage_engine);
   if (p.fused) {
     FusedPeerCopies f{std::move(parts.local_engine), std::move(p.ready), std::move(p.done), step};
     for (auto* list : {&parts.local, &p.engine_copies, &p.kernel_copies})

@@ -26,6 +26,9 @@ inline constexpr unsigned char kStagedHere = 1, kStagedThere = 2;
 
 // A one-sided step (NVLink): ready -> copies and reductions reading the peers' tensors -> done.
 struct OneSidedParts {
+  // A staged step (Step::staged): the copy of this rank's source tensor into its scratch, before anything else.
+  std::vector<CopyRegion> stage;
+  CopyEngine stage_engine = CopyEngine::kKernel;
   PeerSync ready, done;
   std::vector<CopyRegion> engine_copies, kernel_copies;  // peer regions on the copy engines, or one kernel
   std::vector<ReduceRegion> reduce;

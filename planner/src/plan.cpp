@@ -310,6 +310,10 @@ void validate_plan(const PlanSpec& spec) {
                     " is a subset of the world; only p2p and local steps run on it");
     RESHARD_REQUIRE(s.transport != Transport::kAuto, "step ", i, ": a step's transport is nccl or nvlink, not auto");
     RESHARD_REQUIRE(!s.fused || s.transport == Transport::kNvlink, "step ", i, ": only nvlink steps can be fused");
+    RESHARD_REQUIRE(!s.staged || (i == 0 && s.kind == StepKind::kP2P && s.transport == Transport::kNvlink), "step ", i,
+                    ": only a first step that is p2p on nvlink can be staged");
+    RESHARD_REQUIRE(!s.staged || spec.buffers_change, "step ", i,
+                    " is staged, but the plan is not for changing buffers (buffers_change)");
     if (s.transport == Transport::kNvlink) {
       RESHARD_REQUIRE(s.kind == StepKind::kP2P, "step ", i, " (", to_string(s.kind),
                       "): only p2p steps run on nvlink; collectives run on nccl");

@@ -87,7 +87,7 @@ std::string PlanCache::key_of(const Layout& src, const Layout& dst, DType dtype,
   // Every field of PlanOptions and Topology is named here: a new field breaks this binding (the number of names must
   // match the number of fields) until it is added to the key below.
   const auto& [strategy, transport, fusion, topology, profile, memory_budget_bytes, max_collectives,
-               pipeline_chunk_bytes, low_sm] = options;
+               pipeline_chunk_bytes, low_sm, buffers_change] = options;
   const auto& [ranks_per_node, peer_access] = topology;
 
   std::string key;
@@ -112,6 +112,7 @@ std::string PlanCache::key_of(const Layout& src, const Layout& dst, DType dtype,
   put_optional(key, max_collectives);
   put(key, pipeline_chunk_bytes);
   put(key, static_cast<std::uint8_t>(low_sm));
+  put(key, static_cast<std::uint8_t>(buffers_change));
   key += profile_identity(profile);
   return key;
 }

@@ -183,6 +183,7 @@ std::string plan_to_json(const Plan& plan) {
   j["pipeline_chunk_bytes"] = plan.pipeline_chunk_bytes();
   j["copy_engine_min_row_bytes"] = plan.copy_engine_min_row_bytes();
   if (plan.low_sm()) j["low_sm"] = true;
+  if (plan.buffers_change()) j["buffers_change"] = true;
   j["strategy"] = std::string(to_string(plan.strategy()));
   j["estimated_us"] = plan.estimated_us();
   j["bytes_moved"] = plan.bytes_moved();
@@ -194,6 +195,7 @@ std::string plan_to_json(const Plan& plan) {
     x["kind"] = std::string(to_string(s.kind));
     if (is_communication(s.kind)) x["transport"] = std::string(to_string(s.transport));
     if (s.fused) x["fused"] = true;
+    if (s.staged) x["staged"] = true;
     x["mesh_dims"] = s.mesh_dims;
     x["from"] = placement_strings(s.from);
     x["to"] = placement_strings(s.to);
@@ -252,6 +254,7 @@ Plan parse_plan(const std::string& text, const Profile* profile) {
   if (j.contains("copy_engine_min_row_bytes"))
     spec.copy_engine_min_row_bytes = R::integer(j, "copy_engine_min_row_bytes", "");
   if (j.contains("low_sm")) spec.low_sm = R::boolean(j, "low_sm", "");
+  if (j.contains("buffers_change")) spec.buffers_change = R::boolean(j, "buffers_change", "");
   spec.strategy = parse_strategy(R::string(j, "strategy", ""));
   spec.estimated_us = R::number(j, "estimated_us", "");
   spec.bytes_moved = R::integer(j, "bytes_moved", "");
@@ -286,6 +289,7 @@ Plan parse_plan(const std::string& text, const Profile* profile) {
     x.kind = parse_step_kind(R::string(s, "kind", path));
     if (s.contains("transport")) x.transport = read_transport(s, path);
     if (s.contains("fused")) x.fused = R::boolean(s, "fused", path);
+    if (s.contains("staged")) x.staged = R::boolean(s, "staged", path);
     x.mesh_dims = R::ints(s, "mesh_dims", path);
     x.from = R::placements(s, "from", path);
     x.to = R::placements(s, "to", path);

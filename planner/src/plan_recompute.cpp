@@ -102,6 +102,7 @@ void recompute_summary(PlanSpec& spec, const Profile* profile) {
       } else {
         priced = p.p2p(OverlapIndex(a.layout(), b.layout(), spec.topology, es), s.transport);
       }
+      if (spec.buffers_change && i == 0) p.price_source_reads(priced, a, s.staged);
       s.bytes_moved = priced.step.bytes_moved;
       if (profile) s.estimated_us = priced.step.estimated_us;
       step_scratch = std::move(priced.scratch);

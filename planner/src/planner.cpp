@@ -69,6 +69,7 @@ class Planner {
     spec.scope_rank = rank_;
     spec.pipeline_chunk_bytes = chosen->chunk_bytes;
     spec.low_sm = options_.low_sm;
+    spec.buffers_change = options_.buffers_change;
     spec.copy_engine_min_row_bytes = options_.profile.nvlink.copy_engine_min_row_bytes;
     spec.strategy = chosen->summary.strategy;
     spec.estimated_us = chosen->summary.estimated_us;
@@ -277,6 +278,12 @@ class Planner {
   void finish(Built& b, const detail::StepPricer& pricer) {
     b.chunk_bytes = pricer.chunk_bytes();
     if (!b.summary.available) return;
+    if (options_.buffers_change && !b.steps.empty()) {  // the first step reads the caller's tensors
+      detail::PricedStep& first = b.steps.front();
+      const double before = first.step.estimated_us;
+      pricer.price_source_reads(first, boxes(first.step.from));
+      b.summary.estimated_us += first.step.estimated_us - before;
+    }
     b.summary.steps = static_cast<int>(b.steps.size());
     for (const detail::PricedStep& s : b.steps) b.summary.bytes_moved += s.step.bytes_moved;
     b.summary.peak_workspace_bytes = peak_workspace(b.steps, pricer);

@@ -149,6 +149,11 @@ Profile default_profile() {
   p.nvlink.copy_engine_min_row_bytes = 2048;
   p.nvlink.fused = {8.0, 300.0};
   p.nvlink.fused_overhead_us = 4.0;
+  // Mapping the peers' tensors anew on a call (callers whose tensors change every call): one host all-gather over the
+  // communicator (a host-to-device copy, an NCCL all-gather, two waits) and the IPC handle lookups. An estimate from
+  // the Python benchmark on 2x H100 (2026-11-26: one-sided calls from Python took 60-150 us more than the same plans
+  // in C++ on fixed buffers) until calibrated.
+  p.nvlink.map_us = 80.0;
   // Low-SM mode (PlanOptions::low_sm): beside a bf16 8192^3 GEMM on 2x H200 (issue 25's measurement), NCCL kernels
   // moving data slowed the GEMM 12-13 points more than copy engines moving data did (+16.9/+22.8% against
   // +4.3/+10.6%) and ran 10% slower themselves, while the copy engines were not slowed: an SM-kernel microsecond
@@ -194,6 +199,7 @@ Profile profile_from_json(const std::string& text) {
       p.nvlink.fused = alpha_beta(n, "fused", "nvlink");
       p.nvlink.fused_overhead_us = number(n, "fused_overhead_us", "nvlink", Kind::kLatency);
     }
+    if (n.contains("map_us")) p.nvlink.map_us = number(n, "map_us", "nvlink", Kind::kLatency);
   }
   p.low_sm_kernel_factor = j.contains("low_sm_kernel_factor") ? number(j, "low_sm_kernel_factor", "", Kind::kFactor)
                                                               : defaults.low_sm_kernel_factor;
@@ -238,7 +244,8 @@ std::string profile_to_json(const Profile& p) {
                      {"step_overhead_us", p.nvlink.step_overhead_us},
                      {"copy_engine_min_row_bytes", p.nvlink.copy_engine_min_row_bytes},
                      {"fused", to_json(p.nvlink.fused)},
-                     {"fused_overhead_us", p.nvlink.fused_overhead_us}};
+                     {"fused_overhead_us", p.nvlink.fused_overhead_us},
+                     {"map_us", p.nvlink.map_us}};
   j["low_sm_kernel_factor"] = p.low_sm_kernel_factor;
   if (!p.extra_json.empty()) {
     json extra = json::parse(p.extra_json);

@@ -117,6 +117,10 @@ class WorkspaceLayout {
   Index scratch_base_ = 0;
 };
 
+// A staged nvlink step (Step::staged): the copy of the rank's source tensor, at the start of its step scratch, that
+// the peers read instead of the caller's tensor (same offsets as in the tensor).
+inline Index staged_source_elements(const RankBoxes& a, int rank) { return a.volume(rank); }
+
 // The scratch areas of one rank's gather or scatter (elements, 0 when the side moves in place), taken in this order.
 struct CollectiveScratch {
   Index send = 0, recv = 0;

@@ -283,6 +283,24 @@ void StepPricer::finish_p2p(const std::vector<RankExchange>& ranks, const Exchan
   }
 }
 
+void StepPricer::price_source_reads(PricedStep& ps, const RankBoxes& a, std::optional<bool> staged) const {
+  Step& s = ps.step;
+  if (s.kind != StepKind::kP2P || s.transport != Transport::kNvlink || s.bytes_moved == 0) return;
+  Index largest = 0;
+  for (int r = 0; r < a.size(); ++r) largest = std::max(largest, staged_source_elements(a, r));
+  const double staging_us = model_.copy_engine_us(largest * es_);  // one contiguous copy on the copy engines
+  const double map_us = model_.profile().nvlink.map_us;
+  s.staged = staged.value_or(staging_us < map_us);
+  if (!s.staged) {
+    s.estimated_us += map_us;
+    return;
+  }
+  s.estimated_us += staging_us;
+  ps.scratch.resize(a.size(), 0);
+  for (int r = 0; r < a.size(); ++r)
+    ps.scratch[r] = std::max(ps.scratch[r], aligned_elements(staged_source_elements(a, r), es_));
+}
+
 std::string StepPricer::cross_node_reason(const Transfer& t) {
   return cat("nvlink moves data within a node only; rank ", t.src, " sends to rank ", t.dst, " on another node");
 }

@@ -72,6 +72,12 @@ class StepPricer {
   void finish_p2p(const std::vector<RankExchange>& ranks, const ExchangeRules& rules, PricedStep& ps) const;
   // Why an nvlink step cannot carry a transfer between nodes.
   static std::string cross_node_reason(const Transfer& t);
+  // For callers whose tensors change every call (PlanOptions::buffers_change), a plan's first step when it is an
+  // nvlink step that moves data (it reads the caller's source tensor; `a` its source boxes): staged (Step::staged;
+  // every rank's scratch holds a copy of its source tensor, staged_source_elements, and the step costs that local
+  // copy more) or not (the step costs the per-call mapping, Profile::nvlink.map_us, more). `staged`: as a loaded plan
+  // says; unset: the cheaper. Other steps are left as they are.
+  void price_source_reads(PricedStep& ps, const RankBoxes& a, std::optional<bool> staged = std::nullopt) const;
 
  private:
   // Fill every rank's exchange and the step's bytes; false (with ps.unavailable set) when the step cannot run.

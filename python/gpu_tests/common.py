@@ -78,6 +78,29 @@ def time_call(fn, iters, warmup):
     return t.tolist(), out
 
 
+def time_loop(fn, iters, calls):
+    """Times `iters` iterations of `calls` back-to-back calls of fn (as a training step issues them: the host never
+    waits between calls, so one call's host work overlaps the previous call's GPU work): the ranks meet at a barrier,
+    CUDA events are recorded around the calls, the host waits. Returns the slowest rank's time per call of each
+    iteration (us) and the last call's result."""
+    out = fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(iters):
+        dist.barrier()
+        torch.cuda.synchronize()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(calls):
+            out = fn()
+        end.record()
+        torch.cuda.synchronize()
+        times.append(start.elapsed_time(end) * 1000.0 / calls)
+    t = torch.tensor(times, device="cuda", dtype=torch.float64)
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    return t.tolist(), out
+
+
 def make_global(shape, dtype, seed, bound=64):
     """The same tensor on every rank: integers in [-bound, bound), exact in every dtype."""
     g = torch.Generator(device="cuda")

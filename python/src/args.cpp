@@ -58,6 +58,7 @@ PlanRequest make_plan_request(const PlanArgs& args) {
   req.options.transport = parse_transport(args.transport);
   req.options.fusion = parse_fusion(args.fuse);
   req.options.low_sm = args.low_sm;
+  req.options.buffers_change = args.buffers_change;
   RESHARD_REQUIRE(args.ranks_per_node >= 1, "--ranks-per-node must be >= 1, got ", args.ranks_per_node);
   req.options.topology.ranks_per_node = args.ranks_per_node;
   if (args.profile) req.options.profile = load_profile(*args.profile);

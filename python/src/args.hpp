@@ -44,6 +44,7 @@ struct PlanArgs {
   std::string transport = "auto";
   std::string fuse = "auto";
   bool low_sm = false;
+  bool buffers_change = false;  // PlanOptions::buffers_change (reshard.torch: always)
   std::optional<std::int64_t> memory_budget;
   int ranks_per_node = 8;
   std::optional<std::string> profile;  // path of a profile JSON

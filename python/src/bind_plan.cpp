@@ -76,6 +76,7 @@ void bind_plan(py::module_& m) {
       .def_readwrite("transport", &PlanArgs::transport)
       .def_readwrite("fuse", &PlanArgs::fuse)
       .def_readwrite("low_sm", &PlanArgs::low_sm)
+      .def_readwrite("buffers_change", &PlanArgs::buffers_change)
       .def_readwrite("memory_budget", &PlanArgs::memory_budget)
       .def_readwrite("ranks_per_node", &PlanArgs::ranks_per_node)
       .def_readwrite("profile", &PlanArgs::profile);

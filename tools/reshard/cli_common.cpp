@@ -148,6 +148,9 @@ void add_plan_flags(CLI::App& cmd, PlanFlags& flags) {
   cmd.add_flag("--low-sm", flags.low_sm,
                "Low-SM mode, for a redistribution run beside compute: price SM kernels (NCCL, copy kernels) at the "
                "profile's low_sm_kernel_factor, so auto prefers copy engines");
+  cmd.add_flag("--buffers-change", flags.buffers_change,
+               "Plan for a caller whose tensors change every call (as reshard.torch's): an nvlink first step is staged "
+               "through the workspace where that is cheaper than mapping the peers' tensors on every call");
 }
 
 void add_mesh_pair_flags(CLI::App& cmd, PlanFlags& flags) {
@@ -185,6 +188,7 @@ PlanRequest make_plan_request(const CLI::App& cmd, const PlanFlags& flags) {
   if (cmd.count("--pipeline-chunk"))
     req.options.pipeline_chunk_bytes = parse_bytes("--pipeline-chunk", flags.pipeline_chunk);
   req.options.low_sm = flags.low_sm;
+  req.options.buffers_change = flags.buffers_change;
   if (flags.max_collectives != -1) {
     RESHARD_REQUIRE(flags.max_collectives >= 0, "--max-collectives must be >= 0, got ", flags.max_collectives);
     req.options.max_collectives = flags.max_collectives;

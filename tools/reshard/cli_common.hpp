@@ -42,6 +42,7 @@ struct PlanFlags {
   int max_collectives = -1;
   std::string pipeline_chunk;
   bool low_sm = false;
+  bool buffers_change = false;
 };
 
 struct PlanRequest {

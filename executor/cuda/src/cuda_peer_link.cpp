@@ -15,6 +15,7 @@
 // on host counters, so the same operations replay correctly from a CUDA graph.
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cstdio>
@@ -203,7 +204,7 @@ class CudaPeerLink : public PeerLink {
 
   ~CudaPeerLink() override {
     cudaSetDevice(ordinal_);
-    for (auto& [key, mapped] : mapped_) cudaIpcCloseMemHandle(mapped);
+    for (auto& [key, mapped] : mapped_) cudaIpcCloseMemHandle(mapped.address);
     if (side_) cudaStreamDestroy(side_);
     if (one_) cudaFree(one_);
     if (flags_) cudaFree(flags_);
@@ -289,15 +290,9 @@ class CudaPeerLink : public PeerLink {
       }
       peers_[p] = RankBuffers{bases[0], bases[1], bases[2]};
     }
-    // Mappings of allocations no longer exposed are closed (the flags' mappings stay).
-    for (auto it = mapped_.begin(); it != mapped_.end();) {
-      if (keep.count(it->first) || is_flags(it->first)) {
-        ++it;
-      } else {
-        cudaIpcCloseMemHandle(it->second);
-        it = mapped_.erase(it);
-      }
-    }
+    ++exposures_;
+    for (const auto& [key, address] : keep) mapped_.at(key).used = exposures_;
+    close_stale();
   }
 
   const RankBuffers* peers() const override { return peers_.data(); }
@@ -413,11 +408,29 @@ class CudaPeerLink : public PeerLink {
     return key.second == handle_key(cards_[key.first].flags_handle);
   }
 
+  // Mappings of allocations exposed before but not now stay open, up to kStaleMappings of them (the least recently
+  // exposed are closed first; the flags' mappings always stay): a caching allocator hands a rank a few blocks in turn
+  // (a call's new output while the last call's is still held), and each reopening costs a cudaIpcOpenMemHandle. An
+  // open mapping may keep a peer's freed block from returning to its driver, hence the bound.
+  static constexpr size_t kStaleMappings = 8;
+  void close_stale() {
+    std::vector<std::pair<std::uint64_t, std::pair<int, std::string>>> stale;
+    for (const auto& [key, mapped] : mapped_)
+      if (mapped.used != exposures_ && !is_flags(key)) stale.emplace_back(mapped.used, key);
+    if (stale.size() <= kStaleMappings) return;
+    std::sort(stale.begin(), stale.end());
+    for (size_t i = 0; i + kStaleMappings < stale.size(); ++i) {
+      auto it = mapped_.find(stale[i].second);
+      cudaIpcCloseMemHandle(it->second.address);
+      mapped_.erase(it);
+    }
+  }
+
   // Maps rank `peer`'s allocation (cached by handle).
   void* open(int peer, const cudaIpcMemHandle_t& handle) {
     const auto key = std::make_pair(peer, handle_key(handle));
     auto it = mapped_.find(key);
-    if (it != mapped_.end()) return it->second;
+    if (it != mapped_.end()) return it->second.address;
     void* p = nullptr;
     cudaError_t e = cudaIpcOpenMemHandle(&p, handle, cudaIpcMemLazyEnablePeerAccess);
     if (e != cudaSuccess) {
@@ -425,7 +438,7 @@ class CudaPeerLink : public PeerLink {
       fail(ErrorKind::kBackend, cat("rank ", me_, " cannot map rank ", peer,
                                     "'s GPU memory (cudaIpcOpenMemHandle: ", cudaGetErrorString(e), ")"));
     }
-    mapped_.emplace(key, p);
+    mapped_.emplace(key, Mapping{p, exposures_});
     return p;
   }
 
@@ -481,7 +494,12 @@ class CudaPeerLink : public PeerLink {
   std::vector<bool> reachable_;
   std::map<int, std::string> why_;
   std::vector<RankBuffers> peers_;
-  std::map<std::pair<int, std::string>, void*> mapped_;  // (peer, IPC handle) -> mapping
+  struct Mapping {
+    void* address = nullptr;
+    std::uint64_t used = 0;  // the last expose() that exposed it
+  };
+  std::map<std::pair<int, std::string>, Mapping> mapped_;  // (peer, IPC handle) -> mapping
+  std::uint64_t exposures_ = 0;
   std::vector<CUstreamBatchMemOpParams> ops_;
 };
 

@@ -25,7 +25,9 @@
 namespace reshard {
 
 // One-sided (nvlink) plans address the peers' input and output tensors, so a run on buffers other than the last run's
-// maps them anew: collectively, one host all-gather over the communicator (PeerLink::expose). Which runs do it:
+// maps them anew: collectively, one host all-gather over the communicator (PeerLink::expose). Plans whose one-sided
+// steps read only the peers' workspaces (a staged first step, PlanOptions::buffers_change) map once, on the first run,
+// and never again whatever the caller's buffers. For the others, which runs map:
 enum class BufferChanges {
   // Only a run whose buffers differ from this rank's last run's. Every rank must then change its buffers on the same
   // run, or the ranks that did wait in the all-gather for the others (a timeout error after the communicator's
@@ -123,6 +125,8 @@ class Executor {
   std::vector<const void*> inputs_;  // per tensor: the buffers validated by the last run (BufferBases' tables)
   std::vector<void*> outputs_;
   bool checked_ = false;
+  bool exposed_ = false;       // this rank's buffers were mapped by its peers (the first run does it)
+  bool peer_tensors_ = false;  // one-sided steps may address the peers' tensors, not only workspaces (executor.cpp)
   std::vector<OpRuntime> ops_;
   std::vector<StepMarks> marks_;                 // options.trace: per step
   std::vector<std::string> step_names_;          // profiler range names, "reshard step 0 p2p/nvlink"

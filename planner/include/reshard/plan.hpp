@@ -73,6 +73,9 @@ struct Step {
   Index bytes_moved = 0;                   // bytes crossing between ranks in this step, summed over ranks
   Transport transport = Transport::kNccl;  // communicating steps: nccl, or nvlink (p2p steps within one host)
   bool fused = false;  // nvlink steps: one kernel per rank per call (flags, peer loads and local copies fused)
+  // The first step on nvlink of a plan for changing buffers (PlanSpec::buffers_change): every sending rank first
+  // copies its source tensor into its workspace, and the peers read it there, so no call maps the caller's tensors.
+  bool staged = false;
 };
 
 // One priced strategy, as listed in a plan.
@@ -102,6 +105,7 @@ struct PlanSpec {
   // copy engines; others on a kernel (step_geometry's rule, from the profile).
   Index copy_engine_min_row_bytes = 2048;
   bool low_sm = false;  // priced in low-SM mode (PlanOptions::low_sm): SM kernels' time scaled by the profile
+  bool buffers_change = false;  // planned for tensors that change every call (PlanOptions::buffers_change)
   Strategy strategy = Strategy::kCollective;
   double estimated_us = 0;
   Index bytes_moved = 0;
@@ -133,6 +137,7 @@ class Plan {
   Index pipeline_chunk_bytes() const { return s_.pipeline_chunk_bytes; }
   Index copy_engine_min_row_bytes() const { return s_.copy_engine_min_row_bytes; }
   bool low_sm() const { return s_.low_sm; }
+  bool buffers_change() const { return s_.buffers_change; }
   Strategy strategy() const { return s_.strategy; }
   double estimated_us() const { return s_.estimated_us; }
   Index bytes_moved() const { return s_.bytes_moved; }

@@ -7,10 +7,10 @@
 // Contract:
 //  - The key is everything a plan depends on: both layouts (mesh shape and explicit rank list, placements as
 //    given, global shape), the dtype, every field of PlanOptions (strategy, transport, fusion, topology's ranks per
-//    node and peer access, the profile, memory budget, max_collectives, pipeline_chunk_bytes, low_sm) and the rank of a
-//    rank plan. The profile counts by its name and a 64-bit hash of profile_to_json(profile), so two profiles of one
-//    name with different numbers are different keys. Adding a field to PlanOptions or Topology breaks the build of
-//    plan_cache.cpp until the key covers it.
+//    node and peer access, the profile, memory budget, max_collectives, pipeline_chunk_bytes, low_sm,
+//    buffers_change) and the rank of a rank plan. The profile counts by its name and a 64-bit hash of
+//    profile_to_json(profile), so two profiles of one name with different numbers are different keys. Adding a field
+//    to PlanOptions or Topology breaks the build of plan_cache.cpp until the key covers it.
 //  - A hit returns the cached plan itself (the same object, shared and immutable) and never plans. A miss calls
 //    make_plan / make_rank_plan outside the cache's lock, so hits on other keys are not held up by a slow plan; two
 //    threads missing on one key at once both plan, and both get the plan inserted first.

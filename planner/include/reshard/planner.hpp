@@ -35,6 +35,12 @@ struct PlanOptions {
   // Profile::low_sm_kernel_factor times its time alone, copy-engine work and stream-memory waits as alone; so auto
   // prefers the copy engines under compute even where a kernel is faster alone.
   bool low_sm = false;
+  // The caller hands different tensors on every call (a caching allocator's, as reshard.torch does). A one-sided
+  // (nvlink) step that reads the caller's source tensor must then map the peers' tensors on every call (host work,
+  // Profile::nvlink.map_us), or be staged: every sending rank first copies its source tensor into its workspace, where
+  // the peers read it (one local copy and that much more workspace; Step::staged). The planner prices both and keeps
+  // the cheaper; steps on nccl and steps reading intermediate tensors are unaffected.
+  bool buffers_change = false;
 };
 
 // The global plan: p2p steps list every rank's transfers (for inspection, JSON and SVG).

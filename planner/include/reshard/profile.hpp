@@ -12,7 +12,8 @@
 //   "copy": {"alpha_us": a, "bandwidth_GBps": b},
 //   "copy_engine": {"alpha_us": a, "bandwidth_GBps": b},                       (optional: defaults)
 //   "nvlink": {"copy_engine": {..}, "kernel": {..}, "sync_us": s, "step_overhead_us": o,
-//              "copy_engine_min_row_bytes": n}                                    (optional: defaults)
+//              "copy_engine_min_row_bytes": n[, "fused": {..}, "fused_overhead_us": f][, "map_us": m]}
+//                                                                              (optional: defaults)
 //   "low_sm_kernel_factor": f                                                  (optional: default)
 // }
 // Bandwidths are decimal GB/s (1e9 bytes/s): for collectives the bus bandwidth of nccl-tests, for p2p the
@@ -54,6 +55,9 @@ struct OneSidedProfile {
   AlphaBeta fused;
   double fused_overhead_us = 0;
   long long copy_engine_min_row_bytes = 0;  // regions with shorter contiguous rows (or over 3-D) go to the kernel
+  // Host work of mapping the peers' tensors anew on a call, for callers whose tensors change every call
+  // (PlanOptions::buffers_change): what a one-sided step reading them costs on top, unless it is staged.
+  double map_us = 0;
   friend bool operator==(const OneSidedProfile&, const OneSidedProfile&) = default;
 };
 

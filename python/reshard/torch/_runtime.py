@@ -144,6 +144,7 @@ def plan_args(mesh_shape, src, dst, shape, dtype_name, strategy):
     a.transport = settings.transport
     a.fuse = settings.fuse
     a.low_sm = bool(settings.low_sm)
+    a.buffers_change = True  # PyTorch hands new tensors on every call: stage small nvlink steps (PlanOptions)
     a.memory_budget = _args.byte_count("memory_budget", settings.memory_budget)
     a.ranks_per_node = int(settings.ranks_per_node or _ranks_per_node())
     return a
