@@ -1,0 +1,84 @@
+"""Where the host time of one redistribution call goes, from Python (torchrun, 2 or more processes).
+
+    torchrun --nproc-per-node 2 python/bench/profile_calls.py [--calls 300]
+
+For mesh (world,) f32 1024x1024 S0->S1, S0->R and R->S0: the host time per call (perf_counter around `calls`
+back-to-back calls, no synchronisation inside) of DTensor.redistribute, reshard.torch.redistribute, reshard's
+prepared executor alone (run_ptr on fixed tensors) and torch.empty, then rank 0's cProfile of the reshard calls
+(top functions by own time).
+"""
+
+import argparse
+import cProfile
+import io
+import pathlib
+import pstats
+import sys
+import time
+
+import torch
+import torch.distributed as dist
+from torch.distributed.device_mesh import init_device_mesh
+from torch.distributed.tensor import DTensor
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "gpu_tests"))
+import common  # noqa: E402
+import reshard.torch as rt  # noqa: E402
+from reshard.torch import _runtime  # noqa: E402
+
+
+def host_us(fn, calls):
+    fn()
+    torch.cuda.synchronize()
+    dist.barrier()
+    t = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    host = (time.perf_counter() - t) / calls * 1e6
+    torch.cuda.synchronize()
+    return host
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--calls", type=int, default=300)
+    args = ap.parse_args()
+    rank, world = common.setup()
+    mesh = init_device_mesh("cuda", (world,))
+    shape = (1024, 1024)
+    for src, dst in (("S0", "S1"), ("S0", "R"), ("R", "S0")):
+        src_p, dst_p = [common.placement(src)], [common.placement(dst)]
+        full = common.make_global(shape, torch.float32, 3)
+        local = common.local_of(full, mesh, src_p, 3, lambda s, sd: common.make_global(s, torch.float32, sd))
+        x = DTensor.from_local(local, mesh, src_p, shape=full.shape, stride=full.stride())
+        with torch.no_grad():
+            row = {"pytorch": host_us(lambda: x.redistribute(mesh, dst_p), args.calls),
+                   "reshard": host_us(lambda: rt.redistribute(x, mesh, dst_p), args.calls)}
+            entry = next(iter(_runtime._executors.values()))
+            out = torch.empty(entry.out_shape, dtype=torch.float32, device="cuda")
+            stream = torch.cuda.current_stream().cuda_stream
+            row["run_ptr"] = host_us(lambda: entry.redistributor.run_ptr(local.data_ptr(), out.data_ptr(), stream),
+                                     args.calls)
+            row["torch.empty"] = host_us(lambda: torch.empty(entry.out_shape, dtype=torch.float32, device="cuda"),
+                                         args.calls)
+            row["DTensor.from_local"] = host_us(
+                lambda: DTensor.from_local(out, mesh, dst_p, run_check=False, shape=full.shape, stride=full.stride()),
+                args.calls)
+            common.log(f"{src}->{dst} host us per call: " + ", ".join(f"{k} {v:.1f}" for k, v in row.items()))
+            prof = cProfile.Profile()
+            prof.enable()
+            for _ in range(args.calls):
+                rt.redistribute(x, mesh, dst_p)
+            prof.disable()
+            torch.cuda.synchronize()
+            if rank == 0:
+                s = io.StringIO()
+                pstats.Stats(prof, stream=s).sort_stats("tottime").print_stats(22)
+                print(f"== cProfile {src}->{dst}, {args.calls} calls\n" + s.getvalue(), flush=True)
+        rt.clear_cache()
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
