@@ -144,11 +144,7 @@ Profile default_profile() {
   p.copy_engine = {4.0, 2100.0};
   p.nvlink.copy_engine = {4.0, 380.0};
   p.nvlink.kernel = {4.0, 326.0};
-  // sync_us: on 2x H100 (2026-11-26, bench/results/2026-11-26-h100x2-session11/staging_cost.txt) separate peer copies
-  // of mesh (2) S0->S1 f32 took 52 us at 4 MiB and 82 us at 64 MiB against 15 and 56 priced with 8 us; the fused kernel
-  // 33 and 108 against 15 and 120. 30 us puts the separate path's constant where it was measured (the (4) and (2,2)
-  // sweeps of 2026-11-26 ran 35-65 us over the bound per call too) and has auto fuse at 4 MiB, where fusing won.
-  p.nvlink.sync_us = 30.0;
+  p.nvlink.sync_us = 8.0;
   p.nvlink.step_overhead_us = 12.0;
   p.nvlink.copy_engine_min_row_bytes = 2048;
   p.nvlink.fused = {8.0, 300.0};
