@@ -50,6 +50,44 @@ class CountingDevice : public HostDevice {
 constexpr int kRuns = 4;
 bool keeps(int rank, int run) { return rank == 0 || run % 2 == 0; }
 
+struct ChangingRuns {
+  Index wrong = 0;  // wrong elements over every run of every rank
+  int exposes = 0;  // expose() calls over every rank
+};
+
+// kRuns runs of `plan` on every rank, each rank changing its buffers as keeps() says, every element checked.
+ChangingRuns run_changing(const Plan& plan, BufferChanges changes) {
+  const Layout &src = plan.src(), &dst = plan.dst();
+  const int n = static_cast<int>(src.mesh().size());
+  HostWorld world(n);
+  std::atomic<Index> wrong{0};
+  std::atomic<int> exposes{0};
+  run_ranks(
+      n,
+      [&](int r) {
+        HostCommunicator comm(world, r);
+        CountingDevice device(exposes);
+        ExecutorOptions eo;
+        eo.buffer_changes = changes;
+        Executor exec(plan, comm, device, eo);
+        auto in = std::make_unique<std::vector<std::byte>>(exec.input_bytes());
+        auto out = std::make_unique<std::vector<std::byte>>(exec.output_bytes());
+        for (int run = 0; run < kRuns; ++run) {
+          if (!keeps(r, run)) {
+            in = std::make_unique<std::vector<std::byte>>(exec.input_bytes());
+            out = std::make_unique<std::vector<std::byte>>(exec.output_bytes());
+          }
+          fill_pattern(in->data(), src.box(r), src.global_shape(), DType::kF32);
+          std::fill(out->begin(), out->end(), std::byte{0xA5});
+          exec.run({in->data(), in->size()}, {out->data(), out->size()}, nullptr);
+          exec.wait(nullptr);
+          wrong += count_mismatches(out->data(), dst.box(r), dst.global_shape(), DType::kF32);
+        }
+      },
+      &world);
+  return ChangingRuns{wrong.load(), exposes.load()};
+}
+
 TEST(BufferChanges, RanksChangingBuffersIndependentlyGetEveryElementRight) {
   const int expected_exposes_per_rank = kRuns;  // kAnyRank: every run maps
   for (const std::vector<int>& m : {std::vector<int>{2}, {4}, {2, 2}}) {
@@ -61,37 +99,12 @@ TEST(BufferChanges, RanksChangingBuffersIndependentlyGetEveryElementRight) {
           const Layout src(mesh, from, shape), dst(mesh, to, shape);
           for (Fusion fusion : {Fusion::kNever, Fusion::kAlways}) {
             const Plan plan = testing::p2p_over_nvlink(src, dst, DType::kF32, fusion);
-            HostWorld world(n);
-            std::atomic<Index> wrong{0};
-            std::atomic<int> exposes{0};
-            run_ranks(
-                n,
-                [&](int r) {
-                  HostCommunicator comm(world, r);
-                  CountingDevice device(exposes);
-                  ExecutorOptions eo;
-                  eo.buffer_changes = BufferChanges::kAnyRank;
-                  Executor exec(plan, comm, device, eo);
-                  auto in = std::make_unique<std::vector<std::byte>>(exec.input_bytes());
-                  auto out = std::make_unique<std::vector<std::byte>>(exec.output_bytes());
-                  for (int run = 0; run < kRuns; ++run) {
-                    if (!keeps(r, run)) {
-                      in = std::make_unique<std::vector<std::byte>>(exec.input_bytes());
-                      out = std::make_unique<std::vector<std::byte>>(exec.output_bytes());
-                    }
-                    fill_pattern(in->data(), src.box(r), src.global_shape(), DType::kF32);
-                    std::fill(out->begin(), out->end(), std::byte{0xA5});
-                    exec.run({in->data(), in->size()}, {out->data(), out->size()}, nullptr);
-                    exec.wait(nullptr);
-                    wrong += count_mismatches(out->data(), dst.box(r), dst.global_shape(), DType::kF32);
-                  }
-                },
-                &world);
+            const ChangingRuns got = run_changing(plan, BufferChanges::kAnyRank);
             const std::string what =
                 src.str() + " -> [" + to_string(to) + "]" + (fusion == Fusion::kAlways ? " fused" : " separate copies");
-            EXPECT_EQ(wrong.load(), 0) << what;
+            EXPECT_EQ(got.wrong, 0) << what;
             if (plan.transport() == Transport::kNvlink) {
-              EXPECT_EQ(exposes.load(), n * expected_exposes_per_rank) << what;
+              EXPECT_EQ(got.exposes, n * expected_exposes_per_rank) << what;
             }
           }
         }
@@ -121,35 +134,10 @@ TEST(BufferChanges, StagedPlansMapOnceHoweverRanksChangeTheirBuffers) {
             o.profile = staging_always;
             const Plan plan = make_plan(src, dst, DType::kF32, o);
             if (plan.transport() != Transport::kNvlink || !plan.steps().front().staged) continue;
-            HostWorld world(n);
-            std::atomic<Index> wrong{0};
-            std::atomic<int> exposes{0};
-            run_ranks(
-                n,
-                [&](int r) {
-                  HostCommunicator comm(world, r);
-                  CountingDevice device(exposes);
-                  ExecutorOptions eo;
-                  eo.buffer_changes = changes;
-                  Executor exec(plan, comm, device, eo);
-                  auto in = std::make_unique<std::vector<std::byte>>(exec.input_bytes());
-                  auto out = std::make_unique<std::vector<std::byte>>(exec.output_bytes());
-                  for (int run = 0; run < kRuns; ++run) {
-                    if (!keeps(r, run)) {
-                      in = std::make_unique<std::vector<std::byte>>(exec.input_bytes());
-                      out = std::make_unique<std::vector<std::byte>>(exec.output_bytes());
-                    }
-                    fill_pattern(in->data(), src.box(r), src.global_shape(), DType::kF32);
-                    std::fill(out->begin(), out->end(), std::byte{0xA5});
-                    exec.run({in->data(), in->size()}, {out->data(), out->size()}, nullptr);
-                    exec.wait(nullptr);
-                    wrong += count_mismatches(out->data(), dst.box(r), dst.global_shape(), DType::kF32);
-                  }
-                },
-                &world);
+            const ChangingRuns got = run_changing(plan, changes);
             const std::string what = src.str() + " -> [" + to_string(to) + "]";
-            EXPECT_EQ(wrong.load(), 0) << what;
-            EXPECT_EQ(exposes.load(), n) << what;
+            EXPECT_EQ(got.wrong, 0) << what;
+            EXPECT_EQ(got.exposes, n) << what;
           }
         }
       }

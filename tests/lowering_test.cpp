@@ -138,7 +138,7 @@ TEST(Lowering, ProgramsFitTheirBuffersAndThePricedWorkspace) {
             o.pipeline_chunk_bytes = (a + b) % 2 ? 16 << 20 : 8;  // tiny chunks: pipelined steps too
             o.topology.ranks_per_node = 2;
             o.fusion = (a + b) % 3 ? Fusion::kAuto : Fusion::kNever;  // fused kernels and separate copies
-            o.buffers_change = (a + 2 * b) % 3 == 0;                   // staged first steps too
+            o.buffers_change = (a + 2 * b) % 3 == 0;                  // staged first steps too
             std::optional<Plan> plan;
             try {
               plan.emplace(make_plan(src, dst, DType::kBF16, o));
@@ -173,9 +173,12 @@ TEST(Lowering, ProgramsFitTheirBuffersAndThePricedWorkspace) {
 TEST(Lowering, StagedFirstStepsReadOnlyThePeersWorkspaces) {
   Profile staging_always = default_profile();
   staging_always.nvlink.map_us = 1e9;
-  for (const auto& [m, from, to] : {std::tuple{std::vector<int>{2}, "S0", "S1"}, {std::vector<int>{4}, "S0", "R"},
-                                    {std::vector<int>{2, 2}, "S0,S1", "S1,S0"}, {std::vector<int>{2}, "P", "R"},
-                                    {std::vector<int>{4}, "R", "S0"}, {std::vector<int>{2, 2}, "S0,R", "R,S1"}}) {
+  for (const auto& [m, from, to] : {std::tuple{std::vector<int>{2}, "S0", "S1"},
+                                    {std::vector<int>{4}, "S0", "R"},
+                                    {std::vector<int>{2, 2}, "S0,S1", "S1,S0"},
+                                    {std::vector<int>{2}, "P", "R"},
+                                    {std::vector<int>{4}, "R", "S0"},
+                                    {std::vector<int>{2, 2}, "S0,R", "R,S1"}}) {
     const Layout src(Mesh(m), parse_placements(from), Dims{8, 12});
     const Layout dst = src.with_placements(parse_placements(to));
     for (Fusion fusion : {Fusion::kNever, Fusion::kAlways}) {
@@ -194,17 +197,16 @@ TEST(Lowering, StagedFirstStepsReadOnlyThePeersWorkspaces) {
         bool sends = false;
         for (const Transfer& t : plan.steps().front().transfers) sends = sends || (!t.is_local() && t.src == r);
         const Copies* stage = p.ops.empty() ? nullptr : std::get_if<Copies>(&p.ops.front().body);
-        const bool staged = sends && stage && stage->regions.size() == 1 &&
-                            stage->regions[0].src == BufferRef{Buffer::kInput, 0} &&
-                            stage->regions[0].dst.buffer == Buffer::kWork &&
-                            stage->regions[0].shape.product() == p.input_elements;
+        const bool staged =
+            sends && stage && stage->regions.size() == 1 && stage->regions[0].src == BufferRef{Buffer::kInput, 0} &&
+            stage->regions[0].dst.buffer == Buffer::kWork && stage->regions[0].shape.product() == p.input_elements;
         EXPECT_EQ(staged, sends) << what << " rank " << r;
         if (moves) EXPECT_GE(p.work_elements, p.input_elements) << what << " rank " << r;
         bool ready_seen = false;
         for (size_t i = 0; i < p.ops.size(); ++i) {
           const OpBody& body = p.ops[i].body;
-          ready_seen = ready_seen || std::holds_alternative<PeerSync>(body) ||
-                       std::holds_alternative<FusedPeerCopies>(body);
+          ready_seen =
+              ready_seen || std::holds_alternative<PeerSync>(body) || std::holds_alternative<FusedPeerCopies>(body);
           if (i == 0 && staged) EXPECT_FALSE(ready_seen) << what << ": ready posted before the staging copy";
           std::vector<BufferRef> refs;
           if (const auto* c = std::get_if<Copies>(&body))

@@ -63,28 +63,21 @@ def time_call(fn, iters, warmup):
     for _ in range(warmup):
         out = fn()
     torch.cuda.synchronize()
-    times = []
-    for _ in range(iters):
-        dist.barrier()
-        torch.cuda.synchronize()
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        out = fn()
-        end.record()
-        torch.cuda.synchronize()
-        times.append(start.elapsed_time(end) * 1000.0)
-    t = torch.tensor(times, device="cuda", dtype=torch.float64)
-    dist.all_reduce(t, op=dist.ReduceOp.MAX)
-    return t.tolist(), out
+    return _timed(fn, iters, 1, out)
 
 
 def time_loop(fn, iters, calls):
     """Times `iters` iterations of `calls` back-to-back calls of fn (as a training step issues them: the host never
-    waits between calls, so one call's host work overlaps the previous call's GPU work): the ranks meet at a barrier,
-    CUDA events are recorded around the calls, the host waits. Returns the slowest rank's time per call of each
-    iteration (us) and the last call's result."""
+    waits between calls, so one call's host work overlaps the previous call's GPU work). Returns the slowest rank's
+    time per call of each iteration (us) and the last call's result."""
     out = fn()
     torch.cuda.synchronize()
+    return _timed(fn, iters, calls, out)
+
+
+def _timed(fn, iters, calls, out):
+    # Per iteration: the ranks meet at a barrier, CUDA events around `calls` calls, the host waits; the slowest rank's
+    # time per call.
     times = []
     for _ in range(iters):
         dist.barrier()

@@ -104,7 +104,7 @@ struct PlanSpec {
   // Copies (nvlink steps' peer regions, local steps) with contiguous rows at least this long, at most 3-D, run on the
   // copy engines; others on a kernel (step_geometry's rule, from the profile).
   Index copy_engine_min_row_bytes = 2048;
-  bool low_sm = false;  // priced in low-SM mode (PlanOptions::low_sm): SM kernels' time scaled by the profile
+  bool low_sm = false;          // priced in low-SM mode (PlanOptions::low_sm): SM kernels' time scaled by the profile
   bool buffers_change = false;  // planned for tensors that change every call (PlanOptions::buffers_change)
   Strategy strategy = Strategy::kCollective;
   double estimated_us = 0;
