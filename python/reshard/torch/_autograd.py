@@ -22,6 +22,26 @@ def _pytorch_redistribute_local(*args, **kwargs):
     return _patch.original()(*args, **kwargs)
 
 
+_target_specs = {}  # (current spec, mesh, placements) -> target DTensorSpec, reused by repeated calls
+_TARGET_SPECS_KEPT = 4096
+
+
+def target_spec_of(current_spec, device_mesh, placements):
+    """The DTensorSpec of current_spec's tensor on `placements`: one object per (spec, mesh, placements), so a
+    repeated call builds no spec (a DTensorSpec costs about 10 us of host time) and its cached hash is reused by the
+    route lookup. DTensorSpecs are immutable values, shared the same way by PyTorch's sharding propagation cache."""
+    key = (current_spec, device_mesh, placements)
+    try:
+        spec = _target_specs.get(key)
+    except TypeError:  # an unhashable spec: build it every time
+        return DTensorSpec(device_mesh, placements, tensor_meta=current_spec.tensor_meta)
+    if spec is None:
+        if len(_target_specs) >= _TARGET_SPECS_KEPT:
+            _target_specs.clear()
+        spec = _target_specs[key] = DTensorSpec(device_mesh, placements, tensor_meta=current_spec.tensor_meta)
+    return spec
+
+
 def local_redistribute(local, current_spec, target_spec, *, strategy=None, async_op=False):
     """reshard's redistribution of a local tensor, or PyTorch's for what reshard does not take (counted)."""
     try:
@@ -51,7 +71,7 @@ class Redistribute(torch.autograd.Function):
             current_spec = input._spec
         ctx.current_spec = current_spec
         if current_spec.placements != placements:
-            target_spec = DTensorSpec(device_mesh, placements, tensor_meta=current_spec.tensor_meta)
+            target_spec = target_spec_of(current_spec, device_mesh, placements)
             output = local_redistribute(local_tensor, current_spec, target_spec, strategy=strategy,
                                         async_op=async_op)
         else:
