@@ -201,13 +201,17 @@ TEST(Lowering, StagedFirstStepsReadOnlyThePeersWorkspaces) {
             sends && stage && stage->regions.size() == 1 && stage->regions[0].src == BufferRef{Buffer::kInput, 0} &&
             stage->regions[0].dst.buffer == Buffer::kWork && stage->regions[0].shape.product() == p.input_elements;
         EXPECT_EQ(staged, sends) << what << " rank " << r;
-        if (moves) EXPECT_GE(p.work_elements, p.input_elements) << what << " rank " << r;
+        if (moves) {
+          EXPECT_GE(p.work_elements, p.input_elements) << what << " rank " << r;
+        }
         bool ready_seen = false;
         for (size_t i = 0; i < p.ops.size(); ++i) {
           const OpBody& body = p.ops[i].body;
           ready_seen =
               ready_seen || std::holds_alternative<PeerSync>(body) || std::holds_alternative<FusedPeerCopies>(body);
-          if (i == 0 && staged) EXPECT_FALSE(ready_seen) << what << ": ready posted before the staging copy";
+          if (i == 0 && staged) {
+            EXPECT_FALSE(ready_seen) << what << ": ready posted before the staging copy";
+          }
           std::vector<BufferRef> refs;
           if (const auto* c = std::get_if<Copies>(&body))
             for (const CopyRegion& x : c->regions) refs.insert(refs.end(), {x.src, x.dst});
@@ -218,8 +222,11 @@ TEST(Lowering, StagedFirstStepsReadOnlyThePeersWorkspaces) {
               refs.push_back(x.dst);
               refs.insert(refs.end(), x.srcs.begin(), x.srcs.end());
             }
-          for (const BufferRef& ref : refs)
-            if (ref.peer >= 0) EXPECT_EQ(ref.buffer, Buffer::kWork) << what << " rank " << r << " op " << i;
+          for (const BufferRef& ref : refs) {
+            if (ref.peer >= 0) {
+              EXPECT_EQ(ref.buffer, Buffer::kWork) << what << " rank " << r << " op " << i;
+            }
+          }
         }
       }
     }

@@ -69,14 +69,15 @@ def _plan_args(mesh, src, dst, shape, dtype, strategy, memory_budget, transport,
 
 def plan(mesh, src, dst, shape, dtype="f32", strategy="auto", memory_budget=None, *, transport="auto",
          ranks_per_node=8, profile=None, ranks=None, rank=None, fuse="auto", low_sm=False, dst_mesh=None,
-         dst_ranks=None, world_size=None):
+         dst_ranks=None, world_size=None, buffers_change=False):
     """Plans a redistribution as `reshard plan` does; returns a Plan.
 
     plan.json() is exactly what `reshard plan --json` prints for the same arguments; plan.strategy,
     plan.estimated_us, plan.bytes_moved, plan.peak_workspace_bytes, plan.candidates, plan.table(), plan.svg().
     memory_budget: bytes per rank (an int, or text such as "64MiB"); profile: path of a cost-model profile JSON;
     rank: plan as that rank needs it (only its own transfers), as `--rank`; fuse: "auto", "always" or "never", as
-    `--fuse`; low_sm: price SM kernels for running beside compute, as `--low-sm`.
+    `--fuse`; low_sm: price SM kernels for running beside compute, as `--low-sm`; buffers_change: plan for tensors
+    that change every call (a staged first nvlink step where cheaper), as `--buffers-change` and as reshard.torch plans.
     Between meshes of one world (as `--from-mesh/--from-ranks/--to-mesh/--to-ranks/--world-size`): `mesh` and `ranks`
     are the source's, dst_mesh and dst_ranks the target's (world ranks in row-major coordinate order; unset: 0..n-1),
     world_size defaults to one more than the largest rank of either; plan.src_mesh and plan.dst_mesh print them.
@@ -85,6 +86,7 @@ def plan(mesh, src, dst, shape, dtype="f32", strategy="auto", memory_budget=None
 
     args = _plan_args(mesh, src, dst, shape, dtype, strategy, memory_budget, transport, ranks_per_node, profile, ranks,
                       fuse=fuse, low_sm=low_sm)
+    args.buffers_change = bool(buffers_change)
     if dst_mesh is not None:
         args.dst_mesh = _args.mesh_text(dst_mesh)
     args.dst_ranks = _rank_list(dst_ranks)

@@ -32,6 +32,8 @@ CASES = [
      dict(mesh=[2], src="S0", dst="S1", shape=[64, 64], transport="nvlink", fuse="never")),
     (["--mesh", "2", "--from", "S0", "--to", "S1", "--shape", "16384x16384", "--low-sm"],
      dict(mesh=[2], src="S0", dst="S1", shape=[16384, 16384], low_sm=True)),
+    (["--mesh", "2", "--from", "S0", "--to", "S1", "--shape", "1024x1024", "--buffers-change"],
+     dict(mesh=[2], src="S0", dst="S1", shape=[1024, 1024], buffers_change=True)),
     (["--mesh", "8", "--from", "P(avg)", "--to", "S1", "--shape", "33x65", "--dtype", "f16"],
      dict(mesh=[8], src="P(avg)", dst="S1", shape=[33, 65], dtype="float16")),
     (["--mesh", "2x2", "--from", "S0,S1", "--to", "S1,S0", "--shape", "64x48", "--strategy", "hybrid"],
