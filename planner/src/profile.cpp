@@ -150,9 +150,8 @@ Profile default_profile() {
   p.nvlink.fused = {8.0, 300.0};
   p.nvlink.fused_overhead_us = 4.0;
   // Mapping the peers' tensors anew on a call (callers whose tensors change every call): one host all-gather over the
-  // communicator (a host-to-device copy, an NCCL all-gather, two waits) and the IPC handle lookups. An estimate from
-  // the Python benchmark on 2x H100 (2026-11-26: one-sided calls from Python took 60-150 us more than the same plans
-  // in C++ on fixed buffers) until calibrated.
+  // communicator (a host-to-device copy, an NCCL all-gather, two waits) and the IPC handle lookups. An estimate until
+  // calibrated: on 2x H100 (2026-11-26) a 4 MiB S0->S1 call from Python took 123 us longer mapped per call than staged.
   p.nvlink.map_us = 80.0;
   // Low-SM mode (PlanOptions::low_sm): beside a bf16 8192^3 GEMM on 2x H200 (issue 25's measurement), NCCL kernels
   // moving data slowed the GEMM 12-13 points more than copy engines moving data did (+16.9/+22.8% against

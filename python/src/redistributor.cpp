@@ -4,7 +4,8 @@ namespace reshard::python {
 namespace {
 
 // Python hands over tensors from allocators that may give one rank the same block again and another rank a new one:
-// one-sided plans map the peers' buffers on every run (ExecutorOptions::buffer_changes).
+// one-sided plans that address the peers' tensors map them on every run (ExecutorOptions::buffer_changes); staged
+// plans (PlanOptions::buffers_change, which reshard.torch plans with) map once.
 ExecutorOptions options() {
   ExecutorOptions o;
   o.buffer_changes = BufferChanges::kAnyRank;
