@@ -116,5 +116,26 @@ TEST(StagedPlans, SurviveJsonAndRefuseInconsistentSteps) {
   }
 }
 
+// A loaded plan that stages a step moving nothing (R -> S0 on nvlink: local copies only) is refused: the staged copy's
+// workspace would not be priced.
+TEST(StagedPlans, AStagedStepThatMovesNothingIsRefused) {
+  const Layout rep(Mesh({2}), parse_placements("R"), Dims{8, 6});
+  const Plan plan = make_plan(rep, rep.with_placements(parse_placements("S0")), DType::kF32, for_changing_buffers());
+  ASSERT_EQ(plan.bytes_moved(), 0);
+  ASSERT_EQ(plan.steps().front().transport, Transport::kNvlink) << plan_to_json(plan);
+  std::string text = plan_to_json(plan);
+  const std::string p2p = "\"kind\": \"p2p\",";
+  ASSERT_NE(text.find(p2p), std::string::npos) << text;
+  text.replace(text.find(p2p), p2p.size(), p2p + " \"staged\": true,");
+  try {
+    plan_from_json(text);
+    ADD_FAILURE() << "a staged step that moves nothing was accepted: " << text;
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("step 0 is staged, but it moves no data between ranks"), std::string::npos)
+        << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace reshard

@@ -102,7 +102,12 @@ void recompute_summary(PlanSpec& spec, const Profile* profile) {
       } else {
         priced = p.p2p(OverlapIndex(a.layout(), b.layout(), spec.topology, es), s.transport);
       }
-      if (spec.buffers_change && i == 0) p.price_source_reads(priced, a, s.staged);
+      if (spec.buffers_change && i == 0) {
+        p.price_source_reads(priced, a, s.staged);
+        // Only a step that moves data reads peers' tensors; staging one that does not would take unpriced workspace.
+        RESHARD_REQUIRE(!s.staged || priced.step.staged, "step ", i,
+                        " is staged, but it moves no data between ranks; nothing to stage");
+      }
       s.bytes_moved = priced.step.bytes_moved;
       if (profile) s.estimated_us = priced.step.estimated_us;
       step_scratch = std::move(priced.scratch);
