@@ -6,13 +6,16 @@
 // protocol). Not under compute-sanitizer: it serialises the ranks' work on the shared GPU and the runs stall.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "placement_sets.hpp"
+#include "reshard/cuda_device.hpp"
 #include "reshard/harness.hpp"
 #include "reshard/planner.hpp"
 
@@ -59,7 +62,9 @@ class SharedGpu : public ::testing::Test {
                                    << to_string(plan.dtype())
                                    << (plan.steps().empty() || !plan.steps()[0].fused ? " separate" : " fused")
                                    << (graph ? " graph: " : " eager: ") << r.first_error;
-    if (plan.dst().global_shape().product() > 0) EXPECT_GT(r.checked_elements, 0);
+    if (plan.dst().global_shape().product() > 0) {
+      EXPECT_GT(r.checked_elements, 0);
+    }
     return r.checked_elements;
   }
   // The one-sided plans of a pair: separate copies and fused (where the planner offers p2p on nvlink).
@@ -180,6 +185,43 @@ TEST_F(SharedGpu, CopyEngineAndKernelRows) {
       const Layout dst(mesh, parse_placements(p.substr(gt + 1)), shape);
       for (const Plan& plan : one_sided_plans(src, dst, DType::kF32)) check(plan, 5, false);
     }
+}
+
+// CudaStream's pool (cuda_device.hpp): an idle stream comes back to the next CudaStream of its device, a busy one
+// (work still queued at destruction) never does, and the work queued on it still runs.
+TEST_F(SharedGpu, StreamsAreReusedWhenIdleNeverWhenBusy) {
+  cudaStream_t given_back_first = nullptr, given_back_last = nullptr;
+  {
+    CudaStream x(0), y(0);  // both live at once: distinct streams; y is destroyed (given back) first, then x
+    given_back_last = x.get();
+    given_back_first = y.get();
+  }
+  ASSERT_NE(given_back_first, given_back_last);
+  std::atomic<bool> release{false}, ran{false};
+  struct Gate {
+    std::atomic<bool>* release;
+    std::atomic<bool>* ran;
+  } gate{&release, &ran};
+  {
+    CudaStream busy(0);
+    ASSERT_EQ(busy.get(), given_back_last);  // the last stream given back comes first
+    ASSERT_EQ(cudaLaunchHostFunc(
+                  busy.get(),
+                  [](void* g) {
+                    auto* gt = static_cast<Gate*>(g);
+                    while (!gt->release->load()) std::this_thread::yield();
+                    gt->ran->store(true);
+                  },
+                  &gate),
+              cudaSuccess);
+  }  // destroyed with its host function still waiting: not given back
+  {
+    CudaStream next(0);
+    EXPECT_EQ(next.get(), given_back_first) << "a stream destroyed busy came back from the pool";
+  }
+  release = true;
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  EXPECT_TRUE(ran.load()) << "the work queued on the busy stream did not run";
 }
 
 TEST_F(SharedGpu, RefusesPlansWithNcclSteps) {

@@ -3,8 +3,10 @@
 #include <nvtx3/nvToolsExt.h>
 
 #include <algorithm>
+#include <map>
 #include <mutex>
 #include <set>
+#include <vector>
 
 #include "copy_batches.hpp"
 #include "cuda_peer_link.hpp"
@@ -81,12 +83,58 @@ int cuda_device_count() {
   return n;
 }
 
-CudaStream::CudaStream(int device) {
+namespace {
+
+// Idle streams per device, at most kIdlePerDevice each (more are destroyed). Never destroyed itself: streams may be
+// given back during static destruction, after the CUDA runtime has begun shutting down.
+class StreamPool {
+ public:
+  cudaStream_t take(int device) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      std::vector<cudaStream_t>& idle = idle_[device];
+      if (!idle.empty()) {
+        cudaStream_t s = idle.back();
+        idle.pop_back();
+        return s;
+      }
+    }
+    cudaStream_t s = nullptr;
+    RESHARD_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    return s;
+  }
+  void give_back(int device, cudaStream_t s) {
+    if (cudaStreamQuery(s) == cudaSuccess) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      std::vector<cudaStream_t>& idle = idle_[device];
+      if (idle.size() < kIdlePerDevice) {
+        idle.push_back(s);
+        return;
+      }
+    }
+    cudaGetLastError();  // a failed query (a broken context) is not this destructor's error to report
+    cudaStreamDestroy(s);
+  }
+
+ private:
+  static constexpr size_t kIdlePerDevice = 64;
+  std::mutex mutex_;
+  std::map<int, std::vector<cudaStream_t>> idle_;
+};
+
+StreamPool& stream_pool() {
+  static StreamPool* pool = new StreamPool;  // leaked on purpose (see StreamPool)
+  return *pool;
+}
+
+}  // namespace
+
+CudaStream::CudaStream(int device) : device_(device) {
   RESHARD_CUDA_CHECK(cudaSetDevice(device));
-  RESHARD_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  stream_ = stream_pool().take(device);
 }
 CudaStream::~CudaStream() {
-  if (stream_) cudaStreamDestroy(stream_);
+  if (stream_) stream_pool().give_back(device_, stream_);
 }
 void CudaStream::synchronize() const { RESHARD_CUDA_CHECK(cudaStreamSynchronize(stream_)); }
 

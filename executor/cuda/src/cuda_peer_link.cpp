@@ -8,11 +8,10 @@
 // rank's buffers change.
 //
 // Ordering (the pattern of NCCL's copy-engine collectives): every rank owns a flag array, one 32-bit slot per phase
-// and peer. Posting writes 1 into the peer's slot for this rank with a 4-byte copy (a copy engine, no SM); waiting is a
-// stream memory operation (CU_STREAM_MEM_OP_WAIT_VALUE_32, no SM) on this rank's own slots, followed by a reset to 0
-// in the same batch. A slot is posted again only after its owner reset it: the next post of the same (phase, pair)
-// needs the other phase's sync between the two ranks, which the owner issues after its reset. The values never depend
-// on host counters, so the same operations replay correctly from a CUDA graph.
+// and peer; posting puts a value into the peer's slot for this rank without an SM (a stream write-value operation to
+// ranks of this process, a 4-byte copy-engine copy to ranks of other processes); waiting is a stream memory operation
+// (CU_STREAM_MEM_OP_WAIT_VALUE_32, no SM) on this rank's own slots. Eager posts carry increasing numbers (nothing is
+// re-armed); under CUDA-graph capture a post carries 1 and a wait re-arms its slot to 0 in stream order (sync()).
 #include <unistd.h>
 
 #include <algorithm>
@@ -22,6 +21,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -30,6 +30,7 @@
 #include "cuda_peer_link.hpp"
 #include "driver_api.hpp"
 #include "reshard/cuda_check.hpp"
+#include "reshard/cuda_device.hpp"
 #include "reshard/text.hpp"
 
 namespace reshard::cuda {
@@ -130,7 +131,7 @@ class CudaPeerLink : public PeerLink {
     trace_ = std::getenv("RESHARD_TRACE_OPS") != nullptr;
     if (const char* posts = std::getenv("RESHARD_FLAG_POSTS")) {
       RESHARD_REQUIRE(std::string_view(posts) == "copy" || std::string_view(posts) == "write",
-                      "RESHARD_FLAG_POSTS must be copy (the default) or write, not '", printable(posts, 40), "'");
+                      "RESHARD_FLAG_POSTS must be write (the default) or copy, not '", printable(posts, 40), "'");
       direct_posts_ = std::string_view(posts) == "write";
     }
     RESHARD_CUDA_CHECK(cudaMalloc(&flags_, bytes));
@@ -153,7 +154,7 @@ class CudaPeerLink : public PeerLink {
     // The cleared flags must be in memory before any peer can post into them (after the all-gather below): the
     // legacy-stream memset is asynchronous and the runs' non-blocking streams do not wait for it.
     RESHARD_CUDA_CHECK(cudaStreamSynchronize(cudaStreamLegacy));
-    RESHARD_CUDA_CHECK(cudaStreamCreateWithFlags(&side_, cudaStreamNonBlocking));
+    side_ = std::make_unique<CudaStream>(ordinal_);
 
     Card mine;
     mine.host = host_id();
@@ -205,7 +206,7 @@ class CudaPeerLink : public PeerLink {
   ~CudaPeerLink() override {
     cudaSetDevice(ordinal_);
     for (auto& [key, mapped] : mapped_) cudaIpcCloseMemHandle(mapped.address);
-    if (side_) cudaStreamDestroy(side_);
+    side_.reset();
     if (one_) cudaFree(one_);
     if (flags_) cudaFree(flags_);
     if (seen_) cudaFreeHost(seen_);
@@ -298,11 +299,11 @@ class CudaPeerLink : public PeerLink {
   const RankBuffers* peers() const override { return peers_.data(); }
 
   // Eager runs (as NCCL's CE collectives do): every post to a peer in a phase carries the next number of that
-  // (phase, peer) pair, written into this rank's outbox slot by a stream operation and copied by the copy engine
-  // into the peer's flag; the peer waits until its flag reaches the number it expects (>=, wrap-safe). Nothing is
-  // re-armed, so no reset can race with a peer's next post. Under CUDA-graph capture the values would be frozen:
-  // there a post carries 1, a wait waits for 1 and then re-arms the flag to 0 in stream order, on the graph set of
-  // flags (kFlagSlots).
+  // (phase, peer) pair, written by a stream operation straight into the peer's flag when the peer is in this process,
+  // else into this rank's outbox slot and copied by the copy engine into the peer's flag; the peer waits until its flag
+  // reaches the number it expects (>=, wrap-safe). Nothing is re-armed, so no reset can race with a peer's next post.
+  // Under CUDA-graph capture the values would be frozen: there a post carries 1, a wait waits for 1 and then re-arms
+  // the flag to 0 in stream order, on the graph set of flags (kFlagSlots).
   void sync(const PeerSync& sync, StreamHandle stream) override {
     auto s = static_cast<cudaStream_t>(stream);
     cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
@@ -360,16 +361,17 @@ class CudaPeerLink : public PeerLink {
     cudaSetDevice(ordinal_);
     // Bounded throughout: a side stream that CUDA queued behind a stuck wait (streams share hardware queues) must not
     // hang the error path; the caller reports the timeout either way.
+    cudaStream_t side = side_->get();
     auto drain = [&] {
       const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
-      while (cudaStreamQuery(side_) == cudaErrorNotReady && std::chrono::steady_clock::now() < deadline)
+      while (cudaStreamQuery(side) == cudaErrorNotReady && std::chrono::steady_clock::now() < deadline)
         std::this_thread::sleep_for(std::chrono::microseconds(100));
-      return cudaStreamQuery(side_) == cudaSuccess;
+      return cudaStreamQuery(side) == cudaSuccess;
     };
     // What was pending: this rank's flags and outbox as the device holds them now.
     const size_t slots = expected_.size();
-    cudaMemcpyAsync(seen_, flags_, slots * sizeof(std::uint32_t), cudaMemcpyDeviceToHost, side_);
-    cudaMemcpyAsync(seen_ + slots, outbox_, slots * sizeof(std::uint32_t), cudaMemcpyDeviceToHost, side_);
+    cudaMemcpyAsync(seen_, flags_, slots * sizeof(std::uint32_t), cudaMemcpyDeviceToHost, side);
+    cudaMemcpyAsync(seen_ + slots, outbox_, slots * sizeof(std::uint32_t), cudaMemcpyDeviceToHost, side);
     const bool read = drain();
     std::string pending;
     for (int phase = 0; phase < kFlagSlots; ++phase) {
@@ -386,7 +388,7 @@ class CudaPeerLink : public PeerLink {
       }
     }
     // Every flag set to what the latest enqueued wait on it waits for: every wait already enqueued passes.
-    cudaMemcpyAsync(flags_, expected_.data(), slots * sizeof(std::uint32_t), cudaMemcpyHostToDevice, side_);
+    cudaMemcpyAsync(flags_, expected_.data(), slots * sizeof(std::uint32_t), cudaMemcpyHostToDevice, side);
     drain();
     cudaGetLastError();
     return pending;
@@ -482,13 +484,14 @@ class CudaPeerLink : public PeerLink {
   std::vector<std::uint32_t> expected_;          // [phase][peer]: the value the latest enqueued wait waits for
   std::uint32_t* seen_ = nullptr;                // pinned: flags then outbox as release() read them
   bool trace_ = false;                           // RESHARD_TRACE_OPS=1: posts and waits as they are enqueued
-  // RESHARD_FLAG_POSTS=write (an experiment for ranks that share a process; copy is the default, anything else is
-  // refused): a post to a rank of this process is a stream write-value operation straight into its flag, not a
-  // copy-engine copy from the outbox (a copy into another GPU's memory may wait on that GPU's hardware queues, which
-  // its stream waits can hold).
-  bool direct_posts_ = false;
+  // A post to a rank of this process is a stream write-value operation straight into its flag (preceded by the
+  // operation's memory fence), not a copy-engine copy from the outbox: such a copy into another GPU's memory can wait
+  // on that GPU's hardware queues, which the stream waits of the ranks there hold (ranks sharing GPUs deadlocked at
+  // their first 4-rank mesh with copies, 2x H100, 2026-11-26). RESHARD_FLAG_POSTS=copy restores the copies (to
+  // measure them); posts to other processes are always copies.
+  bool direct_posts_ = true;
   bool direct(int peer) const { return direct_posts_ && cards_[peer].pid == cards_[me_].pid; }
-  cudaStream_t side_ = nullptr;  // release() only
+  std::unique_ptr<CudaStream> side_;  // release() only
   std::vector<Card> cards_;
   std::vector<std::uint32_t*> peer_flags_;
   std::vector<bool> reachable_;

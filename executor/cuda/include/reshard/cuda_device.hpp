@@ -13,6 +13,12 @@ namespace reshard {
 // Number of CUDA devices visible (0 when there is no driver or no GPU).
 int cuda_device_count();
 
+// A non-blocking stream on `device`, taken from a per-process pool and given back (when idle) on destruction, so a
+// process that builds executors again and again reuses a handful of streams instead of creating new ones. CUDA maps
+// streams onto CUDA_DEVICE_MAX_CONNECTIONS hardware queues in the order they are created; a fresh stream per executor
+// eventually shares a queue with a live one, and where ranks share a GPU a one-sided wait at the head of that queue
+// blocks the other rank's post behind it (a deadlock: tests/shared_gpu_test.cpp). A stream still busy at destruction
+// (a run that timed out) is destroyed, never reused.
 class CudaStream {
  public:
   explicit CudaStream(int device);
@@ -24,6 +30,7 @@ class CudaStream {
   void synchronize() const;
 
  private:
+  int device_;
   cudaStream_t stream_ = nullptr;
 };
 
