@@ -5,6 +5,7 @@
 #     of 64 MiB, 256 MiB and 1 GiB (the 1 GiB case is the acceptance case);
 #   - the same 1 GiB case planned by auto in low-SM mode (--low-sm), eager;
 #   - PyTorch's DTensor redistribute beside the same GEMM (bench/pytorch_overlap.py), same three sizes.
+# SHAPES (default "16384x16384 8192x8192 4096x4096") and GRAPHS=0 (no graph runs) shorten the call.
 # Files under $OUT: machine.txt, overlap.txt (the tables and the log), smi_NAME.csv (SM clock, power and throttle
 # reasons every 200 ms during each run) and overlap_rows.jsonl (one JSON row per
 # measurement, `reshard overlap --json`'s fields; PyTorch's with strategy "pytorch"), which
@@ -34,9 +35,9 @@ overlap() {  # NAME FLAGS...: one `reshard overlap` run, its JSON rows kept as $
   stamp "$name"
 }
 {
-  for shape in 16384x16384 8192x8192 4096x4096; do
+  for shape in ${SHAPES:-16384x16384 8192x8192 4096x4096}; do
     overlap "eager_$shape" --shape $shape --strategy p2p --transports nvlink,nccl
-    overlap "graph_$shape" --shape $shape --strategy p2p --transports nvlink,nccl --cuda-graph
+    [ "${GRAPHS:-1}" = 1 ] && overlap "graph_$shape" --shape $shape --strategy p2p --transports nvlink,nccl --cuda-graph
   done
   overlap low_sm_auto --shape 16384x16384 --low-sm
   python3 - "$rows/cases.json" <<'PY'
