@@ -129,10 +129,15 @@ TEST(PlannerRandom, TenThousandRandomCases) {
   }
 }
 
-// The committed calibrated profile (bench/profiles/h200x2.json) drives the same checks.
-TEST(PlannerCalibrated, EveryPairWithTheCalibratedProfile) {
+// The committed calibrated profiles (bench/profiles/h200x2.json, h100x2.json) drive the same checks.
+class PlannerCalibrated : public ::testing::TestWithParam<const char*> {};
+INSTANTIATE_TEST_SUITE_P(Profiles, PlannerCalibrated, ::testing::Values("h200x2.json", "h100x2.json"));
+
+TEST_P(PlannerCalibrated, EveryPairWithTheCalibratedProfile) {
   PlanOptions base;
-  base.profile = load_profile(std::string(RESHARD_PROFILE_DIR) + "/h200x2.json");
+  std::string path = RESHARD_PROFILE_DIR;
+  path.append("/").append(GetParam());
+  base.profile = load_profile(path);
   for (const std::vector<int>& m : {std::vector<int>{2}, {3}, {2, 2}, {2, 3}, {4, 2}}) {
     Mesh mesh(m);
     for (int nd = 1; nd <= 2; ++nd) {

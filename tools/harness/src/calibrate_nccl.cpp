@@ -1,8 +1,10 @@
 // Calibration microbenchmarks on GPUs 0 and 1: send/recv, all_gather, reduce_scatter, all_reduce, all_to_all
 // (grouped send/recv) over sizes, and the batched copy kernel (a strided pack), each timed like the executor runs
-// (CUDA events between back-to-back operations, the slower rank's median).
+// (CUDA events between back-to-back operations, the slower rank's median); then the step overhead and the one-sided
+// transport's fields (calibrate_nvlink.cpp) from end-to-end runs.
 #include <nlohmann/json.hpp>
 
+#include "calibrate_nvlink.hpp"
 #include "gpu_timing.hpp"
 #include "reshard/calibrate.hpp"
 #include "reshard/cuda_check.hpp"
@@ -82,7 +84,7 @@ Calibration calibrate(const CalibrateOptions& in) {
     RESHARD_REQUIRE(need <= free, "calibrate needs ", need, " bytes on GPU ", d, " for sizes up to ",
                     static_cast<Index>(largest), " bytes but ", free, " are free; give smaller --sizes");
   }
-  constexpr int kMeasurements = 7;
+  constexpr int kMeasurements = 8;
   int done = 0;
   auto next = [&](const std::string& what) {
     throw_if_stop_requested();
@@ -165,8 +167,8 @@ Calibration calibrate(const CalibrateOptions& in) {
   }
 
   next("step_overhead");
-  // The executor's fixed cost per communicating step: small end-to-end runs (p2p, all_gather), whose GPU work is
-  // far shorter than the host work that issues it.
+  // The executor's fixed cost per communicating NCCL step: small end-to-end runs (p2p, all_gather), whose GPU work
+  // is far shorter than the host work that issues it.
   {
     comms.clear();  // the runner makes its own communicators
     LocalRunner runner(Backend::kNccl, 2);
@@ -185,6 +187,7 @@ Calibration calibrate(const CalibrateOptions& in) {
         PlanOptions po;
         po.profile = cal.profile;
         po.strategy = c.strategy;
+        po.transport = Transport::kNccl;  // NCCL's steps (auto would put these p2p steps on nvlink, priced apart)
         Plan plan = make_plan(src, src.with_placements(parse_placements(c.to)), DType::kF32, po);
         RunOptions ro;
         ro.iters = 50;
@@ -206,6 +209,9 @@ Calibration calibrate(const CalibrateOptions& in) {
     cal.fits.emplace_back("step_overhead", std::move(f));
   }
 
+  next("nvlink");
+  const std::string nvlink = detail::calibrate_nvlink(cal, o);
+
   cudaDeviceProp prop{};
   RESHARD_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
   int nccl_version = 0;
@@ -214,8 +220,8 @@ Calibration calibrate(const CalibrateOptions& in) {
   cal.profile.name = "calibrated: " + cal.machine;
   cal.profile.source = "reshard calibrate on " + cal.machine +
                        ": intra_node links and copy fitted by weighted least squares (relative error) over " +
-                       std::to_string(o.sizes_bytes.size()) +
-                       " sizes; inter_node and p2p_per_peer_us from the base profile (" + o.base.name +
+                       std::to_string(o.sizes_bytes.size()) + " sizes; " + nvlink +
+                       "; inter_node and p2p_per_peer_us from the base profile (" + o.base.name +
                        "), not measurable on one node with two GPUs";
   nlohmann::ordered_json fits;
   for (const auto& [name, f] : cal.fits) fits[name] = fit_json(f);
