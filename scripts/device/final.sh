@@ -15,16 +15,9 @@ echo "[$(el) s] built"
 N=3 WAIT=8 TIMEOUT_MS=3000 SKIP_TEST=1 PROBE_UNTIL_S=150 CASES="--from S0 --to R --shape 256x256" \
   VARIANTS="connections1 push+connections1 mp+connections1 push" bash scripts/device/hang_probe.sh 2>&1 | grep -E "stalls in|exit"
 echo "[$(el) s] probes"
-# One process per rank (file rendezvous, one job token for both); rank 0's row.
-b() {
-  local rv="$OUT/rv_$RANDOM" token="accept$RANDOM$$"
-  for rk in 0 1; do
-    RESHARD_RENDEZVOUS_TOKEN=$token RANK=$rk LOCAL_RANK=$rk WORLD_SIZE=2 timeout 60 $R run --mesh 2 "$@" \
-      --rendezvous file:$rv > "$OUT/mp_$rk.txt" 2>&1 &
-  done
-  wait; rm -f "$rv"
-  grep -hE "^  2 |error" "$OUT/mp_0.txt" "$OUT/mp_1.txt" | sed "s|\$|   [$*]|" >> "$OUT/bench.txt"
-}
+# One process per rank (lib.sh's two_processes); rank 0's row.
+source scripts/device/lib.sh
+b() { two_processes "$OUT/bench.txt" "$@"; }
 L="--shape 16384x16384 --iters 20"
 for pair in "S0 S1" "S1 S0" "S0 R" "R S0" "P S0"; do set -- $pair
   for tr in nccl nvlink; do b --from $1 --to $2 $L --strategy p2p --transport $tr; done

@@ -11,15 +11,7 @@ timeout 90 $R bench --backend nccl --meshes 2 --sizes 256MiB,1GiB --dtypes bf16 
   --csv "$OUT/big_mesh2.csv" --cases "$OUT/big_mesh2.cases.json" > "$OUT/big_mesh2.log" 2>&1
 echo "sweep exit $?"; grep -iE "link|bound|wrong" "$OUT/big_mesh2.log" | grep -v "^# mesh" | tail -4
 echo "[$(el) s] sweep"
-b() {
-  local rv="$OUT/rv_$RANDOM" token="two$RANDOM$$"
-  for rk in 0 1; do
-    RESHARD_RENDEZVOUS_TOKEN=$token RANK=$rk LOCAL_RANK=$rk WORLD_SIZE=2 timeout 60 $R run --mesh 2 "$@" \
-      --rendezvous file:$rv > "$OUT/mp_$rk.txt" 2>&1 &
-  done
-  wait; rm -f "$rv"
-  grep -hE "^  2 |error" "$OUT/mp_0.txt" "$OUT/mp_1.txt" | sed "s|\$|   [$*]|" | tee -a "$OUT/processes.txt"
-}
+b() { two_processes "$OUT/processes.txt" "$@"; tail -1 "$OUT/processes.txt"; }
 for pair in "S0 S1" "S1 S0" "S0 R" "R S0" "P S0"; do set -- $pair
   b --from $1 --to $2 --shape 16384x16384 --iters 20
   b --from $1 --to $2 --shape 16384x16384 --iters 20 --strategy p2p --transport nvlink
