@@ -115,40 +115,43 @@ Profile default_profile() {
   Profile p;
   p.name = "h100-h200-nvlink-ib400";
   p.source =
-      "intra_node: NCCL send/recv 360 GB/s per direction and cudaMemcpyPeer 396 GB/s measured on 2x H200 NV18 "
-      "(docs/benchmarks.md); collective bus bandwidths set to the same NVLink figure, but reduce_scatter at the "
-      "275 GB/s measured for a 1 GiB P->S0 on 2x H200 (2026-11-23); latencies are typical small-message NCCL times "
-      "on NVLink (estimates until calibrated). inter_node: 400 Gb/s InfiniBand = 50 GB/s "
-      "per GPU NIC, 45 GB/s achievable (90%, estimate), latencies estimates. copy: 2.1 TB/s device copy measured on "
-      "H200 (docs/benchmarks.md), 3 us launch. step_overhead_us: the executor's fixed cost per step per call "
-      "(launches, events, NCCL group), about 20 us seen on 2x H200 on 2026-11-22. Run `reshard calibrate` to replace "
-      "these with fitted values.";
-  p.intra_node.p2p = {8.0, 360.0};
-  p.intra_node.all_gather = {10.0, 360.0};
-  // reduce_scatter: 1 GiB P->S0 f32 on 2x H200 took 1965 us (NCCL 2.28.9, 2026-11-23; docs/benchmarks.md), 512 MiB
-  // per rank at 275 GB/s: the reduction's reads and writes cost a quarter of the link rate.
-  p.intra_node.reduce_scatter = {10.0, 275.0};
-  p.intra_node.all_reduce = {12.0, 360.0};
-  p.intra_node.all_to_all = {10.0, 340.0};
+      "intra_node: NCCL lines fitted by `reshard calibrate` on 2x H100 NV18 (2026-11-26, bench/profiles/h100x2.json), "
+      "within 2% of the 2x H200 fit (bench/profiles/h200x2.json); step_overhead_us: the executor's fixed cost per "
+      "communicating NCCL step per call, 48 us (52 fitted on 2x H100, 44 on 2x H200). nvlink: copy-engine bandwidth, "
+      "sync and step overhead, fused line and overhead fitted from end-to-end runs on 2x H100 (2026-11-26); kernel "
+      "pulls "
+      "326 GB/s measured on 2x H200. inter_node: 400 Gb/s InfiniBand = 50 GB/s per GPU NIC, 45 GB/s achievable (90%, "
+      "estimate), latencies estimates. copy: 2.1 TB/s device copy measured on H200 (1.5 TB/s on H100), 3 us launch. "
+      "Run `reshard calibrate` to replace these with values fitted on your machine.";
+  // NCCL within a node: the lines `reshard calibrate` fitted on 2x H100 (2026-11-26; alpha us, GB/s); 2x H200 gave the
+  // same within 2% (p2p 11.9/298.9, all_gather 11.7/243.9, reduce_scatter 9.8/242.8, all_reduce 10.2/280.0,
+  // all_to_all 11.1/294.7). The profile files also keep the measured points; the defaults keep only the lines.
+  p.intra_node.p2p = {11.0, 295.0};
+  p.intra_node.all_gather = {11.0, 240.0};
+  p.intra_node.reduce_scatter = {10.0, 240.0};
+  p.intra_node.all_reduce = {10.5, 278.0};
+  p.intra_node.all_to_all = {11.0, 292.0};
   p.inter_node.p2p = {20.0, 45.0};
   p.inter_node.all_gather = {25.0, 45.0};
   p.inter_node.reduce_scatter = {25.0, 45.0};
   p.inter_node.all_reduce = {30.0, 45.0};
   p.inter_node.all_to_all = {25.0, 42.0};
   p.p2p_per_peer_us = 1.5;
-  p.step_overhead_us = 20.0;
+  p.step_overhead_us = 48.0;
   p.copy = {3.0, 2100.0};
-  // NVLink one-sided (2x/4x H200 NV18, 2026-11-23): cudaMemcpy2DAsync of a peer's strided 256 MiB block 380 GB/s
-  // each way with both directions busy, a push kernel 356 GB/s, a pull kernel 326 GB/s; local device copy 2.1 TB/s.
-  // Latencies are estimates until calibrated.
+  // NVLink one-sided: `reshard calibrate`'s end-to-end fits on 2x H100 (2026-11-26): separate copy-engine copies
+  // 33.4 us + bytes pulled at 405 GB/s (sync_us = 33.4 - the engine call's 4), the smallest separate step 34 us; fused
+  // 16.6 us + bytes pulled and copied at 474 GB/s, the smallest 15 us. Kernel pulls 326 GB/s (2x H200, 2026-11-23).
+  // With the earlier estimates (sync 8, fused 8 + 300 GB/s) auto ran 4 MiB steps unfused at 33-37 us where fused ones
+  // take 22-25 us (docs/benchmarks.md, "calibrated with the nvlink fields").
   p.copy_engine = {4.0, 2100.0};
-  p.nvlink.copy_engine = {4.0, 380.0};
+  p.nvlink.copy_engine = {4.0, 405.0};
   p.nvlink.kernel = {4.0, 326.0};
-  p.nvlink.sync_us = 8.0;
-  p.nvlink.step_overhead_us = 12.0;
+  p.nvlink.sync_us = 29.0;
+  p.nvlink.step_overhead_us = 34.0;
   p.nvlink.copy_engine_min_row_bytes = 2048;
-  p.nvlink.fused = {8.0, 300.0};
-  p.nvlink.fused_overhead_us = 4.0;
+  p.nvlink.fused = {16.5, 473.0};
+  p.nvlink.fused_overhead_us = 15.0;
   // Mapping the peers' tensors anew on a call (callers whose tensors change every call): one host all-gather over the
   // communicator (a host-to-device copy, an NCCL all-gather, two waits) and the IPC handle lookups. An estimate until
   // calibrated: on 2x H100 (2026-11-26) a 4 MiB S0->S1 call from Python took 123 us longer mapped per call than staged.
