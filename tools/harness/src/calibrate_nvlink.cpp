@@ -25,9 +25,8 @@ RankBytes rank0_bytes(const Plan& plan) {
 }
 
 double smallest(const std::vector<Sample>& samples) {
-  double m = samples.front().us;
-  for (const Sample& s : samples) m = std::min(m, s.us);
-  return m;
+  return std::min_element(samples.begin(), samples.end(), [](const Sample& a, const Sample& b) { return a.us < b.us; })
+      ->us;
 }
 
 }  // namespace
