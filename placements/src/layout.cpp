@@ -84,20 +84,21 @@ Layout::Layout(Mesh mesh, std::vector<Placement> placements, Dims global_shape)
   for (int d = 0; d < global_shape_.size(); ++d)
     if (!try_mul(global_volume_, global_shape_[d], global_volume_))
       global_volume_ = global_shape_.product("tensor shape " + to_string(global_shape_));
-  sharding_.assign(global_shape_.size(), {});
-  strided_.assign(global_shape_.size(), false);
+  sharding_ = {};
+  strided_ = 0;
   for (int k = 0; k < mesh_.ndim(); ++k) {
     RESHARD_REQUIRE(placements_[k].split_factor() >= 1, "placement ", to_string(placements_[k]), " on mesh dim ", k,
                     ": the split factor must be >= 1");
     placements_[k] = normalize(placements_[k], global_shape_.size());
     if (!placements_[k].is_shard()) continue;
-    sharding_[placements_[k].dim()].push_back(k);
-    if (placements_[k].is_strided() && mesh_.dim_size(k) > 1) strided_[placements_[k].dim()] = true;
+    ShardingDims& s = sharding_[placements_[k].dim()];
+    s.dims[s.count++] = k;
+    if (placements_[k].is_strided() && mesh_.dim_size(k) > 1) strided_ |= 1u << placements_[k].dim();
   }
   // With _StridedShard, a rank's indices of a tensor dim may be several ranges: check every coordinate once.
   for (int d = 0; d < ndim() && one_box_; ++d) {
-    if (!strided_[d]) continue;
-    const std::vector<int>& dims = sharding_[d];
+    if (!strided(d)) continue;
+    const std::span<const int> dims = sharding_mesh_dims(d);
     Index coords = 1;
     for (int k : dims) {
       coords *= mesh_.dim_size(k);
@@ -126,12 +127,12 @@ Layout Layout::on(Mesh mesh, std::vector<Placement> placements) const {
 }
 
 std::vector<Interval> Layout::ranges(int d, const Dims& coord) const {
-  if (!strided_[d]) {
+  if (!strided(d)) {
     const Interval iv = interval(d, coord);
     return iv.size ? std::vector<Interval>{iv} : std::vector<Interval>{};
   }
   IndexList list(global_shape_[d]);
-  for (int k : sharding_[d]) {
+  for (int k : sharding_mesh_dims(d)) {
     const Index n = mesh_.shape()[k];
     if (n == 1) continue;  // one chunk, or one chunk of every piece: the whole list
     const Placement& p = placements_[k];
@@ -157,7 +158,7 @@ std::vector<Interval> Layout::ranges(int d, const Dims& coord) const {
 }
 
 Interval Layout::interval(int d, const Dims& coord) const {
-  if (strided_[d]) {
+  if (strided(d)) {
     const std::vector<Interval> rs = ranges(d, coord);
     if (rs.empty()) return Interval{global_shape_[d], 0};
     if (rs.size() > 1) {
@@ -174,7 +175,7 @@ Interval Layout::interval(int d, const Dims& coord) const {
     return rs.front();
   }
   Index begin = 0, size = global_shape_[d];
-  for (int k : sharding_[d]) {
+  for (int k : sharding_mesh_dims(d)) {
     const Interval c = chunk_of(size, mesh_.shape()[k], coord[k]);
     if (c.size == 0) return Interval{global_shape_[d], 0};
     begin += c.begin;

@@ -96,7 +96,7 @@ RankBoxes::RankBoxes(Layout moved) : layout_(std::move(moved)) {
   if (tables) {
     size_t at = 0;
     for (int d = 0; d < nd; ++d) {
-      const std::vector<int>& dims = layout.sharding_mesh_dims(d);
+      const std::span<const int> dims = layout.sharding_mesh_dims(d);
       Dims c(mesh.ndim(), 0);
       while (true) {
         table[at++] = layout.interval(d, c);

@@ -28,7 +28,7 @@ class CrossOverlap {
     contributions_ = combos(m, partial_dims_);
     chunks_.resize(a.ndim());
     for (int d = 0; d < a.ndim(); ++d) {
-      const std::vector<int>& dims = a.sharding_mesh_dims(d);
+      const std::span<const int> dims = a.sharding_mesh_dims(d);
       Dims coord(m.ndim(), 0);
       for (Index c = 0, n = combos(m, dims); c < n; ++c) {
         decode(m, dims, c, coord);

@@ -8,14 +8,14 @@
 namespace reshard::detail {
 
 // How many coordinates the mesh dims `dims` span together.
-inline Index combos(const Mesh& mesh, const std::vector<int>& dims) {
+inline Index combos(const Mesh& mesh, std::span<const int> dims) {
   Index n = 1;
   for (int k : dims) n *= mesh.dim_size(k);
   return n;
 }
 
 // Row-major decode of `index` into the coordinates of `dims` (other entries of `coord` untouched).
-inline void decode(const Mesh& mesh, const std::vector<int>& dims, Index index, Dims& coord) {
+inline void decode(const Mesh& mesh, std::span<const int> dims, Index index, Dims& coord) {
   for (int j = static_cast<int>(dims.size()) - 1; j >= 0; --j) {
     const Index n = mesh.dim_size(dims[j]);
     coord[dims[j]] = index % n;
@@ -24,7 +24,7 @@ inline void decode(const Mesh& mesh, const std::vector<int>& dims, Index index, 
 }
 
 // Row-major index of the coordinates of `dims` in `coord` (decode's inverse).
-inline Index encode(const Mesh& mesh, const std::vector<int>& dims, const Dims& coord) {
+inline Index encode(const Mesh& mesh, std::span<const int> dims, const Dims& coord) {
   Index index = 0;
   for (int k : dims) index = index * mesh.dim_size(k) + coord[k];
   return index;

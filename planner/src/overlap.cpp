@@ -101,7 +101,7 @@ std::vector<OverlapIndex::ChunkList> OverlapIndex::chunk_lists(const Layout& lay
   std::vector<ChunkList> lists(layout.ndim());
   const Mesh& mesh = layout.mesh();
   for (int d = 0; d < layout.ndim(); ++d) {
-    const std::vector<int>& dims = layout.sharding_mesh_dims(d);
+    const std::span<const int> dims = layout.sharding_mesh_dims(d);
     Index n = combos(mesh, dims);
     lists[d].reserve(n);
     Dims coord(mesh.ndim(), 0);

@@ -5,13 +5,13 @@
 namespace reshard::detail {
 namespace {
 
-Index combo_count(const Mesh& mesh, const std::vector<int>& dims) {
+Index combo_count(const Mesh& mesh, std::span<const int> dims) {
   Index n = 1;
   for (int k : dims) n *= mesh.dim_size(k);
   return n;
 }
 
-Index combo_of(const Mesh& mesh, const std::vector<int>& dims, const Dims& coord) {
+Index combo_of(const Mesh& mesh, std::span<const int> dims, const Dims& coord) {
   Index c = 0;
   for (int k : dims) c = c * mesh.dim_size(k) + coord[k];
   return c;

@@ -48,7 +48,7 @@ class IntervalTable {
   IntervalTable(const RankBoxes& boxes, int d) {
     const Layout& l = boxes.layout();
     const Mesh& mesh = l.mesh();
-    const std::vector<int>& dims = l.sharding_mesh_dims(d);
+    const std::span<const int> dims = l.sharding_mesh_dims(d);
     reserve(mesh, dims);
     // The group over the sharding dims of the rank at coordinate 0 visits every combination, row-major.
     const int origin = mesh.has_explicit_ranks() ? mesh.explicit_ranks()[0] : 0;
@@ -60,7 +60,7 @@ class IntervalTable {
   Interval operator[](Index i) const { return Interval{data_[i].begin, data_[i].size}; }
 
  private:
-  void reserve(const Mesh& mesh, const std::vector<int>& dims) {
+  void reserve(const Mesh& mesh, std::span<const int> dims) {
     size_t n = 1;
     for (int k : dims) n *= static_cast<size_t>(mesh.shape()[k]);
     if (n > kInline) {
@@ -71,7 +71,7 @@ class IntervalTable {
   template <class F>
   void for_each(const Layout& l, int d, F f) {
     const Mesh& mesh = l.mesh();
-    const std::vector<int>& dims = l.sharding_mesh_dims(d);
+    const std::span<const int> dims = l.sharding_mesh_dims(d);
     reserve(mesh, dims);
     for_each_assignment(mesh, dims, Dims(mesh.ndim(), 0), f);
   }
@@ -119,7 +119,7 @@ bool covered_per_dim(const A& a_side, const B& b_side, std::span<const int> grou
   const Layout& b = layout_of(b_side);
   const Mesh& mesh = a.mesh();
   for (int d = 0; d < a.ndim(); ++d) {
-    const std::vector<int>&sa = a.sharding_mesh_dims(d), &sb = b.sharding_mesh_dims(d);
+    const std::span<const int> sa = a.sharding_mesh_dims(d), sb = b.sharding_mesh_dims(d);
     DimList vary, fixed;  // group dims that move the a interval; dims fixed by the rank itself
     for (int k : sb)
       if (!fixed.contains(k)) fixed.push_back(k);

@@ -13,6 +13,8 @@
 // several ranges: such a layout is reported (local_shard, ranges) but not planned (box() refuses it).
 #pragma once
 
+#include <array>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -67,7 +69,9 @@ class Layout {
   Layout on(Mesh mesh, std::vector<Placement> placements) const;
 
   // Mesh dims that shard tensor dim d, in order (the nesting order).
-  const std::vector<int>& sharding_mesh_dims(int tensor_dim) const { return sharding_[tensor_dim]; }
+  std::span<const int> sharding_mesh_dims(int tensor_dim) const {
+    return {sharding_[tensor_dim].dims.data(), static_cast<size_t>(sharding_[tensor_dim].count)};
+  }
   // The range of tensor dim d held at a mesh coordinate (only the coordinates of sharding mesh dims matter).
   // The range of an empty shard has begin == global_shape[d]. kInvalidArgument when it is several ranges.
   Interval interval(int tensor_dim, const Dims& coord) const;
@@ -90,8 +94,14 @@ class Layout {
   std::vector<Placement> placements_;
   Dims global_shape_;
   Index global_volume_ = 0;
-  std::vector<std::vector<int>> sharding_;  // per tensor dim
-  std::vector<bool> strided_;               // per tensor dim: a _StridedShard shards it
+  // Per tensor dim, held inline (layouts are built in the planner's loops: no allocation beside the placements).
+  struct ShardingDims {
+    std::array<int, kMaxDims> dims{};
+    int count = 0;
+  };
+  std::array<ShardingDims, kMaxDims> sharding_{};  // the mesh dims sharding each tensor dim
+  unsigned strided_ = 0;                          // bit d: a _StridedShard shards tensor dim d
+  bool strided(int d) const { return (strided_ >> d) & 1u; }
   bool one_box_ = true;
 };
 
