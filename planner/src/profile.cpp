@@ -141,7 +141,9 @@ Profile default_profile() {
   p.copy = {3.0, 2100.0};
   // NVLink one-sided: `reshard calibrate`'s end-to-end fits on 2x H100 (2026-11-26): separate copy-engine copies
   // 33.4 us + bytes pulled at 405 GB/s (sync_us = 33.4 - the engine call's 4), the smallest separate step 34 us; fused
-  // 16.6 us + bytes pulled and copied at 474 GB/s, the smallest 15 us. Kernel pulls 326 GB/s (2x H200, 2026-11-23).
+  // 16.6 us + bytes pulled and copied at 474 GB/s, the smallest 15 us; since the fused kernel lost its system-scope
+  // fences (fused_kernel.cu), 11.7 us + 475 GB/s, the smallest 10.7 us (calibrated again on 2x H100, 2026-11-26,
+  // bench/results/2026-11-26-h100x2-session13/fused_small). Kernel pulls 326 GB/s (2x H200, 2026-11-23).
   // With the earlier estimates (sync 8, fused 8 + 300 GB/s) auto ran 4 MiB steps unfused at 33-37 us where fused ones
   // take 22-25 us (docs/benchmarks.md, "calibrated with the nvlink fields").
   p.copy_engine = {4.0, 2100.0};
@@ -150,8 +152,8 @@ Profile default_profile() {
   p.nvlink.sync_us = 29.0;
   p.nvlink.step_overhead_us = 34.0;
   p.nvlink.copy_engine_min_row_bytes = 2048;
-  p.nvlink.fused = {16.5, 473.0};
-  p.nvlink.fused_overhead_us = 15.0;
+  p.nvlink.fused = {11.7, 475.0};
+  p.nvlink.fused_overhead_us = 10.7;
   // Mapping the peers' tensors anew on a call (callers whose tensors change every call): one host all-gather over the
   // communicator (a host-to-device copy, an NCCL all-gather, two waits) and the IPC handle lookups. An estimate until
   // calibrated: on 2x H100 (2026-11-26) a 4 MiB S0->S1 call from Python took 123 us longer mapped per call than staged.

@@ -36,7 +36,11 @@ struct RunOptions {
   Backend backend = Backend::kHost;
   int warmup = 3;
   int iters = 20;
-  bool cuda_graph = false;  // capture one run in a CUDA graph and time its replays (NCCL backend)
+  bool cuda_graph = false;  // capture graph_calls runs in a CUDA graph and time its replays (NCCL backend)
+  // Runs captured back to back in the graph; a timed iteration is one replay, its sample the replay's time divided by
+  // this (nccl-tests' -G likewise captures its iterations into one graph): the per-call cost inside a graph, without
+  // the host's cudaGraphLaunch and event record per call, which small steps would otherwise wait for.
+  int graph_calls = 10;
   bool trace = false;       // one more run with per-step event timings (RunResult::steps)
   NcclMode nccl_mode = NcclMode::kNonBlocking;
   StageOverlap stage_overlap = StageOverlap::kLanes;    // how pipelined steps run their stages (executor.hpp)
