@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <array>
+#include <deque>
 #include <queue>
-#include <unordered_map>
 
 #include "reshard/partial.hpp"
 #include "transitions.hpp"
@@ -44,6 +44,59 @@ struct Visit {
   Edge edge;
 };
 
+// Search keys to values at stable addresses (a deque), found through an open-addressing table: a search meets a few
+// dozen states and looks them up on every edge; std::unordered_map allocated a node for each.
+template <class V>
+class KeyMap {
+ public:
+  KeyMap() : slots_(64) {}
+  V* find(Key k) {
+    const int i = slots_[locate(k)].index;
+    return i < 0 ? nullptr : &values_[static_cast<size_t>(i)];
+  }
+  const V& at(Key k) const {
+    const int i = slots_[locate(k)].index;
+    if (i < 0) fail(ErrorKind::kInternal, "a collective search state that was never reached");
+    return values_[static_cast<size_t>(i)];
+  }
+  V& operator[](Key k) {
+    size_t at = locate(k);
+    if (slots_[at].index >= 0) return values_[static_cast<size_t>(slots_[at].index)];
+    if (2 * (values_.size() + 1) > slots_.size()) {
+      grow();
+      at = locate(k);
+    }
+    slots_[at] = Slot{k, static_cast<int>(values_.size())};
+    return values_.emplace_back();
+  }
+
+ private:
+  struct Slot {
+    Key key = 0;
+    int index = -1;
+  };
+  size_t locate(Key k) const {  // k's slot, or the empty one where it would go
+    const size_t mask = slots_.size() - 1;
+    size_t at = static_cast<size_t>((k * 0x9E3779B97F4A7C15ull) >> 20) & mask;
+    while (slots_[at].index >= 0 && slots_[at].key != k) at = (at + 1) & mask;
+    return at;
+  }
+  void grow() {
+    std::vector<Slot> old(slots_.size() * 2);
+    old.swap(slots_);
+    for (const Slot& x : old)
+      if (x.index >= 0) slots_[locate(x.key)] = x;
+  }
+  std::vector<Slot> slots_;
+  std::deque<V> values_;
+};
+
+// A state's placements and, once a search asks for them, its rank boxes (from the planning's cache).
+struct PlacementState {
+  std::vector<Placement> placements;
+  const RankBoxes* boxes = nullptr;
+};
+
 struct QueueEntry {
   double cost;
   int steps;
@@ -67,9 +120,6 @@ class Search {
       for (const Placement& p : l->placements())
         if (p.is_strided() && std::find(strided_.begin(), strided_.end(), p) == strided_.end()) strided_.push_back(p);
     for (int k = 0; k < mesh.ndim(); ++k) options_.push_back(options(k));
-    placements_.reserve(64);  // a few dozen states on most meshes: no rehashing as they are found
-    boxes_.reserve(64);
-    visits_.reserve(64);
   }
 
   // Whether the search stopped at its work budget (run() then returned nullopt).
@@ -78,7 +128,7 @@ class Search {
 
   std::optional<Route> run() {
     const Key start = key_of(src_.placements()), goal = key_of(dst_.placements());
-    placements_[start] = src_.placements();
+    states_[start].placements = src_.placements();
     const Key placement_mask = (Key(1) << kCountShift) - 1;
     visits_[start] = Visit{};
     queue_.push({0.0, 0, start});
@@ -121,13 +171,12 @@ class Search {
   static int collectives(Key k) { return static_cast<int>(k >> kCountShift); }
 
   const RankBoxes& boxes(Key k) {
-    k = placements_key(k);
-    auto it = boxes_.find(k);
-    if (it == boxes_.end()) {
+    PlacementState& state = states_[placements_key(k)];
+    if (!state.boxes) {
       spend(src_.mesh().size());
-      it = boxes_.emplace(k, &cache_.boxes(placements_.at(k))).first;
+      state.boxes = &cache_.boxes(state.placements);
     }
-    return *it->second;
+    return *state.boxes;
   }
 
   // Charges `units` of work; false once the budget is spent.
@@ -149,8 +198,8 @@ class Search {
   }
 
   void expand(Key from_key, double cost, int steps) {
-    // A reference: the map's elements stay where they are while try_edge inserts (unordered_map keeps references).
-    const std::vector<Placement>& from = placements_.at(placements_key(from_key));
+    // A reference: the map's elements stay where they are while try_edge inserts (KeyMap keeps them in a deque).
+    const std::vector<Placement>& from = states_.at(placements_key(from_key)).placements;
     const std::vector<Placement>& target = dst_.placements();
     std::vector<Placement>& to = to_;  // buffers reused by every edge (no allocation per edge)
     std::vector<int>& dims = dims_;
@@ -198,12 +247,12 @@ class Search {
       if (count > *max_collectives_) return;
       to_key |= static_cast<Key>(count) << kCountShift;
     }
-    auto it = visits_.find(to_key);
-    if (it != visits_.end() && it->second.done) return;
-    if (!placements_.count(placements_key(to_key))) {
+    const Visit* seen = visits_.find(to_key);
+    if (seen && seen->done) return;
+    if (!states_.find(placements_key(to_key))) {
       const bool strided = std::any_of(to.begin(), to.end(), [](const Placement& p) { return p.is_strided(); });
       if (strided && !src_.with_placements(to).one_box_per_rank()) return;  // a _StridedShard state, not boxes
-      placements_[placements_key(to_key)] = to;
+      states_[placements_key(to_key)].placements = to;
     }
     // Both layouts count against this search's budget (their boxes come from the planning's cache).
     boxes(from_key);
@@ -238,8 +287,8 @@ class Search {
       const Edge& e = visits_[k].edge;
       r.steps.push_back(PricedStep{Step{e.kind,
                                         std::vector<int>(e.dims.begin(), e.dims.begin() + e.ndims),
-                                        placements_.at(placements_key(e.prev)),
-                                        placements_.at(placements_key(k)),
+                                        states_.at(placements_key(e.prev)).placements,
+                                        states_.at(placements_key(k)).placements,
                                         {},
                                         e.price.us,
                                         e.price.bytes_moved},
@@ -262,10 +311,9 @@ class Search {
   std::vector<Placement> strided_;  // the _StridedShard placements of the source and target, by code
   Index work_ = 0;
   bool exhausted_ = false;
-  std::unordered_map<Key, std::vector<Placement>> placements_;
+  KeyMap<PlacementState> states_;  // by placements key
   LayoutCache& cache_;
-  std::unordered_map<Key, const RankBoxes*> boxes_;
-  std::unordered_map<Key, Visit> visits_;
+  KeyMap<Visit> visits_;  // by search key
   std::priority_queue<QueueEntry, std::vector<QueueEntry>, std::greater<QueueEntry>> queue_;
 };
 
