@@ -2,9 +2,9 @@
 
 #include <algorithm>
 #include <array>
-#include <deque>
 #include <queue>
 
+#include "flat_map.hpp"
 #include "reshard/partial.hpp"
 #include "transitions.hpp"
 
@@ -44,52 +44,11 @@ struct Visit {
   Edge edge;
 };
 
-// Search keys to values at stable addresses (a deque), found through an open-addressing table: a search meets a few
-// dozen states and looks them up on every edge; std::unordered_map allocated a node for each.
-template <class V>
-class KeyMap {
- public:
-  KeyMap() : slots_(64) {}
-  V* find(Key k) {
-    const int i = slots_[locate(k)].index;
-    return i < 0 ? nullptr : &values_[static_cast<size_t>(i)];
-  }
-  const V& at(Key k) const {
-    const int i = slots_[locate(k)].index;
-    if (i < 0) fail(ErrorKind::kInternal, "a collective search state that was never reached");
-    return values_[static_cast<size_t>(i)];
-  }
-  V& operator[](Key k) {
-    size_t at = locate(k);
-    if (slots_[at].index >= 0) return values_[static_cast<size_t>(slots_[at].index)];
-    if (2 * (values_.size() + 1) > slots_.size()) {
-      grow();
-      at = locate(k);
-    }
-    slots_[at] = Slot{k, static_cast<int>(values_.size())};
-    return values_.emplace_back();
-  }
-
- private:
-  struct Slot {
-    Key key = 0;
-    int index = -1;
-  };
-  size_t locate(Key k) const {  // k's slot, or the empty one where it would go
-    const size_t mask = slots_.size() - 1;
-    size_t at = static_cast<size_t>((k * 0x9E3779B97F4A7C15ull) >> 20) & mask;
-    while (slots_[at].index >= 0 && slots_[at].key != k) at = (at + 1) & mask;
-    return at;
-  }
-  void grow() {
-    std::vector<Slot> old(slots_.size() * 2);
-    old.swap(slots_);
-    for (const Slot& x : old)
-      if (x.index >= 0) slots_[locate(x.key)] = x;
-  }
-  std::vector<Slot> slots_;
-  std::deque<V> values_;
+struct KeyHash {
+  std::size_t operator()(Key k) const { return static_cast<std::size_t>(k ^ (k >> 29)); }
 };
+template <class V>
+using KeyMap = FlatMap<Key, V, KeyHash>;
 
 // A state's placements and, once a search asks for them, its rank boxes (from the planning's cache).
 struct PlacementState {
@@ -179,6 +138,13 @@ class Search {
     return *state.boxes;
   }
 
+  // A state the search has reached.
+  const PlacementState& state(Key k) {
+    const PlacementState* s = states_.find(k);
+    if (!s) fail(ErrorKind::kInternal, "a collective search state that was never reached");
+    return *s;
+  }
+
   // Charges `units` of work; false once the budget is spent.
   bool spend(Index units) {
     work_ += units;
@@ -198,8 +164,8 @@ class Search {
   }
 
   void expand(Key from_key, double cost, int steps) {
-    // A reference: the map's elements stay where they are while try_edge inserts (KeyMap keeps them in a deque).
-    const std::vector<Placement>& from = states_.at(placements_key(from_key)).placements;
+    // A reference: the map's elements stay where they are while try_edge inserts (FlatMap keeps them in a deque).
+    const std::vector<Placement>& from = state(placements_key(from_key)).placements;
     const std::vector<Placement>& target = dst_.placements();
     std::vector<Placement>& to = to_;  // buffers reused by every edge (no allocation per edge)
     std::vector<int>& dims = dims_;
@@ -287,8 +253,8 @@ class Search {
       const Edge& e = visits_[k].edge;
       r.steps.push_back(PricedStep{Step{e.kind,
                                         std::vector<int>(e.dims.begin(), e.dims.begin() + e.ndims),
-                                        states_.at(placements_key(e.prev)).placements,
-                                        states_.at(placements_key(k)).placements,
+                                        state(placements_key(e.prev)).placements,
+                                        state(placements_key(k)).placements,
                                         {},
                                         e.price.us,
                                         e.price.bytes_moved},

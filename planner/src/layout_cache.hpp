@@ -8,10 +8,10 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
+#include "flat_map.hpp"
 #include "reshard/overlap.hpp"
 #include "reshard/rank_boxes.hpp"
 #include "step_pricing.hpp"
@@ -74,13 +74,11 @@ class LayoutCache {
   std::optional<StepPrice> collective_step(const std::vector<Placement>& from, const std::vector<Placement>& to,
                                            StepKind kind, const std::vector<int>& dims, const StepPricer& pricer) {
     const StepKey key = step_key(from, to, kind, dims, pricer);
-    auto it = steps_.find(key);
-    if (it != steps_.end()) return it->second;
+    if (const std::optional<StepPrice>* known = steps_.find(key)) return *known;
     const RankBoxes &a = boxes(from), &b = boxes(to);
     std::optional<StepPrice> price;
     if (transition_valid(a, b, kind, dims)) price = pricer.collective(a, b, kind, dims);
-    steps_.emplace(key, price);
-    return price;
+    return steps_.get_or(key, [&] { return price; });
   }
 
   // Every rank's scratch for the collective or local step from -> to of `kind` on `dims`; computed once per planning
@@ -88,18 +86,13 @@ class LayoutCache {
   const std::vector<Index>& collective_scratch(const std::vector<Placement>& from, const std::vector<Placement>& to,
                                                StepKind kind, const std::vector<int>& dims, const StepPricer& pricer) {
     const StepKey key = step_key(from, to, kind, dims, pricer);
-    auto it = scratch_.find(key);
-    if (it == scratch_.end())
-      it = scratch_.emplace(key, pricer.collective_scratch(boxes(from), boxes(to), kind, dims)).first;
-    return it->second;
+    return scratch_.get_or(key, [&] { return pricer.collective_scratch(boxes(from), boxes(to), kind, dims); });
   }
 
   const OverlapIndex& overlap(const std::vector<Placement>& from, const std::vector<Placement>& to) {
-    PlacementsPair key{placements_key(from), placements_key(to)};
-    auto it = overlaps_.find(key);
-    if (it == overlaps_.end())
-      it = overlaps_.emplace(key, OverlapIndex(shared_boxes(from), shared_boxes(to), topology_, element_size_)).first;
-    return it->second;
+    const PlacementsPair key{placements_key(from), placements_key(to)};
+    return overlaps_.get_or(
+        key, [&] { return OverlapIndex(shared_boxes(from), shared_boxes(to), topology_, element_size_); });
   }
 
  private:
@@ -133,20 +126,17 @@ class LayoutCache {
   }
 
   std::shared_ptr<const RankBoxes> shared_boxes(const std::vector<Placement>& placements) {
-    const PlacementsKey key = placements_key(placements);
-    auto it = boxes_.find(key);
-    if (it == boxes_.end())
-      it = boxes_.emplace(key, std::make_shared<const RankBoxes>(base_.with_placements(placements))).first;
-    return it->second;
+    return boxes_.get_or(placements_key(placements),
+                         [&] { return std::make_shared<const RankBoxes>(base_.with_placements(placements)); });
   }
 
   Layout base_;
   Topology topology_;
   int element_size_;
-  std::unordered_map<PlacementsKey, std::shared_ptr<const RankBoxes>, PlacementsKeyHash> boxes_;
-  std::unordered_map<PlacementsPair, OverlapIndex, PlacementsPairHash> overlaps_;
-  std::unordered_map<StepKey, std::optional<StepPrice>, StepKeyHash> steps_;
-  std::unordered_map<StepKey, std::vector<Index>, StepKeyHash> scratch_;
+  FlatMap<PlacementsKey, std::shared_ptr<const RankBoxes>, PlacementsKeyHash> boxes_;
+  FlatMap<PlacementsPair, OverlapIndex, PlacementsPairHash> overlaps_;
+  FlatMap<StepKey, std::optional<StepPrice>, StepKeyHash> steps_;
+  FlatMap<StepKey, std::vector<Index>, StepKeyHash> scratch_;
 };
 
 }  // namespace reshard::detail
