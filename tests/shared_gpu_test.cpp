@@ -4,8 +4,8 @@
 // (4) ((2,2): see the disabled test), sizes 0, 1, uneven and a few MiB, separate and fused; eager and CUDA-graph
 // replays over many iterations (each flag reused hundreds of times); every element of every rank checked (harness
 // protocol). Not under compute-sanitizer: it serialises the ranks' work on the shared GPU and the runs stall.
-#include <algorithm>
 #include <gtest/gtest.h>
+#include <algorithm>
 
 #include <atomic>
 #include <chrono>

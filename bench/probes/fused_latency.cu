@@ -206,8 +206,8 @@ int main(int argc, char** argv) {
       CHECK(cudaMemset(g[d].dst, 0, bytes));
       CHECK(cudaDeviceSynchronize());
       const int p = 1 - d;
-      g[d].sync = Sync{g[p].flags + 0, g[p].flags + 1, g[d].flags + 0, g[d].flags + 1, g[d].flags + 2, g[p].src,
-                       g[d].dst, bytes};
+      g[d].sync = Sync{g[p].flags + 0, g[p].flags + 1, g[d].flags + 0, g[d].flags + 1,
+                       g[d].flags + 2, g[p].src,       g[d].dst,       bytes};
     }
     // Eager: a host thread per GPU, per_graph * replays calls back to back between two events.
     const int calls = per_graph * replays;

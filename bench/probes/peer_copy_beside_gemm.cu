@@ -157,9 +157,7 @@ Mode parse_mode(const std::string& s) {
   std::exit(2);
 }
 
-double wall_s() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
+double wall_s() { return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(); }
 
 int main(int argc, char** argv) {
   // Each argument a whole number in its range, else a one-line error.
@@ -254,8 +252,8 @@ int main(int argc, char** argv) {
     Gpu& g = gpu[d];
     CHECK(cudaSetDevice(d));
     for (int i = 0; i < gemms; ++i)
-      CHECK_BLAS(cublasGemmEx(g.blas, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, g.a, CUDA_R_16BF, n, g.b, CUDA_R_16BF,
-                              n, &zero, g.c, CUDA_R_16BF, n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+      CHECK_BLAS(cublasGemmEx(g.blas, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, g.a, CUDA_R_16BF, n, g.b, CUDA_R_16BF, n,
+                              &zero, g.c, CUDA_R_16BF, n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
   };
   // One exchange on GPU d's traffic stream (and its third stream for the +local modes).
   auto exchange = [&](int d, const Mode& m) {
@@ -395,8 +393,7 @@ int main(int argc, char** argv) {
       alone_ms.push_back(now[0]);
       // Enough exchanges to outlast the GEMM loop even if they run twice as slowly beside it.
       int exchanges = 0;
-      if (m.peer || m.local)
-        exchanges = std::min(static_cast<int>(2.0 * gemm_ms / xchg_alone) + 2, max_exchanges);
+      if (m.peer || m.local) exchanges = std::min(static_cast<int>(2.0 * gemm_ms / xchg_alone) + 2, max_exchanges);
       gated([&] {
         for (int d = 0; d < 2; ++d) {  // the GEMM loops first: queued before any host blocking on a full queue
           CHECK(cudaSetDevice(d));

@@ -100,7 +100,7 @@ class Layout {
     int count = 0;
   };
   std::array<ShardingDims, kMaxDims> sharding_{};  // the mesh dims sharding each tensor dim
-  unsigned strided_ = 0;                          // bit d: a _StridedShard shards tensor dim d
+  unsigned strided_ = 0;                           // bit d: a _StridedShard shards tensor dim d
   bool strided(int d) const { return (strided_ >> d) & 1u; }
   bool one_box_ = true;
 };

@@ -41,7 +41,7 @@ struct RunOptions {
   // this (nccl-tests' -G likewise captures its iterations into one graph): the per-call cost inside a graph, without
   // the host's cudaGraphLaunch and event record per call, which small steps would otherwise wait for.
   int graph_calls = 10;
-  bool trace = false;       // one more run with per-step event timings (RunResult::steps)
+  bool trace = false;  // one more run with per-step event timings (RunResult::steps)
   NcclMode nccl_mode = NcclMode::kNonBlocking;
   StageOverlap stage_overlap = StageOverlap::kLanes;    // how pipelined steps run their stages (executor.hpp)
   Index coalesce_max_bytes = kDefaultCoalesceMaxBytes;  // batches: smaller messages are staged to join (program.hpp)
