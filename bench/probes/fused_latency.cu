@@ -27,14 +27,7 @@
 #include <thread>
 #include <vector>
 
-#define CHECK(x)                                                                               \
-  do {                                                                                         \
-    cudaError_t e_ = (x);                                                                      \
-    if (e_ != cudaSuccess) {                                                                   \
-      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                            \
-    }                                                                                          \
-  } while (0)
+#include "probe_check.cuh"
 
 enum Mode { kEmpty, kCurrent, kRelaxed, kNoSleep, kOneBlock, kNoDone, kNoFence, kNoFenceNoDone };
 

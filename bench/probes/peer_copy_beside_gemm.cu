@@ -57,22 +57,7 @@
 #include <thread>
 #include <vector>
 
-#define CHECK(x)                                                                               \
-  do {                                                                                         \
-    cudaError_t e_ = (x);                                                                      \
-    if (e_ != cudaSuccess) {                                                                   \
-      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                            \
-    }                                                                                          \
-  } while (0)
-#define CHECK_BLAS(x)                                                             \
-  do {                                                                            \
-    cublasStatus_t s_ = (x);                                                      \
-    if (s_ != CUBLAS_STATUS_SUCCESS) {                                            \
-      std::fprintf(stderr, "%s:%d: %s: status %d\n", __FILE__, __LINE__, #x, s_); \
-      std::exit(1);                                                               \
-    }                                                                             \
-  } while (0)
+#include "probe_check.cuh"
 
 __global__ void sleep_us(unsigned us) {
   for (unsigned i = 0; i < us; ++i) __nanosleep(1000);
