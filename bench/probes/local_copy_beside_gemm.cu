@@ -55,16 +55,8 @@ struct Mode {
 };
 
 int main(int argc, char** argv) {
-  // Each argument a whole number in its range, else a one-line error.
   auto arg = [&](int i, long long fallback, long long lo, long long hi, const char* what) {
-    if (argc <= i) return fallback;
-    char* end = nullptr;
-    const long long v = std::strtoll(argv[i], &end, 10);
-    if (end == argv[i] || *end != '\0' || v < lo || v > hi) {
-      std::fprintf(stderr, "local_copy_beside_gemm: %s must be %lld to %lld, got '%s'\n", what, lo, hi, argv[i]);
-      std::exit(2);
-    }
-    return v;
+    return probe_arg(argc, argv, i, fallback, lo, hi, what);
   };
   const int n = static_cast<int>(arg(1, 8192, 256, 32768, "M=N=K"));
   const long long copy_bytes = arg(2, 256, 16, 16384, "copy MiB") << 20;

@@ -145,16 +145,8 @@ Mode parse_mode(const std::string& s) {
 double wall_s() { return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(); }
 
 int main(int argc, char** argv) {
-  // Each argument a whole number in its range, else a one-line error.
   auto arg = [&](int i, long long fallback, long long lo, long long hi, const char* what) {
-    if (argc <= i) return fallback;
-    char* end = nullptr;
-    const long long v = std::strtoll(argv[i], &end, 10);
-    if (end == argv[i] || *end != '\0' || v < lo || v > hi) {
-      std::fprintf(stderr, "peer_copy_beside_gemm: %s must be %lld to %lld, got '%s'\n", what, lo, hi, argv[i]);
-      std::exit(2);
-    }
-    return v;
+    return probe_arg(argc, argv, i, fallback, lo, hi, what);
   };
   const int n = static_cast<int>(arg(1, 8192, 256, 32768, "M=N=K"));
   const int gemms = static_cast<int>(arg(2, 20, 1, 1000, "GEMMs per loop"));

@@ -22,3 +22,17 @@
       std::exit(1);                                                               \
     }                                                                             \
   } while (0)
+
+// Argument i of a probe's command line as a whole number in [lo, hi] (`fallback` when absent), else a one-line error
+// naming the probe and the argument, exit 2.
+inline long long probe_arg(int argc, char** argv, int i, long long fallback, long long lo, long long hi,
+                           const char* what) {
+  if (argc <= i) return fallback;
+  char* end = nullptr;
+  const long long v = std::strtoll(argv[i], &end, 10);
+  if (end == argv[i] || *end != '\0' || v < lo || v > hi) {
+    std::fprintf(stderr, "%s: %s must be %lld to %lld, got '%s'\n", argv[0], what, lo, hi, argv[i]);
+    std::exit(2);
+  }
+  return v;
+}
