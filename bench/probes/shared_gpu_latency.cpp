@@ -41,6 +41,7 @@ int main(int argc, char** argv) {
           r.warmup = 20;
           r.iters = static_cast<int>(iters);
           r.cuda_graph = graph;
+          r.graph_calls = 1;  // ranks sharing a GPU: graphs of several calls can stall (docs/transports.md)
           const RunResult res = run_shared_gpus(plan, r);
           std::printf("%-8s %-10s %-10s %-8s %-6s %10.1f %10.1f %8lld\n", from.c_str(), to.c_str(),
                       to_string(Dims{n, n}).c_str(), !plan.steps().empty() && plan.steps()[0].fused ? "yes" : "no",
