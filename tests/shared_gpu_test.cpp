@@ -5,7 +5,6 @@
 // replays over many iterations (each flag reused hundreds of times); every element of every rank checked (harness
 // protocol). Not under compute-sanitizer: it serialises the ranks' work on the shared GPU and the runs stall.
 #include <gtest/gtest.h>
-#include <algorithm>
 
 #include <atomic>
 #include <chrono>
@@ -45,7 +44,14 @@ OneSidedCopies copies() {
 // docs/transports.md. N = 10 reproduces it.
 int graph_calls() {
   const char* v = std::getenv("RESHARD_TEST_GRAPH_CALLS");
-  return v ? std::max(1, std::atoi(v)) : 1;
+  if (!v) return 1;
+  char* end = nullptr;
+  const long n = std::strtol(v, &end, 10);
+  if (end == v || *end != '\0' || n < 1 || n > kMaxGraphCalls) {
+    std::fprintf(stderr, "RESHARD_TEST_GRAPH_CALLS must be a whole number from 1 to %d, got '%s'\n", kMaxGraphCalls, v);
+    std::exit(2);
+  }
+  return static_cast<int>(n);
 }
 
 bool verbose() {  // RESHARD_TEST_VERBOSE=1: print each run before it starts

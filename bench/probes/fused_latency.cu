@@ -153,9 +153,13 @@ struct Gpu {
 };
 
 int main(int argc, char** argv) {
-  const int bytes = argc > 1 ? std::atoi(argv[1]) : 16384;
-  const int per_graph = argc > 2 ? std::atoi(argv[2]) : 50;
-  const int replays = argc > 3 ? std::atoi(argv[3]) : 40;
+  const int bytes = static_cast<int>(probe_arg(argc, argv, 1, 16384, 16, 64 << 20, "bytes (a multiple of 16)"));
+  const int per_graph = static_cast<int>(probe_arg(argc, argv, 2, 50, 1, 1000, "calls per graph"));
+  const int replays = static_cast<int>(probe_arg(argc, argv, 3, 40, 1, 10000, "graph replays"));
+  if (bytes % 16 != 0) {
+    std::fprintf(stderr, "%s: bytes must be a multiple of 16, got %d\n", argv[0], bytes);
+    return 2;
+  }
   std::string list = argc > 4 ? argv[4] : "empty,current,relaxed,nosleep,oneblock,nodone,nofence,nofence-nodone";
   const char* names[] = {"empty", "current", "relaxed", "nosleep", "oneblock", "nodone", "nofence", "nofence-nodone"};
   int count = 0;

@@ -22,7 +22,6 @@ class FlatMap {
     const Slot& s = slots_[locate(key, h)];
     return s.index < 0 ? nullptr : &entries_[static_cast<std::size_t>(s.index)].second;
   }
-  const V* find(const K& key) const { return const_cast<FlatMap*>(this)->find(key); }
 
   // The value of `key`, default-constructed (or made by make()) when it is new.
   template <class Make>
@@ -41,7 +40,6 @@ class FlatMap {
   V& operator[](const K& key) {
     return get_or(key, [] { return V(); });
   }
-  std::size_t size() const { return entries_.size(); }
 
  private:
   struct Slot {

@@ -15,11 +15,6 @@ __device__ inline void copy_tile(const DeviceCopyRegion& r, const DeviceCopyTile
   const long long units_per_row = (t.col_end - t.col_begin) / static_cast<long long>(sizeof(Unit));
   const int outer = r.outer_dims;
   auto row_offsets = [&](long long row, long long& so, long long& dof) {
-    if (outer == 1) {  // 2-D regions (most): no 64-bit division per access
-      so = row * r.src_stride[0];
-      dof = row * r.dst_stride[0];
-      return;
-    }
     so = 0;
     dof = 0;
     for (int d = outer - 1; d >= 0; --d) {
@@ -49,19 +44,8 @@ __device__ inline void copy_tile(const DeviceCopyRegion& r, const DeviceCopyTile
     // Narrow rows: kUnroll independent loads in flight per thread too (a peer's memory over NVLink is a long
     // round trip; one load at a time made a 2 KiB-row tile cost a round trip per 4 KiB).
     const long long total = (t.row_end - t.row_begin) * units_per_row;
-    // Tiles of a few KiB (all of them but huge ones) split a unit index into (row, column) in 32 bits: a 64-bit
-    // division is a long emulated sequence, paid for every access of narrow rows (2 KiB rows of a 4 MiB fused step).
-    const bool narrow32 = total <= 0x7fffffffLL;
     auto at = [&](long long u, const Unit*& s, Unit*& d) {
-      long long row, col;
-      if (narrow32) {
-        const unsigned int w = static_cast<unsigned int>(units_per_row), q = static_cast<unsigned int>(u) / w;
-        row = t.row_begin + q;
-        col = static_cast<long long>(static_cast<unsigned int>(u) - q * w);
-      } else {
-        row = t.row_begin + u / units_per_row;
-        col = u % units_per_row;
-      }
+      const long long row = t.row_begin + u / units_per_row, col = u % units_per_row;
       long long so, dof;
       row_offsets(row, so, dof);
       s = reinterpret_cast<const Unit*>(src + so + t.col_begin) + col;

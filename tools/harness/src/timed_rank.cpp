@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 
@@ -70,7 +69,9 @@ RankOutcome run_timed_rank(const PlanBatch& batch, Communicator& comm, int devic
   redistribution.wait();
   phase("timing");
   StreamGraph graph;
-  const int graph_calls = options.cuda_graph ? std::max(1, options.graph_calls) : 1;
+  RESHARD_REQUIRE(options.graph_calls >= 1 && options.graph_calls <= kMaxGraphCalls,
+                  "calls per CUDA graph must be between 1 and ", kMaxGraphCalls, ", got ", options.graph_calls);
+  const int graph_calls = options.cuda_graph ? options.graph_calls : 1;
   if (options.cuda_graph) {
     graph.capture(stream, [&] {
       for (int k = 0; k < graph_calls; ++k) run();

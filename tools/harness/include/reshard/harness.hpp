@@ -32,6 +32,9 @@ std::string_view to_string(Backend b);
 enum class NcclMode { kNonBlocking, kBlocking };
 std::string_view to_string(NcclMode m);
 
+// The most calls one timing graph may capture (RunOptions::graph_calls): a graph holds every call's nodes.
+inline constexpr int kMaxGraphCalls = 1000;
+
 struct RunOptions {
   Backend backend = Backend::kHost;
   int warmup = 3;
@@ -40,8 +43,8 @@ struct RunOptions {
   // Runs captured back to back in the graph; a timed iteration is one replay, its sample the replay's time divided by
   // this (nccl-tests' -G likewise captures its iterations into one graph): the per-call cost inside a graph, without
   // the host's cudaGraphLaunch and event record per call, which small steps would otherwise wait for.
-  int graph_calls = 10;
-  bool trace = false;  // one more run with per-step event timings (RunResult::steps)
+  int graph_calls = 10;  // 1 to kMaxGraphCalls
+  bool trace = false;    // one more run with per-step event timings (RunResult::steps)
   NcclMode nccl_mode = NcclMode::kNonBlocking;
   StageOverlap stage_overlap = StageOverlap::kLanes;    // how pipelined steps run their stages (executor.hpp)
   Index coalesce_max_bytes = kDefaultCoalesceMaxBytes;  // batches: smaller messages are staged to join (program.hpp)
