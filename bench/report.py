@@ -25,7 +25,7 @@ import statistics
 import sys
 
 INT_FIELDS = ("tensor_bytes", "max_rank_bytes", "wrong", "checked", "workspace_bytes", "iterations")
-FLOAT_FIELDS = ("estimated_us", "median_us", "graph_us", "algbw_GBps", "busbw_GBps", "bound_us")
+FLOAT_FIELDS = ("estimated_us", "median_us", "graph_us", "algbw_GBps", "busbw_GBps", "bound_us", "issue_us")
 MiB = 1 << 20
 SERIES_COLOURS = {"collective": "tab:blue", "p2p": "tab:orange", "hybrid": "tab:green",
                   "auto (CUDA graph)": "tab:purple", "lower bound": "grey"}

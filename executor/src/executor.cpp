@@ -130,6 +130,7 @@ Executor::Executor(const PlanBatch& batch, Communicator& comm, Device& device, E
   sizes_and_workspace();
   if (batch.size() == 1) {
     const Plan& plan = batch.plan(0);
+    identity_ = is_identity(plan);
     for (size_t i = 0; i < plan.steps().size(); ++i) {
       const Step& s = plan.steps()[i];
       step_names_.push_back(
@@ -306,6 +307,7 @@ void Executor::run(std::span<const ConstBuffer> inputs, std::span<const MutableB
       if (input_sizes_[t] > 0) device_.check_buffer(inputs[t].data, input_sizes_[t], "input");
       if (output_sizes_[t] > 0) device_.check_buffer(outputs[t].data, output_sizes_[t], "output");
     }
+    in_place_ = check_aliasing(inputs, outputs);
     for (size_t t = 0; t < n; ++t) {
       inputs_[t] = inputs[t].data;
       outputs_[t] = outputs[t].data;
@@ -318,6 +320,7 @@ void Executor::run(std::span<const ConstBuffer> inputs, std::span<const MutableB
     exposed_ = true;
   }
   checked_ = true;
+  if (in_place_) return;  // identical layouts in place: the output already is the input
   const BufferBases bases{
       inputs_[0],     outputs_[0],    workspace_ ? workspace_->data() : nullptr, peers_ ? peers_->peers() : nullptr,
       inputs_.data(), outputs_.data()};
@@ -353,6 +356,20 @@ void Executor::run(std::span<const ConstBuffer> inputs, std::span<const MutableB
   }
 }
 
+bool Executor::check_aliasing(std::span<const ConstBuffer> inputs, std::span<const MutableBuffer> outputs) const {
+  bool in_place = false;
+  for (size_t t = 0; t < inputs.size(); ++t) {
+    const auto in = reinterpret_cast<std::uintptr_t>(inputs[t].data);
+    const auto out = reinterpret_cast<std::uintptr_t>(outputs[t].data);
+    if (input_sizes_[t] == 0 || output_sizes_[t] == 0 || in + input_sizes_[t] <= out || out + output_sizes_[t] <= in)
+      continue;
+    RESHARD_REQUIRE(identity_ && in == out, "the output buffer overlaps the input buffer on rank ", program_.rank,
+                    "; only a plan between identical layouts runs in place (output == input)");
+    in_place = true;
+  }
+  return in_place;
+}
+
 void Executor::wait(StreamHandle stream) {
   std::string pending;  // the one-sided waits that had not passed at the timeout
   try {
@@ -380,6 +397,7 @@ std::string Executor::abandon() { return peers_ ? peers_->release() : std::strin
 
 std::vector<StepTime> Executor::step_times() const {
   std::vector<StepTime> out;
+  if (in_place_) return out;  // the run had no steps to time
   for (const StepMarks& m : marks_) {
     StepTime t;
     t.pipelined = m.comm_ops > 1;

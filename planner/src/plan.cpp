@@ -379,6 +379,13 @@ Transport Plan::transport() const {
   return Transport::kNccl;
 }
 
+bool is_identity(const Plan& plan) {
+  const Layout& a = plan.src();
+  const Layout& b = plan.dst();
+  return plan.communication_steps() == 0 && a.mesh() == b.mesh() && a.global_shape() == b.global_shape() &&
+         canonical_placements(a.mesh(), a.placements()) == canonical_placements(b.mesh(), b.placements());
+}
+
 int Plan::communication_steps() const {
   int n = 0;
   for (const Step& s : s_.steps) n += is_communication(s.kind) ? 1 : 0;

@@ -65,8 +65,9 @@ std::string report_table(const Plan& plan, const RunResult& result, const RunRec
                    : std::string("bound: none on the host backend (no link; --link-GBps gives one)");
   out += "; GB/s are decimal\n";
   out += record_table_header() + record_table_row(record);
-  out += fmt::format("# time per iteration (us): min {:.1f}, median {:.1f}, p90 {:.1f}, max {:.1f}, mean {:.1f}\n",
-                     t.min_us, t.median_us, t.p90_us, t.max_us, t.mean_us);
+  out += fmt::format("# time per iteration (us): min {:.1f}, median {:.1f}, p90 {:.1f}, max {:.1f}, mean {:.1f}{}\n",
+                     t.min_us, t.median_us, t.p90_us, t.max_us, t.mean_us,
+                     t.issue_us ? fmt::format("; the host enqueued a call in {:.1f}", *t.issue_us) : "");
   for (size_t i = 0; i < result.steps.size(); ++i) {
     const StepTime& st = result.steps[i];
     out += fmt::format(

@@ -93,7 +93,9 @@ class Executor {
   // Enqueues the redistribution of this rank's `input` (its source local tensor, dense row-major) into `output`
   // (its target local tensor). Buffers smaller than required, or not usable by the device, are rejected with
   // kInvalidArgument before anything is enqueued. One-sided plans: a run on new buffers is collective
-  // (ExecutorOptions::buffer_changes says which runs).
+  // (ExecutorOptions::buffer_changes says which runs). Input and output must not overlap, except for a plan between
+  // identical layouts (is_identity) run in place, output == input: that run enqueues nothing, as DTensor returns its
+  // input for an unchanged placement.
   void run(ConstBuffer input, MutableBuffer output, StreamHandle stream);
   // Every tensor at once: inputs[i] and outputs[i] are tensor i's (tensors() of each; the same checks).
   void run(std::span<const ConstBuffer> inputs, std::span<const MutableBuffer> outputs, StreamHandle stream);
@@ -103,7 +105,7 @@ class Executor {
   // one-sided waits so that its streams drain before anything is torn down (wait() does it itself on its timeout).
   // Results are garbage afterwards. Returns what was pending, for the caller's message (empty: nothing was).
   std::string abandon();
-  // Phase times of the last run (options.trace set, after wait()).
+  // Phase times of the last run (options.trace set, after wait()); none after a run in place.
   std::vector<StepTime> step_times() const;
 
  private:
@@ -112,6 +114,8 @@ class Executor {
   void prepare(const Mesh& mesh);
   Copies runnable(const Copies& copies) const;  // kernels where the copy engines cannot reach a peer read
   void sizes_and_workspace();
+  // Refuses overlapping input and output buffers, except an identity plan's in place; whether the run is that.
+  bool check_aliasing(std::span<const ConstBuffer> inputs, std::span<const MutableBuffer> outputs) const;
   void execute(size_t index, const BufferBases& bases, StreamHandle stream);
 
   Communicator& comm_;
@@ -125,6 +129,8 @@ class Executor {
   std::vector<const void*> inputs_;  // per tensor: the buffers validated by the last run (BufferBases' tables)
   std::vector<void*> outputs_;
   bool checked_ = false;
+  bool identity_ = false;      // a plan between identical layouts (is_identity)
+  bool in_place_ = false;      // the last checked buffers run it in place: nothing to enqueue
   bool exposed_ = false;       // this rank's buffers were mapped by its peers (the first run does it)
   bool peer_tensors_ = false;  // one-sided steps may address the peers' tensors, not only workspaces (executor.cpp)
   std::vector<OpRuntime> ops_;

@@ -168,6 +168,11 @@ class Plan {
 // kInvalidArgument naming the step otherwise.
 void validate_plan(const PlanSpec& spec);
 
+// Whether the plan maps identical layouts (one mesh and shape, the same canonical placements) without communicating:
+// every rank's target local tensor is then its source local tensor, element for element, so a run in place (output ==
+// input, as DTensor returns its input for an unchanged placement) has nothing to do (Executor::run).
+bool is_identity(const Plan& plan);
+
 // Placements with every size-1 mesh dim set to Replicate: two layouts with the same canonical placements have
 // the same box on every rank (and Partial over one rank is the full value).
 std::vector<Placement> canonical_placements(const Mesh& mesh, const std::vector<Placement>& placements);

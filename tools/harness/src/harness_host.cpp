@@ -39,14 +39,17 @@ RunResult combine_ranks(Backend backend, const std::vector<RankOutcome>& ranks) 
   res.ranks = static_cast<int>(ranks.size());
   IterationSamples times = ranks.at(0).times;
   std::vector<std::vector<StepTime>> traces;
+  std::optional<double> issue_us;
   for (const RankOutcome& o : ranks) {
     times.max_with(o.times);
+    if (o.issue_us) issue_us = std::max(issue_us.value_or(0.0), *o.issue_us);
     traces.push_back(o.steps);
     res.wrong_elements += o.wrong;
     res.checked_elements += o.checked;
     res.workspace_bytes = std::max(res.workspace_bytes, o.workspace);
   }
   res.timing = summarize(times);
+  res.timing.issue_us = issue_us;
   res.median_us = res.timing.median_us;
   res.steps = slowest(traces);
   return res;
@@ -64,28 +67,34 @@ RankOutcome run_host_rank(const PlanBatch& batch, HostWorld& world, int r, const
   RankOutcome out;
   out.workspace = exec.workspace_bytes();
   const size_t n = batch.size();
+  const bool in_place = runs_in_place(batch);
   std::vector<std::vector<std::byte>> inputs(n), outputs(n);
   std::vector<ConstBuffer> in(n);
   std::vector<MutableBuffer> outs(n);
   for (size_t t = 0; t < n; ++t) {
     const Plan& plan = batch.plan(t);
     inputs[t].resize(exec.input_bytes(t));
-    outputs[t].resize(exec.output_bytes(t));
+    if (!in_place) outputs[t].resize(exec.output_bytes(t));
     fill_local(inputs[t].data(), plan.src(), r, plan.dtype());
     in[t] = {inputs[t].data(), inputs[t].size()};
-    outs[t] = {outputs[t].data(), outputs[t].size()};
+    std::vector<std::byte>& target = in_place ? inputs[t] : outputs[t];
+    outs[t] = {target.data(), target.size()};
   }
   auto run = [&] { exec.run(in, outs, nullptr); };
   auto verify = [&] {
     for (size_t t = 0; t < n; ++t) {
       const Plan& plan = batch.plan(t);
-      out.wrong += count_local_mismatches(outputs[t].data(), plan.src(), plan.dst(), r, plan.dtype());
+      out.wrong += count_local_mismatches(outs[t].data, plan.src(), plan.dst(), r, plan.dtype());
       out.checked += volume(plan.dst().box(r));
     }
   };
   for (int poison : {0xA5, 0x5A}) {
-    for (auto& o : outputs)
-      if (!o.empty()) std::memset(o.data(), poison, o.size());
+    for (size_t t = 0; t < n; ++t) {  // in place, the output is the source: it is filled again instead
+      if (in_place)
+        fill_local(inputs[t].data(), batch.plan(t).src(), r, batch.plan(t).dtype());
+      else if (!outputs[t].empty())
+        std::memset(outputs[t].data(), poison, outputs[t].size());
+    }
     run();
     verify();
   }

@@ -87,28 +87,29 @@ RunResult ProcessRunner::run(const Plan& plan, const RunOptions& options) {
   NcclCommunicator& comm = *state_->comm;
   RankOutcome mine = detail::aborting_on_failure(
       comm, [&] { return detail::run_timed_rank(plan, comm, device_, options, [&] { comm.abort(); }); });
-  // Combine over processes: sampled iteration times by max (every process kept the same iterations), counts by sum
-  // (one all_reduce each, on the GPU).
+  // Combine over processes: sampled iteration times by max (every process kept the same iterations), counts by sum,
+  // workspace and issue time by max (on the GPU).
   CudaDevice dev(device_);
   CudaStream stream(device_);
   std::vector<double>& times = mine.times.mutable_values();
   const size_t k = times.size();
   std::vector<double> counts{static_cast<double>(mine.wrong), static_cast<double>(mine.checked),
-                             static_cast<double>(mine.workspace)};
-  auto buf = dev.allocate((k + 3) * sizeof(double));
+                             static_cast<double>(mine.workspace), mine.issue_us.value_or(0.0)};
+  auto buf = dev.allocate((k + 4) * sizeof(double));
   auto* d = static_cast<double*>(buf->data());
   RESHARD_CUDA_CHECK(cudaMemcpy(d, times.data(), k * sizeof(double), cudaMemcpyHostToDevice));
-  RESHARD_CUDA_CHECK(cudaMemcpy(d + k, counts.data(), 3 * sizeof(double), cudaMemcpyHostToDevice));
+  RESHARD_CUDA_CHECK(cudaMemcpy(d + k, counts.data(), 4 * sizeof(double), cudaMemcpyHostToDevice));
   comm.all_reduce(d, d, k, DType::kF64, ReduceOp::kMax, stream.handle());
   comm.all_reduce(d + k, d + k, 2, DType::kF64, ReduceOp::kSum, stream.handle());
-  comm.all_reduce(d + k + 2, d + k + 2, 1, DType::kF64, ReduceOp::kMax, stream.handle());
+  comm.all_reduce(d + k + 2, d + k + 2, 2, DType::kF64, ReduceOp::kMax, stream.handle());  // workspace, issue time
   comm.wait(stream.handle(), options.timeout);
   RESHARD_CUDA_CHECK(cudaMemcpy(times.data(), d, k * sizeof(double), cudaMemcpyDeviceToHost));
-  RESHARD_CUDA_CHECK(cudaMemcpy(counts.data(), d + k, 3 * sizeof(double), cudaMemcpyDeviceToHost));
+  RESHARD_CUDA_CHECK(cudaMemcpy(counts.data(), d + k, 4 * sizeof(double), cudaMemcpyDeviceToHost));
   RunResult res;
   res.backend = Backend::kNccl;
   res.ranks = world_size_;
   res.timing = summarize(mine.times);
+  res.timing.issue_us = counts[3];
   res.median_us = res.timing.median_us;
   res.wrong_elements = static_cast<Index>(counts[0]);
   res.checked_elements = static_cast<Index>(counts[1]);

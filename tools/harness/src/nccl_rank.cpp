@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "reshard/cuda_check.hpp"
+#include "reshard/harness.hpp"
 #include "reshard/pattern.hpp"
 
 namespace reshard::detail {
@@ -17,7 +18,8 @@ RankRedistribution::RankRedistribution(PlanBatch batch, Communicator& comm, Cuda
       rank_(comm.rank()),
       stream_(device.ordinal()),
       pattern_(device),
-      exec_(batch_, comm, device, options) {
+      exec_(batch_, comm, device, options),
+      in_place_(runs_in_place(batch_)) {
   for (size_t t = 0; t < batch_.size(); ++t) {
     const Plan& plan = batch_.plan(t);
     Tensor& x = tensors_.emplace_back();
@@ -25,17 +27,24 @@ RankRedistribution::RankRedistribution(PlanBatch batch, Communicator& comm, Cuda
     x.in_box = plan.src().box(rank_);
     x.out_box = plan.dst().box(rank_);
     x.input = device.allocate(exec_.input_bytes(t));
-    x.output = device.allocate(exec_.output_bytes(t));
-    if (x.partial) {
-      std::vector<unsigned char> host(x.input->bytes());
-      fill_local(host.data(), plan.src(), rank_, plan.dtype());
-      if (!host.empty())
-        RESHARD_CUDA_CHECK(cudaMemcpy(x.input->data(), host.data(), host.size(), cudaMemcpyHostToDevice));
-    } else {
-      pattern_.fill(x.input->data(), x.in_box, plan.src().global_shape(), plan.dtype(), stream_.get());
-    }
+    if (!in_place_) x.output = device.allocate(exec_.output_bytes(t));
+    DeviceMemory& target = in_place_ ? *x.input : *x.output;
+    fill_source(t);
     inputs_.push_back({x.input->data(), x.input->bytes()});
-    outputs_.push_back({x.output->data(), x.output->bytes()});
+    outputs_.push_back({target.data(), target.bytes()});
+  }
+}
+
+void RankRedistribution::fill_source(size_t t) {
+  const Plan& plan = batch_.plan(t);
+  Tensor& x = tensors_[t];
+  if (x.partial) {
+    std::vector<unsigned char> host(x.input->bytes());
+    fill_local(host.data(), plan.src(), rank_, plan.dtype());
+    if (!host.empty())
+      RESHARD_CUDA_CHECK(cudaMemcpy(x.input->data(), host.data(), host.size(), cudaMemcpyHostToDevice));
+  } else {
+    pattern_.fill(x.input->data(), x.in_box, plan.src().global_shape(), plan.dtype(), stream_.get());
   }
 }
 
@@ -50,9 +59,12 @@ void RankRedistribution::run() { exec_.run(inputs_, outputs_, stream_.handle());
 void RankRedistribution::wait() { exec_.wait(stream_.handle()); }
 
 void RankRedistribution::poison(int byte) {
-  for (const Tensor& x : tensors_)
-    if (x.output->bytes())
-      RESHARD_CUDA_CHECK(cudaMemsetAsync(x.output->data(), byte, x.output->bytes(), stream_.get()));
+  for (size_t t = 0; t < tensors_.size(); ++t) {
+    if (in_place_)  // the output is the source: filled again instead
+      fill_source(t);
+    else if (outputs_[t].bytes)
+      RESHARD_CUDA_CHECK(cudaMemsetAsync(outputs_[t].data, byte, outputs_[t].bytes, stream_.get()));
+  }
 }
 
 Index RankRedistribution::count_wrong() {
@@ -62,12 +74,12 @@ Index RankRedistribution::count_wrong() {
     const Plan& plan = batch_.plan(t);
     const Tensor& x = tensors_[t];
     if (x.partial) {
-      std::vector<unsigned char> host(x.output->bytes());
+      std::vector<unsigned char> host(outputs_[t].bytes);
       if (!host.empty())
-        RESHARD_CUDA_CHECK(cudaMemcpy(host.data(), x.output->data(), host.size(), cudaMemcpyDeviceToHost));
+        RESHARD_CUDA_CHECK(cudaMemcpy(host.data(), outputs_[t].data, host.size(), cudaMemcpyDeviceToHost));
       wrong += count_local_mismatches(host.data(), plan.src(), plan.dst(), rank_, plan.dtype());
     } else {
-      wrong += pattern_.count_mismatches(x.output->data(), x.out_box, plan.src().global_shape(), plan.dtype(),
+      wrong += pattern_.count_mismatches(outputs_[t].data, x.out_box, plan.src().global_shape(), plan.dtype(),
                                          stream_.get());
     }
   }

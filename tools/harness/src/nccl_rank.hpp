@@ -30,7 +30,8 @@ class RankRedistribution {
   void wait();
   // Releases the executor's pending one-sided waits after a stall (Executor::abandon); what was pending.
   std::string abandon() { return exec_.abandon(); }
-  // Fills the targets with `byte` on stream(), so that an element no run writes is caught.
+  // Fills the targets with `byte` on stream(), so that an element no run writes is caught; in place (runs_in_place),
+  // fills the sources again instead.
   void poison(int byte);
   // Waits, then counts the targets' elements that differ from the redistributed pattern.
   Index count_wrong();
@@ -42,13 +43,16 @@ class RankRedistribution {
   struct Tensor {
     bool partial = false;  // Partial layouts: contributions and expected values are made on the host (pattern.hpp)
     Box in_box, out_box;
-    std::unique_ptr<DeviceMemory> input, output;
+    std::unique_ptr<DeviceMemory> input, output;  // output: unset in place
   };
+  void fill_source(size_t t);  // tensor t's source with the pattern
+
   PlanBatch batch_;
   int rank_;
   CudaStream stream_;
   CudaPatternChecker pattern_;
   Executor exec_;
+  bool in_place_;  // runs_in_place: no target buffers, the sources are the outputs
   std::vector<Tensor> tensors_;
   std::vector<ConstBuffer> inputs_;
   std::vector<MutableBuffer> outputs_;

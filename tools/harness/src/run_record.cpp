@@ -87,15 +87,15 @@ std::string record_table_row(const RunRecord& r) {
 std::string record_csv_header() {
   return "mesh,from,to,shape,dtype,strategy,transport,auto_choice,tensor_bytes,max_rank_bytes,estimated_us,median_us,"
          "graph_us,"
-         "algbw_GBps,busbw_GBps,bound_us,wrong,checked,workspace_bytes,steps,backend,iterations\n";
+         "algbw_GBps,busbw_GBps,bound_us,wrong,checked,workspace_bytes,steps,backend,iterations,issue_us\n";
 }
 
 std::string record_csv_row(const RunRecord& r) {
-  return fmt::format("\"{}\",\"{}\",\"{}\",{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", r.mesh, r.from,
-                     r.to, r.shape, r.dtype, r.strategy, r.transport, r.auto_choice ? 1 : 0, r.tensor_bytes,
+  return fmt::format("\"{}\",\"{}\",\"{}\",{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", r.mesh,
+                     r.from, r.to, r.shape, r.dtype, r.strategy, r.transport, r.auto_choice ? 1 : 0, r.tensor_bytes,
                      r.max_rank_bytes, r.estimated_us, r.timing.median_us, csv_number(r.graph_us),
                      csv_number(r.algbw_GBps()), csv_number(r.busbw_GBps()), csv_number(r.bound_us), r.wrong, r.checked,
-                     r.workspace_bytes, r.steps, r.backend, r.timing.iterations);
+                     r.workspace_bytes, r.steps, r.backend, r.timing.iterations, csv_number(r.timing.issue_us));
 }
 
 std::string record_json(const RunRecord& r) {
@@ -128,7 +128,8 @@ std::string record_json(const RunRecord& r) {
                  {"median_us", json_number(r.timing.median_us)},
                  {"p90_us", json_number(r.timing.p90_us)},
                  {"max_us", json_number(r.timing.max_us)},
-                 {"mean_us", json_number(r.timing.mean_us)}};
+                 {"mean_us", json_number(r.timing.mean_us)},
+                 {"issue_us", json_number(r.timing.issue_us)}};
   std::string out;
   detail::write_json_text(j, out, 2, 1 << 30, 1);  // depth 1 with no width limit: one line
   return out;

@@ -88,6 +88,7 @@ RankOutcome run_timed_rank(const PlanBatch& batch, Communicator& comm, int devic
                                   " ms (a peer stopped or died?); the communicator was aborted",
                                   pending.empty() ? "" : "; one-sided waits pending: ", pending));
   };
+  double issue_us = 0;
   out.times = time_on_stream(
       stream, options.iters,
       [&] {
@@ -96,7 +97,8 @@ RankOutcome run_timed_rank(const PlanBatch& batch, Communicator& comm, int devic
         else
           run();
       },
-      options.timeout, stalled);
+      options.timeout, stalled, &issue_us);
+  out.issue_us = issue_us / graph_calls;
   if (graph_calls > 1)  // per call
     for (double& v : out.times.mutable_values()) v /= graph_calls;
   phase("final wait");

@@ -68,6 +68,11 @@ struct RunResult {
   std::vector<StepTime> steps;  // options.trace: per step, the slowest rank's phase times
 };
 
+// Whether the harness runs `batch` in place: one plan between identical layouts (is_identity), its output buffer the
+// input's, as DTensor returns its input for an unchanged placement. Nothing is enqueued; each verification pass fills
+// the source again (instead of poisoning the output) and checks every element.
+inline bool runs_in_place(const PlanBatch& batch) { return batch.size() == 1 && is_identity(batch.plan(0)); }
+
 // Whether `n` ranks can run on local GPUs with NCCL (built with CUDA and at least n GPUs visible).
 bool nccl_available(int n);
 // GPUs visible to this process (0 without a driver, without GPUs, or in a build without CUDA); makes no CUDA call
@@ -136,12 +141,13 @@ RunResult run_plan_process(const Plan& plan, int rank, int world_size, int devic
 struct RankOutcome {
   std::vector<StepTime> steps;
   IterationSamples times;
+  std::optional<double> issue_us;  // GPU runs: the host's time to enqueue one call (TimingSummary::issue_us)
   Index wrong = 0, checked = 0;
   size_t workspace = 0;
 };
 
 // The run's result over its ranks: wrong and checked elements summed, per iteration and per step phase the slowest
-// rank's time, the largest workspace.
+// rank's time, the largest workspace and issue time.
 RunResult combine_ranks(Backend backend, const std::vector<RankOutcome>& ranks);
 
 // Link bandwidths measured on local GPUs 0 and 1 with large transfers (decimal GB/s), for the lower bound.

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <vector>
 
 #include "reshard/dims.hpp"
@@ -41,6 +42,10 @@ struct TimingSummary {
   Index iterations = 0;  // timed iterations
   Index samples = 0;     // iterations the figures are computed from (all of them up to 4096)
   double min_us = 0, median_us = 0, p90_us = 0, max_us = 0, mean_us = 0;
+  // GPU runs: the host's time to enqueue one iteration (the slowest rank's mean over the timed loop, waits for the
+  // event ring excluded). Near median_us, the run was bound by the host's launches rather than the GPU; unset on the
+  // host backend, where a call is its work.
+  std::optional<double> issue_us;
 };
 TimingSummary summarize(const IterationSamples& samples);
 
