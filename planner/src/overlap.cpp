@@ -100,6 +100,7 @@ Index OverlapIndex::block_of(const Dims& coord) const { return encode(src().mesh
 std::vector<OverlapIndex::ChunkList> OverlapIndex::chunk_lists(const Layout& layout) {
   std::vector<ChunkList> lists(layout.ndim());
   const Mesh& mesh = layout.mesh();
+  const Dims strides = row_major_strides(Dims::from(mesh.shape()));
   for (int d = 0; d < layout.ndim(); ++d) {
     const std::span<const int> dims = layout.sharding_mesh_dims(d);
     Index n = combos(mesh, dims);
@@ -108,7 +109,10 @@ std::vector<OverlapIndex::ChunkList> OverlapIndex::chunk_lists(const Layout& lay
     for (Index c = 0; c < n; ++c) {
       decode(mesh, dims, c, coord);
       Interval iv = layout.interval(d, coord);
-      if (iv.size > 0) lists[d].push_back(Chunk{iv.begin, iv.size, c});
+      if (iv.size == 0) continue;
+      Index linear = 0;
+      for (int k : dims) linear += coord[k] * strides[k];
+      lists[d].push_back(Chunk{iv.begin, iv.size, c, linear});
     }
     std::sort(lists[d].begin(), lists[d].end(), [](const Chunk& x, const Chunk& y) { return x.begin < y.begin; });
   }
@@ -279,6 +283,7 @@ std::optional<Transfer> OverlapIndex::transfer_between(int src_rank, int dst_ran
 }
 
 std::vector<Transfer> OverlapIndex::all_transfers() const {
+  if (src_free_dims_.empty()) return all_transfers_one_holder();
   // The destination side visits each transfer once; the source side would also visit destinations another
   // replica serves. Destinations are visited in rank order, so placing each transfer after those of lower source
   // ranks (a counting sort) orders by (src, dst). Each transfer is enumerated once and moved once, in place.
@@ -308,6 +313,69 @@ std::vector<Transfer> OverlapIndex::all_transfers() const {
     }
     all[j] = first;
     from[j] = j;
+  }
+  return all;
+}
+
+std::vector<Transfer> OverlapIndex::all_transfers_one_holder() const {
+  // A block's one holder sends it to every destination overlapping it (on kept Partial dims: those with its
+  // coordinates), so source by source, in rank order, its transfers are the target chunks overlapping its block
+  // times the target's free coordinates; each is written once, and a source's few are put in destination order.
+  // Destination ranks are sums of the chunks' and the free coordinates' parts of the row-major mesh index.
+  const Mesh& mesh = src().mesh();
+  const int n = mesh.size(), nd = src().ndim();
+  const Index free_count = combos(mesh, dst_free_dims_);
+  std::vector<Index> free_linear(free_count), free_kept(free_count);  // per free combo: its part; its kept dims' part
+  Dims coord(mesh.ndim(), 0);
+  for (Index f = 0; f < free_count; ++f) {
+    decode(mesh, dst_free_dims_, f, coord);
+    for (int k : dst_free_dims_) free_linear[f] += coord[k] * mesh_strides_[k];
+    for (int k : roles_.kept) free_kept[f] += coord[k] * mesh_strides_[k];
+  }
+  std::vector<Transfer> all;
+  auto by_dst = [](const Transfer& x, const Transfer& y) { return x.dst < y.dst; };
+  for (int src_rank = 0; src_rank < n; ++src_rank) {
+    const Box& block = src_[src_rank];
+    if (src_.volume(src_rank) == 0) continue;
+    const size_t begin = all.size();
+    const Dims src_coord = mesh.coord_of(src_rank);
+    Index kept = 0;
+    for (int k : roles_.kept) kept += src_coord[k] * mesh_strides_[k];
+    std::pair<const Chunk*, const Chunk*> ranges[kMaxDims];
+    bool empty = false;
+    for (int d = 0; d < nd && !empty; ++d) {
+      ranges[d] = overlapping(dst_chunks_[d], block.offset[d], block.offset[d] + block.shape[d]);
+      empty = ranges[d].first == ranges[d].second;
+    }
+    if (empty) continue;
+    const Chunk* at[kMaxDims];
+    for (int d = 0; d < nd; ++d) at[d] = ranges[d].first;
+    Transfer t{src_rank, 0, block, 0};
+    while (true) {
+      Index linear = 0;
+      for (int d = 0; d < nd; ++d) {
+        const Chunk& c = *at[d];
+        t.region.offset[d] = std::max(c.begin, block.offset[d]);
+        t.region.shape[d] = std::min(c.begin + c.size, block.offset[d] + block.shape[d]) - t.region.offset[d];
+        linear += c.linear;
+      }
+      t.bytes = volume(t.region) * element_size_;
+      for (Index f = 0; f < free_count; ++f) {
+        if (free_kept[f] != kept) continue;  // a kept contribution stays on its coordinate
+        const Index at_linear = linear + free_linear[f];
+        t.dst = mesh.has_explicit_ranks() ? mesh.explicit_ranks()[at_linear] : static_cast<int>(at_linear);
+        all.push_back(t);
+      }
+      int d = nd - 1;
+      while (d >= 0 && ++at[d] == ranges[d].second) {
+        at[d] = ranges[d].first;
+        --d;
+      }
+      if (d < 0) break;
+    }
+    if (all.capacity() == all.size()) all.reserve(all.size() / (src_rank + 1) * n);  // exact where sources send alike
+    const auto mine = all.begin() + static_cast<std::ptrdiff_t>(begin);
+    if (!std::is_sorted(mine, all.end(), by_dst)) std::sort(mine, all.end(), by_dst);
   }
   return all;
 }

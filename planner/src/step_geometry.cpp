@@ -105,11 +105,11 @@ RankTransfers all_to_all_transfers(const RankBoxes& a, const RankBoxes& b, std::
   return t;
 }
 
-RankExchange all_to_all_exchange(const RankBoxes& a, const RankBoxes& b, std::span<const int> dims, int rank,
-                                 const ExchangeRules& rules, const Topology& topology) {
+RankExchange& all_to_all_exchange(const RankBoxes& a, const RankBoxes& b, std::span<const int> dims, int rank,
+                                  const ExchangeRules& rules, const Topology& topology, RankExchange& x) {
   // The transfers all_to_all_transfers lists, accounted as rank_exchange accounts them (sums and maxima: the order
   // does not matter), visiting the group's members row-major over `dims` without building the group.
-  RankExchange x(rules);
+  x.reset(rules);
   const Mesh& mesh = a.layout().mesh();
   const int es = rules.element_size;
   const Box &mine_a = a[rank], &mine_b = b[rank];

@@ -88,9 +88,10 @@ RankTransfers all_to_all_transfers(const RankBoxes& a, const RankBoxes& b, std::
                                    int element_size);
 
 // One rank's whole all_to_all exchange over `dims` (a -> b): the same as rank_exchange(all_to_all_transfers(...)),
-// without listing the transfers (the pricer's inner loops).
-RankExchange all_to_all_exchange(const RankBoxes& a, const RankBoxes& b, std::span<const int> dims, int rank,
-                                 const ExchangeRules& rules, const Topology& topology);
+// without listing the transfers (the pricer's inner loops). Accounted in `x`, reset first (its memory reused), which
+// is returned.
+RankExchange& all_to_all_exchange(const RankBoxes& a, const RankBoxes& b, std::span<const int> dims, int rank,
+                                  const ExchangeRules& rules, const Topology& topology, RankExchange& x);
 
 // One rank's whole exchange (every transfer of `t`, on `topology`'s links).
 RankExchange rank_exchange(const RankTransfers& t, const RankBoxes& a, const RankBoxes& b, int rank,

@@ -1,8 +1,6 @@
 #include "step_pricing.hpp"
 
 #include <algorithm>
-#include <cstdint>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -89,7 +87,8 @@ StepPrice StepPricer::collective_wire(const RankBoxes& a, const RankBoxes& b, St
       }
       for (int r : representatives(a)) {
         const RankTraffic t =
-            all_to_all_exchange(a, b, dims, r, exchange_rules(Transport::kNccl, false), model_.topology()).traffic();
+            all_to_all_exchange(a, b, dims, r, exchange_rules(Transport::kNccl, false), model_.topology(), exchange_)
+                .traffic();
         worst.peers_out = std::max(worst.peers_out, t.peers_out);
         worst.peers_in = std::max(worst.peers_in, t.peers_in);
         worst.pack_bytes = std::max(worst.pack_bytes, t.pack_bytes);
@@ -103,121 +102,6 @@ StepPrice StepPricer::collective_wire(const RankBoxes& a, const RankBoxes& b, St
       break;
   }
   fail(ErrorKind::kInternal, "p2p steps are priced from their transfers");
-}
-
-Index StepPricer::rank_collective_scratch(const RankBoxes& a, const RankBoxes& b, StepKind kind,
-                                          std::span<const int> dims, int rank) const {
-  if (kind == StepKind::kAllToAll)
-    return all_to_all_exchange(a, b, dims, rank, exchange_rules(Transport::kNccl, false), model_.topology())
-        .scratch()
-        .total();
-  return detail::collective_scratch(kind, a, b, dims, rank).total(es_);
-}
-
-std::vector<Index> StepPricer::collective_scratch(const RankBoxes& a, const RankBoxes& b, StepKind kind,
-                                                  std::span<const int> dims) const {
-  std::vector<Index> scratch(a.size(), 0);
-  if (kind != StepKind::kAllToAll && kind != StepKind::kAllGather && kind != StepKind::kReduceScatter)
-    return scratch;  // the other kinds take none
-  if (reference_) {
-    for (int r = 0; r < a.size(); ++r) scratch[r] = rank_collective_scratch(a, b, kind, dims, r);
-    return scratch;
-  }
-  // A rank's scratch depends only on the shapes of its group's boxes and on where they lie relative to each other.
-  // Per tensor dim d: where no mesh dim of the group shards d (in a or b), every member's intervals equal the rank's,
-  // so its class records their extents and relative offset; otherwise the members' intervals on d are set by the
-  // rank's coordinates on the other mesh dims sharding d ("outer"), and its class records those intervals, shifted to
-  // start at 0 (a signature, computed once per outer coordinate), and the rank's own place among the members. Ranks
-  // of one class share a scratch: it is computed once per class, O(ranks + classes * group) in all. Keys are rows of
-  // one flat table (every rank's key has the same length), found through their hash.
-  const Layout &la = a.layout(), &lb = b.layout();
-  const Mesh& mesh = la.mesh();
-  struct DimGroup {
-    std::vector<int> outer, inner;    // mesh dims sharding d in a or b: off the group, in it
-    std::vector<Index> signature_of;  // outer combo -> signature id (-1: not computed yet)
-  };
-  std::vector<DimGroup> groups(la.ndim());
-  int key_length = 0;
-  for (int d = 0; d < la.ndim(); ++d) {
-    DimGroup& g = groups[d];
-    for (const Layout* l : {&la, &lb})
-      for (int k : l->sharding_mesh_dims(d)) {
-        std::vector<int>& side = std::find(dims.begin(), dims.end(), k) != dims.end() ? g.inner : g.outer;
-        if (std::find(side.begin(), side.end(), k) == side.end()) side.push_back(k);
-      }
-    if (!g.inner.empty()) {
-      Index combos = 1;
-      for (int k : g.outer) combos *= mesh.dim_size(k);
-      g.signature_of.assign(combos, -1);
-    }
-    key_length += g.inner.empty() ? 3 : 1 + static_cast<int>(g.inner.size());
-  }
-  std::vector<Index> signatures;       // every signature's intervals, one after the other
-  std::vector<Index> signature_start;  // where each begins (one more entry: the end)
-  signature_start.push_back(0);
-  auto signature = [&](int d, const Dims& coord) {
-    DimGroup& g = groups[d];
-    Index outer = 0;
-    for (int k : g.outer) outer = outer * mesh.dim_size(k) + coord[k];
-    if (g.signature_of[outer] >= 0) return g.signature_of[outer];
-    const Index begin = static_cast<Index>(signatures.size());
-    Dims c = coord;
-    for (int k : g.inner) c[k] = 0;
-    Index base = -1;
-    while (true) {
-      const Interval x = la.interval(d, c), y = lb.interval(d, c);
-      if (base < 0) base = x.begin;
-      signatures.insert(signatures.end(), {x.begin - base, x.size, y.begin - base, y.size});
-      int j = static_cast<int>(g.inner.size()) - 1;
-      while (j >= 0 && ++c[g.inner[j]] == mesh.dim_size(g.inner[j])) c[g.inner[j--]] = 0;
-      if (j < 0) break;
-    }
-    // An equal signature met before keeps its id (signatures are few: a linear search).
-    const Index length = static_cast<Index>(signatures.size()) - begin;
-    const int count = static_cast<int>(signature_start.size()) - 1;
-    for (int id = 0; id < count; ++id)
-      if (signature_start[id + 1] - signature_start[id] == length &&
-          std::equal(signatures.begin() + begin, signatures.end(), signatures.begin() + signature_start[id])) {
-        signatures.resize(begin);
-        return g.signature_of[outer] = id;
-      }
-    signature_start.push_back(static_cast<Index>(signatures.size()));
-    return g.signature_of[outer] = count;
-  };
-  std::vector<Index> keys;                        // the classes' keys, key_length entries each
-  std::vector<Index> class_scratch;               // each class's scratch
-  std::vector<int> next_in_bucket;                // per class: the next class of its hash bucket (-1: none)
-  std::unordered_map<std::uint64_t, int> bucket;  // key hash -> its first class
-  std::vector<Index> key(key_length);
-  for (int r = 0; r < a.size(); ++r) {
-    const Dims coord = mesh.coord_of(r);
-    int i = 0;
-    for (int d = 0; d < la.ndim(); ++d) {
-      if (!groups[d].inner.empty()) {
-        key[i++] = signature(d, coord);
-        for (int k : groups[d].inner) key[i++] = coord[k];
-      } else {
-        key[i++] = a[r].shape[d];
-        key[i++] = b[r].shape[d];
-        key[i++] = a[r].offset[d] - b[r].offset[d];
-      }
-    }
-    std::uint64_t h = 1469598103934665603ull;
-    for (Index x : key) h = (h ^ static_cast<std::uint64_t>(x)) * 1099511628211ull;
-    const auto it = bucket.try_emplace(h, -1).first;
-    int c = it->second;
-    while (c >= 0 && !std::equal(key.begin(), key.end(), keys.begin() + static_cast<std::ptrdiff_t>(c) * key_length))
-      c = next_in_bucket[c];
-    if (c < 0) {
-      c = static_cast<int>(class_scratch.size());
-      keys.insert(keys.end(), key.begin(), key.end());
-      class_scratch.push_back(rank_collective_scratch(a, b, kind, dims, r));
-      next_in_bucket.push_back(it->second);
-      it->second = c;
-    }
-    scratch[r] = class_scratch[c];
-  }
-  return scratch;
 }
 
 PricedStep StepPricer::p2p_step(const RankBoxes& a, const RankBoxes& b, Transport transport) {

@@ -4,6 +4,7 @@
 // with their true peak workspace without lowering every rank (tests/lowering_test.cpp keeps checking that they agree).
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <span>
 #include <string>
@@ -94,7 +95,15 @@ class StepPricer {
   Index chunk_bytes_;
   Fusion fusion_;
   bool reference_;
-  mutable std::vector<RankExchange> ranks_;  // p2p(): every rank's exchange (kept to reuse its memory)
+  mutable std::vector<RankExchange> ranks_;         // p2p(): every rank's exchange (kept to reuse its memory)
+  mutable RankExchange exchange_{ExchangeRules{}};  // one all_to_all rank's exchange (kept to reuse its memory)
+  // collective_scratch()'s tables, kept to reuse their memory.
+  struct ScratchTables {
+    std::vector<Index> signature_of, signatures, signature_start, keys, key, class_scratch;
+    std::vector<std::uint64_t> class_hash;
+    std::vector<int> slot_class;
+  };
+  mutable ScratchTables tables_;
 };
 
 }  // namespace reshard::detail

@@ -74,7 +74,8 @@ class OverlapIndex {
 
   struct Chunk {
     Index begin = 0, size = 0;
-    Index combo = 0;  // row-major index over the layout's sharding mesh dims of this tensor dim
+    Index combo = 0;   // row-major index over the layout's sharding mesh dims of this tensor dim
+    Index linear = 0;  // those coordinates' part of a rank's row-major mesh index
   };
   using ChunkList = std::vector<Chunk>;  // non-empty chunks sorted by begin
 
@@ -82,6 +83,8 @@ class OverlapIndex {
   template <class Visit>
   void visit_into(int dst_rank, Visit visit) const;
   static std::vector<ChunkList> chunk_lists(const Layout& layout);
+  // all_transfers() where every block has one holder.
+  std::vector<Transfer> all_transfers_one_holder() const;
   static std::pair<const Chunk*, const Chunk*> overlapping(const ChunkList& list, Index begin, Index end);
   // Writes the coordinates a chunk combo stands for into `coord` (only the sharding mesh dims of dim d).
   void set_combo(const Layout& layout, int d, Index combo, Dims& coord) const;
