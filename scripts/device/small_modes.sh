@@ -3,11 +3,19 @@
 # strategy and transport, auto marked, eager and CUDA-graph medians per call, the host's issue time per call) run two
 # ways: ranks as threads of one process, and one process per GPU (as torchrun and PyTorch run); then PyTorch's
 # redistribute on the same cases (torchrun, 2 and 4 processes). Identity pairs run in place. Every run verified.
+# GPU_TESTS=1 first runs executor_gpu_tests on GPUs 0,1; PROCESSES=0 skips the one-process-per-GPU sweeps; CALIBRATE=1
+# ends with `reshard calibrate` on GPUs 0,1 ($OUT/profile.json).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 source scripts/device/lib.sh
 archive_begin small_modes || exit 1
 echo "$(nvidia-smi -L | wc -l) GPUs: $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)"
+if [ "${GPU_TESTS:-0}" = 1 ]; then
+  CUDA_VISIBLE_DEVICES=0,1 timeout ${GPU_TEST_S:-230} build-device/tests/executor_gpu_tests > "$OUT/executor_gpu_tests.log" 2>&1
+  echo "executor_gpu_tests exit $?"
+  grep -E "^\[ +FAILED \]|GPU SUMMARY|Failure|^\[  PASSED" "$OUT/executor_gpu_tests.log" | cut -c1-300 | head -12
+  echo "[$(el) s] executor_gpu_tests"
+fi
 SIZES=${SIZES:-4KiB,64KiB,256KiB,1MiB,4MiB}
 FLAGS="--backend nccl --sizes $SIZES --dtypes f32 --placements R,S0,S1 --iters 100 --warmup 20"
 for m in 2 4 2x2; do
@@ -28,8 +36,10 @@ processes() {
   echo "processes $n ($meshes): $(grep -hE "wrong" "$OUT"/proc_${n}_0.log | tail -1)"; grep -hiE "error" "$OUT"/proc_${n}_*.log | head -3
   echo "[$(el) s] processes $n"
 }
-processes 2 2
-processes 4 4,2x2
+if [ "${PROCESSES:-1}" = 1 ]; then
+  processes 2 2
+  processes 4 4,2x2
+fi
 python3 - "$OUT" <<'PY'
 import json, sys
 out = sys.argv[1]
@@ -37,9 +47,13 @@ json.dump(json.load(open(f"{out}/cases_4.json")) + json.load(open(f"{out}/cases_
 PY
 for m in 2 4; do
   c=$([ $m = 2 ] && echo cases_2.json || echo cases_x4.json)
-  timeout $(( ($(left) - 20) / (m == 2 ? 3 : 1) )) torchrun --nproc-per-node $m bench/pytorch_baseline.py \
+  timeout $(( ($(left) - ${CALIBRATE_S:-20}) / (m == 2 ? 3 : 1) )) torchrun --nproc-per-node $m bench/pytorch_baseline.py \
     --cases "$OUT/$c" --out "$OUT/pytorch_$m.json" > "$OUT/pytorch_$m.log" 2>&1
   echo "pytorch on $m exit $?"; grep -iE "Traceback|error" "$OUT/pytorch_$m.log" | head -3
   echo "[$(el) s] pytorch $m"
 done
+if [ "${CALIBRATE:-0}" = 1 ]; then
+  CUDA_VISIBLE_DEVICES=0,1 timeout $(( $(left) - 10 )) $R calibrate --out "$OUT/profile.json" > "$OUT/calibrate.log" 2>&1
+  echo "calibrate exit $?"; grep -E "nvlink|fused|step_overhead" "$OUT/calibrate.log" | tail -6
+fi
 archive_end

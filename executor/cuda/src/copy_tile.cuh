@@ -7,21 +7,50 @@ namespace reshard::cuda {
 
 constexpr int kThreads = 256;
 
+// A unit's source and destination.
+template <class Unit>
+struct Pair {
+  const Unit* first;
+  Unit* second;
+};
+
+// Copies `total` units, unit u from at(u) (its source and destination addresses): each thread takes units threadIdx.x,
+// + kThreads, ... in rounds of kUnroll whose loads are all issued before any store, predicated at the end, so a tile of
+// up to kUnroll * kThreads units costs one round trip to a peer's memory over NVLink, not one per unit a thread copies.
+template <class Unit, class Address>
+__device__ inline void copy_units(long long total, Address at) {
+  constexpr int kUnroll = 4;
+  for (long long u = threadIdx.x; u < total; u += kUnroll * kThreads) {
+    Unit v[kUnroll];
+    // Predicated, not cut short: fully unrolled, v stays in registers; the destinations are computed again for the
+    // stores rather than held (registers are short: 64 a thread, fused_kernel.cu).
+#pragma unroll
+    for (int k = 0; k < kUnroll; ++k)
+      if (u + k * kThreads < total) v[k] = *at(u + k * kThreads).first;
+#pragma unroll
+    for (int k = 0; k < kUnroll; ++k)
+      if (u + k * kThreads < total) *at(u + k * kThreads).second = v[k];
+  }
+}
+
 // Copies one tile with `Unit`-sized accesses. Wide rows: the block walks the rows and its threads stride along
-// each row, four independent loads in flight per thread. Narrow rows: threads take (row, unit) pairs.
+// each row. Narrow rows: threads take (row, unit) pairs across the tile.
 template <class Unit>
 __device__ inline void copy_tile(const DeviceCopyRegion& r, const DeviceCopyTile& t, const char* src, char* dst) {
-  constexpr int kUnroll = 4;
   const long long units_per_row = (t.col_end - t.col_begin) / static_cast<long long>(sizeof(Unit));
   const int outer = r.outer_dims;
   auto row_offsets = [&](long long row, long long& so, long long& dof) {
     so = 0;
     dof = 0;
-    for (int d = outer - 1; d >= 0; --d) {
+    for (int d = outer - 1; d > 0; --d) {
       long long idx = row % r.outer_shape[d];
       row /= r.outer_shape[d];
       so += idx * r.src_stride[d];
       dof += idx * r.dst_stride[d];
+    }
+    if (outer > 0) {  // the outermost index is what is left (rows lie within the region): no division
+      so += row * r.src_stride[0];
+      dof += row * r.dst_stride[0];
     }
   };
   if (units_per_row >= kThreads) {
@@ -30,46 +59,20 @@ __device__ inline void copy_tile(const DeviceCopyRegion& r, const DeviceCopyTile
       row_offsets(row, so, dof);
       const Unit* s = reinterpret_cast<const Unit*>(src + so + t.col_begin);
       Unit* d = reinterpret_cast<Unit*>(dst + dof + t.col_begin);
-      long long u = threadIdx.x;
-      for (; u + (kUnroll - 1) * kThreads < units_per_row; u += kUnroll * kThreads) {
-        Unit v[kUnroll];
-#pragma unroll
-        for (int k = 0; k < kUnroll; ++k) v[k] = s[u + k * kThreads];
-#pragma unroll
-        for (int k = 0; k < kUnroll; ++k) d[u + k * kThreads] = v[k];
-      }
-      for (; u < units_per_row; u += kThreads) d[u] = s[u];
+      copy_units<Unit>(units_per_row, [&](long long u) { return Pair<Unit>{s + u, d + u}; });
     }
   } else {
-    // Narrow rows: kUnroll independent loads in flight per thread too (a peer's memory over NVLink is a long
-    // round trip; one load at a time made a 2 KiB-row tile cost a round trip per 4 KiB).
-    const long long total = (t.row_end - t.row_begin) * units_per_row;
-    auto at = [&](long long u, const Unit*& s, Unit*& d) {
-      const long long row = t.row_begin + u / units_per_row, col = u % units_per_row;
+    // A tile holds at most its tile_bytes (kernel_copies.cpp: at most 64 KiB): 32-bit arithmetic within it.
+    const int narrow = static_cast<int>(units_per_row);
+    copy_units<Unit>((t.row_end - t.row_begin) * units_per_row, [&](long long u) {
+      const int within = static_cast<int>(u);
+      const long long row = t.row_begin + within / narrow;
+      const int col = within % narrow;
       long long so, dof;
       row_offsets(row, so, dof);
-      s = reinterpret_cast<const Unit*>(src + so + t.col_begin) + col;
-      d = reinterpret_cast<Unit*>(dst + dof + t.col_begin) + col;
-    };
-    long long u = threadIdx.x;
-    for (; u + (kUnroll - 1) * kThreads < total; u += kUnroll * kThreads) {
-      Unit v[kUnroll];
-      Unit* d[kUnroll];
-#pragma unroll
-      for (int k = 0; k < kUnroll; ++k) {
-        const Unit* s;
-        at(u + k * kThreads, s, d[k]);
-        v[k] = *s;
-      }
-#pragma unroll
-      for (int k = 0; k < kUnroll; ++k) *d[k] = v[k];
-    }
-    for (; u < total; u += kThreads) {
-      const Unit* s;
-      Unit* d;
-      at(u, s, d);
-      *d = *s;
-    }
+      return Pair<Unit>{reinterpret_cast<const Unit*>(src + so + t.col_begin) + col,
+                        reinterpret_cast<Unit*>(dst + dof + t.col_begin) + col};
+    });
   }
 }
 
@@ -85,8 +88,8 @@ __device__ inline void copy_tiles(const DeviceCopyRegion* regions, const DeviceC
       region = regions[tile.region];
     }
     __syncthreads();
-    const DeviceCopyRegion r = region;
-    const DeviceCopyTile t = tile;
+    const DeviceCopyRegion& r = region;  // read from shared memory: registers are short (64 a thread)
+    const DeviceCopyTile& t = tile;
     const char* src = static_cast<const char*>(bases.ptr[r.src_buffer]) + r.src_offset;
     char* dst = static_cast<char*>(const_cast<void*>(bases.ptr[r.dst_buffer])) + r.dst_offset;
     // The widest unit that every address and length of this tile allows (block-uniform).

@@ -82,14 +82,15 @@ constexpr int kPhases = 2;
 constexpr int kFlagSlots = 2 * kPhases;
 constexpr int kFusedSlots = 8;  // fused steps per plan (their flags: one epoch per slot, phase and peer)
 
-// Tiles of a fused step: a power of two of 2 KiB to 64 KiB, small enough that every SM gets one (a small step is
-// latency-bound: one 64 KiB tile per block would leave most of the GPU idle) and large enough that a block needs few
-// (each tile costs a round trip to the peer).
+// Tiles of a fused step: the smallest power of two of 2 KiB to 64 KiB that makes at most one tile per SM where the step
+// allows (a block, one per SM, then copies one tile: each tile a block walks costs a round trip to the peer, and a
+// 16 KiB tile is one round of its threads' loads, copy_tile.cuh), and small tiles for small steps, so that their
+// blocks spread over the SMs instead of leaving most of the GPU idle.
 long long tile_bytes_for(const std::vector<CopyRegion>& regions, int es, int sm_count) {
   long long total = 0;
   for (const CopyRegion& r : regions) total += r.shape.product() * es;
-  long long tile = 64 * 1024;
-  while (tile > 2048 && total / tile < sm_count) tile /= 2;
+  long long tile = 2048;
+  while (tile < 64 * 1024 && (total + tile - 1) / tile > sm_count) tile *= 2;
   return tile;
 }
 

@@ -18,7 +18,9 @@ unsigned int alignment_of(long long x) {
 }  // namespace
 
 TileSet::TileSet(Device& device, int ordinal, const std::vector<CopyRegion>& regions, int es, long long tile_bytes) {
-  RESHARD_REQUIRE(tile_bytes >= 16 && tile_bytes % 16 == 0, "copy tiles must be a positive multiple of 16 bytes");
+  // At most 1 GiB: the kernels index within a tile in 32 bits (copy_tile.cuh).
+  RESHARD_REQUIRE(tile_bytes >= 16 && tile_bytes % 16 == 0 && tile_bytes <= (1LL << 30),
+                  "copy tiles must be a positive multiple of 16 bytes, at most 1 GiB");
   std::vector<DeviceCopyRegion> rs;
   std::vector<DeviceCopyTile> tiles;
   for (const CopyRegion& r : regions) {
