@@ -3,9 +3,10 @@
     torchrun --nproc-per-node 2 python/bench/profile_calls.py [--calls 300]
 
 For mesh (world,) f32 1024x1024 S0->S1, S0->R and R->S0: the host time per call (perf_counter around `calls`
-back-to-back calls, no synchronisation inside) of DTensor.redistribute, reshard.torch.redistribute, reshard's
+back-to-back calls, no synchronisation inside) of DTensor.redistribute, reshard.torch.redistribute (which skips
+autograd.Function for inputs that need no gradient) and its autograd.Function path, reshard's
 prepared executor alone (run_ptr on fixed tensors) and torch.empty, then rank 0's cProfile of the reshard calls
-(top functions by own time).
+(top functions by own time; with --callers REGEX, who calls the functions matching REGEX).
 """
 
 import argparse
@@ -25,6 +26,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "gpu_tests"
 import common  # noqa: E402
 import reshard.torch as rt  # noqa: E402
 from reshard.torch import _runtime  # noqa: E402
+from reshard.torch._autograd import Redistribute  # noqa: E402
 
 
 def host_us(fn, calls):
@@ -42,6 +44,7 @@ def host_us(fn, calls):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--calls", type=int, default=300)
+    ap.add_argument("--callers", default=None, help="also print the callers of functions matching this regex")
     args = ap.parse_args()
     rank, world = common.setup()
     mesh = init_device_mesh("cuda", (world,))
@@ -53,7 +56,9 @@ def main():
         x = DTensor.from_local(local, mesh, src_p, shape=full.shape, stride=full.stride())
         with torch.no_grad():
             row = {"pytorch": host_us(lambda: x.redistribute(mesh, dst_p), args.calls),
-                   "reshard": host_us(lambda: rt.redistribute(x, mesh, dst_p), args.calls)}
+                   "reshard": host_us(lambda: rt.redistribute(x, mesh, dst_p), args.calls),
+                   "reshard via autograd.Function": host_us(
+                       lambda: Redistribute.apply(x, mesh, tuple(dst_p), False, None, None, None), args.calls)}
             entry = next(iter(_runtime._executors.values()))
             out = torch.empty(entry.out_shape, dtype=torch.float32, device="cuda")
             stream = torch.cuda.current_stream().cuda_stream
@@ -73,7 +78,10 @@ def main():
             torch.cuda.synchronize()
             if rank == 0:
                 s = io.StringIO()
-                pstats.Stats(prof, stream=s).sort_stats("tottime").print_stats(22)
+                st = pstats.Stats(prof, stream=s).sort_stats("tottime")
+                st.print_stats(22)
+                if args.callers:
+                    st.sort_stats("cumulative").print_callers(args.callers)
                 print(f"== cProfile {src}->{dst}, {args.calls} calls\n" + s.getvalue(), flush=True)
         rt.clear_cache()
     dist.barrier()

@@ -13,7 +13,7 @@ with its CUDA backend; anything else is left to PyTorch and counted. docs/python
 import torch  # first: the process then has PyTorch's NCCL when reshard._cuda loads
 from torch.distributed.tensor import Shard
 
-from . import _layout, _ops, _patch, _runtime
+from . import _autograd, _layout, _ops, _patch, _runtime
 from ._autograd import Redistribute
 from ._ops import redistribute_op
 
@@ -46,20 +46,44 @@ def redistribute(dtensor, device_mesh=None, placements=None, *, async_op=False, 
     device_mesh = device_mesh or dtensor.device_mesh
     if placements is None:
         raise RuntimeError("placements is needed for redistribute!")
-    placements = _layout.to_torch_placements(placements, dtensor.ndim)
-    for i, placement in enumerate(placements):
-        if placement.is_partial() and dtensor.placements[i] != placement:
+    placements = _target_placements(placements, dtensor.placements, dtensor.ndim)
+    if not dtensor.requires_grad and forward_dtype is None:
+        # Nothing to differentiate: what Redistribute.forward does, without autograd.Function's call overhead.
+        return _autograd.redistribute_forward(dtensor, device_mesh, placements, strategy, async_op)
+    return Redistribute.apply(dtensor, device_mesh, placements, async_op, forward_dtype, backward_dtype, strategy)
+
+
+_targets = {}  # (placements as given, source placements, ndim) -> the target placements, normalised and checked
+_TARGETS_KEPT = 4096
+
+
+def _target_placements(placements, source, ndim):
+    """DTensor.redistribute's checks and normalisation of the target placements, once per distinct request."""
+    try:
+        key = (placements if isinstance(placements, str) else tuple(placements), source, ndim)
+        cached = _targets.get(key)
+    except TypeError:  # an unhashable item: check it every time
+        key = cached = None
+    if cached is not None:
+        return cached
+    out = _layout.to_torch_placements(placements, ndim)
+    for i, placement in enumerate(out):
+        if placement.is_partial() and source[i] != placement:
             raise RuntimeError(
-                f"Can not redistribute from {dtensor.placements[i]} to {placement}, "
+                f"Can not redistribute from {source[i]} to {placement}, "
                 "redistributing to Partial is for internal use only!"
             )
         elif isinstance(placement, Shard) and placement.dim < 0:  # normalise the shard dim, keeping the class
             if type(placement) is Shard:
-                placements[i] = Shard(placement.dim + dtensor.ndim)
+                out[i] = Shard(placement.dim + ndim)
             else:  # _StridedShard
-                placements[i] = type(placement)(placement.dim + dtensor.ndim, split_factor=placement.split_factor)
-    return Redistribute.apply(dtensor, device_mesh, tuple(placements), async_op, forward_dtype, backward_dtype,
-                              strategy)
+                out[i] = type(placement)(placement.dim + ndim, split_factor=placement.split_factor)
+    out = tuple(out)
+    if key is not None:
+        if len(_targets) >= _TARGETS_KEPT:
+            _targets.clear()
+        _targets[key] = out
+    return out
 
 
 def configure(*, strategy=None, transport=None, memory_budget=None, ranks_per_node=None, timeout_s=None,

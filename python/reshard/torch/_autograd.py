@@ -51,6 +51,20 @@ def local_redistribute(local, current_spec, target_spec, *, strategy=None, async
         return _pytorch_redistribute_local(local, current_spec, target_spec, async_op=async_op)
 
 
+def _moved(local, current_spec, device_mesh, placements, strategy, async_op):
+    """(local tensor, spec) of `local` (of current_spec) on `placements`: itself where nothing changes, as PyTorch."""
+    if current_spec.placements == placements:
+        return local, current_spec
+    target_spec = target_spec_of(current_spec, device_mesh, placements)
+    return local_redistribute(local, current_spec, target_spec, strategy=strategy, async_op=async_op), target_spec
+
+
+def redistribute_forward(input, device_mesh, placements, strategy, async_op):
+    """Redistribute.forward for an input that needs no gradient and no dtype cast (the result needs none either)."""
+    output, spec = _moved(input._local_tensor, input._spec, device_mesh, placements, strategy, async_op)
+    return DTensor(output, spec, requires_grad=False)
+
+
 class Redistribute(torch.autograd.Function):
     @staticmethod
     def forward(ctx, input, device_mesh, placements, async_op=False, forward_dtype=None, backward_dtype=None,
@@ -70,13 +84,7 @@ class Redistribute(torch.autograd.Function):
             local_tensor = input._local_tensor
             current_spec = input._spec
         ctx.current_spec = current_spec
-        if current_spec.placements != placements:
-            target_spec = target_spec_of(current_spec, device_mesh, placements)
-            output = local_redistribute(local_tensor, current_spec, target_spec, strategy=strategy,
-                                        async_op=async_op)
-        else:
-            output = local_tensor
-            target_spec = current_spec
+        output, target_spec = _moved(local_tensor, current_spec, device_mesh, placements, strategy, async_op)
         return DTensor(output, target_spec, requires_grad=input.requires_grad)
 
     @staticmethod
