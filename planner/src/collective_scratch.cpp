@@ -41,6 +41,12 @@ std::vector<Index> StepPricer::collective_scratch(const RankBoxes& a, const Rank
   };
   DimGroup groups[kMaxDims];
   ScratchTables& t = tables_;
+  // A pricer's first call makes room for a small mesh's classes, one allocation per table (not one per doubling).
+  if (t.class_scratch.capacity() == 0) {
+    for (std::vector<Index>* v : {&t.signature_of, &t.signatures, &t.signature_start, &t.keys, &t.class_scratch})
+      v->reserve(256);
+    t.class_hash.reserve(256);
+  }
   t.signature_of.clear();
   int key_length = 0;
   for (int d = 0; d < la.ndim(); ++d) {

@@ -260,26 +260,23 @@ void OverlapIndex::transfers_from(int src_rank, std::vector<Transfer>& out) cons
 }
 
 std::optional<Transfer> OverlapIndex::transfer_between(int src_rank, int dst_rank) const {
-  if (src_.volume(src_rank) == 0 || dst_.volume(dst_rank) == 0) return std::nullopt;
-  const Box &from = src_[src_rank], &to = dst_[dst_rank];
-  for (int d = 0; d < from.ndim(); ++d)  // most pairs are disjoint: find out before building the region
-    if (from.offset[d] >= to.offset[d] + to.shape[d] || to.offset[d] >= from.offset[d] + from.shape[d])
-      return std::nullopt;
-  const Box region = intersect(from, to);
-  if (is_empty(region)) return std::nullopt;
-  const Transfer t{src_rank, dst_rank, region, volume(region) * element_size_};
-  if (roles_.kept.empty() && src_free_dims_.empty()) return t;  // the block's one holder sends it everywhere
+  Dims shape;
+  if (!sends_to(src_rank, dst_rank, shape)) return std::nullopt;
+  const Box region = intersect(src_[src_rank], dst_[dst_rank]);
+  return Transfer{src_rank, dst_rank, region, volume(region) * element_size_};
+}
+
+bool OverlapIndex::holder_sends_to(int src_rank, int dst_rank) const {
   const Mesh& mesh = src().mesh();
   const Dims src_coord = mesh.coord_of(src_rank), dst_coord = mesh.coord_of(dst_rank);
   for (int k : roles_.kept)  // a kept contribution stays on its coordinate
-    if (src_coord[k] != dst_coord[k]) return std::nullopt;
-  if (src_free_dims_.empty()) return t;
+    if (src_coord[k] != dst_coord[k]) return false;
+  if (src_free_dims_.empty()) return true;  // the block's one holder sends it everywhere
   // The block's aligned holder for this destination: the block's coordinates everywhere but on the source's
   // replicated dims, the destination's there.
   Dims aligned = src_coord;
   for (int k : src_free_dims_) aligned[k] = dst_coord[k];
-  if (choose_holder(dst_rank, dst_coord, aligned) != src_rank) return std::nullopt;
-  return t;
+  return choose_holder(dst_rank, dst_coord, aligned) == src_rank;
 }
 
 std::vector<Transfer> OverlapIndex::all_transfers() const {

@@ -1,6 +1,7 @@
 #include "step_pricing.hpp"
 
 #include <algorithm>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -186,7 +187,9 @@ void StepPricer::price_source_reads(PricedStep& ps, const RankBoxes& a, std::opt
 }
 
 std::string StepPricer::cross_node_reason(const Transfer& t) {
-  return cat("nvlink moves data within a node only; rank ", t.src, " sends to rank ", t.dst, " on another node");
+  // Plain concatenation, as cat() writes it: an auto plan builds this for every p2p step nvlink cannot carry.
+  return "nvlink moves data within a node only; rank " + std::to_string(t.src) + " sends to rank " +
+         std::to_string(t.dst) + " on another node";
 }
 
 bool StepPricer::exchanges_by_transfer(const OverlapIndex& index, const ExchangeRules& rules,
@@ -225,44 +228,47 @@ bool StepPricer::exchanges_by_class(const OverlapIndex& index, const ExchangeRul
   const int n = a.size();
   const bool one_sided = rules.transport == Transport::kNvlink;
   const TransferClasses classes(index);
-  std::vector<TransferClass> cls;
-  // Takes transfer t out of its class (`other`: the box of t's other rank).
-  auto take_out = [&](const Transfer& t, const Box& other) {
-    for (TransferClass& c : cls)
-      if (c.count > 0 && c.region.shape == t.region.shape && c.other.shape == other.shape) {
+  // Takes a transfer with region shape `region` (`other`: the shape of its other rank's box) out of its class; counts
+  // it among the class's transfers on the node unless it is the rank's local copy.
+  auto take_out = [](RankClasses& rc, const Dims& region, const Dims& other, bool local) {
+    for (size_t k = 0; k < rc.classes.size(); ++k) {
+      TransferClass& c = rc.classes[k];
+      if (c.count > 0 && c.region.shape == region && c.other.shape == other) {
         --c.count;
+        if (!local) ++rc.near[k];
         return;
       }
+    }
     fail(ErrorKind::kInternal, "a p2p transfer on its node is in none of its rank's transfer classes");
   };
-  // Node by node: the transfers between the node's ranks (each pair asked once), then each rank's receiving side, in
-  // rank order (so that an unavailable step names the transfer the enumeration would), then each one's sending side.
-  std::vector<std::optional<Transfer>> near;  // near[i * p + j]: from the node's i-th rank to its j-th
-  std::vector<Movement> near_movement;        // its movement, found on the receiving side, used on the sending side
+  // A transfer's figures depend on the shapes of its region and boxes and on its link only (transfer_classes.hpp),
+  // so a class's transfers on the node are accounted together, and those across nodes together. Node by node: each
+  // pair of the node's ranks is asked once (OverlapIndex::sends_to: the region's shape, no transfer built) and its
+  // transfer taken out of the receiver's and the sender's classes; each rank's receiving side is accounted in rank
+  // order (so that an unavailable step names the transfer the enumeration would), then each one's sending side.
+  RankClasses& in = class_tables_.in;
+  Dims region;  // a transfer's region shape
+  std::vector<RankClasses>& out = class_tables_.out;
   for (int first = 0; first < n; first += topology.ranks_per_node) {
     const int p = std::min(n - first, topology.ranks_per_node);
-    near.assign(static_cast<size_t>(p) * p, std::nullopt);
-    near_movement.resize(static_cast<size_t>(p) * p);
-    for (int i = 0; i < p; ++i)
-      for (int j = 0; j < p; ++j) near[i * p + j] = index.transfer_between(first + i, first + j);
+    if (static_cast<int>(out.size()) < p) out.resize(p);
+    for (int i = 0; i < p; ++i) {
+      classes.outgoing(first + i, out[i].classes);
+      out[i].near.assign(out[i].classes.size(), 0);
+    }
     for (int j = 0; j < p; ++j) {
       const int r = first + j;
-      classes.incoming(r, cls);
+      classes.incoming(r, in.classes);
+      in.near.assign(in.classes.size(), 0);
       for (int i = 0; i < p; ++i) {
-        if (!near[i * p + j]) continue;
-        const Transfer& t = *near[i * p + j];
-        take_out(t, a[t.src]);
-        if (t.is_local()) {
-          ranks[r].local(t, a[r], b[r]);
-          continue;
-        }
-        near_movement[i * p + j] = movement(t.region, a[t.src], b[r], rules);
-        ranks[r].receive(t, near_movement[i * p + j], LinkClass::kIntraNode);
-        ps.step.bytes_moved += t.bytes;
+        if (!index.sends_to(first + i, r, region)) continue;
+        take_out(in, region, a[first + i].shape, i == j);
+        take_out(out[i], region, b[r].shape, i == j);
+        if (i == j) ranks[r].local(*index.transfer_between(r, r), a[r], b[r]);
       }
-      for (const TransferClass& c : cls) {
-        if (c.count == 0) continue;
-        if (one_sided) {  // the enumeration's first transfer across nodes into r names the problem
+      for (size_t k = 0; k < in.classes.size(); ++k) {
+        const TransferClass& c = in.classes[k];
+        if (c.count > 0 && one_sided) {  // the enumeration's first transfer across nodes into r names the problem
           const std::optional<Transfer> t = index.first_transfer_into(r, [&](const Transfer& x) {
             return !x.is_local() && topology.link(x.src, x.dst) != LinkClass::kIntraNode;
           });
@@ -270,24 +276,24 @@ bool StepPricer::exchanges_by_class(const OverlapIndex& index, const ExchangeRul
           ps.unavailable = cross_node_reason(*t);
           return false;
         }
+        if (c.count == 0 && in.near[k] == 0) continue;
         const Transfer t{-1, r, c.region, volume(c.region) * es_};
-        ranks[r].receive(t, movement(c.region, c.other, b[r], rules), LinkClass::kInterNode, c.count);
-        ps.step.bytes_moved += t.bytes * c.count;
+        const Movement m = movement(c.region, c.other, b[r], rules);
+        if (in.near[k] > 0) ranks[r].receive(t, m, LinkClass::kIntraNode, in.near[k]);
+        if (c.count > 0) ranks[r].receive(t, m, LinkClass::kInterNode, c.count);
+        ps.step.bytes_moved += t.bytes * (in.near[k] + c.count);
       }
     }
     for (int i = 0; i < p; ++i) {
       const int s = first + i;
-      classes.outgoing(s, cls);
-      for (int j = 0; j < p; ++j) {
-        if (!near[i * p + j]) continue;
-        const Transfer& t = *near[i * p + j];
-        take_out(t, b[t.dst]);
-        if (!t.is_local()) ranks[s].send(t, near_movement[i * p + j], LinkClass::kIntraNode);
-      }
-      for (const TransferClass& c : cls) {
-        if (c.count == 0) continue;
+      for (size_t k = 0; k < out[i].classes.size(); ++k) {
+        const TransferClass& c = out[i].classes[k];
+        const Index near = out[i].near[k];
+        if (c.count == 0 && near == 0) continue;
         const Transfer t{s, -1, c.region, volume(c.region) * es_};
-        ranks[s].send(t, movement(c.region, a[s], c.other, rules), LinkClass::kInterNode, c.count);
+        const Movement m = movement(c.region, a[s], c.other, rules);
+        if (near > 0) ranks[s].send(t, m, LinkClass::kIntraNode, near);
+        if (c.count > 0) ranks[s].send(t, m, LinkClass::kInterNode, c.count);
       }
     }
   }

@@ -14,6 +14,7 @@
 #include "reshard/plan.hpp"
 #include "reshard/rank_boxes.hpp"
 #include "step_geometry.hpp"
+#include "transfer_classes.hpp"
 
 namespace reshard::detail {
 
@@ -104,6 +105,17 @@ class StepPricer {
     std::vector<int> slot_class;
   };
   mutable ScratchTables tables_;
+  // exchanges_by_class()'s classes of one rank, with how many of each class's transfers stay on the node (kept to
+  // reuse their memory): the receiving rank's, and the sending ranks' of the node.
+  struct RankClasses {
+    std::vector<TransferClass> classes;
+    std::vector<Index> near;
+  };
+  struct ClassTables {
+    RankClasses in;
+    std::vector<RankClasses> out;
+  };
+  mutable ClassTables class_tables_;
 };
 
 }  // namespace reshard::detail

@@ -8,7 +8,7 @@
 // with the target's chunks (times the target's replicas). Grouping each dim's overlaps by (overlap length, chunk
 // length) gives a few classes per dim; their product gives the rank's transfer classes with their counts. The
 // transfers that stay on the rank's node (its local copy included) are found by asking each rank of the node
-// directly (OverlapIndex::transfer_between) and taken out of their classes; the rest cross nodes.
+// directly (OverlapIndex::sends_to) and counted out of their classes as staying on the node; the rest cross nodes.
 //
 // A rank thus costs O(prod over dims of its classes per dim + ranks per node), a p2p step O(ranks * that) after an
 // O(chunks) table per dim, instead of O(transfers), which is O(ranks^2) for [S0,S0] -> [S1,S1]. The classes apply

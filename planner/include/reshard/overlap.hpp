@@ -26,6 +26,7 @@
 // of a large job never materialises all N^2 pairs.
 #pragma once
 
+#include <algorithm>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -61,6 +62,20 @@ class OverlapIndex {
   // The transfer from `src_rank` to `dst_rank` (the local copy when they are equal), if the rule makes one: a rank
   // holds one block, so there is at most one. O(ndim) plus the holder choice.
   std::optional<Transfer> transfer_between(int src_rank, int dst_rank) const;
+  // Whether that transfer exists, with its region's shape written into `shape` (transfer_between without building
+  // the transfer: the class pricing asks it for every pair of ranks on a node). Inline: the overlap test, where most
+  // pairs are decided.
+  bool sends_to(int src_rank, int dst_rank, Dims& shape) const {
+    if (src_.volume(src_rank) == 0 || dst_.volume(dst_rank) == 0) return false;
+    const Box &from = src_[src_rank], &to = dst_[dst_rank];
+    if (shape.size() != from.ndim()) shape = Dims(from.ndim());
+    for (int d = 0; d < from.ndim(); ++d) {
+      const Index end = std::min(from.offset[d] + from.shape[d], to.offset[d] + to.shape[d]);
+      shape[d] = end - std::max(from.offset[d], to.offset[d]);
+      if (shape[d] <= 0) return false;
+    }
+    return (roles_.kept.empty() && src_free_dims_.empty()) || holder_sends_to(src_rank, dst_rank);
+  }
 
   const Layout& src() const { return src_.layout(); }
   const Layout& dst() const { return dst_.layout(); }
@@ -91,6 +106,8 @@ class OverlapIndex {
   // The holder that sends the block whose aligned holder coordinate is `aligned` to rank `dst_rank`.
   int choose_holder(int dst_rank, const Dims& dst_coord, const Dims& aligned) const;
   int rank_at(const Dims& coord) const;
+  // sends_to's rule for overlapping boxes where a block has several holders or a Partial dim is kept.
+  bool holder_sends_to(int src_rank, int dst_rank) const;
   // Row-major index of a coordinate over the source's sharding mesh dims: identifies a block.
   Index block_of(const Dims& coord) const;
 
