@@ -9,7 +9,8 @@ namespace reshard::detail {
 Index StepPricer::rank_collective_scratch(const RankBoxes& a, const RankBoxes& b, StepKind kind,
                                           std::span<const int> dims, int rank) const {
   if (kind == StepKind::kAllToAll)
-    return all_to_all_exchange(a, b, dims, rank, exchange_rules(Transport::kNccl, false), model_.topology(), exchange_)
+    return all_to_all_exchange(a, b, dims, rank, exchange_rules(Transport::kNccl, false), model_.topology(),
+                               scratch_->exchange)
         .scratch()
         .total();
   return detail::collective_scratch(kind, a, b, dims, rank).total(es_);
@@ -31,7 +32,7 @@ std::vector<Index> StepPricer::collective_scratch(const RankBoxes& a, const Rank
   // start at 0 (a signature, computed once per outer coordinate), and the rank's own place among the members. Ranks
   // of one class share a scratch: it is computed once per class, O(ranks + classes * group) in all. Keys are rows of
   // one flat table (every rank's key has the same length), found through their hash in an open-addressing table.
-  // Every table is the pricer's, kept from call to call (no allocation once they have grown).
+  // Every table is the pricer's, kept from call to call and planning to planning (no allocation once they have grown).
   const Layout &la = a.layout(), &lb = b.layout();
   const Mesh& mesh = la.mesh();
   struct DimGroup {
@@ -40,7 +41,7 @@ std::vector<Index> StepPricer::collective_scratch(const RankBoxes& a, const Rank
     Index signature_at = 0;  // where its outer combos' signature ids start in t.signature_of
   };
   DimGroup groups[kMaxDims];
-  ScratchTables& t = tables_;
+  ScratchTables& t = scratch_->tables;
   // A pricer's first call makes room for a small mesh's classes, one allocation per table (not one per doubling).
   if (t.class_scratch.capacity() == 0) {
     for (std::vector<Index>* v : {&t.signature_of, &t.signatures, &t.signature_start, &t.keys, &t.class_scratch})

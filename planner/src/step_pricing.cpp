@@ -29,6 +29,39 @@ Representatives representatives(const RankBoxes& boxes) {
 
 }  // namespace
 
+// Pricers' scratch kept on this thread for the next pricer: at most kKept, none holding the exchanges of more than
+// kMaxRanks ranks (their memory goes back to the allocator).
+struct StepPricer::Pool {
+  static constexpr int kKept = 4;
+  static constexpr size_t kMaxRanks = size_t{1} << 16;
+  Pool() = default;
+  Pool(const Pool&) = delete;
+  Pool& operator=(const Pool&) = delete;
+  ~Pool() {
+    for (int i = 0; i < n; ++i) delete kept[i];
+  }
+  Scratch* kept[kKept] = {};
+  int n = 0;
+};
+
+StepPricer::Pool& StepPricer::pool() {
+  thread_local Pool p;
+  return p;
+}
+
+StepPricer::Scratch* StepPricer::take_scratch() {
+  Pool& p = pool();
+  return p.n > 0 ? p.kept[--p.n] : new Scratch();
+}
+
+void StepPricer::GiveBack::operator()(Scratch* s) const noexcept {
+  Pool& p = pool();
+  if (p.n < Pool::kKept && s->ranks.capacity() <= Pool::kMaxRanks)
+    p.kept[p.n++] = s;
+  else
+    delete s;
+}
+
 StepPrice StepPricer::collective(const RankBoxes& a, const RankBoxes& b, StepKind kind,
                                  std::span<const int> dims) const {
   StepPrice p = collective_wire(a, b, kind, dims);
@@ -87,9 +120,9 @@ StepPrice StepPricer::collective_wire(const RankBoxes& a, const RankBoxes& b, St
         p.bytes_moved += (a.volume(r) - keep) * es_;
       }
       for (int r : representatives(a)) {
-        const RankTraffic t =
-            all_to_all_exchange(a, b, dims, r, exchange_rules(Transport::kNccl, false), model_.topology(), exchange_)
-                .traffic();
+        const RankTraffic t = all_to_all_exchange(a, b, dims, r, exchange_rules(Transport::kNccl, false),
+                                                  model_.topology(), scratch_->exchange)
+                                  .traffic();
         worst.peers_out = std::max(worst.peers_out, t.peers_out);
         worst.peers_in = std::max(worst.peers_in, t.peers_in);
         worst.pack_bytes = std::max(worst.pack_bytes, t.pack_bytes);
@@ -134,7 +167,7 @@ PricedStep StepPricer::p2p(const OverlapIndex& index, Transport transport) const
       }
     }
   }
-  std::vector<RankExchange>& ranks = ranks_;  // reused by the pricer's steps: one allocation per planning
+  std::vector<RankExchange>& ranks = scratch_->ranks;  // reused by the pricer's steps and the next planning's
   ranks.resize(n, RankExchange(rules));
   for (RankExchange& x : ranks) x.reset(rules);
   const bool complete =
@@ -246,9 +279,9 @@ bool StepPricer::exchanges_by_class(const OverlapIndex& index, const ExchangeRul
   // pair of the node's ranks is asked once (OverlapIndex::sends_to: the region's shape, no transfer built) and its
   // transfer taken out of the receiver's and the sender's classes; each rank's receiving side is accounted in rank
   // order (so that an unavailable step names the transfer the enumeration would), then each one's sending side.
-  RankClasses& in = class_tables_.in;
+  RankClasses& in = scratch_->class_tables.in;
   Dims region;  // a transfer's region shape
-  std::vector<RankClasses>& out = class_tables_.out;
+  std::vector<RankClasses>& out = scratch_->class_tables.out;
   for (int first = 0; first < n; first += topology.ranks_per_node) {
     const int p = std::min(n - first, topology.ranks_per_node);
     if (static_cast<int>(out.size()) < p) out.resize(p);

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -96,17 +97,14 @@ class StepPricer {
   Index chunk_bytes_;
   Fusion fusion_;
   bool reference_;
-  mutable std::vector<RankExchange> ranks_;         // p2p(): every rank's exchange (kept to reuse its memory)
-  mutable RankExchange exchange_{ExchangeRules{}};  // one all_to_all rank's exchange (kept to reuse its memory)
-  // collective_scratch()'s tables, kept to reuse their memory.
+  // collective_scratch()'s tables.
   struct ScratchTables {
     std::vector<Index> signature_of, signatures, signature_start, keys, key, class_scratch;
     std::vector<std::uint64_t> class_hash;
     std::vector<int> slot_class;
   };
-  mutable ScratchTables tables_;
-  // exchanges_by_class()'s classes of one rank, with how many of each class's transfers stay on the node (kept to
-  // reuse their memory): the receiving rank's, and the sending ranks' of the node.
+  // exchanges_by_class()'s classes of one rank, with how many of each class's transfers stay on the node: the
+  // receiving rank's, and the sending ranks' of the node.
   struct RankClasses {
     std::vector<TransferClass> classes;
     std::vector<Index> near;
@@ -115,7 +113,22 @@ class StepPricer {
     RankClasses in;
     std::vector<RankClasses> out;
   };
-  mutable ClassTables class_tables_;
+  // The pricer's working memory, kept to reuse: from step to step, and from planning to planning (a pricer takes it
+  // from a small per-thread pool and gives it back when destroyed: a planning's pricer no longer allocates its
+  // tables anew).
+  struct Scratch {
+    std::vector<RankExchange> ranks;         // p2p(): every rank's exchange
+    RankExchange exchange{ExchangeRules{}};  // one all_to_all rank's exchange
+    ScratchTables tables;
+    ClassTables class_tables;
+  };
+  struct GiveBack {
+    void operator()(Scratch* s) const noexcept;
+  };
+  struct Pool;  // this thread's kept Scratch
+  static Pool& pool();
+  static Scratch* take_scratch();
+  std::unique_ptr<Scratch, GiveBack> scratch_{take_scratch()};
 };
 
 }  // namespace reshard::detail
