@@ -1,11 +1,14 @@
 // The step geometry's engine rule agrees with the copy views the lowering builds (box_copy), on every region of
-// random boxes: the planner prices exactly what the executor will run.
+// random boxes: the planner prices exactly what the executor will run. And group_link's shortcut on row-major meshes
+// agrees with a walk over the groups' members.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 
 #include "../planner/src/region_views.hpp"
 #include "../planner/src/step_geometry.hpp"
+#include "../planner/src/transitions.hpp"
 
 namespace reshard::detail {
 namespace {
@@ -44,6 +47,42 @@ TEST(StepGeometry, CopyEngineRuleMatchesTheLoweredViews) {
   }
   EXPECT_GT(engine, 1000);  // both outcomes are exercised
   EXPECT_GT(kernel, 1000);
+}
+
+// group_link judges row-major meshes from their groups' lowest and highest members; it must agree with a walk over
+// the members of the first and last coordinates' groups (what it does on meshes with explicit ranks).
+TEST(StepGeometry, GroupLinkMatchesTheMemberWalk) {
+  auto walked = [](const Mesh& mesh, std::span<const int> dims, const Topology& topology) {
+    Dims last(mesh.ndim());
+    for (int k = 0; k < mesh.ndim(); ++k) last[k] = mesh.dim_size(k) - 1;
+    for (int r : {mesh.rank_at(Dims(mesh.ndim())), mesh.rank_at(last)}) {
+      bool spans = false;
+      for (int m : mesh.group(r, dims)) spans = spans || !topology.same_node(m, mesh.group(r, dims).front());
+      if (spans) return LinkClass::kInterNode;
+    }
+    return LinkClass::kIntraNode;
+  };
+  const std::vector<std::vector<int>> shapes = {{1},    {8},       {2, 2},    {3, 5},     {4, 4},   {8, 8},
+                                                {4, 1}, {3, 1, 4}, {2, 3, 4}, {8, 8, 16}, {16, 64}, {3, 2, 1, 5}};
+  int checked = 0;
+  for (const std::vector<int>& shape : shapes) {
+    const Mesh mesh(shape);
+    for (int per_node : {1, 2, 3, 4, 5, 8, 12, 16, 64, 1000}) {
+      Topology topology;
+      topology.ranks_per_node = per_node;
+      for (unsigned mask = 1; mask < (1u << mesh.ndim()); ++mask) {
+        std::vector<int> dims;
+        for (int k = 0; k < mesh.ndim(); ++k)
+          if (mask & (1u << k)) dims.push_back(k);
+        do {  // every order of the dims
+          EXPECT_EQ(group_link(mesh, dims, topology), walked(mesh, dims, topology))
+              << mesh.str() << " dims " << ::testing::PrintToString(dims) << " ranks per node " << per_node;
+          ++checked;
+        } while (std::next_permutation(dims.begin(), dims.end()));
+      }
+    }
+  }
+  EXPECT_GT(checked, 1000);
 }
 
 }  // namespace

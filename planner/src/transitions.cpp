@@ -275,6 +275,23 @@ ScatterGeometry scatter_geometry(const RankBoxes& a, const RankBoxes& b, std::sp
 int group_size(const Mesh& mesh, std::span<const int> dims) { return mesh.group_size(dims); }
 
 LinkClass group_link(const Mesh& mesh, std::span<const int> dims, const Topology& topology) {
+  if (!mesh.has_explicit_ranks()) {
+    // Ranks are row-major positions, and nodes hold consecutive ranks: a group spans nodes exactly when its lowest
+    // member (every coordinate on `dims` 0) and its highest (every one at its end) are on different nodes.
+    const int nd = mesh.ndim();
+    Index stride[kMaxDims], span = 0, s = 1;
+    for (int k = nd - 1; k >= 0; --k) {
+      stride[k] = s;
+      s *= mesh.dim_size(k);
+    }
+    for (int k : dims) span += (mesh.dim_size(k) - 1) * stride[k];
+    // The groups of the first coordinate (lowest member 0) and of the last (highest member size - 1).
+    const Index last = s - 1;
+    if (!topology.same_node(0, static_cast<int>(span)) ||
+        !topology.same_node(static_cast<int>(last - span), static_cast<int>(last)))
+      return LinkClass::kInterNode;
+    return LinkClass::kIntraNode;
+  }
   // The members of the groups of the first and last coordinates (mesh.group's order), visited without building lists.
   Dims last(mesh.ndim());
   for (int k = 0; k < mesh.ndim(); ++k) last[k] = mesh.dim_size(k) - 1;
