@@ -260,7 +260,7 @@ bool StepPricer::exchanges_by_class(const OverlapIndex& index, const ExchangeRul
   const Topology& topology = model_.topology();
   const int n = a.size();
   const bool one_sided = rules.transport == Transport::kNvlink;
-  const TransferClasses classes(index);
+  const TransferClasses classes(index, scratch_->class_tables.classes);
   // Takes a transfer with region shape `region` (`other`: the shape of its other rank's box) out of its class; counts
   // it among the class's transfers on the node unless it is the rank's local copy.
   auto take_out = [](RankClasses& rc, const Dims& region, const Dims& other, bool local) {

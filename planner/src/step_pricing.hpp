@@ -110,6 +110,7 @@ class StepPricer {
     std::vector<Index> near;
   };
   struct ClassTables {
+    TransferClasses::Tables classes;  // the step's per-dim class tables
     RankClasses in;
     std::vector<RankClasses> out;
   };

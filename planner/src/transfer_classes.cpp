@@ -23,22 +23,24 @@ bool TransferClasses::applies(const OverlapIndex& index) {
   return index.src_free_dims_.empty() && index.src().one_box_per_rank() && index.dst().one_box_per_rank();
 }
 
-TransferClasses::TransferClasses(const OverlapIndex& index)
+TransferClasses::TransferClasses(const OverlapIndex& index, Tables& storage)
     : index_(index),
-      in_(table(index.dst(), index.dst_chunks_.data(), index.src_chunks_.data())),
-      out_(table(index.src(), index.src_chunks_.data(), index.dst_chunks_.data())) {
+      in_(table(index.dst(), index.dst_chunks_.data(), index.src_chunks_.data(), storage.in)),
+      out_(table(index.src(), index.src_chunks_.data(), index.dst_chunks_.data(), storage.out)) {
   const Mesh& mesh = index.src().mesh();
   for (int k : index.dst_free_dims_)
     if (std::find(index.roles_.kept.begin(), index.roles_.kept.end(), k) == index.roles_.kept.end())
       replicas_ *= mesh.dim_size(k);
 }
 
-TransferClasses::Table TransferClasses::table(const Layout& own, const std::vector<OverlapIndex::Chunk>* own_chunks,
-                                              const std::vector<OverlapIndex::Chunk>* other_chunks) {
-  Table t(own.ndim());
+const TransferClasses::Table& TransferClasses::table(const Layout& own,
+                                                     const std::vector<OverlapIndex::Chunk>* own_chunks,
+                                                     const std::vector<OverlapIndex::Chunk>* other_chunks, Table& t) {
+  t.resize(own.ndim());
   for (int d = 0; d < own.ndim(); ++d) {
     DimTable& dt = t[d];
     dt.of_combo.assign(combo_count(own.mesh(), own.sharding_mesh_dims(d)), {0, 0});
+    dt.classes.clear();
     size_t pairs = 0;  // overlapping chunk pairs: at least as many as the classes
     for (const OverlapIndex::Chunk& c : own_chunks[d]) {
       auto [first, last] = OverlapIndex::overlapping(other_chunks[d], c.begin, c.begin + c.size);

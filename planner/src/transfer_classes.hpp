@@ -35,7 +35,24 @@ class TransferClasses {
   // Whether `index` is priced by classes (every block has one holder, every layout has one box per rank).
   static bool applies(const OverlapIndex& index);
 
-  explicit TransferClasses(const OverlapIndex& index);
+  // Overlaps of one interval of one side with the other side's chunks, grouped by (overlap length, chunk length).
+  struct DimClass {
+    Index overlap = 0, chunk = 0, count = 0;
+  };
+  // Per tensor dim: every chunk combo's DimClasses, back to back, and per combo (row-major over the side's sharding
+  // mesh dims) where they lie in it (an empty range for a combo without a chunk).
+  struct DimTable {
+    std::vector<DimClass> classes;
+    std::vector<std::pair<int, int>> of_combo;  // [begin, end) in classes
+  };
+  using Table = std::vector<DimTable>;
+  // The tables' storage, which a caller keeps to reuse (the pricer prices many steps per planning).
+  struct Tables {
+    Table in, out;
+  };
+
+  // Classes of `index`'s transfers, in tables kept in `storage` (overwritten; it must outlive this object).
+  TransferClasses(const OverlapIndex& index, Tables& storage);
 
   // Every transfer into `rank` (its local copy included) in classes; `out` is replaced.
   void incoming(int rank, std::vector<TransferClass>& out) const;
@@ -43,24 +60,14 @@ class TransferClasses {
   void outgoing(int rank, std::vector<TransferClass>& out) const;
 
  private:
-  // Overlaps of one interval of one side with the other side's chunks, grouped by (overlap length, chunk length).
-  struct DimClass {
-    Index overlap = 0, chunk = 0, count = 0;
-  };
-  // Per tensor dim: every chunk combo's DimClasses, back to back, and per combo (row-major over the side's sharding
-  // mesh dims) where they lie in it (an empty range for a combo without a chunk). Two allocations per dim.
-  struct DimTable {
-    std::vector<DimClass> classes;
-    std::vector<std::pair<int, int>> of_combo;  // [begin, end) in classes
-  };
-  using Table = std::vector<DimTable>;
-
-  static Table table(const Layout& own, const std::vector<OverlapIndex::Chunk>* own_chunks,
-                     const std::vector<OverlapIndex::Chunk>* other_chunks);
+  // Fills t (its vectors' memory reused).
+  static const Table& table(const Layout& own, const std::vector<OverlapIndex::Chunk>* own_chunks,
+                            const std::vector<OverlapIndex::Chunk>* other_chunks, Table& t);
   void product(const Layout& own, const Table& t, int rank, Index multiplicity, std::vector<TransferClass>& out) const;
 
   const OverlapIndex& index_;
-  Table in_, out_;      // target intervals against source chunks; source intervals against target chunks
+  const Table& in_;     // target intervals against source chunks
+  const Table& out_;    // source intervals against target chunks
   Index replicas_ = 1;  // destinations per target box that a sender serves (the target's free dims but kept ones)
 };
 
