@@ -90,6 +90,9 @@ class Search {
     states_[start].placements = src_.placements();
     const Key placement_mask = (Key(1) << kCountShift) - 1;
     visits_[start] = Visit{};
+    std::vector<QueueEntry> room;
+    room.reserve(32);  // one allocation for a small mesh's search, not one per doubling
+    queue_ = decltype(queue_)(std::greater<QueueEntry>(), std::move(room));
     queue_.push({0.0, 0, start});
     while (!queue_.empty()) {
       QueueEntry e = queue_.top();
@@ -249,6 +252,9 @@ class Search {
   Route route_to(Key goal) {
     Route r;
     Key k = goal;
+    int n = 0;
+    for (Key j = goal; visits_[j].has_edge; j = visits_[j].edge.prev) ++n;
+    r.steps.reserve(n);
     while (visits_[k].has_edge) {
       const Edge& e = visits_[k].edge;
       r.steps.push_back(PricedStep{Step{e.kind,

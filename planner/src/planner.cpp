@@ -51,7 +51,7 @@ class Planner {
     all.reserve(5);  // collective, and p2p and hybrid on up to two transports
     for (Strategy s : {Strategy::kCollective, Strategy::kP2P, Strategy::kHybrid}) {
       if (options_.strategy != Strategy::kAuto && options_.strategy != s) continue;
-      for (Transport t : s == Strategy::kCollective ? std::vector<Transport>{Transport::kNccl} : p2p_transports()) {
+      for (Transport t : s == Strategy::kCollective ? Transports{{Transport::kNccl}} : p2p_transports()) {
         all.push_back(build_strategy(s, t, pricer_));
         finish(all.back(), pricer_);
       }
@@ -117,20 +117,26 @@ class Planner {
 
   // The transports p2p steps are priced on: the one asked for, or both where the topology has peer access (a step
   // whose transfers cross nodes is then unavailable on nvlink; the pricer says so).
-  std::vector<Transport> p2p_transports() const {
+  struct Transports {  // one or two, without allocating
+    Transport t[2];
+    int n = 1;
+    const Transport* begin() const { return t; }
+    const Transport* end() const { return t + n; }
+  };
+  Transports p2p_transports() const {
     switch (options_.transport) {
       case Transport::kNccl:
-        return {Transport::kNccl};
+        return {{Transport::kNccl}};
       case Transport::kNvlink:
         RESHARD_REQUIRE(options_.topology.peer_access,
                         "transport nvlink needs GPUs that can address each other's memory, and the topology says "
                         "they cannot (peer access off); use --transport nccl or auto");
-        return {Transport::kNvlink};
+        return {{Transport::kNvlink}};
       case Transport::kAuto:
         break;
     }
-    if (!options_.topology.peer_access) return {Transport::kNccl};
-    return {Transport::kNccl, Transport::kNvlink};
+    if (!options_.topology.peer_access) return {{Transport::kNccl}};
+    return {{Transport::kNccl, Transport::kNvlink}, 2};
   }
 
   Built build_strategy(Strategy s, Transport t, const detail::StepPricer& pricer) {
@@ -255,15 +261,19 @@ class Planner {
   Index peak_workspace(const std::vector<detail::PricedStep>& steps, const detail::StepPricer& pricer) {
     const int es = element_size(dtype_);
     const int n = src_.mesh().size();
-    std::vector<const std::vector<Index>*> scratch_of;  // every step's scratch per rank (p2p steps carry theirs)
-    for (const detail::PricedStep& ps : steps)
+    // Buffers kept from candidate to candidate (no allocation per candidate).
+    std::vector<const std::vector<Index>*>& scratch_of = workspace_.scratch_of;  // every step's scratch per rank
+    scratch_of.clear();
+    for (const detail::PricedStep& ps : steps)  // p2p steps carry theirs
       scratch_of.push_back(ps.scratch.empty() ? &cache_.collective_scratch(ps.step.from, ps.step.to, ps.step.kind,
                                                                            ps.step.mesh_dims, pricer)
                                               : &ps.scratch);
-    std::vector<const RankBoxes*> after;
+    std::vector<const RankBoxes*>& after = workspace_.after;
+    after.clear();
     for (size_t i = 0; i + 1 < steps.size(); ++i) after.push_back(&boxes(steps[i].step.to));
     Index peak = 0;
-    std::vector<Index> intermediate(after.size());
+    std::vector<Index>& intermediate = workspace_.intermediate;
+    intermediate.assign(after.size(), 0);
     for (int r = 0; r < n; ++r) {
       Index scratch = 0;
       for (const std::vector<Index>* s : scratch_of) scratch = std::max(scratch, (*s)[r]);
@@ -349,6 +359,11 @@ class Planner {
   Layout csrc_, cdst_;
   std::optional<Layout> mid_;  // communicated_target()
   detail::LayoutCache cache_;
+  struct WorkspaceBuffers {  // peak_workspace()'s
+    std::vector<const std::vector<Index>*> scratch_of;
+    std::vector<const RankBoxes*> after;
+    std::vector<Index> intermediate;
+  } workspace_;
 };
 
 }  // namespace
