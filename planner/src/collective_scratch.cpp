@@ -10,7 +10,7 @@ Index StepPricer::rank_collective_scratch(const RankBoxes& a, const RankBoxes& b
                                           std::span<const int> dims, int rank) const {
   if (kind == StepKind::kAllToAll)
     return all_to_all_exchange(a, b, dims, rank, exchange_rules(Transport::kNccl, false), model_.topology(),
-                               scratch_->exchange)
+                               scratch_->exchange, true)
         .scratch()
         .total();
   return detail::collective_scratch(kind, a, b, dims, rank).total(es_);

@@ -51,10 +51,8 @@ void RankExchange::send(const Transfer& t, const Movement& m, LinkClass link, In
   traffic_.out_bytes[static_cast<int>(link)] += bytes;
   traffic_.peers_out += static_cast<int>(count);
   traffic_.stages = std::max(traffic_.stages, m.chunks);
-  if (m.sender_stages) {
-    traffic_.pack_bytes += bytes;
-    scratch_.add_chunks(t.region, m.chunks, count);
-  }
+  if (m.sender_stages) traffic_.pack_bytes += bytes;
+  send_scratch(t.region, m, count);
 }
 
 void RankExchange::receive(const Transfer& t, const Movement& m, LinkClass link, Index count) {
@@ -70,10 +68,8 @@ void RankExchange::receive(const Transfer& t, const Movement& m, LinkClass link,
       traffic_.kernel_in_bytes += bytes;
     }
   }
-  if (m.receiver_stages) {
-    traffic_.unpack_bytes += bytes;
-    scratch_.add_chunks(t.region, m.chunks, count);
-  }
+  if (m.receiver_stages) traffic_.unpack_bytes += bytes;
+  receive_scratch(t.region, m, count);
 }
 
 void RankExchange::local(const Transfer& t, const Box& from, const Box& to) {
@@ -106,13 +102,24 @@ RankTransfers all_to_all_transfers(const RankBoxes& a, const RankBoxes& b, std::
 }
 
 RankExchange& all_to_all_exchange(const RankBoxes& a, const RankBoxes& b, std::span<const int> dims, int rank,
-                                  const ExchangeRules& rules, const Topology& topology, RankExchange& x) {
+                                  const ExchangeRules& rules, const Topology& topology, RankExchange& x,
+                                  bool scratch_only) {
   // The transfers all_to_all_transfers lists, accounted as rank_exchange accounts them (sums and maxima: the order
   // does not matter), visiting the group's members row-major over `dims` without building the group.
   x.reset(rules);
   const Mesh& mesh = a.layout().mesh();
   const int es = rules.element_size;
   const Box &mine_a = a[rank], &mine_b = b[rank];
+  if (scratch_only) {  // what send() and receive() add to the scratch (a local copy adds none)
+    for_each_member(mesh, rank, dims, [&](int g, int) {
+      if (g == rank) return;
+      const Box out = intersect(mine_a, b[g]);
+      if (!is_empty(out)) x.send_scratch(out, movement(out, mine_a, b[g], rules));
+      const Box in = intersect(a[g], mine_b);
+      if (!is_empty(in)) x.receive_scratch(in, movement(in, a[g], mine_b, rules));
+    });
+    return x;
+  }
   for_each_member(mesh, rank, dims, [&](int g, int) {
     const Box out = intersect(mine_a, b[g]);
     const Box in = intersect(a[g], mine_b);

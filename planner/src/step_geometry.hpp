@@ -72,6 +72,13 @@ class RankExchange {
   void send(const Transfer& t, const Movement& m, LinkClass link, Index count = 1);
   void receive(const Transfer& t, const Movement& m, LinkClass link, Index count = 1);
   void local(const Transfer& t, const Box& from, const Box& to);
+  // Only what send() (receive()) adds to the scratch: the staging of `count` transfers of `region` moving as `m`.
+  void send_scratch(const Box& region, const Movement& m, Index count = 1) {
+    if (m.sender_stages) scratch_.add_chunks(region, m.chunks, count);
+  }
+  void receive_scratch(const Box& region, const Movement& m, Index count = 1) {
+    if (m.receiver_stages) scratch_.add_chunks(region, m.chunks, count);
+  }
 
   const ExchangeRules& rules() const { return rules_; }
   const RankTraffic& traffic() const { return traffic_; }
@@ -89,9 +96,11 @@ RankTransfers all_to_all_transfers(const RankBoxes& a, const RankBoxes& b, std::
 
 // One rank's whole all_to_all exchange over `dims` (a -> b): the same as rank_exchange(all_to_all_transfers(...)),
 // without listing the transfers (the pricer's inner loops). Accounted in `x`, reset first (its memory reused), which
-// is returned.
+// is returned. `scratch_only`: only x.scratch() is accounted (traffic, links and local copies are left out), for
+// callers that size the step's workspace.
 RankExchange& all_to_all_exchange(const RankBoxes& a, const RankBoxes& b, std::span<const int> dims, int rank,
-                                  const ExchangeRules& rules, const Topology& topology, RankExchange& x);
+                                  const ExchangeRules& rules, const Topology& topology, RankExchange& x,
+                                  bool scratch_only = false);
 
 // One rank's whole exchange (every transfer of `t`, on `topology`'s links).
 RankExchange rank_exchange(const RankTransfers& t, const RankBoxes& a, const RankBoxes& b, int rank,
