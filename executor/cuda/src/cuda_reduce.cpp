@@ -10,7 +10,9 @@
 namespace reshard {
 namespace {
 
-constexpr long long kTileElements = 16 * 1024;
+// A block's share: small enough that a few MiB spread over every SM (a 2 MiB f32 reduction is 128 tiles), as the
+// loads of a tile's row wait on NVLink round trips when a source is a peer's memory.
+constexpr long long kTileElements = 4 * 1024;
 
 class CudaReduceBatch : public CopyBatch {
  public:

@@ -39,9 +39,15 @@ struct DeviceElement {
 };
 
 // Blocks walk tiles grid-stride; within a tile, rows one after another (outer coordinates decoded once per row,
-// no division per element) and threads stride along each row, so loads and stores coalesce.
+// no division per element) and threads stride along each row, so loads and stores coalesce. Each thread loads
+// kUnroll elements of a source before it combines any of them: sources are often a peer's memory (a one-sided
+// step's Partial contributions, read over NVLink), where a load takes a microsecond or two, and one load in flight
+// per thread left a 2 MiB reduction at about 30 GB/s. The launch bound asks for two resident blocks per SM (up to 128
+// registers a thread): without it ptxas kept the 4-byte types at 48 registers and spilled the unrolled loop.
+constexpr int kUnroll = 8;
+
 template <class E>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, 2)
     batched_reduce(const DeviceReduceRegion* regions, const DeviceReduceSource* sources, const DeviceReduceTile* tiles,
                    int tile_count, DeviceBases bases) {
   using Acc = typename E::acc;
@@ -59,16 +65,29 @@ __global__ void __launch_bounds__(kThreads)
       }
       long long drow = r.dst_offset;
       for (int d = 0; d < outer; ++d) drow += idx[d] * r.dst_stride[d];
-      for (long long col = t.col_begin + threadIdx.x; col < t.col_end; col += kThreads) {
-        Acc acc = Acc(0);
+      for (long long col0 = t.col_begin + threadIdx.x; col0 < t.col_end; col0 += kThreads * kUnroll) {
+        Acc acc[kUnroll];
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) acc[u] = Acc(0);
         for (int j = 0; j < r.src_count; ++j) {
           const DeviceReduceSource& s = sources[r.first_src + j];
-          long long so = s.offset + col;
+          long long so = s.offset;
           for (int d = 0; d < outer; ++d) so += idx[d] * s.stride[d];
-          Acc v = E::load(bases.ptr[s.buffer], so);
-          acc = j == 0 ? v : detail::combine(acc, v, r.op);
+          const void* base = bases.ptr[s.buffer];
+          Acc v[kUnroll];
+#pragma unroll
+          for (int u = 0; u < kUnroll; ++u) {
+            const long long col = col0 + static_cast<long long>(u) * kThreads;
+            v[u] = col < t.col_end ? E::load(base, so + col) : Acc(0);
+          }
+#pragma unroll
+          for (int u = 0; u < kUnroll; ++u) acc[u] = j == 0 ? v[u] : detail::combine(acc[u], v[u], r.op);
         }
-        E::store(dst, drow + col, r.src_count == 0 ? Acc(0) : detail::finish(acc, r.divisor));
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) {
+          const long long col = col0 + static_cast<long long>(u) * kThreads;
+          if (col < t.col_end) E::store(dst, drow + col, r.src_count == 0 ? Acc(0) : detail::finish(acc[u], r.divisor));
+        }
       }
     }
   }
