@@ -5,7 +5,8 @@
 For mesh (world,) f32 1024x1024 S0->S1, S0->R and R->S0: the host time per call (perf_counter around `calls`
 back-to-back calls, no synchronisation inside) of DTensor.redistribute, reshard.torch.redistribute (which skips
 autograd.Function for inputs that need no gradient) and its autograd.Function path, reshard's
-prepared executor alone (run_ptr on fixed tensors) and torch.empty, then rank 0's cProfile of the reshard calls
+prepared executor alone (run_ptr on fixed tensors, and with two outputs alternating: the executor's pointer checks),
+the pieces of a call (allocation, the tracing check, the DTensor constructor), then rank 0's cProfile of the reshard calls
 (top functions by own time; with --callers REGEX, who calls the functions matching REGEX).
 """
 
@@ -25,7 +26,7 @@ from torch.distributed.tensor import DTensor
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "gpu_tests"))
 import common  # noqa: E402
 import reshard.torch as rt  # noqa: E402
-from reshard.torch import _runtime  # noqa: E402
+from reshard.torch import _dtensor, _ops, _runtime  # noqa: E402
 from reshard.torch._autograd import Redistribute  # noqa: E402
 
 
@@ -48,6 +49,7 @@ def main():
     args = ap.parse_args()
     rank, world = common.setup()
     mesh = init_device_mesh("cuda", (world,))
+    common.log(f"torch {torch.__version__}; torch.Tensor._dtensor__new__: {hasattr(torch.Tensor, '_dtensor__new__')}")
     shape = (1024, 1024)
     for src, dst in (("S0", "S1"), ("S0", "R"), ("R", "S0")):
         src_p, dst_p = [common.placement(src)], [common.placement(dst)]
@@ -64,8 +66,19 @@ def main():
             stream = torch.cuda.current_stream().cuda_stream
             row["run_ptr"] = host_us(lambda: entry.redistributor.run_ptr(local.data_ptr(), out.data_ptr(), stream),
                                      args.calls)
+            outs = [out, torch.empty_like(out)]
+            flip = iter(range(1 << 30))
+            row["run_ptr, outputs alternating"] = host_us(
+                lambda: entry.redistributor.run_ptr(local.data_ptr(), outs[next(flip) & 1].data_ptr(), stream),
+                args.calls)
             row["torch.empty"] = host_us(lambda: torch.empty(entry.out_shape, dtype=torch.float32, device="cuda"),
                                          args.calls)
+            row["local.new_empty"] = host_us(lambda: local.new_empty(entry.out_shape), args.calls)
+            row["_are_we_tracing"] = host_us(_ops._are_we_tracing, args.calls)
+            row["_ops.tracing"] = host_us(_ops.tracing, args.calls)
+            y = rt.redistribute(x, mesh, dst_p)
+            row["DTensor()"] = host_us(lambda: DTensor(out, y._spec, requires_grad=False), args.calls)
+            row["_dtensor.make"] = host_us(lambda: _dtensor.make(out, y._spec, False), args.calls)
             row["DTensor.from_local"] = host_us(
                 lambda: DTensor.from_local(out, mesh, dst_p, run_check=False, shape=full.shape, stride=full.stride()),
                 args.calls)

@@ -13,7 +13,7 @@ with its CUDA backend; anything else is left to PyTorch and counted. docs/python
 import torch  # first: the process then has PyTorch's NCCL when reshard._cuda loads
 from torch.distributed.tensor import Shard
 
-from . import _autograd, _layout, _ops, _patch, _runtime
+from . import _autograd, _dtensor, _layout, _ops, _patch, _runtime
 from ._autograd import Redistribute
 from ._ops import redistribute_op
 
@@ -38,6 +38,26 @@ def redistribute(dtensor, device_mesh=None, placements=None, *, async_op=False, 
     goes through reshard when enable() is on. Other keywords of DTensor.redistribute (such as a shard order) are
     passed to PyTorch, which then does the redistribution (counted in stats()).
     """
+    if forward_dtype is None and not kwargs and not torch.compiler.is_compiling() and not dtensor.requires_grad:
+        # A repeat of an eager call that needs no gradient: one lookup, the prepared executor's run, the DTensor.
+        try:
+            hot_key = (dtensor._spec, device_mesh, placements if isinstance(placements, str) else tuple(placements),
+                       strategy or _runtime.settings.strategy)
+            hot = _hot.get(hot_key)
+        except TypeError:  # unhashable placements or spec: no repeat path
+            hot_key = hot = None
+        if hot is not None:
+            out = _run_hot(hot, dtensor)
+            if out is not None:
+                return out
+        out = _redistribute(dtensor, device_mesh, placements, async_op, forward_dtype, backward_dtype, strategy, kwargs)
+        if hot_key is not None:
+            _remember(hot_key, dtensor, out)
+        return out
+    return _redistribute(dtensor, device_mesh, placements, async_op, forward_dtype, backward_dtype, strategy, kwargs)
+
+
+def _redistribute(dtensor, device_mesh, placements, async_op, forward_dtype, backward_dtype, strategy, kwargs):
     if torch.compiler.is_compiling() or kwargs:
         if kwargs and not torch.compiler.is_compiling():
             _runtime.count("pytorch", "DTensor.redistribute keywords " + ",".join(sorted(kwargs)))
@@ -51,6 +71,42 @@ def redistribute(dtensor, device_mesh=None, placements=None, *, async_op=False, 
         # Nothing to differentiate: what Redistribute.forward does, without autograd.Function's call overhead.
         return _autograd.redistribute_forward(dtensor, device_mesh, placements, strategy, async_op)
     return Redistribute.apply(dtensor, device_mesh, placements, async_op, forward_dtype, backward_dtype, strategy)
+
+
+_hot = {}  # (source spec, mesh as given, placements as given, strategy) -> (target spec, prepared Entry or None)
+_HOT_KEPT = 4096
+
+
+def _run_hot(hot, dtensor):
+    """The result of a remembered call (None when its executor was evicted or the call is being traced)."""
+    spec, entry = hot
+    if _ops.tracing():
+        return None
+    local = dtensor._local_tensor
+    if entry is None:  # nothing moves: the local tensor itself, as PyTorch
+        _runtime.count("noop")
+    else:
+        local = _runtime.run_entry(entry, local)
+        if local is None:
+            return None
+    return _dtensor.make(local, spec, False)
+
+
+def _remember(key, dtensor, out):
+    """Keeps what a repeat of an eager no-gradient call needs, where reshard moved it (or nothing moved)."""
+    spec = out._spec
+    if spec is dtensor._spec or spec.placements == dtensor._spec.placements:
+        entry = None
+    else:
+        route = _ops.cached_route(dtensor._spec, spec, key[3], dtensor._local_tensor.dtype)
+        if route is None or route[0] == "pytorch":
+            return  # left to PyTorch: every call goes the whole way (and is counted)
+        entry = _ops.route_entry(route)
+        if route[0] == "reshard" and entry is None:
+            return
+    if len(_hot) >= _HOT_KEPT:
+        _hot.clear()
+    _hot[key] = (spec, entry)
 
 
 _targets = {}  # (placements as given, source placements, ndim) -> the target placements, normalised and checked
@@ -102,5 +158,6 @@ def configure(*, strategy=None, transport=None, memory_budget=None, ranks_per_no
             setattr(s, name, convert(value) if convert else value)
     _ops._decisions.clear()  # plans depend on the settings: decide and prepare again
     _ops._routes.clear()
+    _hot.clear()
     _runtime.clear_cache()
     return {name: getattr(s, name) for name in given}

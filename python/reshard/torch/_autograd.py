@@ -9,10 +9,9 @@ Forward and backward follow torch.distributed.tensor._redistribute.Redistribute 
 """
 
 import torch
-from torch.distributed.tensor import DTensor
 from torch.distributed.tensor._dtensor_spec import DTensorSpec, TensorMeta
 
-from . import _ops, _runtime
+from . import _dtensor, _ops, _runtime
 from ._layout import Unsupported
 
 
@@ -62,7 +61,7 @@ def _moved(local, current_spec, device_mesh, placements, strategy, async_op):
 def redistribute_forward(input, device_mesh, placements, strategy, async_op):
     """Redistribute.forward for an input that needs no gradient and no dtype cast (the result needs none either)."""
     output, spec = _moved(input._local_tensor, input._spec, device_mesh, placements, strategy, async_op)
-    return DTensor(output, spec, requires_grad=False)
+    return _dtensor.make(output, spec, False)
 
 
 class Redistribute(torch.autograd.Function):
@@ -85,7 +84,7 @@ class Redistribute(torch.autograd.Function):
             current_spec = input._spec
         ctx.current_spec = current_spec
         output, target_spec = _moved(local_tensor, current_spec, device_mesh, placements, strategy, async_op)
-        return DTensor(output, target_spec, requires_grad=input.requires_grad)
+        return _dtensor.make(output, target_spec, input.requires_grad)
 
     @staticmethod
     def backward(ctx, grad_output):
@@ -123,4 +122,4 @@ class Redistribute(torch.autograd.Function):
             tuple(normalized),
             tensor_meta=TensorMeta(shape=grad_output.shape, stride=grad_output.stride(), dtype=output.dtype),
         )
-        return DTensor(output, spec, requires_grad=grad_output.requires_grad), None, None, None, None, None, None
+        return _dtensor.make(output, spec, grad_output.requires_grad), None, None, None, None, None, None

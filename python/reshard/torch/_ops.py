@@ -25,6 +25,19 @@ except ImportError:  # pragma: no cover - older PyTorch
         return torch.compiler.is_compiling()
 
 
+_stack_len = getattr(torch._C, "_len_torch_dispatch_stack", None)
+_pre_dispatch_len = getattr(torch._ops, "_len_torch_dispatch_stack_pre_dispatch", None)
+
+
+def tracing():
+    """_are_we_tracing(), answered by two cheap calls where no dispatch mode is active (eager code): tracing
+    (make_fx, AOT autograd, export) runs under a proxy or functional mode, torch.compile's frames under dynamo."""
+    if (_stack_len is not None and _pre_dispatch_len is not None and _stack_len() == 0 and _pre_dispatch_len() == 0
+            and not torch.compiler.is_compiling()):
+        return False
+    return _are_we_tracing()
+
+
 try:
     from torch.utils._python_dispatch import _disable_current_modes
 except ImportError:  # pragma: no cover
@@ -104,9 +117,9 @@ def redistribute_local(local, current_spec, target_spec, *, is_backward=False, s
     itself when nothing moves (as PyTorch returns it). Raises Unsupported(reason) for what reshard leaves to PyTorch;
     the decision depends only on what every rank of the mesh sees alike (mesh, placements, global shape, dtype)."""
     strategy = strategy or _runtime.settings.strategy
-    tracing = _are_we_tracing()
+    traced = tracing()
     route = key = None
-    if not tracing:  # a repeat skips the analysis below
+    if not traced:  # a repeat skips the analysis below
         key = (current_spec, target_spec, is_backward, strategy, local.dtype)
         try:
             route = _routes.get(key)
@@ -128,19 +141,38 @@ def redistribute_local(local, current_spec, target_spec, *, is_backward=False, s
     if route[0] == "noop":
         _runtime.count("noop")
         return local
-    _, mesh_shape, mesh_ranks, src, dst, shape = route
-    if tracing:
+    _, mesh_shape, mesh_ranks, src, dst, shape, prepared = route
+    if traced:
         _runtime.count("traced")
         return torch.ops.reshard.redistribute(local, list(mesh_shape), list(mesh_ranks), ",".join(src), ",".join(dst),
                                               list(shape), strategy)
+    if prepared[0] is not None:  # a repeat: the route keeps its prepared executor
+        out = _runtime.run_entry(prepared[0], local)
+        if out is not None:
+            return out
     if torch.cuda.is_current_stream_capturing() and not _runtime.is_prepared(
             mesh_shape, mesh_ranks, src, dst, shape, local.dtype, strategy, local.device.index):
         raise Unsupported("first use inside CUDA graph capture (run it once before capturing)")
-    return _runtime.run(local, mesh_shape, mesh_ranks, src, dst, shape, strategy)
+    entry = prepared[0] = _runtime.prepare(local, mesh_shape, mesh_ranks, src, dst, shape, strategy)
+    return _runtime.run_entry(entry, local)
+
+
+def cached_route(current_spec, target_spec, strategy, dtype):
+    """The route an eager forward call of redistribute_local took (None when it is not cached)."""
+    try:
+        return _routes.get((current_spec, target_spec, False, strategy, dtype))
+    except TypeError:
+        return None
+
+
+def route_entry(route):
+    """The prepared executor a route of redistribute_local keeps (after its first eager run), else None."""
+    return route[6][0] if route[0] == "reshard" else None
 
 
 def _route(dtype, current_spec, target_spec, is_backward, strategy):
-    """("noop",), ("reshard", mesh shape, mesh ranks, src, dst, global shape), or raises Unsupported(reason)."""
+    """("noop",), ("reshard", mesh shape, mesh ranks, src, dst, global shape, [prepared Entry or None]), or raises
+    Unsupported(reason)."""
     reason = _runtime.cuda_unavailable_reason()
     if reason:
         raise Unsupported(reason)
@@ -173,7 +205,7 @@ def _route(dtype, current_spec, target_spec, is_backward, strategy):
         _decisions[key] = _decide(mesh_shape, src, dst, shape, dtype, strategy)
     if _decisions[key] is not None:
         raise Unsupported(_decisions[key])
-    return ("reshard", mesh_shape, mesh_ranks, src, dst, shape)
+    return ("reshard", mesh_shape, mesh_ranks, src, dst, shape, [None])
 
 
 def _decide(mesh_shape, src, dst, shape, dtype, strategy):

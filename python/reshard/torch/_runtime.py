@@ -47,18 +47,23 @@ _lock = threading.RLock()
 _comms = {}  # (mesh ranks, device) -> NcclCommunicator
 _generations = collections.Counter()  # mesh ranks -> communicators created (fresh store keys)
 _devices = {}  # device ordinal -> CudaDevice
-_executors = collections.OrderedDict()  # key -> Entry
+_executors = {}  # key -> Entry
+_lru = collections.OrderedDict()  # Entry -> None, least recently used first
 _stats = collections.Counter()
 _reasons = collections.Counter()
 
 
 class Entry:
-    __slots__ = ("redistributor", "out_shape", "complex")
+    """One prepared executor: what a run needs, without looking anything up (identity-hashed in the LRU)."""
 
-    def __init__(self, redistributor, out_shape, is_complex):
-        self.redistributor = redistributor
+    __slots__ = ("redistributor", "out_shape", "complex", "device", "key", "__weakref__")
+
+    def __init__(self, redistributor, out_shape, is_complex, device, key):
+        self.redistributor = redistributor  # None once evicted
         self.out_shape = out_shape
         self.complex = is_complex
+        self.device = device
+        self.key = key
 
 
 def count(what, reason=None):
@@ -168,13 +173,20 @@ def _build(key, mesh_shape, mesh_ranks, src, dst, shape, dtype_name, is_complex,
     out_shape = _shapes.local_shape(shape, mesh_shape, dst, coord)
     if is_complex:
         out_shape = out_shape[:-1]  # the trailing 2 of the real view
-    entry = Entry(redistributor, tuple(out_shape), is_complex)
+    entry = Entry(redistributor, tuple(out_shape), is_complex, device, key)
     _executors[key] = entry
+    _lru[entry] = None
     _stats["executors_built"] += 1
-    while len(_executors) > max(1, int(settings.cache_size)):
-        _executors.popitem(last=False)  # destroying an executor frees its workspace; nothing collective
+    while len(_lru) > max(1, int(settings.cache_size)):
+        _drop(_lru.popitem(last=False)[0])
         _stats["executors_evicted"] += 1
     return entry
+
+
+def _drop(entry):
+    # Destroying an executor frees its workspace; nothing collective. Holders of the Entry see redistributor None.
+    _executors.pop(entry.key, None)
+    entry.redistributor = None
 
 
 try:
@@ -185,11 +197,10 @@ except AttributeError:  # pragma: no cover - older PyTorch
         return torch.cuda.current_stream(device).cuda_stream
 
 
-def run(local, mesh_shape, mesh_ranks, src, dst, shape, strategy):
-    """Redistributes this rank's local tensor (src -> dst, canonical text, shape the global shape) with reshard's
-    executor on the current stream; returns a new tensor holding this rank's target local tensor."""
-    info = _layout.DTYPES[local.dtype]
-    dtype_name, is_complex = info
+def prepare(local, mesh_shape, mesh_ranks, src, dst, shape, strategy):
+    """The Entry that redistributes `local` (src -> dst, canonical text, shape the global shape) on its GPU, built on
+    first use (collective over the mesh's ranks)."""
+    dtype_name, is_complex = _layout.DTYPES[local.dtype]
     device = local.device.index if local.device.index is not None else torch.cuda.current_device()
     key = (mesh_ranks, mesh_shape, src, dst, shape, dtype_name, is_complex, strategy, device)
     entry = _executors.get(key)
@@ -198,14 +209,28 @@ def run(local, mesh_shape, mesh_ranks, src, dst, shape, strategy):
             plan_shape = tuple(shape) + ((2,) if is_complex else ())
             entry = _build(key, mesh_shape, mesh_ranks, src, dst, plan_shape, dtype_name, is_complex, strategy,
                            device)
-    else:
-        _executors.move_to_end(key)
+    return entry
+
+
+def run_entry(entry, local):
+    """`local` redistributed by a prepared Entry on the current stream (a new tensor), or None when the Entry was
+    evicted or is for another GPU than `local`'s (the caller then prepares again)."""
+    redistributor = entry.redistributor
+    if redistributor is None or local.get_device() != entry.device:
+        return None
+    _lru.move_to_end(entry)
     if not local.is_contiguous():
         local = local.contiguous()
     out = torch.empty(entry.out_shape, dtype=local.dtype, device=local.device)
-    entry.redistributor.run_ptr(local.data_ptr(), out.data_ptr(), _raw_stream(device))
+    redistributor.run_ptr(local.data_ptr(), out.data_ptr(), _raw_stream(entry.device))
     _stats["reshard"] += 1
     return out
+
+
+def run(local, mesh_shape, mesh_ranks, src, dst, shape, strategy):
+    """Redistributes this rank's local tensor (src -> dst, canonical text, shape the global shape) with reshard's
+    executor on the current stream; returns a new tensor holding this rank's target local tensor."""
+    return run_entry(prepare(local, mesh_shape, mesh_ranks, src, dst, shape, strategy), local)
 
 
 def is_prepared(mesh_shape, mesh_ranks, src, dst, shape, dtype, strategy, device):
@@ -219,7 +244,9 @@ def clear_cache(communicators=False):
     with _lock:
         if torch.cuda.is_available() and _executors:
             torch.cuda.synchronize()  # nothing of theirs may still run
-        _executors.clear()
+        for entry in list(_lru):
+            _drop(entry)
+        _lru.clear()
         if communicators:
             _comms.clear()
             _devices.clear()
@@ -235,7 +262,9 @@ def _shutdown():
                 torch.cuda.synchronize()
         except Exception:  # noqa: BLE001 - at exit, a broken context leaves nothing to do
             pass
-        _executors.clear()
+        for entry in list(_lru):
+            _drop(entry)
+        _lru.clear()
         for comm in _comms.values():
             try:
                 comm.abort()
