@@ -41,12 +41,9 @@ const TransferClasses::Table& TransferClasses::table(const Layout& own,
     DimTable& dt = t[d];
     dt.of_combo.assign(combo_count(own.mesh(), own.sharding_mesh_dims(d)), {0, 0});
     dt.classes.clear();
-    size_t pairs = 0;  // overlapping chunk pairs: at least as many as the classes
-    for (const OverlapIndex::Chunk& c : own_chunks[d]) {
-      auto [first, last] = OverlapIndex::overlapping(other_chunks[d], c.begin, c.begin + c.size);
-      pairs += static_cast<size_t>(last - first);
-    }
-    dt.classes.reserve(std::min<size_t>(pairs, 64));  // classes are few even where overlapping pairs are many
+    // Classes are few even where overlapping chunk pairs are many; the tables are kept from step to step (the
+    // pricer's working memory), so room is made once.
+    if (dt.classes.capacity() < 64) dt.classes.reserve(64);
     for (const OverlapIndex::Chunk& c : own_chunks[d]) {
       auto [first, last] = OverlapIndex::overlapping(other_chunks[d], c.begin, c.begin + c.size);
       const int begin = static_cast<int>(dt.classes.size());
