@@ -1,6 +1,6 @@
 // The step geometry's engine rule agrees with the copy views the lowering builds (box_copy), on every region of
 // random boxes: the planner prices exactly what the executor will run. And group_link's shortcut on row-major meshes
-// agrees with a walk over the groups' members.
+// agrees with a walk over the groups' members, and the group shapes' one-pass check with the box helpers.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -83,6 +83,60 @@ TEST(StepGeometry, GroupLinkMatchesTheMemberWalk) {
     }
   }
   EXPECT_GT(checked, 1000);
+}
+
+// gather_shape and scatter_shape check a group's boxes in one pass per member; they must agree with the box helpers
+// (contains, is_contiguous_in, local_offset) on random layouts: uneven shards, empty boxes, every set of mesh dims.
+TEST(StepGeometry, GroupShapesMatchTheBoxHelpers) {
+  std::mt19937 rng(15);
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  auto back_to_back = [](const Box& whole, Index whole_volume, const RankBoxes& boxes, const std::vector<int>& group,
+                         Index chunk) {
+    if (whole_volume != chunk * static_cast<Index>(group.size())) return false;
+    for (size_t j = 0; j < group.size(); ++j) {
+      const Box& x = boxes[group[j]];
+      if (boxes.volume(group[j]) != chunk || !contains(whole, x) || !is_contiguous_in(whole, x)) return false;
+      if (chunk != 0 && local_offset(whole, x) != static_cast<Index>(j) * chunk) return false;
+    }
+    return true;
+  };
+  int in_place = 0, checked = 0;
+  for (int c = 0; c < 3000; ++c) {
+    std::vector<int> shape(pick(1, 3));
+    for (int& m : shape) m = pick(1, 4);
+    const Mesh mesh(shape);
+    const int nd = pick(1, 3);
+    Dims extent(nd);
+    for (int d = 0; d < nd; ++d) extent[d] = pick(0, 4) == 0 ? pick(0, 5) : pick(6, 40);
+    auto placements = [&] {
+      std::vector<Placement> ps;
+      for (size_t k = 0; k < shape.size(); ++k) {
+        const int x = pick(0, nd);
+        ps.push_back(x == 0 ? Placement::replicate() : Placement::shard(x - 1));
+      }
+      return ps;
+    };
+    const RankBoxes a(Layout(mesh, placements(), extent)), b(Layout(mesh, placements(), extent));
+    std::vector<int> dims;
+    for (int k = 0; k < mesh.ndim(); ++k)
+      if (pick(0, 1)) dims.push_back(k);
+    if (dims.empty()) dims.push_back(pick(0, mesh.ndim() - 1));
+    for (int r = 0; r < mesh.size(); ++r) {
+      const std::vector<int> group = mesh.group(r, dims);
+      Index gather_chunk = 0, scatter_chunk = 0;
+      for (int m : group) {
+        gather_chunk = std::max(gather_chunk, a.volume(m));
+        scatter_chunk = std::max(scatter_chunk, b.volume(m));
+      }
+      const GroupShape g = gather_shape(a, b, dims, r), s = scatter_shape(a, b, dims, r);
+      EXPECT_EQ(g.recv_in_place, back_to_back(b[r], b.volume(r), a, group, gather_chunk)) << "case " << c;
+      EXPECT_EQ(s.send_in_place, back_to_back(a[r], a.volume(r), b, group, scatter_chunk)) << "case " << c;
+      in_place += g.recv_in_place + s.send_in_place;
+      checked += 2;
+    }
+  }
+  EXPECT_GT(in_place, checked / 20);  // both answers are common
+  EXPECT_LT(in_place, checked - checked / 20);
 }
 
 }  // namespace

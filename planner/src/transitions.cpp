@@ -209,6 +209,24 @@ bool transition_valid(const RankBoxes& a, const RankBoxes& b, StepKind kind, std
 
 namespace {
 
+// Whether the non-empty box x lies in `whole` as one contiguous run starting at element `at` of whole's row-major
+// local tensor: contains(whole, x) && is_contiguous_in(whole, x) && local_offset(whole, x) == at, in one pass over the
+// dims (both boxes are a layout's: their ends fit in int64, and so does x's offset within whole).
+bool placed_at(const Box& whole, const Box& x, Index at) {
+  const int nd = x.ndim();
+  if (whole.ndim() != nd) return false;
+  Index offset = 0;
+  bool leading = true;  // still in the leading dims where x has extent 1 (the first dim past them may be partial)
+  for (int i = 0; i < nd; ++i) {
+    const Index lo = x.offset[i] - whole.offset[i];
+    if (lo < 0 || lo + x.shape[i] > whole.shape[i]) return false;
+    if (!leading && x.shape[i] != whole.shape[i]) return false;
+    leading = leading && x.shape[i] == 1;
+    offset = offset * whole.shape[i] + lo;
+  }
+  return offset == at;
+}
+
 // Whether the group's boxes, back to back in group order, are exactly `whole` (each one chunk long and contiguous in
 // it).
 bool back_to_back(const Box& whole, Index whole_volume, const RankBoxes& boxes, int rank, std::span<const int> dims,
@@ -216,12 +234,8 @@ bool back_to_back(const Box& whole, Index whole_volume, const RankBoxes& boxes, 
   if (whole_volume != chunk * static_cast<Index>(members)) return false;
   bool ok = true;
   for_each_member(boxes.layout().mesh(), rank, dims, [&](int m, int j) {
-    if (!ok) return;
-    const Box& x = boxes[m];
-    if (boxes.volume(m) != chunk || !contains(whole, x) || !is_contiguous_in(whole, x))
-      ok = false;
-    else if (chunk != 0 && local_offset(whole, x) != static_cast<Index>(j) * chunk)
-      ok = false;
+    // An empty member (chunk 0) lies anywhere; a non-empty one must be placed at its turn.
+    ok = ok && boxes.volume(m) == chunk && (chunk == 0 || placed_at(whole, boxes[m], static_cast<Index>(j) * chunk));
   });
   return ok;
 }
