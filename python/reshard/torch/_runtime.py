@@ -221,7 +221,7 @@ def run_entry(entry, local):
     _lru.move_to_end(entry)
     if not local.is_contiguous():
         local = local.contiguous()
-    out = torch.empty(entry.out_shape, dtype=local.dtype, device=local.device)
+    out = local.new_empty(entry.out_shape)  # local's dtype and device; a method call costs less than torch.empty
     redistributor.run_ptr(local.data_ptr(), out.data_ptr(), _raw_stream(entry.device))
     _stats["reshard"] += 1
     return out
