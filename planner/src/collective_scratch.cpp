@@ -70,6 +70,19 @@ std::vector<Index> StepPricer::collective_scratch(const RankBoxes& a, const Rank
   t.signatures.clear();       // every signature's intervals, one after the other
   t.signature_start.clear();  // where each begins (one more entry: the end)
   t.signature_start.push_back(0);
+  // The rank at a mesh coordinate, whose boxes hold its intervals (a box is the layout's interval per tensor dim,
+  // Layout::box_at: read off the boxes rather than computed again).
+  Index stride[kMaxDims];
+  Index step = 1;
+  for (int k = mesh.ndim() - 1; k >= 0; --k) {
+    stride[k] = step;
+    step *= mesh.dim_size(k);
+  }
+  auto rank_at = [&](const Dims& c) {
+    Index linear = 0;
+    for (int k = 0; k < mesh.ndim(); ++k) linear += c[k] * stride[k];
+    return mesh.has_explicit_ranks() ? mesh.explicit_ranks()[linear] : static_cast<int>(linear);
+  };
   auto signature = [&](int d, const Dims& coord) {
     const DimGroup& g = groups[d];
     Index outer = 0;
@@ -81,9 +94,10 @@ std::vector<Index> StepPricer::collective_scratch(const RankBoxes& a, const Rank
     for (int i = 0; i < g.n_inner; ++i) c[g.inner[i]] = 0;
     Index base = -1;
     while (true) {
-      const Interval x = la.interval(d, c), y = lb.interval(d, c);
-      if (base < 0) base = x.begin;
-      t.signatures.insert(t.signatures.end(), {x.begin - base, x.size, y.begin - base, y.size});
+      const int r = rank_at(c);
+      const Box &x = a[r], &y = b[r];  // la.interval(d, c) and lb.interval(d, c)
+      if (base < 0) base = x.offset[d];
+      t.signatures.insert(t.signatures.end(), {x.offset[d] - base, x.shape[d], y.offset[d] - base, y.shape[d]});
       int j = g.n_inner - 1;
       while (j >= 0 && ++c[g.inner[j]] == mesh.dim_size(g.inner[j])) c[g.inner[j--]] = 0;
       if (j < 0) break;
