@@ -52,8 +52,8 @@ void OverlapIndex::init() {
                   "]); a local step partitions the value after them");
   RESHARD_REQUIRE(!roles_.mixed_reduce_ops, "a p2p step reduces one op; source [", to_string(src.placements()),
                   "] mixes reduce ops on the mesh dims it reduces");
-  src_chunks_ = chunk_lists(src);
-  dst_chunks_ = chunk_lists(dst);
+  src_chunks_ = chunk_lists(src_);
+  dst_chunks_ = chunk_lists(dst_);
   src_free_dims_ = free_mesh_dims(src, false);
   dst_free_dims_ = free_mesh_dims(dst, true);
   // A block of a Partial source is a box together with the contribution it holds (its Partial coordinates).
@@ -97,7 +97,8 @@ int OverlapIndex::rank_at(const Dims& coord) const {
 
 Index OverlapIndex::block_of(const Dims& coord) const { return encode(src().mesh(), src_sharding_dims_, coord); }
 
-std::vector<OverlapIndex::ChunkList> OverlapIndex::chunk_lists(const Layout& layout) {
+std::vector<OverlapIndex::ChunkList> OverlapIndex::chunk_lists(const RankBoxes& boxes) {
+  const Layout& layout = boxes.layout();
   std::vector<ChunkList> lists(layout.ndim());
   const Mesh& mesh = layout.mesh();
   const Dims strides = row_major_strides(Dims::from(mesh.shape()));
@@ -108,11 +109,12 @@ std::vector<OverlapIndex::ChunkList> OverlapIndex::chunk_lists(const Layout& lay
     Dims coord(mesh.ndim(), 0);
     for (Index c = 0; c < n; ++c) {
       decode(mesh, dims, c, coord);
-      Interval iv = layout.interval(d, coord);
-      if (iv.size == 0) continue;
-      Index linear = 0;
+      Index linear = 0;  // the coordinate's row-major position (its other mesh coordinates are 0)
       for (int k : dims) linear += coord[k] * strides[k];
-      lists[d].push_back(Chunk{iv.begin, iv.size, c, linear});
+      // The interval layout.interval(d, coord), read off the box of the rank there (Layout::box_at).
+      const Box& box = boxes[mesh.has_explicit_ranks() ? mesh.explicit_ranks()[linear] : static_cast<int>(linear)];
+      if (box.shape[d] == 0) continue;
+      lists[d].push_back(Chunk{box.offset[d], box.shape[d], c, linear});
     }
     std::sort(lists[d].begin(), lists[d].end(), [](const Chunk& x, const Chunk& y) { return x.begin < y.begin; });
   }

@@ -97,7 +97,7 @@ class OverlapIndex {
   // Calls visit(t) for every transfer into dst_rank in row-major block order while it returns true.
   template <class Visit>
   void visit_into(int dst_rank, Visit visit) const;
-  static std::vector<ChunkList> chunk_lists(const Layout& layout);
+  static std::vector<ChunkList> chunk_lists(const RankBoxes& boxes);
   // all_transfers() where every block has one holder.
   std::vector<Transfer> all_transfers_one_holder() const;
   static std::pair<const Chunk*, const Chunk*> overlapping(const ChunkList& list, Index begin, Index end);
