@@ -122,7 +122,9 @@ def bench_tp_mlp(mesh, steps, warmup, compiled):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
-    ap.add_argument("--iters", type=int, default=30)
+    ap.add_argument("--iters", type=int, default=30, help="timed iterations of the 1 GiB cases")
+    ap.add_argument("--iters-small", type=int, default=150,
+                    help="timed iterations of the 4 MiB cases (their per-call times vary most from one to the next)")
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--compile-mlp", action="store_true", help="also time the TP MLP under torch.compile")
     args = ap.parse_args()
@@ -137,7 +139,8 @@ def main():
             for src, dst, dtype_name in cases:
                 if len(mesh_shape) == 2:
                     src, dst = f"{src},{src}", f"{dst},{dst}"
-                row = bench_redistribute(mesh, mesh_shape, src, dst, dtype_name, shape, args.iters, args.warmup)
+                iters = args.iters if size_name == "1GiB" else args.iters_small
+                row = bench_redistribute(mesh, mesh_shape, src, dst, dtype_name, shape, iters, args.warmup)
                 row["size"] = size_name
                 rows.append(row)
                 common.log(f"{mesh_shape} {src}->{dst} {dtype_name} {size_name}: PyTorch {row['pytorch_us']:.1f} us, "
@@ -162,7 +165,7 @@ def main():
         "method": "median of per-iteration slowest-rank CUDA-event time around one call, after a barrier and an idle "
                   "GPU, Python overhead included; *_loop_us: the same around LOOP_CALLS back-to-back calls, per call",
         "loop_calls": LOOP_CALLS,
-        "iters": args.iters,
+        "iters": {"1GiB": args.iters, "4MiB": args.iters_small},
         "redistribute": rows,
         "tp_mlp": mlp,
         "all_equal": all(r["reshard_equal"] and r["enabled_equal"] for r in rows),

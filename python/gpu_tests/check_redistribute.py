@@ -15,6 +15,7 @@ Results: DIR/redistribute.json (every case) and DIR/redistribute_summary.json. E
 
 import argparse
 import itertools
+import pathlib
 import time
 
 import torch
@@ -200,6 +201,56 @@ def dtype_cast_cases(mesh):
     return out
 
 
+def repeat_cases(mesh):
+    """Repeated calls (reshard.torch's repeat path): the same DTensor again, a new DTensor of the same spec with
+    other values, and two redistributions alternating with one prepared executor kept (each call evicts the
+    other's), every result equal to PyTorch's."""
+    out = []
+    pairs = [("S0", "S1"), ("S0", "R"), ("P", "S0"), ("R", "S0"), ("S0", "S0"), ("P", "R")]
+    xs = {}
+    for src, dst in pairs:
+        src_p, dst_p = [common.placement(src)], [common.placement(dst)]
+        full = common.make_global((96, 40), torch.float32, 11)
+        xs[(src, dst)] = [DTensor.from_local(common.local_of(full, mesh, src_p, seed, noise(torch.float32)), mesh,
+                                             src_p, shape=full.shape, stride=full.stride()) for seed in (11, 12)]
+    for cache_size in (256, 1):
+        rt.configure(cache_size=cache_size)
+        for _ in range(3):
+            for (src, dst), (x0, x1) in xs.items():
+                dst_p = [common.placement(dst)]
+                for x in (x0, x1, x0):
+                    want, got = x.redistribute(mesh, dst_p), rt.redistribute(x, mesh, dst_p)
+                    ok = common.same_bits(want.to_local(), got.to_local()) and want._spec == got._spec
+                    out.append({"src": src, "dst": dst, "cache_size": cache_size, "ok": common.all_ranks_true(ok)})
+    rt.configure(cache_size=256)
+    return out
+
+
+def profile_cases(mesh):
+    """configure(profile=...): a missing file raises ValueError and changes nothing; a profile file plans (the
+    results equal PyTorch's); "" restores the built-in profile."""
+    out = []
+    try:
+        rt.configure(profile="/nonexistent/profile.json")
+        raised = False
+    except ValueError:
+        raised = True
+    settings = rt.configure()
+    out.append({"case": "missing file", "ok": common.all_ranks_true(raised and settings["profile"] is None)})
+    path = pathlib.Path(__file__).resolve().parents[2] / "bench" / "profiles" / "h100x2.json"
+    rt.configure(profile=str(path))
+    for src, dst in (("S0", "S1"), ("P", "S0"), ("S0", "R")):
+        src_p, dst_p = [common.placement(src)], [common.placement(dst)]
+        full = common.make_global((256, 64), torch.float32, 13)
+        x = DTensor.from_local(common.local_of(full, mesh, src_p, 13, noise(torch.float32)), mesh, src_p,
+                               shape=full.shape, stride=full.stride())
+        ok = common.same_bits(x.redistribute(mesh, dst_p).to_local(), rt.redistribute(x, mesh, dst_p).to_local())
+        out.append({"case": f"{path.name} {src}->{dst}", "ok": common.all_ranks_true(ok)})
+    settings = rt.configure(profile="")
+    out.append({"case": "built-in again", "ok": common.all_ranks_true(settings["profile"] is None)})
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
@@ -244,6 +295,8 @@ def main():
         common.write_json(args.out, "redistribute.json", results)  # so far (a killed run leaves what it did)
     graph = cuda_graph_cases(meshes[mesh_shapes[0]])
     casts = dtype_cast_cases(meshes[mesh_shapes[0]])
+    repeats = repeat_cases(meshes[mesh_shapes[0]])
+    profiles = profile_cases(meshes[mesh_shapes[0]])
     stats = rt.stats()
     summary = {
         "versions": common.versions(),
@@ -257,10 +310,13 @@ def main():
         "pytorch_raises_reshard_does": sum(r.get("status") == "pytorch raises" for r in results),
         "cuda_graph": graph,
         "dtype_casts": casts,
+        "repeats": {"cases": len(repeats), "failing": sum(not r["ok"] for r in repeats)},
+        "profile": profiles,
         "stats": stats,
         "seconds": time.time() - t0,
     }
-    failing = summary["failing"] + sum(not g["ok"] for g in graph) + sum(not c["ok"] for c in casts)
+    failing = (summary["failing"] + sum(not g["ok"] for g in graph) + sum(not c["ok"] for c in casts)
+               + summary["repeats"]["failing"] + sum(not p["ok"] for p in profiles))
     summary["ok"] = failing == 0 and stats["reshard"] > 0
     common.write_json(args.out, "redistribute.json", results)
     common.write_json(args.out, "redistribute_summary.json", summary)

@@ -10,6 +10,8 @@ Needs torch with torch.distributed initialized (NCCL, one GPU per process, as to
 with its CUDA backend; anything else is left to PyTorch and counted. docs/python.md has the details.
 """
 
+import os
+
 import torch  # first: the process then has PyTorch's NCCL when reshard._cuda loads
 from torch.distributed.tensor import Shard
 
@@ -109,6 +111,14 @@ def _remember(key, dtensor, out):
     _hot[key] = (spec, entry)
 
 
+def _profile_path(value):
+    """configure()'s profile: a path (str or os.PathLike), or "" for the built-in profile (None in the settings)."""
+    path = os.fspath(value)
+    if not isinstance(path, str):
+        raise ValueError("profile must be a path (str or os.PathLike) or \"\" for the built-in profile")
+    return path or None
+
+
 _targets = {}  # (placements as given, source placements, ndim) -> the target placements, normalised and checked
 _TARGETS_KEPT = 4096
 
@@ -143,19 +153,29 @@ def _target_placements(placements, source, ndim):
 
 
 def configure(*, strategy=None, transport=None, memory_budget=None, ranks_per_node=None, timeout_s=None,
-              cache_size=None, fuse=None, low_sm=None):
+              cache_size=None, fuse=None, low_sm=None, profile=None):
     """Settings of reshard.torch (the same on every rank). strategy/transport/fuse/low_sm: as `reshard plan`'s
     --strategy, --transport, --fuse and --low-sm (low_sm: when redistributions run beside compute); memory_budget:
     workspace bytes per rank (int or "64MiB"); ranks_per_node: for the cost model (default: LOCAL_WORLD_SIZE);
     timeout_s: NCCL calls and waits longer than this abort reshard's communicators; cache_size: prepared executors
-    kept. Returns the settings in force."""
+    kept; profile: path of a cost-model profile JSON (as `reshard plan --profile`, e.g. from `reshard calibrate`; the
+    same file on every rank), read and checked here (ValueError naming the problem), "" for the built-in profile.
+    Returns the settings in force."""
     given = {"strategy": (strategy, str), "transport": (transport, str), "fuse": (fuse, str), "low_sm": (low_sm, bool),
              "memory_budget": (memory_budget, None), "ranks_per_node": (ranks_per_node, int),
-             "timeout_s": (timeout_s, float), "cache_size": (cache_size, int)}
+             "timeout_s": (timeout_s, float), "cache_size": (cache_size, int), "profile": (profile, _profile_path)}
     s = _runtime.settings
+    before = {name: getattr(s, name) for name in given}
     for name, (value, convert) in given.items():
         if value is not None:
             setattr(s, name, convert(value) if convert else value)
+    if profile is not None and s.profile is not None:
+        try:  # the profile is read and checked now, not at the first redistribution
+            _runtime.check_plannable((1,), ("R",), ("R",), (1,), "f32", "auto")
+        except ValueError:
+            for name, value in before.items():
+                setattr(s, name, value)
+            raise
     _ops._decisions.clear()  # plans depend on the settings: decide and prepare again
     _ops._routes.clear()
     _hot.clear()

@@ -38,6 +38,7 @@ class Settings:
     low_sm = False  # price SM kernels for running beside compute (auto then prefers the copy engines)
     memory_budget = None  # bytes of workspace per rank; None: no limit
     ranks_per_node = None  # None: torch.cuda.device_count() of this host
+    profile = None  # path of a cost-model profile JSON (reshard calibrate); None: the built-in profile
     timeout_s = 600.0  # NCCL calls and waits longer than this abort reshard's communicator
     cache_size = 256  # prepared executors kept (least recently used evicted)
 
@@ -152,6 +153,7 @@ def plan_args(mesh_shape, src, dst, shape, dtype_name, strategy):
     a.buffers_change = True  # PyTorch hands new tensors on every call: stage small nvlink steps (PlanOptions)
     a.memory_budget = _args.byte_count("memory_budget", settings.memory_budget)
     a.ranks_per_node = int(settings.ranks_per_node or _ranks_per_node())
+    a.profile = settings.profile
     return a
 
 
