@@ -63,7 +63,6 @@ template <class F>
 void for_each_member(const Mesh& mesh, int rank, std::span<const int> dims, F f) {
   const std::vector<int>& shape = mesh.shape();
   const int nd = mesh.ndim();
-  const Dims coord = mesh.coord_of(rank);
   Index stride[kMaxDims];
   Index s = 1;
   for (int k = nd - 1; k >= 0; --k) {
@@ -71,8 +70,15 @@ void for_each_member(const Mesh& mesh, int rank, std::span<const int> dims, F f)
     s *= shape[k];
   }
   Index linear = 0;  // the first member's row-major position
-  for (int k = 0; k < nd; ++k) linear += coord[k] * stride[k];
-  for (int k : dims) linear -= coord[k] * stride[k];
+  if (!mesh.has_explicit_ranks() && rank >= 0 && rank < s) {
+    // The rank is its row-major position: only its coordinates on `dims` are needed.
+    linear = rank;
+    for (int k : dims) linear -= rank / stride[k] % shape[k] * stride[k];
+  } else {
+    const Dims coord = mesh.coord_of(rank);  // (fails for a rank outside the mesh)
+    for (int k = 0; k < nd; ++k) linear += coord[k] * stride[k];
+    for (int k : dims) linear -= coord[k] * stride[k];
+  }
   const int m = static_cast<int>(dims.size());
   Index at[kMaxDims] = {};
   for (int j = 0;; ++j) {
