@@ -50,29 +50,14 @@ class IntervalTable {
     const Mesh& mesh = l.mesh();
     const std::span<const int> dims = l.sharding_mesh_dims(d);
     reserve(mesh, dims);
-    // The group over the sharding dims of the rank at coordinate 0 visits every combination, row-major
-    // (for_each_member's walk from row-major position 0, without finding the origin's coordinate first).
-    const std::vector<int>& shape = mesh.shape();
+    // The group over the sharding dims of the rank at coordinate 0 visits every combination, row-major (walked from
+    // row-major position 0, without finding the origin's coordinate first).
     Index stride[kMaxDims];
-    Index step = 1;
-    for (int k = mesh.ndim() - 1; k >= 0; --k) {
-      stride[k] = step;
-      step *= shape[k];
-    }
-    const int m = static_cast<int>(dims.size());
-    int at[kMaxDims] = {};
-    Index linear = 0;
-    for (size_t j = 0;; ++j) {
-      const Box& b = boxes[mesh.has_explicit_ranks() ? mesh.explicit_ranks()[linear] : static_cast<int>(linear)];
+    mesh_strides(mesh, stride);
+    walk_group(mesh, stride, 0, dims, [&](int rank, int j) {
+      const Box& b = boxes[rank];
       data_[j] = Entry{b.offset[d], b.shape[d]};
-      int i = m - 1;
-      while (i >= 0 && ++at[i] == shape[dims[i]]) {
-        linear -= (shape[dims[i]] - 1) * stride[dims[i]];
-        at[i--] = 0;
-      }
-      if (i < 0) break;
-      linear += stride[dims[i]];
-    }
+    });
   }
   Interval operator[](Index i) const { return Interval{data_[i].begin, data_[i].size}; }
 

@@ -57,28 +57,22 @@ struct ScatterGeometry {
 };
 ScatterGeometry scatter_geometry(const RankBoxes& a, const RankBoxes& b, std::span<const int> dims, int rank);
 
-// Calls f(member, j) for the j-th member of rank's group over `dims` (mesh.group's order: row-major over `dims`),
-// without listing the group.
-template <class F>
-void for_each_member(const Mesh& mesh, int rank, std::span<const int> dims, F f) {
+// The row-major strides of the mesh's dims (stride[k] for k < mesh.ndim()); returns the mesh's rank count.
+inline Index mesh_strides(const Mesh& mesh, Index (&stride)[kMaxDims]) {
   const std::vector<int>& shape = mesh.shape();
-  const int nd = mesh.ndim();
-  Index stride[kMaxDims];
   Index s = 1;
-  for (int k = nd - 1; k >= 0; --k) {
+  for (int k = mesh.ndim() - 1; k >= 0; --k) {
     stride[k] = s;
     s *= shape[k];
   }
-  Index linear = 0;  // the first member's row-major position
-  if (!mesh.has_explicit_ranks() && rank >= 0 && rank < s) {
-    // The rank is its row-major position: only its coordinates on `dims` are needed.
-    linear = rank;
-    for (int k : dims) linear -= rank / stride[k] % shape[k] * stride[k];
-  } else {
-    const Dims coord = mesh.coord_of(rank);  // (fails for a rank outside the mesh)
-    for (int k = 0; k < nd; ++k) linear += coord[k] * stride[k];
-    for (int k : dims) linear -= coord[k] * stride[k];
-  }
+  return s;
+}
+
+// Calls f(member, j) for the j-th member of the group over `dims` whose first member sits at row-major position
+// `linear` (mesh.group's order: row-major over `dims`); `stride` from mesh_strides.
+template <class F>
+void walk_group(const Mesh& mesh, const Index (&stride)[kMaxDims], Index linear, std::span<const int> dims, F f) {
+  const std::vector<int>& shape = mesh.shape();
   const int m = static_cast<int>(dims.size());
   Index at[kMaxDims] = {};
   for (int j = 0;; ++j) {
@@ -91,6 +85,27 @@ void for_each_member(const Mesh& mesh, int rank, std::span<const int> dims, F f)
     if (i < 0) return;
     linear += stride[dims[i]];
   }
+}
+
+// Calls f(member, j) for the j-th member of rank's group over `dims` (mesh.group's order: row-major over `dims`),
+// without listing the group.
+template <class F>
+void for_each_member(const Mesh& mesh, int rank, std::span<const int> dims, F f) {
+  const std::vector<int>& shape = mesh.shape();
+  const int nd = mesh.ndim();
+  Index stride[kMaxDims];
+  const Index s = mesh_strides(mesh, stride);
+  Index linear = 0;  // the first member's row-major position
+  if (!mesh.has_explicit_ranks() && rank >= 0 && rank < s) {
+    // The rank is its row-major position: only its coordinates on `dims` are needed.
+    linear = rank;
+    for (int k : dims) linear -= rank / stride[k] % shape[k] * stride[k];
+  } else {
+    const Dims coord = mesh.coord_of(rank);  // (fails for a rank outside the mesh)
+    for (int k = 0; k < nd; ++k) linear += coord[k] * stride[k];
+    for (int k : dims) linear -= coord[k] * stride[k];
+  }
+  walk_group(mesh, stride, linear, dims, f);
 }
 
 // Size of the groups over `dims` and whether they span nodes (judged on the groups of the first and last rank).
