@@ -120,6 +120,9 @@ std::string printable(std::string_view text, size_t max_chars) {
 
 std::string read_text_file(const std::string& path, std::string_view what, std::uint64_t max_bytes) {
   const std::string named = cat(what, " file '", printable(path), "'");
+  // A path from an API (Python strings may hold NUL) would be opened cut at its first NUL: another file.
+  if (path.find('\0') != std::string::npos)
+    fail(ErrorKind::kInvalidArgument, cat(named, ": the path holds a NUL byte"));
   Fd f;
   // O_NONBLOCK: opening a FIFO for reading must not wait for a writer; the type check below refuses it.
   f.fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);

@@ -161,3 +161,10 @@ def test_bad_python_values():
         reshard.plan(2, "S0", "S1", [8, 8], dtype=np.uint32)
     with pytest.raises(ValueError):
         reshard.plan(2, "S0", "S1", [8, 8], rank=2)
+
+
+def test_profile_path_with_nul_is_refused(data_dir):
+    # Opened as given, the path would be cut at the NUL and name another (existing) file.
+    profile = data_dir.parent.parent / "bench" / "profiles" / "h100x2.json"
+    with pytest.raises(ValueError, match="NUL byte"):
+        reshard.plan(2, "S0", "S1", [8, 8], profile=str(profile) + "\0.bak")

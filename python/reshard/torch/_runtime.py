@@ -204,7 +204,7 @@ def prepare(local, mesh_shape, mesh_ranks, src, dst, shape, strategy):
     first use (collective over the mesh's ranks)."""
     dtype_name, is_complex = _layout.DTYPES[local.dtype]
     device = local.device.index if local.device.index is not None else torch.cuda.current_device()
-    key = (mesh_ranks, mesh_shape, src, dst, shape, dtype_name, is_complex, strategy, device)
+    key = _executor_key(mesh_shape, mesh_ranks, src, dst, shape, local.dtype, strategy, device)
     entry = _executors.get(key)
     if entry is None:
         with _lock:
@@ -235,9 +235,13 @@ def run(local, mesh_shape, mesh_ranks, src, dst, shape, strategy):
     return run_entry(prepare(local, mesh_shape, mesh_ranks, src, dst, shape, strategy), local)
 
 
-def is_prepared(mesh_shape, mesh_ranks, src, dst, shape, dtype, strategy, device):
+def _executor_key(mesh_shape, mesh_ranks, src, dst, shape, dtype, strategy, device):
     dtype_name, is_complex = _layout.DTYPES[dtype]
-    return (mesh_ranks, mesh_shape, src, dst, shape, dtype_name, is_complex, strategy, device) in _executors
+    return (mesh_ranks, mesh_shape, src, dst, shape, dtype_name, is_complex, strategy, device)
+
+
+def is_prepared(mesh_shape, mesh_ranks, src, dst, shape, dtype, strategy, device):
+    return _executor_key(mesh_shape, mesh_ranks, src, dst, shape, dtype, strategy, device) in _executors
 
 
 def clear_cache(communicators=False):
