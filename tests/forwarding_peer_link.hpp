@@ -21,8 +21,8 @@ class ForwardingPeerLink : public PeerLink {
   bool one_process() const override { return inner_->one_process(); }
   void sync(const PeerSync& sync, StreamHandle stream) override { inner_->sync(sync, stream); }
   std::string release() override { return inner_->release(); }
-  std::unique_ptr<CopyBatch> prepare_fused(const FusedPeerCopies& op, int es, std::chrono::milliseconds t) override {
-    return inner_->prepare_fused(op, es, t);
+  std::unique_ptr<CopyBatch> prepare_fused(const FusedPeerStep& op, DType dtype, std::chrono::milliseconds t) override {
+    return inner_->prepare_fused(op, dtype, t);
   }
   void check() override { inner_->check(); }
 

@@ -77,7 +77,7 @@ void check_program(const Plan& plan, const RankProgram& p, const std::vector<Ran
     // Copy regions of separate copy batches and of fused peer-copy kernels obey the same rules.
     std::vector<const std::vector<CopyRegion>*> lists;
     for (const Copies* c : bodies<Copies>(p, i)) lists.push_back(&c->regions);
-    for (const FusedPeerCopies* f : bodies<FusedPeerCopies>(p, i)) lists.push_back(&f->regions);
+    for (const FusedPeerStep* f : bodies<FusedPeerStep>(p, i)) lists.push_back(&f->regions);
     for (const auto* list : lists) {
       for (const CopyRegion& r : *list) {
         ASSERT_EQ(r.src_strides[r.shape.size() - 1], 1) << where;
@@ -93,7 +93,7 @@ void check_program(const Plan& plan, const RankProgram& p, const std::vector<Ran
       for (const Copies* c : bodies<Copies>(q, i))
         for (const CopyRegion& r : c->regions)
           if (r.src.peer == p.rank) sent += r.shape.product();
-      for (const FusedPeerCopies* f : bodies<FusedPeerCopies>(q, i))
+      for (const FusedPeerStep* f : bodies<FusedPeerStep>(q, i))
         for (const CopyRegion& r : f->regions)
           if (r.src.peer == p.rank) sent += r.shape.product();
     }
@@ -208,17 +208,21 @@ TEST(Lowering, StagedFirstStepsReadOnlyThePeersWorkspaces) {
         for (size_t i = 0; i < p.ops.size(); ++i) {
           const OpBody& body = p.ops[i].body;
           ready_seen =
-              ready_seen || std::holds_alternative<PeerSync>(body) || std::holds_alternative<FusedPeerCopies>(body);
+              ready_seen || std::holds_alternative<PeerSync>(body) || std::holds_alternative<FusedPeerStep>(body);
           if (i == 0 && staged) {
             EXPECT_FALSE(ready_seen) << what << ": ready posted before the staging copy";
           }
           std::vector<BufferRef> refs;
           if (const auto* c = std::get_if<Copies>(&body))
             for (const CopyRegion& x : c->regions) refs.insert(refs.end(), {x.src, x.dst});
-          if (const auto* f = std::get_if<FusedPeerCopies>(&body))
+          std::vector<const std::vector<ReduceRegion>*> reductions;
+          if (const auto* f = std::get_if<FusedPeerStep>(&body)) {
             for (const CopyRegion& x : f->regions) refs.insert(refs.end(), {x.src, x.dst});
-          if (const auto* red = std::get_if<Reductions>(&body))
-            for (const ReduceRegion& x : red->regions) {
+            reductions.push_back(&f->reduce);
+          }
+          if (const auto* red = std::get_if<Reductions>(&body)) reductions.push_back(&red->regions);
+          for (const std::vector<ReduceRegion>* list : reductions)
+            for (const ReduceRegion& x : *list) {
               refs.push_back(x.dst);
               refs.insert(refs.end(), x.srcs.begin(), x.srcs.end());
             }

@@ -81,12 +81,15 @@ TEST(PlanTraffic, ExchangeStepsMatchTheLoweredMessages) {
             if (op.step != static_cast<int>(i)) continue;
             const std::vector<CopyRegion>* regions = nullptr;
             if (const auto* c = std::get_if<Copies>(&op.body)) regions = &c->regions;
-            if (const auto* f = std::get_if<FusedPeerCopies>(&op.body)) regions = &f->regions;
+            if (const auto* f = std::get_if<FusedPeerStep>(&op.body)) regions = &f->regions;
             if (regions)
               for (const CopyRegion& cr : *regions)
                 if (cr.src.peer == r) sent[q] += static_cast<double>(cr.shape.product()) * es;
-            if (const auto* red = std::get_if<Reductions>(&op.body))  // Partial sources: reduced as they are read
-              for (const ReduceRegion& rr : red->regions)
+            const std::vector<ReduceRegion>* reduced = nullptr;  // Partial sources: reduced as they are read
+            if (const auto* red = std::get_if<Reductions>(&op.body)) reduced = &red->regions;
+            if (const auto* f = std::get_if<FusedPeerStep>(&op.body)) reduced = &f->reduce;
+            if (reduced)
+              for (const ReduceRegion& rr : *reduced)
                 for (const BufferRef& b : rr.srcs)
                   if (b.peer == r) sent[q] += static_cast<double>(rr.shape.product()) * es;
           }

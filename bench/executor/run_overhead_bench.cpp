@@ -52,7 +52,7 @@ class NullPeers : public PeerLink {
   bool one_process() const override { return false; }
   void sync(const PeerSync&, StreamHandle) override {}
   std::string release() override { return {}; }
-  std::unique_ptr<CopyBatch> prepare_fused(const FusedPeerCopies&, int, std::chrono::milliseconds) override {
+  std::unique_ptr<CopyBatch> prepare_fused(const FusedPeerStep&, DType, std::chrono::milliseconds) override {
     return std::make_unique<NullBatch>();
   }
   void check() override {}

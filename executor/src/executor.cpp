@@ -213,12 +213,12 @@ void Executor::prepare(const Mesh& mesh) {
             for (int p : body.notify) peers_->require(p);
             for (int p : body.await) peers_->require(p);
             rt.communicates = true;
-          } else if constexpr (std::is_same_v<T, FusedPeerCopies>) {
+          } else if constexpr (std::is_same_v<T, FusedPeerStep>) {
             for (const PeerSync* s : {&body.ready, &body.done}) {
               for (int p : s->notify) peers_->require(p);
               for (int p : s->await) peers_->require(p);
             }
-            rt.batch = peers_->prepare_fused(body, es, options_.timeout);
+            rt.batch = peers_->prepare_fused(body, program_.dtype, options_.timeout);
             rt.communicates = true;
           }
         },
@@ -246,7 +246,7 @@ void Executor::execute(size_t index, const BufferBases& bases, StreamHandle stre
       [&](const auto& body) {
         using T = std::decay_t<decltype(body)>;
         if constexpr (std::is_same_v<T, Copies> || std::is_same_v<T, Reductions> ||
-                      std::is_same_v<T, FusedPeerCopies>) {
+                      std::is_same_v<T, FusedPeerStep>) {
           rt.batch->run(bases, stream);
         } else if constexpr (std::is_same_v<T, PeerSync>) {
           peers_->sync(body, stream);

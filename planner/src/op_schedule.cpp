@@ -70,7 +70,7 @@ void schedule_one_sided(StepOps& out, StepParts& parts, int step, int element_si
   // Staging precedes the ready post (stream order on the main lane), so "ready" covers the staged copy.
   if (!p.stage.empty()) out.copies(std::move(p.stage), Lane::kMain, {}, p.stage_engine);
   if (p.fused) {
-    FusedPeerCopies f{std::move(parts.local_engine), std::move(p.ready), std::move(p.done), step};
+    FusedPeerStep f{std::move(parts.local_engine), std::move(p.ready), std::move(p.done), step, std::move(p.reduce)};
     for (auto* list : {&parts.local, &p.engine_copies, &p.kernel_copies})
       f.regions.insert(f.regions.end(), list->begin(), list->end());
     out.add(std::move(f), Lane::kMain);

@@ -32,7 +32,7 @@ struct OneSidedParts {
   PeerSync ready, done;
   std::vector<CopyRegion> engine_copies, kernel_copies;  // peer regions on the copy engines, or one kernel
   std::vector<ReduceRegion> reduce;
-  bool fused = false;  // everything in one launch (FusedPeerCopies); no reductions
+  bool fused = false;  // everything in one launch (FusedPeerStep): its copies, or its reductions
 };
 
 // Everything one rank does in one step: its local copies (on a kernel, or on the copy engines) and either stages or

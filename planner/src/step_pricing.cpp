@@ -181,7 +181,7 @@ void StepPricer::finish_p2p(const std::vector<RankExchange>& ranks, const Exchan
   const int n = static_cast<int>(ranks.size());
   const bool one_sided = rules.transport == Transport::kNvlink;
   ps.scratch.resize(n);
-  double fused_us = 0;  // the step as one kernel per rank (one-sided steps without reductions)
+  double fused_us = 0;  // the step as one kernel per rank (its copies, or its reductions)
   int most_peers = 0;
   for (int r = 0; r < n; ++r) {
     ps.scratch[r] = ranks[r].scratch().total();
@@ -194,7 +194,7 @@ void StepPricer::finish_p2p(const std::vector<RankExchange>& ranks, const Exchan
   if (ps.step.bytes_moved > 0)  // a step that moves nothing only copies locally
     ps.step.estimated_us =
         one_sided ? model_.one_sided_with_overhead(ps.step.estimated_us) : model_.with_overhead(ps.step.estimated_us);
-  const bool fusable = one_sided && !rules.reduces && ps.step.bytes_moved > 0 && most_peers <= kMaxFusedPeers;
+  const bool fusable = one_sided && ps.step.bytes_moved > 0 && most_peers <= kMaxFusedPeers;
   if (fusable && fusion_ != Fusion::kNever && (fusion_ == Fusion::kAlways || fused_us < ps.step.estimated_us)) {
     ps.step.fused = true;
     ps.step.estimated_us = fused_us;

@@ -5,8 +5,6 @@
 
 namespace reshard::cuda {
 
-constexpr int kThreads = 256;
-
 // A unit's source and destination.
 template <class Unit>
 struct Pair {

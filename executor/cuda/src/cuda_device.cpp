@@ -69,6 +69,7 @@ void load_kernels(int device) {
   if (loaded.count(device)) return;
   RESHARD_CUDA_CHECK(cuda::load_copy_kernels());
   RESHARD_CUDA_CHECK(cuda::load_reduce_kernels());
+  RESHARD_CUDA_CHECK(cuda::load_fused_reduce_kernels());
   loaded.insert(device);
 }
 

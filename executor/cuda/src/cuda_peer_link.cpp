@@ -26,8 +26,8 @@
 #include <string_view>
 #include <thread>
 
-#include "copy_batches.hpp"
 #include "cuda_peer_link.hpp"
+#include "fused_batches.hpp"
 #include "driver_api.hpp"
 #include "reshard/cuda_check.hpp"
 #include "reshard/cuda_device.hpp"
@@ -81,43 +81,6 @@ constexpr int kPhases = 2;
 // post and run ahead; graphs use flags that only graph replays touch.
 constexpr int kFlagSlots = 2 * kPhases;
 constexpr int kFusedSlots = 8;  // fused steps per plan (their flags: one epoch per slot, phase and peer)
-
-// Tiles of a fused step: the smallest power of two of 2 KiB to 64 KiB that makes at most one tile per SM where the step
-// allows (a block, one per SM, then copies one tile: each tile a block walks costs a round trip to the peer, and a
-// 16 KiB tile is one round of its threads' loads, copy_tile.cuh), and small tiles for small steps, so that their
-// blocks spread over the SMs instead of leaving most of the GPU idle.
-long long tile_bytes_for(const std::vector<CopyRegion>& regions, int es, int sm_count) {
-  long long total = 0;
-  for (const CopyRegion& r : regions) total += r.shape.product() * es;
-  long long tile = 2048;
-  while (tile < 64 * 1024 && (total + tile - 1) / tile > sm_count) tile *= 2;
-  return tile;
-}
-
-// A fused step: its tiles, its call counter and its flags (fused_kernel.cu).
-class FusedBatch : public CopyBatch {
- public:
-  FusedBatch(Device& device, int ordinal, int sm_count, const std::vector<CopyRegion>& regions, int es,
-             const FusedSync& sync)
-      : tiles_(device, ordinal, regions, es, tile_bytes_for(regions, es, sm_count)),
-        state_(device.allocate(2 * sizeof(unsigned long long))),
-        sync_(sync) {
-    RESHARD_CUDA_CHECK(cudaMemset(state_->data(), 0, 2 * sizeof(unsigned long long)));
-    RESHARD_CUDA_CHECK(cudaStreamSynchronize(cudaStreamLegacy));  // the runs' streams do not wait for it
-    sync_.state = static_cast<unsigned long long*>(state_->data());
-    blocks_ = std::max(1, std::min(tiles_.tile_count(), sm_count));
-  }
-  void run(const BufferBases& b, StreamHandle stream) override {
-    RESHARD_CUDA_CHECK(launch_fused(tiles_.regions(), tiles_.tiles(), tiles_.tile_count(), blocks_,
-                                    tiles_.bases().fill(b), sync_, static_cast<cudaStream_t>(stream)));
-  }
-
- private:
-  TileSet tiles_;
-  std::unique_ptr<DeviceMemory> state_;
-  FusedSync sync_;
-  int blocks_ = 1;
-};
 
 class CudaPeerLink : public PeerLink {
  public:
@@ -214,8 +177,9 @@ class CudaPeerLink : public PeerLink {
     if (error_) cudaFreeHost(error_);
   }
 
-  std::unique_ptr<CopyBatch> prepare_fused(const FusedPeerCopies& op, int element_size,
+  std::unique_ptr<CopyBatch> prepare_fused(const FusedPeerStep& op, DType dtype,
                                            std::chrono::milliseconds timeout) override {
+    RESHARD_REQUIRE(op.regions.empty() || op.reduce.empty(), "a fused step either copies or reduces, not both");
     RESHARD_REQUIRE(op.slot >= 0 && op.slot < kFusedSlots, "a plan fuses at most ", kFusedSlots,
                     " one-sided steps (step ", op.slot, ")");
     const std::vector<int>* lists[4] = {&op.ready.notify, &op.done.notify, &op.ready.await, &op.done.await};
@@ -235,7 +199,9 @@ class CudaPeerLink : public PeerLink {
     fill_await(op.done.await, 1, s.await_done, s.await_done_count);
     s.error = error_device_;
     s.timeout_ns = static_cast<unsigned long long>(timeout.count()) * 1000000ull;
-    return std::make_unique<FusedBatch>(device_, ordinal_, sm_count_, op.regions, element_size, s);
+    if (!op.reduce.empty())
+      return make_fused_reductions(device_, ordinal_, sm_count_, op.reduce, op.reduce.front().dtype.value_or(dtype), s);
+    return make_fused_copies(device_, ordinal_, sm_count_, op.regions, element_size(dtype), s);
   }
 
   void check() override {

@@ -1,100 +1,99 @@
-// CudaDevice::prepare_reductions: descriptors of a batch of reductions uploaded once, one kernel launch per run.
+// Reductions on the GPU: a batch's descriptors cut into tiles and uploaded once (ReduceTileSet), and
+// CudaDevice::prepare_reductions, one kernel launch per run.
 #include <algorithm>
 
 #include "device_bases.hpp"
-#include "reduce_kernels.hpp"
+#include "reduce_tiles.hpp"
 #include "reshard/cuda_check.hpp"
 #include "reshard/cuda_device.hpp"
-#include "reshard/detail/reduce_math.hpp"
 
 namespace reshard {
-namespace {
+namespace cuda {
 
-// A block's share: small enough that a few MiB spread over every SM (a 2 MiB f32 reduction is 128 tiles), as the
-// loads of a tile's row wait on NVLink round trips when a source is a peer's memory.
-constexpr long long kTileElements = 4 * 1024;
+ReduceTileSet::ReduceTileSet(Device& device, const std::vector<ReduceRegion>& regions, DType dtype,
+                             long long tile_elements)
+    : as_(detail::reduce_as(dtype)) {
+  RESHARD_REQUIRE(tile_elements >= 1, "reduction tiles must hold at least one element");
+  // complex64 runs as f32 pairs: every element offset and outer stride doubles, and so does the contiguous row.
+  const long long lanes = as_.lanes;
+  std::vector<DeviceReduceRegion> rs;
+  std::vector<DeviceReduceSource> srcs;
+  std::vector<DeviceReduceTile> tiles;
+  for (const ReduceRegion& r : regions) {
+    const int nd = r.shape.size();
+    RESHARD_REQUIRE(nd <= kMaxReduceDims, "reduction region has ", nd, " dims; at most ", kMaxReduceDims);
+    RESHARD_REQUIRE(r.srcs.size() == r.src_strides.size(), "reduction region: ", r.srcs.size(), " sources but ",
+                    r.src_strides.size(), " stride sets");
+    RESHARD_REQUIRE(nd >= 1 && r.dst_strides[nd - 1] == 1, "reduction region: the innermost dim must be contiguous");
+    for (const Dims& st : r.src_strides)
+      RESHARD_REQUIRE(st[nd - 1] == 1, "reduction region: the innermost dim must be contiguous in every source");
+    require_reducible(dtype, r.op);
+    const long long n = r.shape.product();
+    if (n == 0) continue;
+    DeviceReduceRegion d;
+    d.dst_buffer = bases_.code(r.dst);
+    d.ndim = nd;
+    d.first_src = static_cast<int>(srcs.size());
+    d.src_count = static_cast<int>(r.srcs.size());
+    d.op = r.op;
+    d.divisor = r.divisor;
+    d.dst_offset = r.dst.offset * lanes;
+    for (int k = 0; k < nd; ++k) {
+      d.shape[k] = k == nd - 1 ? r.shape[k] * lanes : r.shape[k];
+      d.dst_stride[k] = k == nd - 1 ? 1 : r.dst_strides[k] * lanes;
+    }
+    for (size_t j = 0; j < r.srcs.size(); ++j) {
+      DeviceReduceSource s;
+      s.buffer = bases_.code(r.srcs[j]);
+      s.offset = r.srcs[j].offset * lanes;
+      for (int k = 0; k < nd; ++k) s.stride[k] = k == nd - 1 ? 1 : r.src_strides[j][k] * lanes;
+      srcs.push_back(s);
+    }
+    const int index = static_cast<int>(rs.size());
+    rs.push_back(d);
+    const long long row = r.shape[nd - 1] * lanes, rows = n / r.shape[nd - 1];
+    if (row >= tile_elements) {
+      for (long long i = 0; i < rows; ++i)
+        for (long long c = 0; c < row; c += tile_elements)
+          tiles.push_back({index, i, i + 1, c, std::min(row, c + tile_elements)});
+    } else {
+      const long long per_tile = std::max(1LL, tile_elements / row);
+      for (long long i = 0; i < rows; i += per_tile) tiles.push_back({index, i, std::min(rows, i + per_tile), 0, row});
+    }
+  }
+  tile_count_ = static_cast<int>(tiles.size());
+  const size_t region_bytes = rs.size() * sizeof(DeviceReduceRegion),
+               source_bytes = srcs.size() * sizeof(DeviceReduceSource),
+               tile_bytes = tiles.size() * sizeof(DeviceReduceTile);
+  memory_ = device.allocate(region_bytes + source_bytes + tile_bytes + 16);
+  auto* base = static_cast<char*>(memory_->data());
+  regions_ = reinterpret_cast<DeviceReduceRegion*>(base);
+  sources_ = reinterpret_cast<DeviceReduceSource*>(base + region_bytes);
+  tiles_ = reinterpret_cast<DeviceReduceTile*>(base + region_bytes + source_bytes);
+  if (region_bytes) RESHARD_CUDA_CHECK(cudaMemcpy(regions_, rs.data(), region_bytes, cudaMemcpyHostToDevice));
+  if (source_bytes) RESHARD_CUDA_CHECK(cudaMemcpy(sources_, srcs.data(), source_bytes, cudaMemcpyHostToDevice));
+  if (tile_bytes) RESHARD_CUDA_CHECK(cudaMemcpy(tiles_, tiles.data(), tile_bytes, cudaMemcpyHostToDevice));
+  // Uploads go through the legacy stream, which non-blocking streams do not wait for: finish them before any run.
+  RESHARD_CUDA_CHECK(cudaStreamSynchronize(cudaStreamLegacy));
+}
+
+}  // namespace cuda
+
+namespace {
 
 class CudaReduceBatch : public CopyBatch {
  public:
   CudaReduceBatch(CudaDevice& device, const std::vector<ReduceRegion>& regions, DType dtype)
-      : as_(detail::reduce_as(dtype)) {
-    // complex64 runs as f32 pairs: every element offset and outer stride doubles, and so does the contiguous row.
-    const long long lanes = as_.lanes;
-    std::vector<cuda::DeviceReduceRegion> rs;
-    std::vector<cuda::DeviceReduceSource> srcs;
-    std::vector<cuda::DeviceReduceTile> tiles;
-    for (const ReduceRegion& r : regions) {
-      const int nd = r.shape.size();
-      RESHARD_REQUIRE(nd <= cuda::kMaxReduceDims, "reduction region has ", nd, " dims; at most ", cuda::kMaxReduceDims);
-      RESHARD_REQUIRE(r.srcs.size() == r.src_strides.size(), "reduction region: ", r.srcs.size(), " sources but ",
-                      r.src_strides.size(), " stride sets");
-      RESHARD_REQUIRE(nd >= 1 && r.dst_strides[nd - 1] == 1, "reduction region: the innermost dim must be contiguous");
-      for (const Dims& st : r.src_strides)
-        RESHARD_REQUIRE(st[nd - 1] == 1, "reduction region: the innermost dim must be contiguous in every source");
-      require_reducible(dtype, r.op);
-      const long long n = r.shape.product();
-      if (n == 0) continue;
-      cuda::DeviceReduceRegion d;
-      d.dst_buffer = bases_.code(r.dst);
-      d.ndim = nd;
-      d.first_src = static_cast<int>(srcs.size());
-      d.src_count = static_cast<int>(r.srcs.size());
-      d.op = r.op;
-      d.divisor = r.divisor;
-      d.dst_offset = r.dst.offset * lanes;
-      for (int k = 0; k < nd; ++k) {
-        d.shape[k] = k == nd - 1 ? r.shape[k] * lanes : r.shape[k];
-        d.dst_stride[k] = k == nd - 1 ? 1 : r.dst_strides[k] * lanes;
-      }
-      for (size_t j = 0; j < r.srcs.size(); ++j) {
-        cuda::DeviceReduceSource s;
-        s.buffer = bases_.code(r.srcs[j]);
-        s.offset = r.srcs[j].offset * lanes;
-        for (int k = 0; k < nd; ++k) s.stride[k] = k == nd - 1 ? 1 : r.src_strides[j][k] * lanes;
-        srcs.push_back(s);
-      }
-      const int index = static_cast<int>(rs.size());
-      rs.push_back(d);
-      const long long row = r.shape[nd - 1] * lanes, rows = n / r.shape[nd - 1];
-      if (row >= kTileElements) {
-        for (long long i = 0; i < rows; ++i)
-          for (long long c = 0; c < row; c += kTileElements)
-            tiles.push_back({index, i, i + 1, c, std::min(row, c + kTileElements)});
-      } else {
-        const long long per_tile = std::max(1LL, kTileElements / row);
-        for (long long i = 0; i < rows; i += per_tile)
-          tiles.push_back({index, i, std::min(rows, i + per_tile), 0, row});
-      }
-    }
-    tile_count_ = static_cast<int>(tiles.size());
-    const size_t region_bytes = rs.size() * sizeof(cuda::DeviceReduceRegion),
-                 source_bytes = srcs.size() * sizeof(cuda::DeviceReduceSource),
-                 tile_bytes = tiles.size() * sizeof(cuda::DeviceReduceTile);
-    memory_ = device.allocate(region_bytes + source_bytes + tile_bytes + 16);
-    auto* base = static_cast<char*>(memory_->data());
-    regions_ = reinterpret_cast<cuda::DeviceReduceRegion*>(base);
-    sources_ = reinterpret_cast<cuda::DeviceReduceSource*>(base + region_bytes);
-    tiles_ = reinterpret_cast<cuda::DeviceReduceTile*>(base + region_bytes + source_bytes);
-    if (region_bytes) RESHARD_CUDA_CHECK(cudaMemcpy(regions_, rs.data(), region_bytes, cudaMemcpyHostToDevice));
-    if (source_bytes) RESHARD_CUDA_CHECK(cudaMemcpy(sources_, srcs.data(), source_bytes, cudaMemcpyHostToDevice));
-    if (tile_bytes) RESHARD_CUDA_CHECK(cudaMemcpy(tiles_, tiles.data(), tile_bytes, cudaMemcpyHostToDevice));
-    // Uploads go through the legacy stream, which non-blocking streams do not wait for: finish them before any run.
-    RESHARD_CUDA_CHECK(cudaStreamSynchronize(cudaStreamLegacy));
-  }
+      : tiles_(device, regions, dtype) {}
 
   void run(const BufferBases& b, StreamHandle stream) override {
-    RESHARD_CUDA_CHECK(cuda::launch_reductions(regions_, sources_, tiles_, tile_count_, as_.dtype, bases_.fill(b),
+    RESHARD_CUDA_CHECK(cuda::launch_reductions(tiles_.regions(), tiles_.sources(), tiles_.tiles(), tiles_.tile_count(),
+                                               tiles_.kernel_dtype(), tiles_.bases().fill(b),
                                                static_cast<cudaStream_t>(stream)));
   }
 
  private:
-  cuda::BaseTable bases_;
-  detail::ReduceAs as_;
-  int tile_count_ = 0;
-  std::unique_ptr<DeviceMemory> memory_;
-  cuda::DeviceReduceRegion* regions_ = nullptr;
-  cuda::DeviceReduceSource* sources_ = nullptr;
-  cuda::DeviceReduceTile* tiles_ = nullptr;
+  cuda::ReduceTileSet tiles_;
 };
 
 }  // namespace

@@ -48,6 +48,14 @@ struct FusedSync {
   unsigned long long timeout_ns = 0;
 };
 
+// Threads per block of every copy, reduction and fused kernel.
+constexpr int kThreads = 256;
+
+// At least 4 blocks per SM (64 registers a thread) for the fused kernels: ranks sharing a GPU (the shared-GPU tests
+// run 4) each launch up to one block per SM, and their blocks wait for each other's posts, so all of them must be
+// resident at once.
+constexpr int kFusedBlocksPerSm = 4;
+
 // The fused step: post ready, wait for the sources, copy every tile (peer pulls and local copies), post done, wait
 // for the readers; `blocks` blocks (at least one, even with no tiles: the flags still flow).
 cudaError_t launch_fused(const DeviceCopyRegion* regions, const DeviceCopyTile* tiles, int tile_count, int blocks,

@@ -40,6 +40,15 @@ struct DeviceReduceTile {
 // Loads every dtype's reduction kernel into the current device's context now (see load_copy_kernels, kernels.hpp).
 cudaError_t load_reduce_kernels();
 
+// Loads every dtype's fused reduction kernel (fused_reduce_kernel.cu) into the current device's context now.
+cudaError_t load_fused_reduce_kernels();
+
+// The fused step that reduces: post ready, wait for the sources, reduce every tile, post done, wait for the readers
+// (kernels.hpp's FusedSync); `blocks` blocks (at least one, even with no tiles: the flags still flow).
+cudaError_t launch_fused_reductions(const DeviceReduceRegion* regions, const DeviceReduceSource* sources,
+                                    const DeviceReduceTile* tiles, int tile_count, int blocks, DType dtype,
+                                    DeviceBases bases, const FusedSync& sync, cudaStream_t stream);
+
 cudaError_t launch_reductions(const DeviceReduceRegion* regions, const DeviceReduceSource* sources,
                               const DeviceReduceTile* tiles, int tile_count, DType dtype, DeviceBases bases,
                               cudaStream_t stream);

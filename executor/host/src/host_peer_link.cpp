@@ -11,18 +11,18 @@ namespace {
 class HostPeerLink : public PeerLink {
   class Fused : public CopyBatch {
    public:
-    Fused(HostPeerLink& link, const FusedPeerCopies& op, std::unique_ptr<CopyBatch> copies)
-        : link_(link), ready_(op.ready), done_(op.done), copies_(std::move(copies)) {}
+    Fused(HostPeerLink& link, const FusedPeerStep& op, std::unique_ptr<CopyBatch> work)
+        : link_(link), ready_(op.ready), done_(op.done), work_(std::move(work)) {}
     void run(const BufferBases& bases, StreamHandle stream) override {
       link_.sync(ready_, stream);
-      copies_->run(bases, stream);
+      work_->run(bases, stream);
       link_.sync(done_, stream);
     }
 
    private:
     HostPeerLink& link_;
     PeerSync ready_, done_;
-    std::unique_ptr<CopyBatch> copies_;
+    std::unique_ptr<CopyBatch> work_;  // the step's copies or its reductions
   };
 
  public:
@@ -49,10 +49,14 @@ class HostPeerLink : public PeerLink {
     return {};
   }
 
-  // The host runs a fused step as what it stands for: ready, the copies, done.
-  std::unique_ptr<CopyBatch> prepare_fused(const FusedPeerCopies& op, int element_size,
-                                           std::chrono::milliseconds) override {
-    return std::make_unique<Fused>(*this, op, HostDevice().prepare_copies(Copies{op.regions}, element_size));
+  // The host runs a fused step as what it stands for: ready, the copies or the reductions, done.
+  std::unique_ptr<CopyBatch> prepare_fused(const FusedPeerStep& op, DType dtype, std::chrono::milliseconds) override {
+    RESHARD_REQUIRE(op.regions.empty() || op.reduce.empty(), "a fused step either copies or reduces, not both");
+    HostDevice device;
+    if (!op.reduce.empty())
+      return std::make_unique<Fused>(*this, op,
+                                     device.prepare_reductions(op.reduce, op.reduce.front().dtype.value_or(dtype)));
+    return std::make_unique<Fused>(*this, op, device.prepare_copies(Copies{op.regions}, element_size(dtype)));
   }
   void check() override {}  // waits throw on timeout themselves
 

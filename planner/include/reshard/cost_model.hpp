@@ -18,8 +18,8 @@
 //   serve_r = out_r / nvlink.copy_engine.bw         (peers pulling this rank's regions over its links)
 //   local_r = copy(local_kernel_r) + copy_engine(local_engine_r)
 // with nothing staged (no pack, no unpack, no scratch); its host work is nvlink.step_overhead_us. Fused into one
-// kernel per rank (small steps without reductions): t_r = nvlink.fused(max(in_r + local_r, out_r)), host work
-// nvlink.fused_overhead_us.
+// kernel per rank (small steps; a reducing step's in_r + local_r counts every contribution it reads):
+// t_r = nvlink.fused(max(in_r + local_r, out_r)), host work nvlink.fused_overhead_us.
 // Copies cost copy.alpha (a kernel launch) plus bytes / copy bandwidth, or on the copy engines copy_engine's;
 // nothing to copy costs nothing.
 // A step that communicates costs at least step_overhead_us, the executor's fixed host work per call (launches,

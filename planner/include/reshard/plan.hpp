@@ -39,7 +39,7 @@ enum class StepKind { kP2P, kAllGather, kAllToAll, kReduceScatter, kAllReduce, k
 // source tensor into the receiver's target tensor, for ranks that can address each other's memory (one host, peer
 // access). A step never holds kAuto; PlanOptions::transport does (the planner prices both).
 enum class Transport { kAuto, kNccl, kNvlink };
-// Whether one-sided steps fuse their flags and copies into one kernel per rank per call (steps without reductions).
+// Whether one-sided steps fuse their flags and their copies (or reductions) into one kernel per rank per call.
 enum class Fusion { kAuto, kAlways, kNever };
 // A fused step reads from at most this many peers per rank (the kernel's table of peer buffers).
 inline constexpr int kMaxFusedPeers = 15;

@@ -102,17 +102,19 @@ struct PeerSync {
 };
 
 // A one-sided step fused into one launch (small steps): post ready, wait for the sources, copy every region (peer
-// pulls and local copies), post done, wait for the readers. `slot` (the plan step) selects the step's flags.
-struct FusedPeerCopies {
+// pulls and local copies) or, for a step from a Partial source, reduce every region from its contributors' memory
+// (never both), post done, wait for the readers. `slot` (the plan step) selects the step's flags.
+struct FusedPeerStep {
   std::vector<CopyRegion> regions;
   PeerSync ready, done;
   int slot = 0;
+  std::vector<ReduceRegion> reduce;  // all of one dtype; non-empty only when `regions` is empty
 };
 
 // A point on a lane that operations on other lanes can wait for (the run's fork points and joins).
 struct Mark {};
 
-using OpBody = std::variant<Mark, Copies, Reductions, Exchange, CollectiveOp, PeerSync, FusedPeerCopies>;
+using OpBody = std::variant<Mark, Copies, Reductions, Exchange, CollectiveOp, PeerSync, FusedPeerStep>;
 
 struct Op {
   OpBody body;

@@ -1,0 +1,60 @@
+// The fused one-sided step that reduces (a step from a Partial source): flags and the reduction of every region from
+// its contributors' memory in one kernel per rank per call (small redistributions).
+#include "fused_sync.cuh"
+#include "reduce_tile.cuh"
+
+namespace reshard::cuda {
+namespace {
+
+// Loads of a source in flight per thread before combining. The fused kernels keep 4 blocks resident per SM (64
+// registers a thread, kFusedBlocksPerSm): at 4 no dtype spills; at 8 one did (ptxas -v, sm_90, CUDA 13.0).
+constexpr int kFusedUnroll = 4;
+
+template <class E>
+__global__ void __launch_bounds__(kThreads, kFusedBlocksPerSm)
+    fused_reduce(const DeviceReduceRegion* regions, const DeviceReduceSource* sources, const DeviceReduceTile* tiles,
+                 int tile_count, DeviceBases bases, FusedSync s) {
+  __shared__ unsigned long long epoch;
+  __shared__ int go;
+  if (threadIdx.x == 0) go = fused_begin(s, epoch);
+  __syncthreads();
+  if (go) {
+    for (int ti = blockIdx.x; ti < tile_count; ti += gridDim.x) {
+      const DeviceReduceTile t = tiles[ti];
+      reduce_tile<E, kFusedUnroll>(regions[t.region], sources, t, bases);
+    }
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) fused_end(s, epoch);
+}
+
+}  // namespace
+
+cudaError_t load_fused_reduce_kernels() {
+  cudaError_t first = cudaSuccess;
+  for (DType dtype : kAllDTypes) {
+    const cudaError_t e = visit_dtype(dtype, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      if constexpr (std::is_void_v<typename detail::Accumulator<T>::type>) {
+        return cudaSuccess;  // never launched as itself
+      } else {
+        cudaFuncAttributes attributes{};
+        return cudaFuncGetAttributes(&attributes, fused_reduce<DeviceElement<T>>);
+      }
+    });
+    if (first == cudaSuccess) first = e;
+  }
+  return first;
+}
+
+cudaError_t launch_fused_reductions(const DeviceReduceRegion* regions, const DeviceReduceSource* sources,
+                                    const DeviceReduceTile* tiles, int tile_count, int blocks, DType dtype,
+                                    DeviceBases bases, const FusedSync& sync, cudaStream_t stream) {
+  return visit_reducible(dtype, [&](auto tag) {
+    using E = DeviceElement<typename decltype(tag)::type>;
+    fused_reduce<E><<<blocks < 1 ? 1 : blocks, kThreads, 0, stream>>>(regions, sources, tiles, tile_count, bases, sync);
+    return cudaGetLastError();
+  });
+}
+
+}  // namespace reshard::cuda
