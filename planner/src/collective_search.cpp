@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
+#include <limits>
 #include <queue>
 
 #include "flat_map.hpp"
@@ -41,6 +43,7 @@ struct Visit {
   int steps = 0;
   bool done = false;
   bool has_edge = false;
+  bool equal_offer = false;  // an offer of the same cost and steps came from a state that tied with edge.prev
   Edge edge;
 };
 
@@ -65,8 +68,9 @@ struct QueueEntry {
 
 class Search {
  public:
+  // `prune`: skip edges that provably cannot change the route (below), where the search cannot reach its budget.
   Search(const Layout& src, const Layout& dst, const StepPricer& pricer, std::optional<int> max_collectives,
-         LayoutCache& cache)
+         LayoutCache& cache, bool prune)
       : src_(src), dst_(dst), pricer_(pricer), max_collectives_(max_collectives), cache_(cache) {
     const Mesh& mesh = src.mesh();
     // A mesh dim that is the same Partial in source and target keeps its contributions (partial.hpp, "kept"): no
@@ -79,11 +83,19 @@ class Search {
       for (const Placement& p : l->placements())
         if (p.is_strided() && std::find(strided_.begin(), strided_.end(), p) == strided_.end()) strided_.push_back(p);
     for (int k = 0; k < mesh.ndim(); ++k) options_.push_back(options(k));
+    prune_ = prune && !can_exhaust();
   }
 
   // Whether the search stopped at its work budget (run() then returned nullopt).
   bool exhausted() const { return exhausted_; }
   Index work() const { return work_; }
+  // Whether a pruned search may have chosen otherwise than the full one (run it again unpruned). Skipping edges
+  // against the goal's cost leaves entries out of the heap, all costlier than the goal, so every state popped before
+  // the goal keeps its cost and steps; but the heap may then pop states of equal cost and steps in another order, and
+  // that order decides between equal offers (the first one stays). The route is the full search's unless some state on
+  // it had equal offers from two states that tie, two goal states (counts of collectives) tie, or a step's price was
+  // negative or NaN (the costs would not be ordered as above).
+  bool unsure() const { return skipped_past_goal_ && (tie_ || exhausted_); }
 
   std::optional<Route> run() {
     const Key start = key_of(src_.placements()), goal = key_of(dst_.placements());
@@ -94,13 +106,17 @@ class Search {
     room.reserve(32);  // one allocation for a small mesh's search, not one per doubling
     queue_ = decltype(queue_)(std::greater<QueueEntry>(), std::move(room));
     queue_.push({0.0, 0, start});
+    goal_ = goal;
     while (!queue_.empty()) {
       QueueEntry e = queue_.top();
       queue_.pop();
       Visit& v = visits_[e.key];
       if (v.done) continue;
       v.done = true;
-      if ((e.key & placement_mask) == goal) return route_to(e.key);
+      if ((e.key & placement_mask) == goal) {
+        if (prune_) tie_ = tie_ || goal_tie(e.key) || route_tie(e.key);
+        return route_to(e.key);
+      }
       expand(e.key, v.cost, v.steps);
       if (exhausted_) return std::nullopt;
     }
@@ -153,6 +169,20 @@ class Search {
     work_ += units;
     exhausted_ = exhausted_ || work_ > kSearchBudget;
     return !exhausted_;
+  }
+
+  // Whether the search could spend its budget: every state's boxes and every state's edges (at most one expansion
+  // per search key) counted, as an upper bound.
+  bool can_exhaust() const {
+    double states = 1, edges = 0;
+    for (int k : movable_) {
+      states *= static_cast<double>(options_[k].size());
+      edges += static_cast<double>(options_[k].size());
+    }
+    edges += 2.0 * std::ldexp(1.0, static_cast<int>(movable_.size()));
+    const double keys = states * (max_collectives_ ? static_cast<double>(*max_collectives_) + 1 : 1.0);
+    const double bound = states * src_.mesh().size() + keys * edges * static_cast<double>(kEdgeCost);
+    return !(bound <= static_cast<double>(kSearchBudget) / 2);
   }
 
   // Placements a mesh dim may take: R and every S(d); P(op) where the source has it (it can be reduced away) or
@@ -224,7 +254,20 @@ class Search {
       states_[placements_key(to_key)].placements = to;
     }
     // Both layouts count against this search's budget (their boxes come from the planning's cache).
-    boxes(from_key);
+    const RankBoxes& from_boxes = boxes(from_key);
+    if (prune_) {
+      // The step's price is at least its floor: an edge whose floor leaves it no better than the target's tentative
+      // cost changes nothing (the full search would not update or push the target); one that costs more than a route
+      // to the goal already found is never expanded before the goal (its entry would sort after the goal's), so it
+      // cannot be on the route, though leaving it out of the heap may reorder entries of equal cost and steps
+      // (run() notes those, and the caller then searches again unpruned).
+      const double least = cost + pricer_.collective_floor(from_boxes, *kind, dims);
+      if (seen && seen->has_edge && least > seen->cost) return;
+      if (least > goal_cost_) {
+        skipped_past_goal_ = true;
+        return;
+      }
+    }
     try {
       boxes(to_key);
     } catch (const Error& e) {
@@ -236,17 +279,47 @@ class Search {
     const std::optional<StepPrice> valid = cache_.collective_step(from, to, *kind, dims, pricer_);
     if (!valid) return;
     const StepPrice price = *valid;
+    tie_ = tie_ || !(price.us >= 0);  // a negative or NaN price (unsure())
     double c = cost + price.us;
     int s = steps + (is_communication(*kind) ? kCollectiveWeight : 1);  // ties: fewer collectives, then fewer steps
     Visit& v = visits_[to_key];
     bool better = !v.has_edge || c < v.cost || (c == v.cost && s < v.steps);
-    if (!better) return;
+    if (!better) {
+      // An equal offer from a state popped in the same place (equal cost and steps): which came first is the heap's
+      // choice. (From the same state, or one popped before or after, their order is fixed.)
+      if (c == v.cost && s == v.steps && from_key != v.edge.prev) {
+        const Visit& other = visits_[v.edge.prev];
+        v.equal_offer = v.equal_offer || (other.cost == cost && other.steps == steps);
+      }
+      return;
+    }
+    v.equal_offer = false;
     v.cost = c;
     v.steps = s;
     v.has_edge = true;
     v.edge = Edge{from_key, *kind, static_cast<int>(dims.size()), {}, price};
     std::copy(dims.begin(), dims.end(), v.edge.dims.begin());
     queue_.push({c, s, to_key});
+    if (placements_key(to_key) == goal_) goal_cost_ = std::min(goal_cost_, c);
+  }
+
+  // Whether another goal state (another count of collectives) waits with the same cost and steps as `goal`.
+  bool goal_tie(Key goal) {
+    if (!max_collectives_) return false;
+    const Visit& g = visits_[goal];
+    for (int count = 0; count <= *max_collectives_; ++count) {
+      const Key k = goal_ | static_cast<Key>(count) << kCountShift;
+      const Visit* v = k == goal ? nullptr : visits_.find(k);
+      if (v && v->has_edge && v->cost == g.cost && v->steps == g.steps) return true;
+    }
+    return false;
+  }
+
+  // Whether a state on the route to `goal` had equal offers from two states that tie.
+  bool route_tie(Key goal) {
+    for (Key k = goal; visits_[k].has_edge; k = visits_[k].edge.prev)
+      if (visits_[k].equal_offer) return true;
+    return false;
   }
 
   Route route_to(Key goal) {
@@ -283,19 +356,20 @@ class Search {
   std::vector<Placement> strided_;  // the _StridedShard placements of the source and target, by code
   Index work_ = 0;
   bool exhausted_ = false;
+  bool prune_ = false;
+  Key goal_ = 0;                                                // the target's placements key
+  double goal_cost_ = std::numeric_limits<double>::infinity();  // the cheapest route to the goal found so far
+  bool skipped_past_goal_ = false;                              // an edge was skipped against goal_cost_
+  bool tie_ = false;  // the route might depend on the order of equal entries, or prices are not ordered (unsure())
   KeyMap<PlacementState> states_;  // by placements key
   LayoutCache& cache_;
   KeyMap<Visit> visits_;  // by search key
   std::priority_queue<QueueEntry, std::vector<QueueEntry>, std::greater<QueueEntry>> queue_;
 };
 
-}  // namespace
-
-std::optional<Route> search_collective_route(const Layout& src, const Layout& dst, const StepPricer& pricer,
-                                             std::optional<int> max_collectives, LayoutCache& cache,
-                                             std::string* reason) {
-  Search search(src, dst, pricer, max_collectives, cache);
-  std::optional<Route> r = search.run();
+// The search's route, or nullopt with `reason` set.
+std::optional<Route> finish(const Search& search, std::optional<Route> r, const Layout& src,
+                            std::optional<int> max_collectives, std::string* reason) {
   if (!r && reason && search.exhausted())
     *reason = cat("the search for a chain of collectives exceeded its budget (", kSearchBudget, " rank boxes) on mesh ",
                   src.mesh().str(), " with a ", src.ndim(),
@@ -304,6 +378,21 @@ std::optional<Route> search_collective_route(const Layout& src, const Layout& ds
     *reason = max_collectives ? cat("no chain of at most ", *max_collectives, " collectives reaches the target")
                               : std::string("no chain of collectives reaches the target");
   return r;
+}
+
+}  // namespace
+
+std::optional<Route> search_collective_route(const Layout& src, const Layout& dst, const StepPricer& pricer,
+                                             std::optional<int> max_collectives, LayoutCache& cache,
+                                             std::string* reason) {
+  // The pruned search, and the full one where the pruned one cannot vouch for its choice (rare: equal costs). The
+  // reference planner searches in full (tests/planner_equivalence_test.cpp compares the two).
+  Search pruned(src, dst, pricer, max_collectives, cache, !pricer.reference());
+  std::optional<Route> r = pruned.run();
+  if (!pruned.unsure()) return finish(pruned, std::move(r), src, max_collectives, reason);
+  Search search(src, dst, pricer, max_collectives, cache, false);
+  r = search.run();
+  return finish(search, std::move(r), src, max_collectives, reason);
 }
 
 }  // namespace reshard::detail

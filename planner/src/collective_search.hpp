@@ -23,6 +23,10 @@ struct Route {
 // The search has a fixed work budget (kSearchBudget: 2^19 rank boxes computed, edges checked counting 16 each); past
 // it, nullopt with a `reason` naming the mesh and the budget. The budget is a count, not a time, so every rank of a job
 // decides alike.
+// Edges that provably cannot change the route are not checked or priced (StepPricer::collective_floor against the
+// target's tentative cost and the best route to the target found so far) where the search cannot reach its budget; the
+// route is the one the full search returns (where equal costs leave the order to the heap, the full search is run).
+// A reference pricer (StepPricer::reference) searches in full.
 // `cache`: the planning's layouts (shared with its other searches; the work budget counts every layout this search
 // visits, cached or not, so that the decision does not depend on what other searches built).
 std::optional<Route> search_collective_route(const Layout& src, const Layout& dst, const StepPricer& pricer,

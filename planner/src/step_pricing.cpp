@@ -1,6 +1,7 @@
 #include "step_pricing.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <string>
 #include <utility>
 #include <vector>
@@ -136,6 +137,21 @@ StepPrice StepPricer::collective_wire(const RankBoxes& a, const RankBoxes& b, St
       break;
   }
   fail(ErrorKind::kInternal, "p2p steps are priced from their transfers");
+}
+
+double StepPricer::collective_floor(const RankBoxes& a, StepKind kind, std::span<const int> dims) const {
+  if (!is_communication(kind)) return -std::numeric_limits<double>::infinity();
+  // As collective_wire computes them: pack and unpack start at 0 and only grow, so with_overhead(pack + wire +
+  // unpack) >= with_overhead(wire) (rounding is monotonic, with_overhead a max).
+  double wire = -std::numeric_limits<double>::infinity();
+  if (kind == StepKind::kAllGather || kind == StepKind::kAllReduce) {
+    const Mesh& mesh = a.layout().mesh();
+    const int n = mesh.group_size(dims);
+    const LinkClass link = group_link(mesh, dims, model_.topology());
+    wire = kind == StepKind::kAllGather ? model_.all_gather_us(n, a.max_volume() * es_, link)
+                                        : model_.all_reduce_us(n, a.max_volume() * es_, link);
+  }
+  return model_.with_overhead(wire);
 }
 
 PricedStep StepPricer::p2p_step(const RankBoxes& a, const RankBoxes& b, Transport transport) {

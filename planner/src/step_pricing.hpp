@@ -55,6 +55,11 @@ class StepPricer {
   StepPrice collective(const RankBoxes& a, const RankBoxes& b, StepKind kind, std::span<const int> dims) const;
   // The same without the fixed per-step overhead.
   StepPrice collective_wire(const RankBoxes& a, const RankBoxes& b, StepKind kind, std::span<const int> dims) const;
+  // A floor of collective(a, b, kind, dims).us for every b (read off the source boxes only, without checking that the
+  // step is valid): what a search may compare against its best so far before building b and pricing the step. All
+  // gathers: the wire time of the largest member (packing and unpacking add to it); all_reduce: its price; other
+  // communication steps: the fixed per-step overhead; local steps: -infinity (no floor).
+  double collective_floor(const RankBoxes& a, StepKind kind, std::span<const int> dims) const;
   // Every rank's scratch for a collective or local step (computed once per class of alike ranks).
   std::vector<Index> collective_scratch(const RankBoxes& a, const RankBoxes& b, StepKind kind,
                                         std::span<const int> dims) const;
