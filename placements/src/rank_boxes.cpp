@@ -8,10 +8,11 @@
 namespace reshard {
 namespace {
 
-// Storage of large tables kept for reuse on this thread: at most kKept buffers and kKeptBytes in all, each at least
-// kMinBytes (smaller ones come cheaply from the allocator's own bins). take() returns the kept buffer with the
-// smallest sufficient capacity (cleared), or an empty vector; give() keeps a buffer's storage, dropping the smallest
-// kept one when full.
+// Storage of tables kept for reuse on this thread: at most kKept buffers and kKeptBytes in all, each at least
+// kMinBytes (smaller ones come cheaply from the allocator's per-thread cache; a small mesh's box table, 144 bytes per
+// rank, is beyond it and cost several hundred instructions to take from the shared bins and give back, per layout).
+// take() returns the kept buffer with the smallest sufficient capacity (cleared), or an empty vector; give() keeps a
+// buffer's storage, dropping the smallest kept one when full.
 template <class T>
 class BufferPool {
  public:
@@ -41,7 +42,7 @@ class BufferPool {
   }
 
  private:
-  static constexpr size_t kKept = 16, kMinBytes = size_t{64} << 10, kKeptBytes = size_t{256} << 20;
+  static constexpr size_t kKept = 16, kMinBytes = size_t{1} << 10, kKeptBytes = size_t{256} << 20;
   std::vector<std::vector<T>> kept_;
   size_t bytes_ = 0;
 };
@@ -81,7 +82,10 @@ RankBoxes::RankBoxes(Layout moved) : layout_(std::move(moved)) {
   // layouts go through box_at (which names the rank whose part is not one box): no temporary allocation beside the
   // boxes themselves.
   constexpr size_t kTable = 256;
-  Interval table[kTable];
+  struct Entry {  // an Interval without its default member initialisers (the table is not zeroed)
+    Index begin, size;
+  };
+  Entry table[kTable];
   Index table_begin[kMaxDims + 1] = {};
   bool tables = layout.one_box_per_rank();
   if (tables) {
@@ -99,7 +103,8 @@ RankBoxes::RankBoxes(Layout moved) : layout_(std::move(moved)) {
       const std::span<const int> dims = layout.sharding_mesh_dims(d);
       Dims c(mesh.ndim(), 0);
       while (true) {
-        table[at++] = layout.interval(d, c);
+        const Interval x = layout.interval(d, c);
+        table[at++] = Entry{x.begin, x.size};
         int j = static_cast<int>(dims.size()) - 1;
         while (j >= 0 && ++c[dims[j]] == mesh.shape()[dims[j]]) c[dims[j--]] = 0;
         if (j < 0) break;
@@ -115,7 +120,7 @@ RankBoxes::RankBoxes(Layout moved) : layout_(std::move(moved)) {
       for (int d = 0; d < nd; ++d) {
         Index i = 0;
         for (int k : layout.sharding_mesh_dims(d)) i = i * mesh.shape()[k] + coord[k];
-        const Interval& iv = table[table_begin[d] + i];
+        const Entry& iv = table[table_begin[d] + i];
         proto.offset[d] = iv.begin;
         proto.shape[d] = iv.size;
       }
