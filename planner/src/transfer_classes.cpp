@@ -64,23 +64,32 @@ const TransferClasses::Table& TransferClasses::table(const Layout& own,
 
 void TransferClasses::product(const Layout& own, const Table& t, int rank, Index multiplicity,
                               std::vector<TransferClass>& out) const {
-  out.clear();
   const Mesh& mesh = own.mesh();
   const Dims coord = mesh.coord_of(rank);
   const int nd = own.ndim();
   const DimClass* per_dim[kMaxDims];
   int sizes[kMaxDims];
+  size_t total = 1;
   for (int d = 0; d < nd; ++d) {
     const auto [begin, end] = t[d].of_combo[combo_of(mesh, own.sharding_mesh_dims(d), coord)];
-    if (begin == end) return;  // the rank's box is empty: no transfers
+    if (begin == end) {  // the rank's box is empty: no transfers
+      out.clear();
+      return;
+    }
     per_dim[d] = t[d].classes.data() + begin;
     sizes[d] = end - begin;
+    total *= static_cast<size_t>(sizes[d]);
   }
+  // The classes are written into `out`'s elements in place: their offsets stay 0 and only shapes and counts change
+  // (copying a zeroed pair of boxes per class cost more than the class itself).
+  if (!out.empty() && out.front().region.ndim() != nd) out.clear();
+  if (out.size() < total)
+    out.resize(total, TransferClass{Box{Dims(nd), Dims(nd)}, Box{Dims(nd), Dims(nd)}, 0});
+  else
+    out.resize(total);
   int at[kMaxDims] = {};
-  const TransferClass zero{Box{Dims(nd), Dims(nd)}, Box{Dims(nd), Dims(nd)}, multiplicity};
-  while (true) {
-    out.push_back(zero);
-    TransferClass& c = out.back();
+  for (TransferClass& c : out) {
+    c.count = multiplicity;
     for (int d = 0; d < nd; ++d) {
       const DimClass& x = per_dim[d][at[d]];
       c.region.shape[d] = x.overlap;
@@ -89,7 +98,6 @@ void TransferClasses::product(const Layout& own, const Table& t, int rank, Index
     }
     int d = nd - 1;
     while (d >= 0 && ++at[d] == sizes[d]) at[d--] = 0;
-    if (d < 0) return;
   }
 }
 
