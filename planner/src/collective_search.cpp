@@ -268,15 +268,16 @@ class Search {
         return;
       }
     }
+    const RankBoxes* to_boxes = nullptr;
     try {
-      boxes(to_key);
+      to_boxes = &boxes(to_key);
     } catch (const Error& e) {
       // A layout whose ranks together hold more than int64 counts (a huge tensor replicated) is no way through.
       if (e.kind() != ErrorKind::kInvalidArgument) throw;
       return;
     }
     if (!spend(kEdgeCost)) return;
-    const std::optional<StepPrice> valid = cache_.collective_step(from, to, *kind, dims, pricer_);
+    const std::optional<StepPrice> valid = cache_.collective_step(from_boxes, *to_boxes, *kind, dims, pricer_);
     if (!valid) return;
     const StepPrice price = *valid;
     tie_ = tie_ || !(price.us >= 0);  // a negative or NaN price (unsure())

@@ -75,10 +75,13 @@ class LayoutCache {
                                            StepKind kind, const std::vector<int>& dims, const StepPricer& pricer) {
     const StepKey key = step_key(from, to, kind, dims, pricer);
     if (const std::optional<StepPrice>* known = steps_.find(key)) return *known;
-    const RankBoxes &a = boxes(from), &b = boxes(to);
-    std::optional<StepPrice> price;
-    if (transition_valid(a, b, kind, dims)) price = pricer.collective(a, b, kind, dims);
-    return steps_.get_or(key, [&] { return price; });
+    return priced(key, boxes(from), boxes(to), kind, dims, pricer);
+  }
+  // The same for a step between layouts whose boxes (from this cache) the caller holds.
+  std::optional<StepPrice> collective_step(const RankBoxes& a, const RankBoxes& b, StepKind kind,
+                                           const std::vector<int>& dims, const StepPricer& pricer) {
+    return priced(step_key(a.layout().placements(), b.layout().placements(), kind, dims, pricer), a, b, kind, dims,
+                  pricer);
   }
 
   // Every rank's scratch for the collective or local step from -> to of `kind` on `dims`; computed once per planning
@@ -112,6 +115,15 @@ class LayoutCache {
       return h ^ static_cast<std::size_t>(k.chunk);
     }
   };
+
+  std::optional<StepPrice> priced(const StepKey& key, const RankBoxes& a, const RankBoxes& b, StepKind kind,
+                                  const std::vector<int>& dims, const StepPricer& pricer) {
+    return steps_.get_or(key, [&] {
+      std::optional<StepPrice> price;
+      if (transition_valid(a, b, kind, dims)) price = pricer.collective(a, b, kind, dims);
+      return price;
+    });
+  }
 
   static StepKey step_key(const std::vector<Placement>& from, const std::vector<Placement>& to, StepKind kind,
                           const std::vector<int>& dims, const StepPricer& pricer) {
