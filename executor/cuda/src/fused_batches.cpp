@@ -23,12 +23,13 @@ long long tile_bytes_for(const std::vector<CopyRegion>& regions, int es, int sm_
   return tile;
 }
 
-// Tiles of a fused reduction step, in elements of the dtype the kernel runs: the same rule from 1K elements (one round
-// of a block's loads, kFusedUnroll in fused_reduce_kernel.cu) to the batched kernel's 4K.
+// Tiles of a fused reduction step, in elements of the dtype the kernel runs: the same rule from 2K elements (one round
+// of a block's loads of a source for types of up to 4 bytes, kFusedUnroll in fused_reduce_kernel.cu) to the batched
+// kernel's 4K.
 long long tile_elements_for(const std::vector<ReduceRegion>& regions, DType dtype, int sm_count) {
   long long total = 0;
   for (const ReduceRegion& r : regions) total += r.shape.product() * detail::reduce_as(dtype).lanes;
-  long long tile = 1024;
+  long long tile = 2048;
   while (tile < kReduceTileElements && (total + tile - 1) / tile > sm_count) tile *= 2;
   return tile;
 }

@@ -6,11 +6,13 @@
 namespace reshard::cuda {
 namespace {
 
-// Loads of a source in flight per thread before combining. The fused kernels keep 4 blocks resident per SM (64
-// registers a thread, kFusedBlocksPerSm): at 4 no dtype spills; at 8 one did (ptxas -v, sm_90, CUDA 13.0).
-constexpr int kFusedUnroll = 4;
+// Loads of a source in flight per thread before combining: 8 for elements of up to 4 bytes, 4 for 8-byte ones. The
+// fused kernels keep 4 blocks resident per SM (64 registers a thread, kFusedBlocksPerSm), and 8 loads of an 8-byte
+// type spilled there (ptxas -v, sm_90, CUDA 13.0); 4 loads of a 2-byte type kept only 8 bytes a thread in flight.
+template <class T>
+constexpr int kFusedUnroll = sizeof(T) <= 4 ? 8 : 4;
 
-template <class E>
+template <class T>
 __global__ void __launch_bounds__(kThreads, kFusedBlocksPerSm)
     fused_reduce(const DeviceReduceRegion* regions, const DeviceReduceSource* sources, const DeviceReduceTile* tiles,
                  int tile_count, DeviceBases bases, FusedSync s) {
@@ -21,7 +23,7 @@ __global__ void __launch_bounds__(kThreads, kFusedBlocksPerSm)
   if (go) {
     for (int ti = blockIdx.x; ti < tile_count; ti += gridDim.x) {
       const DeviceReduceTile t = tiles[ti];
-      reduce_tile<E, kFusedUnroll>(regions[t.region], sources, t, bases);
+      reduce_tile<DeviceElement<T>, kFusedUnroll<T>>(regions[t.region], sources, t, bases);
     }
   }
   __syncthreads();
@@ -39,7 +41,7 @@ cudaError_t load_fused_reduce_kernels() {
         return cudaSuccess;  // never launched as itself
       } else {
         cudaFuncAttributes attributes{};
-        return cudaFuncGetAttributes(&attributes, fused_reduce<DeviceElement<T>>);
+        return cudaFuncGetAttributes(&attributes, fused_reduce<T>);
       }
     });
     if (first == cudaSuccess) first = e;
@@ -51,8 +53,8 @@ cudaError_t launch_fused_reductions(const DeviceReduceRegion* regions, const Dev
                                     const DeviceReduceTile* tiles, int tile_count, int blocks, DType dtype,
                                     DeviceBases bases, const FusedSync& sync, cudaStream_t stream) {
   return visit_reducible(dtype, [&](auto tag) {
-    using E = DeviceElement<typename decltype(tag)::type>;
-    fused_reduce<E><<<blocks < 1 ? 1 : blocks, kThreads, 0, stream>>>(regions, sources, tiles, tile_count, bases, sync);
+    using T = typename decltype(tag)::type;
+    fused_reduce<T><<<blocks < 1 ? 1 : blocks, kThreads, 0, stream>>>(regions, sources, tiles, tile_count, bases, sync);
     return cudaGetLastError();
   });
 }
