@@ -43,7 +43,8 @@ struct Visit {
   int steps = 0;
   bool done = false;
   bool has_edge = false;
-  bool equal_offer = false;  // an offer of the same cost and steps came from a state that tied with edge.prev
+  bool edge_deferred = false;  // the edge's offer came from the deferred edges (Search::relax_edge)
+  bool equal_offer = false;    // an offer of the same cost and steps came whose order against the edge's may differ
   Edge edge;
 };
 
@@ -66,6 +67,19 @@ struct QueueEntry {
   bool operator>(const QueueEntry& o) const { return cost != o.cost ? cost > o.cost : steps > o.steps; }
 };
 
+// An edge not yet checked or priced: from a popped state (its cost and steps), with the floor of its offer.
+struct PendingEdge {
+  double floor;
+  std::uint32_t seq;  // equal floors: in the order the edges were met
+  Key from_key, to_key;
+  double cost;
+  int steps;
+  StepKind kind;
+  int ndims;
+  std::array<int, kMaxDims> dims;
+  bool operator>(const PendingEdge& o) const { return floor != o.floor ? floor > o.floor : seq > o.seq; }
+};
+
 class Search {
  public:
   // `prune`: skip edges that provably cannot change the route (below), where the search cannot reach its budget.
@@ -83,19 +97,23 @@ class Search {
       for (const Placement& p : l->placements())
         if (p.is_strided() && std::find(strided_.begin(), strided_.end(), p) == strided_.end()) strided_.push_back(p);
     for (int k = 0; k < mesh.ndim(); ++k) options_.push_back(options(k));
-    prune_ = prune && !can_exhaust();
+    // Pruning relies on Dijkstra's order: communication steps never cost less than the step overhead (local steps are
+    // never skipped, and a negative price among them sends the caller to the full search).
+    prune_ = prune && !can_exhaust() && pricer.model().step_overhead_us() >= 0;
   }
 
   // Whether the search stopped at its work budget (run() then returned nullopt).
   bool exhausted() const { return exhausted_; }
   Index work() const { return work_; }
-  // Whether a pruned search may have chosen otherwise than the full one (run it again unpruned). Skipping edges
-  // against the goal's cost leaves entries out of the heap, all costlier than the goal, so every state popped before
-  // the goal keeps its cost and steps; but the heap may then pop states of equal cost and steps in another order, and
-  // that order decides between equal offers (the first one stays). The route is the full search's unless some state on
-  // it had equal offers from two states that tie, two goal states (counts of collectives) tie, or a step's price was
-  // negative or NaN (the costs would not be ordered as above).
-  bool unsure() const { return skipped_past_goal_ && (tie_ || exhausted_); }
+  // Whether a pruned search may have chosen otherwise than the full one (run it again unpruned). A pruned search
+  // checks and prices a communication step only once the heap reaches its floor (cost so far + the step's floor), so
+  // steps whose floor lies past the goal are never priced. Every offer is still made before any state at or above it is
+  // popped, so every state popped before the goal keeps its cost and steps; but offers come in another order, and
+  // entries costlier than the goal are left out of the heap (which may then pop states of equal cost and steps in
+  // another order), and the first of equal offers stays. The route is the full search's unless some state on it had
+  // equal offers whose order may differ (one of them deferred, or from two states that tie), two goal states (counts of
+  // collectives) tie, or a step's price was negative or NaN (the costs would not be ordered as above).
+  bool unsure() const { return (skipped_past_goal_ || deferred_any_) && (tie_ || exhausted_); }
 
   std::optional<Route> run() {
     const Key start = key_of(src_.placements()), goal = key_of(dst_.placements());
@@ -107,7 +125,14 @@ class Search {
     queue_ = decltype(queue_)(std::greater<QueueEntry>(), std::move(room));
     queue_.push({0.0, 0, start});
     goal_ = goal;
-    while (!queue_.empty()) {
+    while (true) {
+      // Deferred edges whose floor the heap has reached make their offers first.
+      while (!pending_.empty() && (queue_.empty() || pending_.top().floor <= queue_.top().cost)) {
+        const PendingEdge p = pending_.top();
+        pending_.pop();
+        relax_edge(p, true);
+      }
+      if (queue_.empty()) break;
       QueueEntry e = queue_.top();
       queue_.pop();
       Visit& v = visits_[e.key];
@@ -115,6 +140,7 @@ class Search {
       v.done = true;
       if ((e.key & placement_mask) == goal) {
         if (prune_) tie_ = tie_ || goal_tie(e.key) || route_tie(e.key);
+        skipped_past_goal_ = skipped_past_goal_ || !pending_.empty();
         return route_to(e.key);
       }
       expand(e.key, v.cost, v.steps);
@@ -255,53 +281,79 @@ class Search {
     }
     // Both layouts count against this search's budget (their boxes come from the planning's cache).
     const RankBoxes& from_boxes = boxes(from_key);
+    double least = cost;
     if (prune_) {
       // The step's price is at least its floor: an edge whose floor leaves it no better than the target's tentative
       // cost changes nothing (the full search would not update or push the target); one that costs more than a route
       // to the goal already found is never expanded before the goal (its entry would sort after the goal's), so it
       // cannot be on the route, though leaving it out of the heap may reorder entries of equal cost and steps
       // (run() notes those, and the caller then searches again unpruned).
-      const double least = cost + pricer_.collective_floor(from_boxes, *kind, dims);
+      least = cost + pricer_.collective_floor(from_boxes, *kind, dims);
       if (seen && seen->has_edge && least > seen->cost) return;
       if (least > goal_cost_) {
         skipped_past_goal_ = true;
         return;
       }
     }
+    PendingEdge p{least, seq_++, from_key, to_key, cost, steps, *kind, static_cast<int>(dims.size()), {}};
+    std::copy(dims.begin(), dims.end(), p.dims.begin());
+    // A step whose floor is more than the step overhead (a large gather or all_reduce) is priced once the heap reaches
+    // its floor; others at once (deferring those changes the order of equal offers, which small tensors meet often).
+    if (prune_ && least > cost + pricer_.model().step_overhead_us()) {
+      deferred_any_ = true;
+      pending_.push(p);
+      return;
+    }
+    relax_edge(p, false);
+  }
+
+  // Checks and prices an edge met by try_edge and offers its target the cost through it.
+  void relax_edge(const PendingEdge& p, bool deferred) {
+    const Visit* seen = visits_.find(p.to_key);
+    if (seen && seen->done) return;  // popped at or below the floor: the offer cannot be better
+    if (deferred && ((seen && seen->has_edge && p.floor > seen->cost) || p.floor > goal_cost_)) {
+      skipped_past_goal_ = skipped_past_goal_ || p.floor > goal_cost_;
+      return;
+    }
+    const RankBoxes& from_boxes = boxes(p.from_key);
     const RankBoxes* to_boxes = nullptr;
     try {
-      to_boxes = &boxes(to_key);
+      to_boxes = &boxes(p.to_key);
     } catch (const Error& e) {
       // A layout whose ranks together hold more than int64 counts (a huge tensor replicated) is no way through.
       if (e.kind() != ErrorKind::kInvalidArgument) throw;
       return;
     }
     if (!spend(kEdgeCost)) return;
-    const std::optional<StepPrice> valid = cache_.collective_step(from_boxes, *to_boxes, *kind, dims, pricer_);
+    std::vector<int>& dims = edge_dims_;
+    dims.assign(p.dims.begin(), p.dims.begin() + p.ndims);
+    const std::optional<StepPrice> valid = cache_.collective_step(from_boxes, *to_boxes, p.kind, dims, pricer_);
     if (!valid) return;
     const StepPrice price = *valid;
     tie_ = tie_ || !(price.us >= 0);  // a negative or NaN price (unsure())
-    double c = cost + price.us;
-    int s = steps + (is_communication(*kind) ? kCollectiveWeight : 1);  // ties: fewer collectives, then fewer steps
-    Visit& v = visits_[to_key];
+    double c = p.cost + price.us;
+    int s = p.steps + (is_communication(p.kind) ? kCollectiveWeight : 1);  // ties: fewer collectives, then fewer steps
+    Visit& v = visits_[p.to_key];
     bool better = !v.has_edge || c < v.cost || (c == v.cost && s < v.steps);
     if (!better) {
-      // An equal offer from a state popped in the same place (equal cost and steps): which came first is the heap's
-      // choice. (From the same state, or one popped before or after, their order is fixed.)
-      if (c == v.cost && s == v.steps && from_key != v.edge.prev) {
+      // An equal offer whose order against the edge's may differ in the full search: one of them deferred, or from
+      // states popped in the same place (equal cost and steps: the heap's choice). From the same state both come in
+      // the order they were met.
+      if (c == v.cost && s == v.steps && p.from_key != v.edge.prev) {
         const Visit& other = visits_[v.edge.prev];
-        v.equal_offer = v.equal_offer || (other.cost == cost && other.steps == steps);
+        v.equal_offer =
+            v.equal_offer || deferred || v.edge_deferred || (other.cost == p.cost && other.steps == p.steps);
       }
       return;
     }
     v.equal_offer = false;
+    v.edge_deferred = deferred;
     v.cost = c;
     v.steps = s;
     v.has_edge = true;
-    v.edge = Edge{from_key, *kind, static_cast<int>(dims.size()), {}, price};
-    std::copy(dims.begin(), dims.end(), v.edge.dims.begin());
-    queue_.push({c, s, to_key});
-    if (placements_key(to_key) == goal_) goal_cost_ = std::min(goal_cost_, c);
+    v.edge = Edge{p.from_key, p.kind, p.ndims, p.dims, price};
+    queue_.push({c, s, p.to_key});
+    if (placements_key(p.to_key) == goal_) goal_cost_ = std::min(goal_cost_, c);
   }
 
   // Whether another goal state (another count of collectives) waits with the same cost and steps as `goal`.
@@ -362,6 +414,10 @@ class Search {
   double goal_cost_ = std::numeric_limits<double>::infinity();  // the cheapest route to the goal found so far
   bool skipped_past_goal_ = false;                              // an edge was skipped against goal_cost_
   bool tie_ = false;  // the route might depend on the order of equal entries, or prices are not ordered (unsure())
+  bool deferred_any_ = false;  // an edge was deferred (priced once the heap reached its floor)
+  std::uint32_t seq_ = 0;      // edges met so far
+  std::priority_queue<PendingEdge, std::vector<PendingEdge>, std::greater<PendingEdge>> pending_;
+  std::vector<int> edge_dims_;     // relax_edge()'s buffer
   KeyMap<PlacementState> states_;  // by placements key
   LayoutCache& cache_;
   KeyMap<Visit> visits_;  // by search key
