@@ -123,7 +123,10 @@ def random_like_global(shape, dtype, seed):
 
 def local_of(full, mesh, placements, seed, rank_noise):
     """This rank's local tensor of `full` placed on `mesh`: Shard slices as torch.chunk, Partial contributions that
-    differ per rank (rank_noise: a function (shape, seed) -> tensor)."""
+    differ per rank (rank_noise: a function (shape, seed) -> tensor). Ranks that differ only in their coordinates on
+    Replicate mesh dims get the same contribution: a Replicate placement holds equal data on those ranks, and a
+    redistribution may read any of them (noise per global rank made [P,R] sources inconsistent on mesh (2,2), so
+    results depended on which replica a plan read)."""
     try:
         from torch.distributed.tensor._utils import compute_local_shape_and_global_offset
 
@@ -138,7 +141,10 @@ def local_of(full, mesh, placements, seed, rank_noise):
         shape, offset = entry["local_shape"], entry["global_offset"]
     local = full[tuple(slice(o, o + s) for o, s in zip(offset, shape))]
     if any(p.is_partial() for p in placements):
-        local = local + rank_noise(tuple(shape), seed * 131 + dist.get_rank())
+        key = 0  # the rank's place among the replicas' classes: its coordinates on the mesh dims that are not Replicate
+        for c, p, n in zip(mesh.get_coordinate(), placements, mesh.mesh.shape):
+            key = key * n + (0 if p.is_replicate() else c)
+        local = local + rank_noise(tuple(shape), seed * 131 + key)
     return local.contiguous()
 
 
