@@ -204,6 +204,18 @@ TEST(Lowering, StagedFirstStepsReadOnlyThePeersWorkspaces) {
         if (moves) {
           EXPECT_GE(p.work_elements, p.input_elements) << what << " rank " << r;
         }
+        // Fused, the step is one FusedPeerStep: copies, or reductions from a Partial source (never both).
+        int fused_ops = 0;
+        for (const Op& op : p.ops) {
+          if (const auto* f = std::get_if<FusedPeerStep>(&op.body)) {
+            ++fused_ops;
+            EXPECT_TRUE(f->regions.empty() || f->reduce.empty()) << what << " rank " << r;
+            EXPECT_EQ(!f->reduce.empty(), src.placements()[0].is_partial()) << what << " rank " << r;
+          }
+        }
+        if (moves) {
+          EXPECT_EQ(fused_ops, fusion == Fusion::kAlways ? 1 : 0) << what << " rank " << r;
+        }
         bool ready_seen = false;
         for (size_t i = 0; i < p.ops.size(); ++i) {
           const OpBody& body = p.ops[i].body;
