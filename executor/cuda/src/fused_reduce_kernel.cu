@@ -33,20 +33,10 @@ __global__ void __launch_bounds__(kThreads, kFusedBlocksPerSm)
 }  // namespace
 
 cudaError_t load_fused_reduce_kernels() {
-  cudaError_t first = cudaSuccess;
-  for (DType dtype : kAllDTypes) {
-    const cudaError_t e = visit_dtype(dtype, [&](auto tag) {
-      using T = typename decltype(tag)::type;
-      if constexpr (std::is_void_v<typename detail::Accumulator<T>::type>) {
-        return cudaSuccess;  // never launched as itself
-      } else {
-        cudaFuncAttributes attributes{};
-        return cudaFuncGetAttributes(&attributes, fused_reduce<T>);
-      }
-    });
-    if (first == cudaSuccess) first = e;
-  }
-  return first;
+  return for_each_reducible([](auto tag) {
+    cudaFuncAttributes attributes{};
+    return cudaFuncGetAttributes(&attributes, fused_reduce<typename decltype(tag)::type>);
+  });
 }
 
 cudaError_t launch_fused_reductions(const DeviceReduceRegion* regions, const DeviceReduceSource* sources,

@@ -23,20 +23,10 @@ __global__ void __launch_bounds__(kThreads, 2)
 }  // namespace
 
 cudaError_t load_reduce_kernels() {
-  cudaError_t first = cudaSuccess;
-  for (DType dtype : kAllDTypes) {
-    const cudaError_t e = visit_dtype(dtype, [&](auto tag) {
-      using T = typename decltype(tag)::type;
-      if constexpr (std::is_void_v<typename detail::Accumulator<T>::type>) {
-        return cudaSuccess;  // never launched as itself
-      } else {
-        cudaFuncAttributes attributes{};
-        return cudaFuncGetAttributes(&attributes, batched_reduce<DeviceElement<T>>);
-      }
-    });
-    if (first == cudaSuccess) first = e;
-  }
-  return first;
+  return for_each_reducible([](auto tag) {
+    cudaFuncAttributes attributes{};
+    return cudaFuncGetAttributes(&attributes, batched_reduce<DeviceElement<typename decltype(tag)::type>>);
+  });
 }
 
 cudaError_t launch_reductions(const DeviceReduceRegion* regions, const DeviceReduceSource* sources,

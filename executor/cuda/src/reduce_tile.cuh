@@ -83,6 +83,25 @@ __device__ inline void reduce_tile(const DeviceReduceRegion& r, const DeviceRedu
   }
 }
 
+// Calls f(tag) for every dtype a reduction kernel runs as (tag::type its element type; complex64 is skipped, it runs
+// as f32 pairs: detail::reduce_as); returns the first error (loading each dtype's kernel).
+template <class F>
+cudaError_t for_each_reducible(F&& f) {
+  cudaError_t first = cudaSuccess;
+  for (DType dtype : kAllDTypes) {
+    const cudaError_t e = visit_dtype(dtype, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      if constexpr (std::is_void_v<typename detail::Accumulator<T>::type>) {
+        return cudaSuccess;
+      } else {
+        return f(tag);
+      }
+    });
+    if (first == cudaSuccess) first = e;
+  }
+  return first;
+}
+
 // Calls f(tag) with tag::type the element type a reduction over `dtype` runs as; cudaErrorInvalidValue for a dtype
 // that is not reducible as itself (complex64 runs as f32 pairs: detail::reduce_as).
 template <class F>
