@@ -38,6 +38,11 @@ void* mutable_address(const BufferBases& b, const BufferRef& ref, int es) {
 
 namespace {
 
+// The dtype a batch of reductions runs over: its regions' own (a batch program's), else the program's.
+DType reduction_dtype(const std::vector<ReduceRegion>& regions, DType program) {
+  return regions.empty() ? program : regions.front().dtype.value_or(program);
+}
+
 // Whether a run's one-sided steps may address the peers' tensors, not only their workspaces: every nvlink step but a
 // staged first one (Step::staged). Decided from the plans, so every rank decides alike (mapping is collective).
 bool maps_peer_tensors(const PlanBatch& batch) {
@@ -200,8 +205,7 @@ void Executor::prepare(const Mesh& mesh) {
           if constexpr (std::is_same_v<T, Copies>) {
             rt.batch = device_.prepare_copies(runnable(body), es);
           } else if constexpr (std::is_same_v<T, Reductions>) {
-            const DType dtype = body.regions.empty() ? program_.dtype : body.regions[0].dtype.value_or(program_.dtype);
-            rt.batch = device_.prepare_reductions(body.regions, dtype);
+            rt.batch = device_.prepare_reductions(body.regions, reduction_dtype(body.regions, program_.dtype));
           } else if constexpr (std::is_same_v<T, Exchange>) {
             rt.sends.resize(body.sends.size());
             rt.recvs.resize(body.recvs.size());
@@ -218,7 +222,9 @@ void Executor::prepare(const Mesh& mesh) {
               for (int p : s->notify) peers_->require(p);
               for (int p : s->await) peers_->require(p);
             }
-            rt.batch = peers_->prepare_fused(body, program_.dtype, options_.timeout);
+            RESHARD_REQUIRE(body.regions.empty() || body.reduce.empty(),
+                            "internal: a fused step either copies or reduces, not both");
+            rt.batch = peers_->prepare_fused(body, reduction_dtype(body.reduce, program_.dtype), options_.timeout);
             rt.communicates = true;
           }
         },
@@ -245,8 +251,7 @@ void Executor::execute(size_t index, const BufferBases& bases, StreamHandle stre
   std::visit(
       [&](const auto& body) {
         using T = std::decay_t<decltype(body)>;
-        if constexpr (std::is_same_v<T, Copies> || std::is_same_v<T, Reductions> ||
-                      std::is_same_v<T, FusedPeerStep>) {
+        if constexpr (std::is_same_v<T, Copies> || std::is_same_v<T, Reductions> || std::is_same_v<T, FusedPeerStep>) {
           rt.batch->run(bases, stream);
         } else if constexpr (std::is_same_v<T, PeerSync>) {
           peers_->sync(body, stream);

@@ -27,8 +27,8 @@
 #include <thread>
 
 #include "cuda_peer_link.hpp"
-#include "fused_batches.hpp"
 #include "driver_api.hpp"
+#include "fused_batches.hpp"
 #include "reshard/cuda_check.hpp"
 #include "reshard/cuda_device.hpp"
 #include "reshard/text.hpp"
@@ -179,7 +179,6 @@ class CudaPeerLink : public PeerLink {
 
   std::unique_ptr<CopyBatch> prepare_fused(const FusedPeerStep& op, DType dtype,
                                            std::chrono::milliseconds timeout) override {
-    RESHARD_REQUIRE(op.regions.empty() || op.reduce.empty(), "a fused step either copies or reduces, not both");
     RESHARD_REQUIRE(op.slot >= 0 && op.slot < kFusedSlots, "a plan fuses at most ", kFusedSlots,
                     " one-sided steps (step ", op.slot, ")");
     const std::vector<int>* lists[4] = {&op.ready.notify, &op.done.notify, &op.ready.await, &op.done.await};
@@ -199,8 +198,7 @@ class CudaPeerLink : public PeerLink {
     fill_await(op.done.await, 1, s.await_done, s.await_done_count);
     s.error = error_device_;
     s.timeout_ns = static_cast<unsigned long long>(timeout.count()) * 1000000ull;
-    if (!op.reduce.empty())
-      return make_fused_reductions(device_, ordinal_, sm_count_, op.reduce, op.reduce.front().dtype.value_or(dtype), s);
+    if (!op.reduce.empty()) return make_fused_reductions(device_, ordinal_, sm_count_, op.reduce, dtype, s);
     return make_fused_copies(device_, ordinal_, sm_count_, op.regions, element_size(dtype), s);
   }
 

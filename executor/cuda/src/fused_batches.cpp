@@ -11,77 +11,83 @@
 namespace reshard::cuda {
 namespace {
 
-// Tiles of a fused copy step: the smallest power of two of 2 KiB to 64 KiB that makes at most one tile per SM where the
-// step allows (a block, one per SM, then copies one tile: each tile a block walks costs a round trip to the peer, and a
-// 16 KiB tile is one round of its threads' loads, copy_tile.cuh), and small tiles for small steps, so that their
-// blocks spread over the SMs instead of leaving most of the GPU idle.
-long long tile_bytes_for(const std::vector<CopyRegion>& regions, int es, int sm_count) {
+// A fused step's tile: the smallest power of two from `smallest` to `largest` that makes at most one tile per SM where
+// the step allows (a block, one per SM, then walks one tile: each tile costs a round trip to the peer), so that small
+// steps spread their blocks over the SMs instead of leaving most of the GPU idle. Copies count bytes from 2 KiB to
+// 64 KiB (a 16 KiB tile is one round of a block's loads, copy_tile.cuh); reductions count elements of the dtype the
+// kernel runs from 2K (one round of a block's loads of a source for types of up to 4 bytes, kFusedUnroll in
+// fused_reduce_kernel.cu) to the batched kernel's 4K.
+long long tile_for(long long total, long long smallest, long long largest, int sm_count) {
+  long long tile = smallest;
+  while (tile < largest && (total + tile - 1) / tile > sm_count) tile *= 2;
+  return tile;
+}
+
+long long copy_tile_bytes(const std::vector<CopyRegion>& regions, int es, int sm_count) {
   long long total = 0;
   for (const CopyRegion& r : regions) total += r.shape.product() * es;
-  long long tile = 2048;
-  while (tile < 64 * 1024 && (total + tile - 1) / tile > sm_count) tile *= 2;
-  return tile;
+  return tile_for(total, 2048, 64 * 1024, sm_count);
 }
 
-// Tiles of a fused reduction step, in elements of the dtype the kernel runs: the same rule from 2K elements (one round
-// of a block's loads of a source for types of up to 4 bytes, kFusedUnroll in fused_reduce_kernel.cu) to the batched
-// kernel's 4K.
-long long tile_elements_for(const std::vector<ReduceRegion>& regions, DType dtype, int sm_count) {
+long long reduce_tile_elements(const std::vector<ReduceRegion>& regions, DType dtype, int sm_count) {
   long long total = 0;
   for (const ReduceRegion& r : regions) total += r.shape.product() * detail::reduce_as(dtype).lanes;
-  long long tile = 2048;
-  while (tile < kReduceTileElements && (total + tile - 1) / tile > sm_count) tile *= 2;
-  return tile;
+  return tile_for(total, 2048, kReduceTileElements, sm_count);
 }
 
-// A fused step's call counter on the device: [0] calls completed, [1] blocks finished in the current call.
-std::unique_ptr<DeviceMemory> call_state(Device& device, FusedSync& sync) {
-  auto state = device.allocate(2 * sizeof(unsigned long long));
-  RESHARD_CUDA_CHECK(cudaMemset(state->data(), 0, 2 * sizeof(unsigned long long)));
-  RESHARD_CUDA_CHECK(cudaStreamSynchronize(cudaStreamLegacy));  // the runs' streams do not wait for it
-  sync.state = static_cast<unsigned long long*>(state->data());
-  return state;
-}
+// What every fused batch holds beside its tiles: the step's flags with its call counter on the device ([0] calls
+// completed, [1] blocks finished in the current call), and its grid (a block per tile, at most one per SM, at least
+// one: the flags flow even without tiles).
+class FusedCall {
+ public:
+  FusedCall(Device& device, const FusedSync& sync, int tile_count, int sm_count)
+      : sync_(sync),
+        state_(device.allocate(2 * sizeof(unsigned long long))),
+        blocks_(std::max(1, std::min(tile_count, sm_count))) {
+    RESHARD_CUDA_CHECK(cudaMemset(state_->data(), 0, 2 * sizeof(unsigned long long)));
+    RESHARD_CUDA_CHECK(cudaStreamSynchronize(cudaStreamLegacy));  // the runs' streams do not wait for it
+    sync_.state = static_cast<unsigned long long*>(state_->data());
+  }
+  const FusedSync& sync() const { return sync_; }
+  int blocks() const { return blocks_; }
+
+ private:
+  FusedSync sync_;
+  std::unique_ptr<DeviceMemory> state_;
+  int blocks_;
+};
 
 class FusedCopyBatch : public CopyBatch {
  public:
   FusedCopyBatch(Device& device, int ordinal, int sm_count, const std::vector<CopyRegion>& regions, int es,
                  const FusedSync& sync)
-      : tiles_(device, ordinal, regions, es, tile_bytes_for(regions, es, sm_count)), sync_(sync) {
-    state_ = call_state(device, sync_);
-    blocks_ = std::max(1, std::min(tiles_.tile_count(), sm_count));
-  }
+      : tiles_(device, ordinal, regions, es, copy_tile_bytes(regions, es, sm_count)),
+        call_(device, sync, tiles_.tile_count(), sm_count) {}
   void run(const BufferBases& b, StreamHandle stream) override {
-    RESHARD_CUDA_CHECK(launch_fused(tiles_.regions(), tiles_.tiles(), tiles_.tile_count(), blocks_,
-                                    tiles_.bases().fill(b), sync_, static_cast<cudaStream_t>(stream)));
+    RESHARD_CUDA_CHECK(launch_fused(tiles_.regions(), tiles_.tiles(), tiles_.tile_count(), call_.blocks(),
+                                    tiles_.bases().fill(b), call_.sync(), static_cast<cudaStream_t>(stream)));
   }
 
  private:
   TileSet tiles_;
-  FusedSync sync_;
-  std::unique_ptr<DeviceMemory> state_;
-  int blocks_ = 1;
+  FusedCall call_;
 };
 
 class FusedReduceBatch : public CopyBatch {
  public:
   FusedReduceBatch(Device& device, int sm_count, const std::vector<ReduceRegion>& regions, DType dtype,
                    const FusedSync& sync)
-      : tiles_(device, regions, dtype, tile_elements_for(regions, dtype, sm_count)), sync_(sync) {
-    state_ = call_state(device, sync_);
-    blocks_ = std::max(1, std::min(tiles_.tile_count(), sm_count));
-  }
+      : tiles_(device, regions, dtype, reduce_tile_elements(regions, dtype, sm_count)),
+        call_(device, sync, tiles_.tile_count(), sm_count) {}
   void run(const BufferBases& b, StreamHandle stream) override {
     RESHARD_CUDA_CHECK(launch_fused_reductions(tiles_.regions(), tiles_.sources(), tiles_.tiles(), tiles_.tile_count(),
-                                               blocks_, tiles_.kernel_dtype(), tiles_.bases().fill(b), sync_,
-                                               static_cast<cudaStream_t>(stream)));
+                                               call_.blocks(), tiles_.kernel_dtype(), tiles_.bases().fill(b),
+                                               call_.sync(), static_cast<cudaStream_t>(stream)));
   }
 
  private:
   ReduceTileSet tiles_;
-  FusedSync sync_;
-  std::unique_ptr<DeviceMemory> state_;
-  int blocks_ = 1;
+  FusedCall call_;
 };
 
 }  // namespace

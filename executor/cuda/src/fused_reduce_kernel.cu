@@ -44,7 +44,8 @@ cudaError_t launch_fused_reductions(const DeviceReduceRegion* regions, const Dev
                                     DeviceBases bases, const FusedSync& sync, cudaStream_t stream) {
   return visit_reducible(dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    fused_reduce<T><<<blocks < 1 ? 1 : blocks, kThreads, 0, stream>>>(regions, sources, tiles, tile_count, bases, sync);
+    const int grid = blocks < 1 ? 1 : blocks;
+    fused_reduce<T><<<grid, kThreads, 0, stream>>>(regions, sources, tiles, tile_count, bases, sync);
     return cudaGetLastError();
   });
 }

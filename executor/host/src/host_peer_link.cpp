@@ -51,12 +51,10 @@ class HostPeerLink : public PeerLink {
 
   // The host runs a fused step as what it stands for: ready, the copies or the reductions, done.
   std::unique_ptr<CopyBatch> prepare_fused(const FusedPeerStep& op, DType dtype, std::chrono::milliseconds) override {
-    RESHARD_REQUIRE(op.regions.empty() || op.reduce.empty(), "a fused step either copies or reduces, not both");
     HostDevice device;
-    if (!op.reduce.empty())
-      return std::make_unique<Fused>(*this, op,
-                                     device.prepare_reductions(op.reduce, op.reduce.front().dtype.value_or(dtype)));
-    return std::make_unique<Fused>(*this, op, device.prepare_copies(Copies{op.regions}, element_size(dtype)));
+    return std::make_unique<Fused>(*this, op,
+                                   op.reduce.empty() ? device.prepare_copies(Copies{op.regions}, element_size(dtype))
+                                                     : device.prepare_reductions(op.reduce, dtype));
   }
   void check() override {}  // waits throw on timeout themselves
 

@@ -155,8 +155,8 @@ class PeerLink {
   // what was pending, for the timeout's message: each wait that had not passed (phase, peer, the flag's value and the
   // value awaited); empty when nothing is known.
   virtual std::string release() = 0;
-  // A fused step (program.hpp's FusedPeerStep: copies of `dtype`'s elements, or reductions over it unless a region
-  // names its own dtype) as one launch per run; its waits give up after `timeout`, which check() then reports.
+  // A fused step (program.hpp's FusedPeerStep: copies of `dtype`'s elements, or reductions over `dtype`; never both,
+  // which the executor checks) as one launch per run; its waits give up after `timeout`, which check() then reports.
   virtual std::unique_ptr<CopyBatch> prepare_fused(const FusedPeerStep& op, DType dtype,
                                                    std::chrono::milliseconds timeout) = 0;
   // kTimeout when a fused step gave up waiting for a peer since the last check (after the stream drained).
