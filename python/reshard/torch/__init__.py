@@ -113,7 +113,10 @@ def _remember(key, dtensor, out):
 
 def _profile_path(value):
     """configure()'s profile: a path (str or os.PathLike), or "" for the built-in profile (None in the settings)."""
-    path = os.fspath(value)
+    try:
+        path = os.fspath(value)
+    except TypeError:
+        path = None
     if not isinstance(path, str):
         raise ValueError("profile must be a path (str or os.PathLike) or \"\" for the built-in profile")
     return path or None
@@ -166,9 +169,11 @@ def configure(*, strategy=None, transport=None, memory_budget=None, ranks_per_no
              "timeout_s": (timeout_s, float), "cache_size": (cache_size, int), "profile": (profile, _profile_path)}
     s = _runtime.settings
     before = {name: getattr(s, name) for name in given}
-    for name, (value, convert) in given.items():
-        if value is not None:
-            setattr(s, name, convert(value) if convert else value)
+    # Every value converted before any is set: a value that cannot be converted leaves the settings as they were.
+    values = {name: convert(value) if convert else value
+              for name, (value, convert) in given.items() if value is not None}
+    for name, value in values.items():
+        setattr(s, name, value)
     if profile is not None and s.profile is not None:
         try:  # the profile is read and checked now, not at the first redistribution
             _runtime.check_plannable((1,), ("R",), ("R",), (1,), "f32", "auto")
