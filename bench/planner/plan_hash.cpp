@@ -6,11 +6,13 @@
 // strategies (global plans up to 64 ranks, and rank plans). Session 16 compared CASES 38256 with seeds 7 and 11 (48,140
 // plans each).
 #include <algorithm>
+#include <cerrno>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
 #include <numeric>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -133,13 +135,28 @@ long benchmark_cases(Hash& hash) {
 }  // namespace
 }  // namespace reshard
 
+namespace {
+
+// A whole number from 0 to `most` (the whole argument, decimal), or nullopt.
+std::optional<long long> whole(const char* text, long long most) {
+  char* end = nullptr;
+  errno = 0;
+  const long long v = std::strtoll(text, &end, 10);
+  if (errno != 0 || end == text || *end != '\0' || v < 0 || v > most) return std::nullopt;
+  return v;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
-  if (argc != 3) {
-    std::fprintf(stderr, "usage: plan_hash CASES SEED\n");
+  const std::optional<long long> cases = argc == 3 ? whole(argv[1], 10'000'000) : std::nullopt;
+  const std::optional<long long> seed = argc == 3 ? whole(argv[2], 0xffffffffLL) : std::nullopt;
+  if (!cases || !seed) {
+    std::fprintf(stderr, "usage: plan_hash CASES SEED (CASES 0..10000000, SEED 0..4294967295)\n");
     return 2;
   }
   reshard::Hash hash;
-  long plans = reshard::random_cases(std::atoi(argv[1]), static_cast<unsigned>(std::atoi(argv[2])), hash);
+  long plans = reshard::random_cases(static_cast<int>(*cases), static_cast<unsigned>(*seed), hash);
   plans += reshard::benchmark_cases(hash);
   std::printf("%ld plans hash %016llx\n", plans, static_cast<unsigned long long>(hash.value()));
   return 0;
