@@ -237,6 +237,19 @@ def profile_cases(mesh):
         raised = True
     settings = rt.configure()
     out.append({"case": "missing file", "ok": common.all_ranks_true(raised and settings["profile"] is None)})
+    # A value that cannot be converted (a profile that is no path, a strategy given as a number) raises ValueError
+    # and leaves every setting as it was, those given before it included.
+    before = rt.configure()
+    for bad in ({"cache_size": 7, "profile": 5}, {"timeout_s": 9.0, "profile": b"p"}, {"cache_size": "many"}):
+        try:
+            rt.configure(**bad)
+            raised = False
+        except ValueError:
+            raised = True
+        except TypeError:
+            raised = False
+        out.append({"case": f"configure({', '.join(f'{k}={v!r}' for k, v in bad.items())})",
+                    "ok": common.all_ranks_true(raised and rt.configure() == before)})
     path = pathlib.Path(__file__).resolve().parents[2] / "bench" / "profiles" / "h100x2.json"
     rt.configure(profile=str(path))
     for src, dst in (("S0", "S1"), ("P", "S0"), ("S0", "R")):
