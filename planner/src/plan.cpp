@@ -6,6 +6,7 @@
 
 #include "reshard/partial.hpp"
 #include "reshard/rank_boxes.hpp"
+#include "pending_candidates.hpp"
 #include "reshard/text.hpp"
 #include "transitions.hpp"
 
@@ -355,7 +356,7 @@ Plan::Plan(PlanSpec spec) : s_(std::move(spec)) { validate_plan(s_); }
 
 // What validate_plan checks beyond the planner's own input checks and the structure of its steps, in the same order
 // (so that both planners raise the same error): figures a profile sets, and reductions the dtype supports.
-Plan detail::trusted_plan(PlanSpec spec) {
+Plan detail::trusted_plan(PlanSpec spec, std::shared_ptr<PendingCandidates> pending) {
   for (const Layout* l : {&spec.src, &spec.dst})
     for (int k = 0; k < l->mesh().ndim(); ++k)
       if (l->placement(k).is_partial() && l->mesh().dim_size(k) > 1)
@@ -363,7 +364,16 @@ Plan detail::trusted_plan(PlanSpec spec) {
   validate_metadata(spec);
   RESHARD_REQUIRE(spec.copy_engine_min_row_bytes >= 0, "copy-engine minimum row bytes must be >= 0, got ",
                   spec.copy_engine_min_row_bytes);
-  return Plan(std::move(spec), Plan::Trusted{});
+  if (pending) spec.candidates.clear();
+  return Plan(std::move(spec), std::move(pending), Plan::Trusted{});
+}
+
+const std::vector<Candidate>& Plan::candidates() const { return pending_ ? pending_->candidates() : s_.candidates; }
+
+PlanSpec Plan::spec() const {
+  PlanSpec spec = s_;
+  if (pending_) spec.candidates = pending_->candidates();
+  return spec;
 }
 
 Layout Plan::layout_before(size_t i) const { return step_layout(s_.src, s_.dst, s_.steps, i); }

@@ -7,6 +7,7 @@
 #include <limits>
 #include <map>
 
+#include "candidate_reports.hpp"
 #include "collective_search.hpp"
 #include "cross_mesh.hpp"
 #include "hybrid.hpp"
@@ -47,18 +48,23 @@ class Planner {
 
   Plan build() {
     // Only the requested strategy is built (every one under auto): planning cost stays with what was asked.
+    // Without a memory budget, ranking needs only the candidates' prices: the peak workspace and route of those not
+    // kept wait for the plan's first read of its candidates (candidate_reports.hpp). The reference planner computes
+    // every figure at once (the equivalence test compares the two).
+    const bool defer_reports = !reference_ && !options_.memory_budget_bytes;
     std::vector<Built> all;
     all.reserve(5);  // collective, and p2p and hybrid on up to two transports
     for (Strategy s : {Strategy::kCollective, Strategy::kP2P, Strategy::kHybrid}) {
       if (options_.strategy != Strategy::kAuto && options_.strategy != s) continue;
       for (Transport t : s == Strategy::kCollective ? Transports{{Transport::kNccl}} : p2p_transports()) {
         all.push_back(build_strategy(s, t, pricer_));
-        finish(all.back(), pricer_);
+        finish(all.back(), pricer_, !defer_reports);
       }
     }
     if (options_.memory_budget_bytes) fit_budget(all);
 
     Built* chosen = &all[choose(all) - all.data()];  // its steps and every summary are moved into the plan
+    if (defer_reports) report(*chosen, pricer_);
     PlanSpec spec;
     spec.src = src_;
     spec.dst = dst_;
@@ -81,7 +87,16 @@ class Planner {
     for (detail::PricedStep& ps : chosen->steps) spec.steps.push_back(std::move(ps.step));
     materialize_transfers(spec.steps);
     // The reference planner's plans are validated; the fast planner's must equal them (the equivalence test).
-    return reference_ ? Plan(std::move(spec)) : detail::trusted_plan(std::move(spec));
+    if (reference_) return Plan(std::move(spec));
+    std::vector<detail::DeferredRoute> deferred;
+    if (defer_reports)
+      for (Built& b : all)
+        if (&b != chosen && b.summary.available)
+          deferred.push_back(detail::DeferredRoute{static_cast<int>(&b - all.data()), std::move(b.steps)});
+    if (deferred.empty()) return detail::trusted_plan(std::move(spec));
+    std::shared_ptr<detail::PendingCandidates> pending = detail::pending_reports(
+        std::move(spec.candidates), std::move(deferred), src_, model_, dtype_, pricer_.chunk_bytes(), options_.fusion);
+    return detail::trusted_plan(std::move(spec), std::move(pending));
   }
 
  private:
@@ -257,35 +272,11 @@ class Planner {
     return r ? from_route(Strategy::kHybrid, with_partition(std::move(*r))) : unavailable(Strategy::kHybrid, reason);
   }
 
-  // Peak workspace over ranks, laid out as the lowering does (step_geometry.hpp's WorkspaceLayout).
-  Index peak_workspace(const std::vector<detail::PricedStep>& steps, const detail::StepPricer& pricer) {
-    const int es = element_size(dtype_);
-    const int n = src_.mesh().size();
-    // Buffers kept from candidate to candidate (no allocation per candidate).
-    std::vector<const std::vector<Index>*>& scratch_of = workspace_.scratch_of;  // every step's scratch per rank
-    scratch_of.clear();
-    for (const detail::PricedStep& ps : steps)  // p2p steps carry theirs
-      scratch_of.push_back(ps.scratch.empty() ? &cache_.collective_scratch(ps.step.from, ps.step.to, ps.step.kind,
-                                                                           ps.step.mesh_dims, pricer)
-                                              : &ps.scratch);
-    std::vector<const RankBoxes*>& after = workspace_.after;
-    after.clear();
-    for (size_t i = 0; i + 1 < steps.size(); ++i) after.push_back(&boxes(steps[i].step.to));
-    Index peak = 0;
-    std::vector<Index>& intermediate = workspace_.intermediate;
-    intermediate.assign(after.size(), 0);
-    for (int r = 0; r < n; ++r) {
-      Index scratch = 0;
-      for (const std::vector<Index>* s : scratch_of) scratch = std::max(scratch, (*s)[r]);
-      for (size_t i = 0; i < after.size(); ++i) intermediate[i] = after[i]->volume(r);
-      peak = std::max(peak, detail::WorkspaceLayout(intermediate, es).total(scratch));
-    }
-    return checked_mul(peak, es, "the plan's peak workspace in bytes");
-  }
-
   const RankBoxes& boxes(const std::vector<Placement>& ps) { return cache_.boxes(ps); }
 
-  void finish(Built& b, const detail::StepPricer& pricer) {
+  // A built candidate's summary: its price with the first step's source reads, its steps and bytes, and with
+  // `with_report` (else report() later, or the plan's pending candidates) its peak workspace, budget fit and route.
+  void finish(Built& b, const detail::StepPricer& pricer, bool with_report = true) {
     b.chunk_bytes = pricer.chunk_bytes();
     if (!b.summary.available) return;
     if (options_.buffers_change && !b.steps.empty()) {  // the first step reads the caller's tensors
@@ -296,7 +287,12 @@ class Planner {
     }
     b.summary.steps = static_cast<int>(b.steps.size());
     for (const detail::PricedStep& s : b.steps) b.summary.bytes_moved += s.step.bytes_moved;
-    b.summary.peak_workspace_bytes = peak_workspace(b.steps, pricer);
+    if (with_report) report(b, pricer);
+  }
+
+  void report(Built& b, const detail::StepPricer& pricer) {
+    if (!b.summary.available) return;
+    b.summary.peak_workspace_bytes = workspace_peak_(b.steps, src_.mesh().size(), pricer, cache_);
     b.summary.fits_budget =
         !options_.memory_budget_bytes || b.summary.peak_workspace_bytes <= *options_.memory_budget_bytes;
     b.summary.route = detail::route_text(b.steps.size(), [&](size_t i) -> const Step& { return b.steps[i].step; });
@@ -359,11 +355,7 @@ class Planner {
   Layout csrc_, cdst_;
   std::optional<Layout> mid_;  // communicated_target()
   detail::LayoutCache cache_;
-  struct WorkspaceBuffers {  // peak_workspace()'s
-    std::vector<const std::vector<Index>*> scratch_of;
-    std::vector<const RankBoxes*> after;
-    std::vector<Index> intermediate;
-  } workspace_;
+  detail::WorkspacePeak workspace_peak_;
 };
 
 }  // namespace

@@ -21,6 +21,7 @@
 //                    value on mesh dims that go from Replicate to Partial (partial.hpp).
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -116,9 +117,12 @@ struct PlanSpec {
 
 class Plan;
 namespace detail {
+// Candidates some of whose figures are computed on first use (internal to the planner: pending_candidates.hpp).
+class PendingCandidates;
 // Freezes a spec the planner itself built, without validate_plan (internal to the planner: the reference planner's
-// plans are validated, and tests/planner_equivalence_test.cpp requires the fast planner's to equal them).
-Plan trusted_plan(PlanSpec spec);
+// plans are validated, and tests/planner_equivalence_test.cpp requires the fast planner's to equal them). With
+// `pending`, the plan's candidates are pending's (spec.candidates is ignored), completed when first read.
+Plan trusted_plan(PlanSpec spec, std::shared_ptr<PendingCandidates> pending = nullptr);
 }  // namespace detail
 
 class Plan {
@@ -142,9 +146,13 @@ class Plan {
   double estimated_us() const { return s_.estimated_us; }
   Index bytes_moved() const { return s_.bytes_moved; }
   Index peak_workspace_bytes() const { return s_.peak_workspace_bytes; }
-  const std::vector<Candidate>& candidates() const { return s_.candidates; }
+  // Every candidate priced. The planner may leave figures that only reports read (a losing candidate's peak workspace
+  // and route, where no memory budget ranks them) to the first call: that call computes them (thread-safe, once per
+  // plan and its copies), so it may cost as much as the planning did.
+  const std::vector<Candidate>& candidates() const;
   const std::vector<Step>& steps() const { return s_.steps; }
-  const PlanSpec& spec() const { return s_; }
+  // A copy of everything the plan holds, its candidates complete (as candidates() gives them).
+  PlanSpec spec() const;
 
   // Layout before step i (i == steps().size() gives the layout after the last step).
   Layout layout_before(size_t i) const;
@@ -155,10 +163,12 @@ class Plan {
 
  private:
   struct Trusted {};
-  Plan(PlanSpec spec, Trusted) : s_(std::move(spec)) {}
-  friend Plan detail::trusted_plan(PlanSpec spec);
+  Plan(PlanSpec spec, std::shared_ptr<detail::PendingCandidates> pending, Trusted)
+      : s_(std::move(spec)), pending_(std::move(pending)) {}
+  friend Plan detail::trusted_plan(PlanSpec spec, std::shared_ptr<detail::PendingCandidates> pending);
 
   PlanSpec s_;
+  std::shared_ptr<detail::PendingCandidates> pending_;  // set: the candidates (s_.candidates is empty)
 };
 
 // Checks a spec: same world size and shape for src and dst (a first step that is p2p where their meshes differ); a
