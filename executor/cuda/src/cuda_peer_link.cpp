@@ -232,9 +232,12 @@ class CudaPeerLink : public PeerLink {
   void expose(const RankBuffers& mine) override {
     const RelaxedCapture relaxed;
     RESHARD_CUDA_CHECK(cudaSetDevice(ordinal_));
+    const auto t0 = std::chrono::steady_clock::now();
     std::array<Exposed, 3> out{describe(mine.input), describe(mine.output), describe(mine.work)};
+    const auto t1 = std::chrono::steady_clock::now();
     std::vector<std::array<Exposed, 3>> all(n_);
     comm_.all_gather_host(out.data(), all.data(), sizeof(out));
+    const auto t2 = std::chrono::steady_clock::now();
     std::map<std::pair<int, std::string>, void*> keep;
     for (int p = 0; p < n_; ++p) {
       if (p == me_) {
@@ -259,6 +262,12 @@ class CudaPeerLink : public PeerLink {
     ++exposures_;
     for (const auto& [key, address] : keep) mapped_.at(key).used = exposures_;
     close_stale();
+    if (trace_) {
+      const auto us = [](auto a, auto b) { return std::chrono::duration<double, std::micro>(b - a).count(); };
+      std::fprintf(stderr, "rank %d: expose %llu: describe %.1f us, all-gather %.1f us, map %.1f us (%zu open)\n", me_,
+                   static_cast<unsigned long long>(exposures_), us(t0, t1), us(t1, t2),
+                   us(t2, std::chrono::steady_clock::now()), mapped_.size());
+    }
   }
 
   const RankBuffers* peers() const override { return peers_.data(); }

@@ -30,6 +30,10 @@ constexpr std::chrono::seconds kAbortGrace{10};
 
 using Clock = std::chrono::steady_clock;
 
+// wait(): how long a wait polls its stream without sleeping, and the sleep between polls after that.
+constexpr std::chrono::microseconds kSpinWait{2000};
+constexpr std::chrono::microseconds kPollSleep{50};
+
 ncclRedOp_t nccl_op(ReduceOp op) {
   switch (op) {
     case ReduceOp::kSum:
@@ -268,12 +272,21 @@ void NcclCommunicator::wait(StreamHandle stream, std::chrono::milliseconds timeo
 
 void NcclCommunicator::wait_releasing(StreamHandle stream, std::chrono::milliseconds timeout,
                                       const std::function<void()>& release) {
-  const auto deadline = Clock::now() + timeout;
+  // The stream is polled without sleeping for its first kSpinWait: a host all-gather (a one-sided plan mapping changed
+  // buffers on every run) or a small redistribution is done within tens of microseconds, and a sleep between polls
+  // rounds each such wait up to the scheduler's wake-up (50-110 us per wait, measured 2026-11-27). After that the
+  // waits sleep between polls. The peers' errors and the deadline are checked every kPollSleep either way.
+  const auto start = Clock::now();
+  const auto deadline = start + timeout;
+  auto next_check = start;
   auto s = static_cast<cudaStream_t>(stream);
   while (true) {
     cudaError_t q = cudaStreamQuery(s);
     if (q == cudaSuccess) return;
     if (q != cudaErrorNotReady) RESHARD_CUDA_CHECK(q);
+    const auto now = Clock::now();
+    if (now < next_check) continue;  // spinning: nothing else to check yet
+    next_check = now + kPollSleep;
     for (NcclCommunicator* c : [&] {
            std::lock_guard<std::mutex> lock(abort_mutex_);
            std::vector<NcclCommunicator*> all{this};
@@ -293,7 +306,7 @@ void NcclCommunicator::wait_releasing(StreamHandle stream, std::chrono::millisec
       fail(ErrorKind::kTimeout, cat("rank ", rank_, ": the redistribution did not finish within ", timeout.count(),
                                     " ms (a peer never posted its part?)", abort_text()));
     }
-    std::this_thread::sleep_for(std::chrono::microseconds(50));
+    if (now - start >= kSpinWait) std::this_thread::sleep_for(kPollSleep);
   }
 }
 
