@@ -83,8 +83,9 @@ struct PendingEdge {
 class Search {
  public:
   // `prune`: skip edges that provably cannot change the route (below), where the search cannot reach its budget.
+  // `above` (pruned searches): only routes costing at most `above` matter (bounded()).
   Search(const Layout& src, const Layout& dst, const StepPricer& pricer, std::optional<int> max_collectives,
-         LayoutCache& cache, bool prune)
+         LayoutCache& cache, bool prune, double above = std::numeric_limits<double>::infinity())
       : src_(src), dst_(dst), pricer_(pricer), max_collectives_(max_collectives), cache_(cache) {
     const Mesh& mesh = src.mesh();
     // A mesh dim that is the same Partial in source and target keeps its contributions (partial.hpp, "kept"): no
@@ -100,7 +101,14 @@ class Search {
     // Pruning relies on Dijkstra's order: communication steps never cost less than the step overhead (local steps are
     // never skipped, and a negative price among them sends the caller to the full search).
     prune_ = prune && !can_exhaust() && pricer.model().step_overhead_us() >= 0;
+    // A bound prunes as a route to the goal found at that cost would: edges whose floor exceeds it are left out, and
+    // the search stops before popping a state that costs more.
+    bounded_ = prune_ && above < std::numeric_limits<double>::infinity();
+    if (bounded_) goal_cost_ = above;
   }
+
+  // Whether only routes at or below a bound were searched: run() then returns nullopt when none exists.
+  bool bounded() const { return bounded_; }
 
   // Whether the search stopped at its work budget (run() then returned nullopt).
   bool exhausted() const { return exhausted_; }
@@ -134,6 +142,10 @@ class Search {
       }
       if (queue_.empty()) break;
       QueueEntry e = queue_.top();
+      if (bounded_ && e.cost > goal_cost_) {  // every state within the bound was popped (never so past a found goal)
+        skipped_past_goal_ = true;
+        break;
+      }
       queue_.pop();
       Visit& v = visits_[e.key];
       if (v.done) continue;
@@ -410,6 +422,7 @@ class Search {
   Index work_ = 0;
   bool exhausted_ = false;
   bool prune_ = false;
+  bool bounded_ = false;                                        // goal_cost_ started at a caller's bound
   Key goal_ = 0;                                                // the target's placements key
   double goal_cost_ = std::numeric_limits<double>::infinity();  // the cheapest route to the goal found so far
   bool skipped_past_goal_ = false;                              // an edge was skipped against goal_cost_
@@ -441,12 +454,17 @@ std::optional<Route> finish(const Search& search, std::optional<Route> r, const 
 
 std::optional<Route> search_collective_route(const Layout& src, const Layout& dst, const StepPricer& pricer,
                                              std::optional<int> max_collectives, LayoutCache& cache,
-                                             std::string* reason) {
-  // The pruned search, and the full one where the pruned one cannot vouch for its choice (rare: equal costs). The
-  // reference planner searches in full (tests/planner_equivalence_test.cpp compares the two).
-  Search pruned(src, dst, pricer, max_collectives, cache, !pricer.reference());
+                                             std::string* reason, double above, bool* costlier) {
+  // The pruned search, and the full one where the pruned one cannot vouch for its choice (rare: equal costs, or
+  // negative or NaN prices). The reference planner searches in full (tests/planner_equivalence_test.cpp compares the
+  // two).
+  Search pruned(src, dst, pricer, max_collectives, cache, !pricer.reference(), above);
   std::optional<Route> r = pruned.run();
-  if (!pruned.unsure()) return finish(pruned, std::move(r), src, max_collectives, reason);
+  if (!pruned.unsure()) {
+    if (r || !pruned.bounded()) return finish(pruned, std::move(r), src, max_collectives, reason);
+    if (costlier) *costlier = true;  // no route costs at most `above` (or none at all: the full search would say)
+    return std::nullopt;
+  }
   Search search(src, dst, pricer, max_collectives, cache, false);
   r = search.run();
   return finish(search, std::move(r), src, max_collectives, reason);

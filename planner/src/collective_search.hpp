@@ -1,6 +1,7 @@
 // The collective strategy: the cheapest chain of single collectives from the source to the target placements.
 #pragma once
 
+#include <limits>
 #include <optional>
 #include <string>
 
@@ -29,8 +30,14 @@ struct Route {
 // A reference pricer (StepPricer::reference) searches in full.
 // `cache`: the planning's layouts (shared with its other searches; the work budget counts every layout this search
 // visits, cached or not, so that the decision does not depend on what other searches built).
+// `above` (finite): the caller needs the route only if it costs at most `above` (a cheaper candidate is known). Where
+// the pruned search shows that no route does (it stops once everything at or below `above` is searched), it returns
+// nullopt with `*costlier` set and `reason` untouched; otherwise it returns what it returns without `above` (the same
+// route, or nullopt with the same reason).
 std::optional<Route> search_collective_route(const Layout& src, const Layout& dst, const StepPricer& pricer,
                                              std::optional<int> max_collectives, LayoutCache& cache,
-                                             std::string* reason);
+                                             std::string* reason,
+                                             double above = std::numeric_limits<double>::infinity(),
+                                             bool* costlier = nullptr);
 
 }  // namespace reshard::detail

@@ -15,8 +15,9 @@ constexpr int kMaxEnumeratedDims = 5;  // 3^5 role assignments, each with its or
 
 class HybridSearch {
  public:
-  HybridSearch(const Layout& src, const Layout& dst, const StepPricer& pricer, Transport transport, LayoutCache& cache)
-      : src_(src), dst_(dst), pricer_(pricer), transport_(transport), cache_(cache) {
+  HybridSearch(const Layout& src, const Layout& dst, const StepPricer& pricer, Transport transport, LayoutCache& cache,
+               double above)
+      : src_(src), dst_(dst), pricer_(pricer), transport_(transport), cache_(cache), above_(above) {
     for (int k = 0; k < src.mesh().ndim(); ++k)
       if (!(src.placement(k) == dst.placement(k))) changing_.push_back(k);
   }
@@ -54,10 +55,19 @@ class HybridSearch {
       }
       if (ok && has_p2p && has_coll) try_roles(roles);
     }
+    // Routes were left out above the bound: the best one found is the best of all only if it lies within it (those left
+    // out cost more).
+    if (skipped_above_ && (!best_ || !(best_->us <= above_))) {
+      costlier_ = true;
+      return std::nullopt;
+    }
     if (!best_ && reason)
       *reason = unavailable_.empty() ? "no valid combination of collectives and one p2p step" : unavailable_;
     return best_;
   }
+
+  // Whether run() returned nullopt because no route costs at most the bound.
+  bool costlier() const { return costlier_; }
 
  private:
   void try_roles(const std::vector<Role>& roles) {
@@ -87,6 +97,10 @@ class HybridSearch {
         x = y;
       }
       if (!valid || (best_ && pre_us >= best_->us)) continue;
+      if (pre_us > above_) {  // every route through these steps costs more than the bound (none is priced)
+        skipped_above_ = true;
+        continue;
+      }
       for (int choice = 0; choice < shard_choices; ++choice) {
         std::vector<Placement> y = dst_.placements();
         int c = choice;
@@ -115,6 +129,10 @@ class HybridSearch {
       steps.push_back(*p2p);
       us += p2p->step.estimated_us;
       if (best_ && us >= best_->us) break;  // post steps only add to it
+      if (us > above_) {
+        skipped_above_ = true;
+        break;
+      }
       std::vector<Placement> cur = y;
       bool valid = true;
       for (int k : post) {
@@ -169,13 +187,20 @@ class HybridSearch {
   LayoutCache& cache_;
   std::unordered_map<PlacementsPair, PricedStep, PlacementsPairHash> p2p_cache_;
   std::optional<Route> best_;
+  double above_;                // the caller's bound
+  bool skipped_above_ = false;  // routes were left out for costing more than above_
+  bool costlier_ = false;       // costlier()
 };
 
 }  // namespace
 
 std::optional<Route> best_hybrid_route(const Layout& src, const Layout& dst, const StepPricer& pricer,
-                                       Transport transport, LayoutCache& cache, std::string* reason) {
-  return HybridSearch(src, dst, pricer, transport, cache).run(reason);
+                                       Transport transport, LayoutCache& cache, std::string* reason, double above,
+                                       bool* costlier) {
+  HybridSearch search(src, dst, pricer, transport, cache, above);
+  std::optional<Route> r = search.run(reason);
+  if (costlier) *costlier = search.costlier();
+  return r;
 }
 
 }  // namespace reshard::detail

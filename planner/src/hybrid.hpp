@@ -1,6 +1,7 @@
 // The hybrid strategy: collectives where a single collective serves a mesh dim, one p2p step for the rest.
 #pragma once
 
+#include <limits>
 #include <optional>
 #include <string>
 
@@ -16,7 +17,13 @@ namespace reshard::detail {
 // and every d for the post dims; prices each and returns the cheapest. nullopt with `reason` when none exists.
 // The p2p step runs on `transport`. P2P steps are priced without keeping their transfers (materialise them for the
 // route that is used).
+// `above` (finite): the caller needs the route only if it costs at most `above`. Routes whose collectives before the
+// p2p step already cost more are not priced further; where no route is left at or below it, nullopt with `*costlier`
+// set and `reason` untouched; otherwise what the search returns without `above` (the same route, or nullopt with the
+// same reason).
 std::optional<Route> best_hybrid_route(const Layout& src, const Layout& dst, const StepPricer& pricer,
-                                       Transport transport, LayoutCache& cache, std::string* reason);
+                                       Transport transport, LayoutCache& cache, std::string* reason,
+                                       double above = std::numeric_limits<double>::infinity(),
+                                       bool* costlier = nullptr);
 
 }  // namespace reshard::detail

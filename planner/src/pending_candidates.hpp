@@ -1,8 +1,9 @@
 // A plan's candidates some of whose figures are computed on first use (internal to the planner).
 //
-// Ranking candidates needs only their prices (and, under a memory budget, their peak workspace); the figures that only
-// reports read (a losing candidate's peak workspace and route) can wait until Plan::candidates() is first called,
-// which a runtime that only executes plans never does.
+// Ranking candidates needs only to know which is cheapest (and, under a memory budget, their peak workspace): what only
+// reports read (a losing candidate's peak workspace and route, the price of one a search showed costs more than a
+// cheaper one) can wait until Plan::candidates() is first called, which a runtime that only executes plans never does.
+// The planner's implementation (planner.cpp) plans those candidates again in full then.
 #pragma once
 
 #include <mutex>

@@ -4,9 +4,9 @@
 #include <cmath>
 #include <set>
 
+#include "pending_candidates.hpp"
 #include "reshard/partial.hpp"
 #include "reshard/rank_boxes.hpp"
-#include "pending_candidates.hpp"
 #include "reshard/text.hpp"
 #include "transitions.hpp"
 

@@ -7,12 +7,13 @@
 #include <limits>
 #include <map>
 
-#include "candidate_reports.hpp"
 #include "collective_search.hpp"
 #include "cross_mesh.hpp"
 #include "hybrid.hpp"
+#include "pending_candidates.hpp"
 #include "reshard/overlap.hpp"
 #include "reshard/partial.hpp"
+#include "workspace_peak.hpp"
 
 namespace reshard {
 namespace {
@@ -27,6 +28,13 @@ struct Built {
 
 // Memory budgets pipeline exchanges in chunks down to this size.
 constexpr Index kMinChunkBytes = 256;
+
+// `candidates`, whose entries `incomplete` are planned again in full on first read (Planner::candidate) from copies of
+// the planning's inputs.
+std::shared_ptr<detail::PendingCandidates> plan_again_later(std::vector<Candidate> candidates,
+                                                            std::vector<int> incomplete, const Layout& src,
+                                                            const Layout& dst, DType dtype, const PlanOptions& options,
+                                                            std::optional<int> rank);
 
 class Planner {
  public:
@@ -47,24 +55,18 @@ class Planner {
   }
 
   Plan build() {
-    // Only the requested strategy is built (every one under auto): planning cost stays with what was asked.
-    // Without a memory budget, ranking needs only the candidates' prices: the peak workspace and route of those not
-    // kept wait for the plan's first read of its candidates (candidate_reports.hpp). The reference planner computes
-    // every figure at once (the equivalence test compares the two).
-    const bool defer_reports = !reference_ && !options_.memory_budget_bytes;
-    std::vector<Built> all;
-    all.reserve(5);  // collective, and p2p and hybrid on up to two transports
-    for (Strategy s : {Strategy::kCollective, Strategy::kP2P, Strategy::kHybrid}) {
-      if (options_.strategy != Strategy::kAuto && options_.strategy != s) continue;
-      for (Transport t : s == Strategy::kCollective ? Transports{{Transport::kNccl}} : p2p_transports()) {
-        all.push_back(build_strategy(s, t, pricer_));
-        finish(all.back(), pricer_, !defer_reports);
-      }
-    }
+    // Only the requested strategy is built (every one under auto): planning cost stays with what was asked. Without a
+    // memory budget, ranking needs only to know which candidate is cheapest, so what only reports read waits for the
+    // plan's first read of its candidates (pending_candidates.hpp), which plans the others again in full: their peak
+    // workspace and route, and the whole figures of those shown to cost more than a candidate built before them. The
+    // reference planner computes every figure at once (the equivalence test compares the two).
+    const bool defer = !reference_ && !options_.memory_budget_bytes;
+    std::vector<bool> costlier;
+    std::vector<Built> all = build_all(defer, costlier);
     if (options_.memory_budget_bytes) fit_budget(all);
 
     Built* chosen = &all[choose(all) - all.data()];  // its steps and every summary are moved into the plan
-    if (defer_reports) report(*chosen, pricer_);
+    if (defer) report(*chosen, pricer_);
     PlanSpec spec;
     spec.src = src_;
     spec.dst = dst_;
@@ -88,15 +90,22 @@ class Planner {
     materialize_transfers(spec.steps);
     // The reference planner's plans are validated; the fast planner's must equal them (the equivalence test).
     if (reference_) return Plan(std::move(spec));
-    std::vector<detail::DeferredRoute> deferred;
-    if (defer_reports)
-      for (Built& b : all)
-        if (&b != chosen && b.summary.available)
-          deferred.push_back(detail::DeferredRoute{static_cast<int>(&b - all.data()), std::move(b.steps)});
-    if (deferred.empty()) return detail::trusted_plan(std::move(spec));
-    std::shared_ptr<detail::PendingCandidates> pending = detail::pending_reports(
-        std::move(spec.candidates), std::move(deferred), src_, model_, dtype_, pricer_.chunk_bytes(), options_.fusion);
+    std::vector<int> incomplete;  // candidates to plan again on first read
+    if (defer)
+      for (size_t i = 0; i < all.size(); ++i)
+        if (&all[i] != chosen && (costlier[i] || spec.candidates[i].available))
+          incomplete.push_back(static_cast<int>(i));
+    if (incomplete.empty()) return detail::trusted_plan(std::move(spec));
+    std::shared_ptr<detail::PendingCandidates> pending =
+        plan_again_later(std::move(spec.candidates), std::move(incomplete), src_, dst_, dtype_, options_, rank_);
     return detail::trusted_plan(std::move(spec), std::move(pending));
+  }
+
+  // Candidate `s` on `t` planned in full (every figure), as build() lists it.
+  Candidate candidate(Strategy s, Transport t) {
+    Built b = build_strategy(s, t, pricer_);
+    finish(b, pricer_);
+    return std::move(b.summary);
   }
 
  private:
@@ -154,17 +163,56 @@ class Planner {
     return {{Transport::kNccl, Transport::kNvlink}, 2};
   }
 
-  Built build_strategy(Strategy s, Transport t, const detail::StepPricer& pricer) {
+  // Every candidate asked for, in the plan's order (collective, then p2p and hybrid on each transport); with `defer`,
+  // without their reports (report()). With `defer` under auto, p2p candidates are built first, then the hybrids, then
+  // the collective, each told the cheapest estimate so far: a search that shows it cannot reach it stops there, and
+  // the candidate is left unavailable here with costlier[i] set (it loses: choose() keeps the first of the cheapest).
+  std::vector<Built> build_all(bool defer, std::vector<bool>& costlier) {
+    struct Slot {
+      Strategy s;
+      Transport t;
+    };
+    Slot slots[5];  // collective, and p2p and hybrid on up to two transports
+    int n = 0;
+    for (Strategy s : {Strategy::kCollective, Strategy::kP2P, Strategy::kHybrid}) {
+      if (options_.strategy != Strategy::kAuto && options_.strategy != s) continue;
+      for (Transport t : s == Strategy::kCollective ? Transports{{Transport::kNccl}} : p2p_transports())
+        slots[n++] = Slot{s, t};
+    }
+    std::vector<Built> all(n);
+    costlier.assign(n, false);
+    const bool bounded = defer && options_.strategy == Strategy::kAuto;
+    double cheapest = std::numeric_limits<double>::infinity();  // of the available candidates built so far
+    const Strategy order[2][3] = {{Strategy::kCollective, Strategy::kP2P, Strategy::kHybrid},
+                                  {Strategy::kP2P, Strategy::kHybrid, Strategy::kCollective}};
+    for (Strategy s : order[bounded ? 1 : 0])
+      for (int i = 0; i < n; ++i) {
+        if (slots[i].s != s) continue;
+        bool more = false;
+        all[i] = build_strategy(s, slots[i].t, pricer_, bounded ? cheapest : kNoBound, &more);
+        costlier[i] = more;
+        finish(all[i], pricer_, !defer);
+        if (all[i].summary.available) cheapest = std::min(cheapest, all[i].summary.estimated_us);
+      }
+    return all;
+  }
+
+  static constexpr double kNoBound = std::numeric_limits<double>::infinity();
+
+  // Candidate `s` on `t`. `above`, `costlier`: where the collective or hybrid search shows that it costs more than
+  // `above`, it is left unavailable (no reason) with *costlier set.
+  Built build_strategy(Strategy s, Transport t, const detail::StepPricer& pricer, double above = kNoBound,
+                       bool* costlier = nullptr) {
     Built b;
     switch (s) {
       case Strategy::kCollective:
-        b = collective(pricer);
+        b = collective(pricer, above, costlier);
         break;
       case Strategy::kP2P:
         b = p2p(pricer, t);
         break;
       default:
-        b = hybrid(pricer, t);
+        b = hybrid(pricer, t, above, costlier);
         break;
     }
     b.summary.transport = t;
@@ -225,11 +273,11 @@ class Planner {
     return from_route(s, Route{{detail::PricedStep{copy, {}}}, copy.estimated_us});
   }
 
-  Built collective(const detail::StepPricer& pricer) {
+  Built collective(const detail::StepPricer& pricer, double above, bool* costlier) {
     if (csrc_.placements() == cdst_.placements()) return identity(Strategy::kCollective);
     std::string reason;
-    std::optional<Route> r =
-        detail::search_collective_route(csrc_, cdst_, pricer, options_.max_collectives, cache_, &reason);
+    std::optional<Route> r = detail::search_collective_route(csrc_, cdst_, pricer, options_.max_collectives, cache_,
+                                                             &reason, above, costlier);
     return r ? from_route(Strategy::kCollective, std::move(*r)) : unavailable(Strategy::kCollective, reason);
   }
 
@@ -264,11 +312,13 @@ class Planner {
     return from_route(Strategy::kP2P, with_partition(Route{{std::move(step)}, us}));
   }
 
-  Built hybrid(const detail::StepPricer& pricer, Transport transport) {
+  // A hybrid's estimate is its route's and more (the partition step, the first step's source reads), so a route
+  // search bounded by `above` bounds it.
+  Built hybrid(const detail::StepPricer& pricer, Transport transport, double above, bool* costlier) {
     const Layout& mid = communicated_target();
     if (csrc_.placements() == mid.placements()) return unavailable(Strategy::kHybrid, "nothing to communicate");
     std::string reason;
-    std::optional<Route> r = detail::best_hybrid_route(csrc_, mid, pricer, transport, cache_, &reason);
+    std::optional<Route> r = detail::best_hybrid_route(csrc_, mid, pricer, transport, cache_, &reason, above, costlier);
     return r ? from_route(Strategy::kHybrid, with_partition(std::move(*r))) : unavailable(Strategy::kHybrid, reason);
   }
 
@@ -357,6 +407,41 @@ class Planner {
   detail::LayoutCache cache_;
   detail::WorkspacePeak workspace_peak_;
 };
+
+class PlannedAgain final : public detail::PendingCandidates {
+ public:
+  PlannedAgain(std::vector<Candidate> candidates, std::vector<int> incomplete, const Layout& src, const Layout& dst,
+               DType dtype, const PlanOptions& options, std::optional<int> rank)
+      : PendingCandidates(std::move(candidates)),
+        incomplete_(std::move(incomplete)),
+        src_(src),
+        dst_(dst),
+        dtype_(dtype),
+        options_(options),
+        rank_(rank) {}
+
+ private:
+  void complete(std::vector<Candidate>& candidates) override {
+    Planner planner(src_, dst_, dtype_, options_, rank_, false);
+    for (int i : incomplete_) {
+      Candidate& c = candidates.at(static_cast<size_t>(i));
+      c = planner.candidate(c.strategy, c.transport);
+    }
+  }
+
+  std::vector<int> incomplete_;
+  Layout src_, dst_;
+  DType dtype_;
+  PlanOptions options_;
+  std::optional<int> rank_;
+};
+
+std::shared_ptr<detail::PendingCandidates> plan_again_later(std::vector<Candidate> candidates,
+                                                            std::vector<int> incomplete, const Layout& src,
+                                                            const Layout& dst, DType dtype, const PlanOptions& options,
+                                                            std::optional<int> rank) {
+  return std::make_shared<PlannedAgain>(std::move(candidates), std::move(incomplete), src, dst, dtype, options, rank);
+}
 
 }  // namespace
 

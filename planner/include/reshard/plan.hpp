@@ -146,9 +146,11 @@ class Plan {
   double estimated_us() const { return s_.estimated_us; }
   Index bytes_moved() const { return s_.bytes_moved; }
   Index peak_workspace_bytes() const { return s_.peak_workspace_bytes; }
-  // Every candidate priced. The planner may leave figures that only reports read (a losing candidate's peak workspace
-  // and route, where no memory budget ranks them) to the first call: that call computes them (thread-safe, once per
-  // plan and its copies), so it may cost as much as the planning did.
+  // Every candidate priced. Without a memory budget the planner leaves what ranking does not need to the first call:
+  // the losing candidates' peak workspace and route, and every figure of a candidate whose search showed it costs more
+  // than one built before it. That call plans those candidates again in full (thread-safe, once per plan and its
+  // copies), so it may cost as much as the planning did; the figures are the same as if they had been computed at
+  // once (tests/pending_candidates_test.cpp, and the reference planner's in tests/planner_equivalence_test.cpp).
   const std::vector<Candidate>& candidates() const;
   const std::vector<Step>& steps() const { return s_.steps; }
   // A copy of everything the plan holds, its candidates complete (as candidates() gives them).
