@@ -1,6 +1,7 @@
 #include "reshard/nccl_communicator.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <future>
 #include <memory>
 #include <thread>
@@ -146,20 +147,25 @@ void NcclCommunicator::exchange(std::span<const SendOp> sends, std::span<const R
   RESHARD_NCCL(ncclGroupEnd());
 }
 
-// The host all-gather stages through device memory that is allocated once and freed only with the communicator: a
-// cudaFree synchronises the device and, with peer access, its peers. Freed at the end of every call, it hung the
-// first one-sided run on 2 H200s (2026-11-23): a rank still in the run's first all-gather (mapping the peers'
-// buffers) freed its staging while the peer's stream already waited for this rank's first post, which the freeing
-// rank enqueues only after the free returns. Growth keeps the smaller buffers until the end for the same reason.
+// The host all-gather's records travel through pinned host memory mapped into the device: the NCCL kernels read and
+// write it directly, with no staging copies from and to pageable memory (on 2 H100s, 2026-11-27, an expose's
+// all-gather beside 1 GiB runs took 26 us at the 10th percentile instead of 35, medians 44-56 us on two machines;
+// the long ones, up to 300 us while a run's copies are in flight, stayed). The staging is allocated once and freed
+// only with the communicator: freeing synchronises the device and, with peer access, its peers. Freed at the end of
+// every call, it hung the first one-sided run on 2 H200s (2026-11-23): a rank still in the run's first all-gather
+// (mapping the peers' buffers) freed its staging while the peer's stream already waited for this rank's first post,
+// which the freeing rank enqueues only after the free returns. Growth keeps the smaller buffers until the end for the
+// same reason.
 struct NcclCommunicator::HostGatherStaging {
   int device = 0;
   cudaStream_t stream = nullptr;
-  std::vector<void*> buffers;  // the last one is in use
+  std::vector<void*> buffers;  // pinned and mapped; the last one in use (an abandoned all-gather may hold others)
+  void* mapped = nullptr;      // the device's address of the last one
   size_t capacity = 0;
   ~HostGatherStaging() {
     cudaSetDevice(device);
     if (stream) cudaStreamDestroy(stream);
-    for (void* b : buffers) cudaFree(b);
+    for (void* b : buffers) cudaFreeHost(b);
   }
 };
 
@@ -178,20 +184,18 @@ void NcclCommunicator::all_gather_host(const void* send, void* recv, size_t byte
   if (total > x.capacity) {
     const size_t capacity = std::max<size_t>(total, size_t{64} << 10);  // the connect and expose records fit at once
     void* data = nullptr;
-    RESHARD_CUDA_CHECK(cudaMalloc(&data, capacity));
+    RESHARD_CUDA_CHECK(cudaHostAlloc(&data, capacity, cudaHostAllocMapped));
     x.buffers.push_back(data);
+    RESHARD_CUDA_CHECK(cudaHostGetDevicePointer(&x.mapped, data, 0));
     x.capacity = capacity;
   }
   char* data = static_cast<char*>(x.buffers.back());
-  char* gathered = data + bytes;
-  if (bytes > 0) RESHARD_CUDA_CHECK(cudaMemcpyAsync(data, send, bytes, cudaMemcpyHostToDevice, x.stream));
-  all_gather(data, gathered, bytes, x.stream);
+  char* mapped = static_cast<char*>(x.mapped);
+  if (bytes > 0) std::memcpy(data, send, bytes);
+  all_gather(mapped, mapped + bytes, bytes, x.stream);
   wait(x.stream, options_.timeout);
-  if (bytes == 0) return;
-  // The all-gather is done (waited for with the timeout above); the copy out returns early into pinned memory.
-  RESHARD_CUDA_CHECK(
-      cudaMemcpyAsync(recv, gathered, bytes * static_cast<size_t>(size_), cudaMemcpyDeviceToHost, x.stream));
-  wait(x.stream, options_.timeout);
+  // The all-gather is done (waited for with the timeout above): its kernels' writes to host memory are visible.
+  if (bytes > 0) std::memcpy(recv, data + bytes, bytes * static_cast<size_t>(size_));
 }
 
 void NcclCommunicator::all_gather(const void* send, void* recv, size_t bytes_per_rank, StreamHandle stream) {
