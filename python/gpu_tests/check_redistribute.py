@@ -226,6 +226,46 @@ def repeat_cases(mesh):
     return out
 
 
+def enabled_method_cases(mesh):
+    """With enable(), the method DTensor.redistribute is reshard.torch.redistribute for eager calls: its results,
+    specs and gradients (with and without dtype casts) must equal PyTorch's method's, computed before enabling, and the
+    calls must go through reshard; disable() must put PyTorch's method back."""
+    out = []
+    original = DTensor.redistribute
+    cases = [("S0", "S1", None, None), ("P", "S0", None, None), ("S0", "R", torch.bfloat16, None),
+             ("R", "S1", None, torch.bfloat16)]
+    for src, dst, fwd, bwd in cases:
+        src_p, dst_p = [common.placement(src)], [common.placement(dst)]
+        full = common.make_global((72, 40), torch.float32, 17)
+        local = common.local_of(full, mesh, src_p, 17, noise(torch.float32))
+        results = []
+        for enabled in (False, True):
+            for needs_grad in (False, True):
+                x = DTensor.from_local(local.clone(), mesh, src_p, shape=full.shape, stride=full.stride())
+                x = x.detach().requires_grad_(needs_grad)
+                before = rt.stats()["reshard"]
+                if enabled:
+                    rt.enable()
+                try:
+                    y = x.redistribute(mesh, dst_p, forward_dtype=fwd, backward_dtype=bwd)
+                    if needs_grad:
+                        y.backward(DTensor.from_local(torch.ones_like(y.to_local()) * 0.5, mesh, dst_p,
+                                                      shape=full.shape, stride=full.stride()))
+                finally:
+                    rt.disable()
+                results.append((y, x.grad, rt.stats()["reshard"] - before))
+        ok = all(common.same_bits(results[i][0].to_local(), results[i + 2][0].to_local())
+                 and results[i][0]._spec == results[i + 2][0]._spec for i in (0, 1))
+        ok = ok and common.same_bits(results[1][1].to_local(), results[3][1].to_local())
+        ok = ok and results[1][1].placements == results[3][1].placements
+        ok = ok and results[0][2] == 0 and results[2][2] > 0 and results[3][2] > 0
+        out.append({"case": f"enabled x.redistribute {src}->{dst} forward_dtype={fwd} backward_dtype={bwd}",
+                    "ok": common.all_ranks_true(ok)})
+    out.append({"case": "disable() restores DTensor.redistribute",
+                "ok": common.all_ranks_true(DTensor.redistribute is original)})
+    return out
+
+
 def profile_cases(mesh):
     """configure(profile=...): a missing file raises ValueError and changes nothing; a profile file plans (the
     results equal PyTorch's); "" restores the built-in profile."""
@@ -309,7 +349,7 @@ def main():
     graph = cuda_graph_cases(meshes[mesh_shapes[0]])
     casts = dtype_cast_cases(meshes[mesh_shapes[0]])
     repeats = repeat_cases(meshes[mesh_shapes[0]])
-    profiles = profile_cases(meshes[mesh_shapes[0]])
+    profiles = profile_cases(meshes[mesh_shapes[0]]) + enabled_method_cases(meshes[mesh_shapes[0]])
     stats = rt.stats()
     summary = {
         "versions": common.versions(),

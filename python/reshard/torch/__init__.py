@@ -63,8 +63,8 @@ def _redistribute(dtensor, device_mesh, placements, async_op, forward_dtype, bac
     if torch.compiler.is_compiling() or kwargs:
         if kwargs and not torch.compiler.is_compiling():
             _runtime.count("pytorch", "DTensor.redistribute keywords " + ",".join(sorted(kwargs)))
-        return dtensor.redistribute(device_mesh, placements, async_op=async_op, forward_dtype=forward_dtype,
-                                    backward_dtype=backward_dtype, **kwargs)
+        return _patch.original_method()(dtensor, device_mesh, placements, async_op=async_op,
+                                        forward_dtype=forward_dtype, backward_dtype=backward_dtype, **kwargs)
     device_mesh = device_mesh or dtensor.device_mesh
     if placements is None:
         raise RuntimeError("placements is needed for redistribute!")
@@ -74,6 +74,20 @@ def _redistribute(dtensor, device_mesh, placements, async_op, forward_dtype, bac
         return _autograd.redistribute_forward(dtensor, device_mesh, placements, strategy, async_op)
     return Redistribute.apply(dtensor, device_mesh, placements, async_op, forward_dtype, backward_dtype, strategy)
 
+
+def _redistribute_method(self, device_mesh=None, placements=None, *, async_op=False, forward_dtype=None,
+                         backward_dtype=None, **kwargs):
+    """DTensor.redistribute while enable() is on: an eager call is redistribute()'s (the same result, spec and autograd,
+    without PyTorch's layers before the local redistribution); keywords reshard does not know and calls under tracing
+    (torch.compile, make_fx) take PyTorch's method, which routes the local redistribution through reshard too."""
+    if kwargs or torch.compiler.is_compiling() or _ops.tracing():
+        return _patch.original_method()(self, device_mesh, placements, async_op=async_op, forward_dtype=forward_dtype,
+                                        backward_dtype=backward_dtype, **kwargs)
+    return redistribute(self, device_mesh, placements, async_op=async_op, forward_dtype=forward_dtype,
+                        backward_dtype=backward_dtype)
+
+
+_patch.set_method(_redistribute_method)
 
 _hot = {}  # (source spec, mesh as given, placements as given, strategy) -> (target spec, prepared Entry or None)
 _HOT_KEPT = 4096

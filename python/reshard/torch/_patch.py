@@ -5,8 +5,11 @@ DTensor.redistribute (Redistribute.forward), the ones sharding propagation asks 
 (OpDispatcher.redistribute_local_args), parallelize_module's input/output layouts (they call redistribute), the
 backward pass (Redistribute.backward, from_local's backward) and graphs traced by torch.compile. enable() rebinds that
 name, in every torch.distributed module that imported it, to a function that tries reshard first and calls PyTorch's
-own function for anything reshard does not take (counted in stats() with the reason). disable() puts PyTorch's
-function back everywhere, so PyTorch behaves exactly as before.
+own function for anything reshard does not take (counted in stats() with the reason). It also makes the method
+DTensor.redistribute reshard.torch.redistribute for eager calls (the same semantics; it skips PyTorch's layers before
+the local redistribution, which cost more than reshard's whole call); calls with keywords reshard does not know and
+calls under tracing keep PyTorch's method, which then routes through the rebound function. disable() puts PyTorch's
+function and method back everywhere, so PyTorch behaves exactly as before.
 """
 
 import contextlib
@@ -22,6 +25,8 @@ _MODULES = ("torch.distributed.tensor._redistribute", "torch.distributed.tensor.
 _NAME = "redistribute_local_tensor"
 _lock = threading.RLock()
 _original = None
+_original_method = None
+_method = None  # what DTensor.redistribute is while enabled (set by reshard.torch: set_method)
 _enabled = False
 
 
@@ -31,6 +36,28 @@ def original():
     if _original is None:
         _original = getattr(importlib.import_module(_MODULES[0]), _NAME)
     return _original
+
+
+def original_method():
+    """PyTorch's DTensor.redistribute (whether or not reshard is enabled)."""
+    global _original_method
+    if _original_method is None:
+        from torch.distributed.tensor import DTensor
+
+        _original_method = DTensor.__dict__["redistribute"]
+    return _original_method
+
+
+def set_method(method):
+    """The function DTensor.redistribute becomes while enabled."""
+    global _method
+    _method = method
+
+
+def _set_dtensor_method(method):
+    from torch.distributed.tensor import DTensor
+
+    DTensor.redistribute = method
 
 
 def redistribute_local_tensor(local_tensor, current_spec, target_spec, *args, **kwargs):
@@ -63,6 +90,9 @@ def enable(strategy=None):
         if strategy is not None:
             _runtime.settings.strategy = str(strategy)
         _rebind(original(), redistribute_local_tensor)
+        original_method()
+        if _method is not None:
+            _set_dtensor_method(_method)
         _enabled = True
 
 
@@ -72,6 +102,8 @@ def disable():
     with _lock:
         if _original is not None:
             _rebind(redistribute_local_tensor, _original)
+        if _original_method is not None:
+            _set_dtensor_method(_original_method)
         _enabled = False
 
 
