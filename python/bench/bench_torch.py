@@ -119,21 +119,13 @@ def bench_tp_mlp(mesh, steps, warmup, compiled):
     return rows
 
 
-def positive(text):
-    """An argparse type: a whole number from 1 to 100,000."""
-    value = int(text)
-    if not 1 <= value <= 100_000:
-        raise argparse.ArgumentTypeError(f"must be from 1 to 100000, not {value}")
-    return value
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
-    ap.add_argument("--iters", type=positive, default=30, help="timed iterations of the 1 GiB cases")
-    ap.add_argument("--iters-small", type=positive, default=150,
+    ap.add_argument("--iters", type=common.positive, default=30, help="timed iterations of the 1 GiB cases")
+    ap.add_argument("--iters-small", type=common.positive, default=150,
                     help="timed iterations of the 4 MiB cases (their per-call times vary most from one to the next)")
-    ap.add_argument("--warmup", type=positive, default=5)
+    ap.add_argument("--warmup", type=common.positive, default=5)
     ap.add_argument("--compile-mlp", action="store_true", help="also time the TP MLP under torch.compile")
     args = ap.parse_args()
     rank, world = common.setup()

@@ -73,7 +73,7 @@ def summarise(per_rank):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
-    ap.add_argument("--iters", type=int, default=40)
+    ap.add_argument("--iters", type=common.positive, default=40)
     args = ap.parse_args()
     rank, world = common.setup()
     mesh = init_device_mesh("cuda", (world,))

@@ -90,7 +90,7 @@ def summarise(rows):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
-    ap.add_argument("--iters", type=int, default=150)
+    ap.add_argument("--iters", type=common.positive, default=150)
     args = ap.parse_args()
     rank, world = common.setup()
     mesh = init_device_mesh("cuda", (world,))

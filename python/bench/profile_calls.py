@@ -44,7 +44,7 @@ def host_us(fn, calls):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--calls", type=int, default=300)
+    ap.add_argument("--calls", type=common.positive, default=300)
     ap.add_argument("--callers", default=None, help="also print the callers of functions matching this regex")
     args = ap.parse_args()
     rank, world = common.setup()

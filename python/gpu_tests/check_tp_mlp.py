@@ -97,7 +97,7 @@ def compare(a, b, tolerance=0.0):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
-    ap.add_argument("--steps", type=int, default=5)
+    ap.add_argument("--steps", type=common.positive, default=5)
     args = ap.parse_args()
     rank, world = common.setup()
     mesh = init_device_mesh("cuda", (world,))

@@ -1,6 +1,7 @@
 """Shared by the GPU checks and the benchmarks (python/bench, bench/pytorch_baseline.py), run under torchrun, one
 process per GPU."""
 
+import argparse
 import datetime
 import faulthandler
 import json
@@ -186,3 +187,11 @@ def versions():
     return {"torch": torch.__version__, "torch_nccl": ".".join(map(str, torch.cuda.nccl.version())),
             "reshard": reshard.__version__, "reshard_nccl": _cuda.nccl_version(), "python": sys.version.split()[0],
             "gpus": dist.get_world_size(), "gpu": torch.cuda.get_device_name()}
+
+
+def positive(text):
+    """An argparse type for counts (iterations, calls, steps): a whole number from 1 to 100,000."""
+    value = int(text)
+    if not 1 <= value <= 100_000:
+        raise argparse.ArgumentTypeError(f"must be from 1 to 100000, not {value}")
+    return value
