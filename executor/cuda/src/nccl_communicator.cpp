@@ -1,6 +1,9 @@
 #include "reshard/nccl_communicator.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <future>
 #include <memory>
@@ -169,7 +172,57 @@ struct NcclCommunicator::HostGatherStaging {
   }
 };
 
+namespace {
+
+// Records of at most this many bytes go through the mailbox (a connect's card and an expose's three buffers fit).
+constexpr size_t kMailboxRecordBytes = 4096;
+
+// Same host: the same name and the same boot (a container's hostname may repeat on other machines).
+std::uint64_t machine_id() {
+  std::uint64_t h = 1469598103934665603ull;
+  auto mix = [&](const char* text, size_t n) {
+    for (size_t i = 0; i < n && text[i]; ++i) h = (h ^ static_cast<unsigned char>(text[i])) * 1099511628211ull;
+  };
+  char name[256] = {};
+  ::gethostname(name, sizeof(name) - 1);
+  mix(name, sizeof name);
+  if (std::FILE* f = std::fopen("/proc/sys/kernel/random/boot_id", "r")) {
+    char boot[64] = {};
+    const size_t n = std::fread(boot, 1, sizeof(boot) - 1, f);
+    std::fclose(f);
+    mix(boot, n);
+  }
+  return h;
+}
+
+}  // namespace
+
+// The first all_gather_host of every rank lands here (collective): all ranks on one host and each able to open the
+// segment, or every rank keeps NCCL.
+void NcclCommunicator::connect_mailbox() {
+  mailbox_tried_ = true;
+  if (!options_.host_mailbox || size_ < 2) return;
+  const std::uint64_t mine = machine_id();
+  std::vector<std::uint64_t> all(static_cast<size_t>(size_));
+  nccl_all_gather_host(&mine, all.data(), sizeof mine);
+  for (std::uint64_t id : all)
+    if (id != mine) return;
+  mailbox_ = detail::HostMailbox::connect(rank_, size_, kMailboxRecordBytes,
+                                          [this](const void* s, void* r, size_t b) { nccl_all_gather_host(s, r, b); });
+}
+
 void NcclCommunicator::all_gather_host(const void* send, void* recv, size_t bytes) {
+  if (!mailbox_tried_) connect_mailbox();
+  if (!mailbox_ || bytes > mailbox_->capacity()) return nccl_all_gather_host(send, recv, bytes);
+  try {
+    mailbox_->all_gather(send, recv, bytes, options_.timeout, [this] { return aborted_.load(); });
+  } catch (const Error& e) {
+    abort();
+    fail(e.kind(), cat(e.what(), abort_text()));
+  }
+}
+
+void NcclCommunicator::nccl_all_gather_host(const void* send, void* recv, size_t bytes) {
   int device = 0;
   RESHARD_NCCL(ncclCommCuDevice(comm_, &device));
   RESHARD_CUDA_CHECK(cudaSetDevice(device));

@@ -71,8 +71,9 @@ class Communicator {
     }
   }
 
-  // Setup-time exchange on the host: every rank's `bytes` into recv (rank order). Blocking and collective; for small
-  // descriptors (memory handles), never on a run's hot path.
+  // Exchange on the host: every rank's `bytes` into recv (rank order). Blocking and collective; for small descriptors
+  // (memory handles). At setup, and on runs that expose changed buffers (ExecutorOptions::buffer_changes): the NCCL
+  // communicator makes it a shared-memory exchange of a few microseconds when every rank is on one host.
   virtual void all_gather_host(const void* send, void* recv, size_t bytes) = 0;
 };
 

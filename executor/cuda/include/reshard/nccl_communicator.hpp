@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "reshard/backend.hpp"
+#include "reshard/detail/host_mailbox.hpp"
 
 namespace reshard {
 
@@ -30,6 +31,9 @@ struct NcclOptions {
   // On a timeout or an NCCL error, also abort a communicator the caller passed in (owned = false). Off by default:
   // the error is raised and the caller decides; the mesh-dim groups reshard split from it are always aborted.
   bool abort_unowned = false;
+  // all_gather_host through shared memory (detail::HostMailbox) when every rank is on one host, instead of an NCCL
+  // all-gather through pinned host memory. Off: always NCCL.
+  bool host_mailbox = true;
 };
 
 class NcclCommunicator : public Communicator {
@@ -69,9 +73,15 @@ class NcclCommunicator : public Communicator {
   bool may_abort() const { return owned_ || options_.abort_unowned; }
   // How an error message ends: what happened to the communicator.
   std::string abort_text() const;
-  // all_gather_host's device staging and stream, kept for the communicator's life (nccl_communicator.cpp says why).
+  // all_gather_host over NCCL: its device staging and stream, kept for the communicator's life
+  // (nccl_communicator.cpp says why).
+  void nccl_all_gather_host(const void* send, void* recv, size_t bytes);
   struct HostGatherStaging;
   std::unique_ptr<HostGatherStaging> host_gather_;
+  // all_gather_host through shared memory, set up by the first all_gather_host when every rank is on this host.
+  void connect_mailbox();
+  bool mailbox_tried_ = false;
+  std::unique_ptr<detail::HostMailbox> mailbox_;
 
   ncclComm_t comm_;
   bool owned_;
