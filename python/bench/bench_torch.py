@@ -3,8 +3,8 @@
     torchrun --nproc-per-node 2 python/bench/bench_torch.py --out DIR
 
 Cases: mesh (2) (and (2,2) on 4 GPUs), S0->S1, S0->R, R->S0, P->R, P->S0 for f32 1024x1024 (4 MiB) and f32 16384x16384
-(1 GiB), and S0->S1 in bf16 at both sizes. Each call is timed as DTensor programs see it, Python overhead included:
-ranks meet at a barrier, the GPU is idle, a CUDA event is recorded, the call is made, a second event is recorded, the
+(1 GiB) (--sizes; also 4096x4096, 64 MiB), and S0->S1 in bf16 at each size; --profile: reshard's cost-model profile.
+Each call is timed as DTensor programs see it, Python overhead included: ranks meet at a barrier, the GPU is idle, a CUDA event is recorded, the call is made, a second event is recorded, the
 host waits; the time of an iteration is the slowest rank's, the median over iterations is reported. A second measure
 times 10 back-to-back calls per iteration (as a training step issues them: one call's host work overlaps the last
 one's GPU work; the barrier's skew between ranks is spread over the 10) and reports the time per call. Four variants
@@ -34,7 +34,7 @@ import reshard.torch as rt  # noqa: E402
 import tp_mlp  # noqa: E402
 
 CASES = [("S0", "S1"), ("S0", "R"), ("R", "S0"), ("P", "R"), ("P", "S0")]
-SIZES = {"4MiB": (1024, 1024), "1GiB": (16384, 16384)}
+SIZES = {"4MiB": (1024, 1024), "64MiB": (4096, 4096), "1GiB": (16384, 16384)}
 
 
 def time_call(fn, iters, warmup):
@@ -119,6 +119,15 @@ def bench_tp_mlp(mesh, steps, warmup, compiled):
     return rows
 
 
+def sizes_arg(text):
+    """--sizes: names of SIZES, comma-separated (argparse's usage error otherwise)."""
+    names = [t for t in text.split(",") if t]
+    unknown = [t for t in names if t not in SIZES]
+    if not names or unknown:
+        raise argparse.ArgumentTypeError(f"sizes must be of {', '.join(SIZES)}, got {text!r}")
+    return names
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
@@ -127,15 +136,22 @@ def main():
                     help="timed iterations of the 4 MiB cases (their per-call times vary most from one to the next)")
     ap.add_argument("--warmup", type=common.positive, default=5)
     ap.add_argument("--compile-mlp", action="store_true", help="also time the TP MLP under torch.compile")
+    ap.add_argument("--sizes", default="4MiB,1GiB", type=sizes_arg,
+                    help=f"comma-separated sizes of the redistributions, of {', '.join(SIZES)} (default 4MiB,1GiB)")
+    ap.add_argument("--profile", default="", help="reshard's cost-model profile JSON (configure(profile=...)); "
+                    "default: the built-in one")
     args = ap.parse_args()
     rank, world = common.setup()
+    if args.profile:
+        rt.configure(profile=args.profile)
     t0 = time.time()
     mesh_shapes = [(world,)] + ([(2, world // 2)] if world >= 4 else [])
     rows = []
     for mesh_shape in mesh_shapes:
         mesh = init_device_mesh("cuda", mesh_shape)
         cases = [(s, d, "f32") for s, d in CASES] + [("S0", "S1", "bf16")]
-        for size_name, shape in SIZES.items():
+        for size_name in args.sizes:
+            shape = SIZES[size_name]
             for src, dst, dtype_name in cases:
                 if len(mesh_shape) == 2:
                     src, dst = f"{src},{src}", f"{dst},{dst}"
@@ -165,7 +181,8 @@ def main():
         "method": "median of per-iteration slowest-rank CUDA-event time around one call, after a barrier and an idle "
                   "GPU, Python overhead included; *_loop_us: the same around LOOP_CALLS back-to-back calls, per call",
         "loop_calls": LOOP_CALLS,
-        "iters": {"1GiB": args.iters, "4MiB": args.iters_small},
+        "iters": {"1GiB": args.iters, "others": args.iters_small},
+        "profile": args.profile or "built-in",
         "redistribute": rows,
         "tp_mlp": mlp,
         "all_equal": all(r["reshard_equal"] and r["enabled_equal"] for r in rows),
