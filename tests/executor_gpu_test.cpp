@@ -120,7 +120,7 @@ TEST_F(Gpu, EveryPairAndStrategyOnMeshes2And1x2And2x1) {
   }
 }
 
-// Ranks as threads of this process pulling (ExecutorOptions::one_process_copies; every other in-process test pushes,
+// Ranks as threads of this process pulling (ExecutorOptions::one_sided_copies; every other in-process test pushes,
 // the default): every pair of R/S0/S1/P(sum) on mesh (2), the nvlink p2p plan with separate copies (kernels read the
 // peers' tensors: the copy engines cannot, docs/transports.md), every element.
 TEST_F(Gpu, NvlinkStepsPulledAsKernelsEveryPair) {
@@ -128,7 +128,7 @@ TEST_F(Gpu, NvlinkStepsPulledAsKernelsEveryPair) {
   const std::vector<Placement> options{Placement::replicate(), Placement::shard(0), Placement::shard(1),
                                        Placement::partial()};
   RunOptions o = quick();
-  o.one_process_copies = OneSidedCopies::kPull;
+  o.one_sided_copies = OneSidedCopies::kPull;
   for (const Dims& shape : light() ? std::vector<Dims>{Dims{1, 1}, Dims{7, 5}, Dims{64, 33}}
                                    : std::vector<Dims>{Dims{0, 4}, Dims{1, 1}, Dims{7, 5}, Dims{1000, 1003}}) {
     for (const auto& from : testing::placement_lists(1, options)) {

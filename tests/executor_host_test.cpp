@@ -208,7 +208,7 @@ TEST(HostExecutor, PeerCopiesTheCopyEnginesCannotReachRunAsKernels) {
           NoEngineReach no_reach(engine_peer_copies);
           Device& device = reach ? static_cast<Device&>(plain) : no_reach;
           ExecutorOptions pull;  // ranks of one process push by default: this test is about their pulls
-          pull.one_process_copies = OneSidedCopies::kPull;
+          pull.one_sided_copies = OneSidedCopies::kPull;
           Executor exec(plan, comm, device, pull);
           std::vector<std::byte> in(exec.input_bytes()), out(exec.output_bytes(), std::byte{0xA5});
           fill_pattern(in.data(), src.box(r), src.global_shape(), DType::kF32);
@@ -235,14 +235,14 @@ TEST(HostExecutor, PeerCopiesTheCopyEnginesCannotReachRunAsKernels) {
         } device;
         device.n = &counted;
         ExecutorOptions pull;
-        pull.one_process_copies = OneSidedCopies::kPull;
+        pull.one_sided_copies = OneSidedCopies::kPull;
         Executor exec(plan, comm, device, pull);
       },
       &world);
   EXPECT_GT(counted.load(), 0);
 }
 
-// Ranks sharing a process pull or push (ExecutorOptions::one_process_copies): pushed, every one-sided step without
+// Ranks sharing a process pull or push (ExecutorOptions::one_sided_copies): pushed, every one-sided step without
 // reductions copies into the readers' tensors instead of out of the sources'. Every placement pair over R/S0/S1/P on
 // meshes (2), (4) and (2,2), sizes 0, 1 and uneven, separate and fused steps, both ways; every element of every rank
 // checked, and the copies counted by direction (pulls write no peer, pushes write peers).
@@ -282,7 +282,7 @@ TEST(HostExecutor, OneSidedStepsEveryPairEveryElementPulledAndPushed) {
                   Counting device;
                   device.pushed = how == OneSidedCopies::kPush ? &pushed : &pushed_when_pulling;
                   ExecutorOptions eo;
-                  eo.one_process_copies = how;
+                  eo.one_sided_copies = how;
                   Executor exec(plan, comm, device, eo);
                   std::vector<std::byte> in(exec.input_bytes()), out(exec.output_bytes(), std::byte{0x5A});
                   fill_local(in.data(), src, r, DType::kF32);

@@ -18,7 +18,6 @@ class ForwardingPeerLink : public PeerLink {
   const RankBuffers* peers() const override { return inner_->peers(); }
   void require(int peer) const override { inner_->require(peer); }
   bool copy_engines_reach(int peer) const override { return inner_->copy_engines_reach(peer); }
-  bool one_process() const override { return inner_->one_process(); }
   void sync(const PeerSync& sync, StreamHandle stream) override { inner_->sync(sync, stream); }
   std::string release() override { return inner_->release(); }
   std::unique_ptr<CopyBatch> prepare_fused(const FusedPeerStep& op, DType dtype, std::chrono::milliseconds t) override {

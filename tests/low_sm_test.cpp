@@ -106,7 +106,7 @@ TEST(LowSm, CopiesInPiecesMoveEveryElement) {
     const Layout dst = src.with_placements(parse_placements(c.to));
     const Plan plan = make_plan(src, dst, DType::kF64, o);
     RunOptions run = testing::quick_host_run();
-    run.one_process_copies = c.copies;
+    run.one_sided_copies = c.copies;
     const RunResult r = run_plan(plan, run);
     EXPECT_EQ(r.wrong_elements, 0) << c.to << " " << to_string(c.transport) << ": " << r.first_error;
     const Index held = dst.global_volume() * (c.to[0] == 'R' ? 2 : 1);  // every rank's target, once per check

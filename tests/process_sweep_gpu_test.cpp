@@ -94,5 +94,34 @@ TEST(GpuProcesses, EveryPairAndStrategyOneProcessPerGpu) {
   }
 }
 
+// The sweep above pushes (ExecutorOptions::one_sided_copies' default); pulling through CUDA IPC mappings, on the copy
+// engines, stays a choice (`--one-sided-copies pull`): every pair of R/S0/S1 on mesh (2), two processes, verified.
+TEST(GpuProcesses, PulledThroughIpcEveryCopyPair) {
+  if (local_gpu_count() < 2) GTEST_SKIP() << "needs 2 GPUs";
+  const std::string base = "/tmp/reshard_pull_" + std::to_string(::getpid());
+  int pairs = 0;
+  for (const char* from : {"R", "S0", "S1"}) {
+    for (const char* to : {"R", "S0", "S1"}) {
+      const std::string out = base + "_" + std::to_string(pairs++);
+      std::string cmd = "cd /tmp && export RESHARD_RENDEZVOUS_TOKEN=" + make_rendezvous_token() + " WORLD_SIZE=2; ";
+      for (int r = 0; r < 2; ++r)
+        cmd += "(RANK=" + std::to_string(r) + " LOCAL_RANK=" + std::to_string(r) + " timeout 120 " +
+               testing::cli_path() + " run --mesh 2 --from " + from + " --to " + to +
+               " --shape 300x517 --strategy p2p --transport nvlink --fuse never --one-sided-copies pull --iters 3"
+               " --rendezvous file:" +
+               out + "_id > " + out + "_" + std::to_string(r) + " 2>&1; echo $? > " + out + "_rc" + std::to_string(r) +
+               ") & ";
+      cmd += "wait";
+      ASSERT_EQ(std::system(cmd.c_str()), 0);
+      for (int r = 0; r < 2; ++r)
+        EXPECT_EQ(testing::read_file(out + "_rc" + std::to_string(r)), "0\n")
+            << from << "->" << to << ": " << testing::read_file(out + "_" + std::to_string(r));
+      EXPECT_NE(testing::read_file(out + "_0").find("all correct"), std::string::npos)
+          << from << "->" << to << ": " << testing::read_file(out + "_0");
+      std::remove((out + "_id").c_str());
+    }
+  }
+}
+
 }  // namespace
 }  // namespace reshard

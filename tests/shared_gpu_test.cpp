@@ -73,7 +73,7 @@ class SharedGpu : public ::testing::Test {
     o.cuda_graph = graph;
     o.graph_calls = graph_calls();
     o.timeout = std::chrono::seconds(10);
-    o.one_process_copies = copies();
+    o.one_sided_copies = copies();
     if (verbose()) {
       std::printf("  check: %s -> [%s] %s%s%s, %d iterations\n", plan.src().str().c_str(),
                   to_string(plan.dst().placements()).c_str(), std::string(to_string(plan.dtype())).c_str(),

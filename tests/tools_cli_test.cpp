@@ -21,7 +21,7 @@ TEST(RunCli, VerifiesOnTheHostBackend) {
   // Pulled one-sided copies (ranks as threads of one process push by default), verified the same way.
   testing::CliResult p = run_cli(
       "run --mesh 2x2 --from S0,S1 --to S1,R --shape 64x1024 --backend host --iters 2 --strategy p2p "
-      "--transport nvlink --fuse never --one-process-copies pull");
+      "--transport nvlink --fuse never --one-sided-copies pull");
   ASSERT_EQ(p.exit_code, 0) << p.err;
   EXPECT_NE(p.out.find("all correct"), std::string::npos) << p.out;
 }
@@ -32,9 +32,9 @@ TEST(RunCli, BadRequestsAreRefused) {
   EXPECT_NE(r.err.find("--backend must be auto, nccl or host"), std::string::npos) << r.err;
   r = run_cli("run --mesh 2 --from S0 --to S1 --shape 8x8 --iters 0");
   EXPECT_EQ(r.exit_code, 2);
-  r = run_cli("run --mesh 2 --from S0 --to S1 --shape 8x8 --one-process-copies sideways");
+  r = run_cli("run --mesh 2 --from S0 --to S1 --shape 8x8 --one-sided-copies sideways");
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find("--one-process-copies must be pull or push, got 'sideways'"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--one-sided-copies must be pull or push, got 'sideways'"), std::string::npos) << r.err;
   if (local_gpu_count() < 64) {
     r = run_cli("run --mesh 64 --from S0 --to S1 --shape 64x64 --backend nccl");
     EXPECT_EQ(r.exit_code, 2) << r.err;

@@ -49,7 +49,6 @@ class NullPeers : public PeerLink {
   const RankBuffers* peers() const override { return peers_.data(); }
   void require(int) const override {}
   bool copy_engines_reach(int) const override { return true; }
-  bool one_process() const override { return false; }
   void sync(const PeerSync&, StreamHandle) override {}
   std::string release() override { return {}; }
   std::unique_ptr<CopyBatch> prepare_fused(const FusedPeerStep&, DType, std::chrono::milliseconds) override {

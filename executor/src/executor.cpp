@@ -102,7 +102,7 @@ void require_same_steps(const PlanBatch& batch, Communicator& comm, OneSidedCopi
   for (int r = 0; r < comm.size(); ++r)
     RESHARD_REQUIRE(all[static_cast<size_t>(r)] == mine, "rank ", comm.rank(), "'s plan and rank ", r,
                     "'s differ in their steps (kinds, transports, fused flags, mesh dims) or in "
-                    "ExecutorOptions::one_process_copies: one-sided steps need every rank to run the same plan");
+                    "ExecutorOptions::one_sided_copies: one-sided steps need every rank to run the same plan");
 }
 
 }  // namespace
@@ -124,10 +124,10 @@ Executor::Executor(const PlanBatch& batch, Communicator& comm, Device& device, E
   program_ = lower(batch, comm.rank(), LowerOptions{options.stage_overlap, options.coalesce_max_bytes});
   if (program_.one_sided) {
     // Every rank of the plan connects (collective; every rank's program has the same steps); ranks sharing a process
-    // may push instead of pulling (ExecutorOptions::one_process_copies), all of them or none.
-    require_same_steps(batch, comm_, options.one_process_copies);
+    // may push instead of pulling (ExecutorOptions::one_sided_copies), all of them or none.
+    require_same_steps(batch, comm_, options.one_sided_copies);
     peers_ = device_.connect_peers(comm_);
-    if (options.one_process_copies == OneSidedCopies::kPush && peers_->one_process())
+    if (options.one_sided_copies == OneSidedCopies::kPush)
       program_ = lower(batch, comm.rank(),
                        LowerOptions{options.stage_overlap, options.coalesce_max_bytes, OneSidedCopies::kPush});
   }

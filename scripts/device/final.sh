@@ -36,11 +36,11 @@ for s in 1024x1024 256x256 64x64; do
 done
 cat "$OUT/bench.txt"
 echo "[$(el) s] bench"
-# In process: pulls (kernels there) against pushes on the copy engines (--one-process-copies push).
+# In process: pulls (kernels there) against pushes on the copy engines (--one-sided-copies push).
 for pair in "S0 S1" "S0 R"; do set -- $pair
   for how in pull push; do
     timeout 60 $R run --backend nccl --mesh 2 --from $1 --to $2 $L --strategy p2p --transport nvlink \
-      --one-process-copies $how 2>&1 | grep -E "^  2 |error" | sed "s|\$|   [in process, $how: $*]|" | tee -a "$OUT/bench.txt"
+      --one-sided-copies $how 2>&1 | grep -E "^  2 |error" | sed "s|\$|   [in process, $how: $*]|" | tee -a "$OUT/bench.txt"
   done
 done
 # In process, the link measured first (cudaMemcpyPeer: the copy engines' peer bandwidth) for the bound.

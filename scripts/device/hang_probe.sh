@@ -36,7 +36,7 @@ for variant in ${VARIANTS:-base}; do
       connections1) envs="$envs CUDA_DEVICE_MAX_CONNECTIONS=1" ;;
       eager) envs="$envs CUDA_MODULE_LOADING=EAGER" ;;
       kernelpull) extra="--profile $OUT/kernelpull.json" ;;
-      push) extra="--one-process-copies push" ;;
+      push) extra="--one-sided-copies push" ;;
       mp) mp=1 ;;
       *) echo "unknown variant $part"; exit 2 ;;
     esac

@@ -38,7 +38,7 @@ struct Flags {
   std::string rendezvous;
   std::string inject_fault;
   std::string stages = "lanes";
-  std::string one_process_copies = "push";
+  std::string one_sided_copies = "push";
   BatchFlags batch;
 };
 
@@ -109,9 +109,9 @@ Command add_run_command(CLI::App& app) {
   cmd->add_option("--stages", flags->stages,
                   "Pipelined steps: lanes (pack and unpack on side streams, overlapping the wire) or serial")
       ->capture_default_str();
-  cmd->add_option("--one-process-copies", flags->one_process_copies,
-                  "nvlink steps when the ranks are threads of this process: push (every rank copies into its readers' "
-                  "tensors on the copy engines) or pull (kernels where the copy engines cannot reach the peer)")
+  cmd->add_option("--one-sided-copies", flags->one_sided_copies,
+                  "nvlink steps without reductions: push (every rank copies into its readers' tensors) or pull (out of "
+                  "its sources'; kernels where the copy engines cannot reach the peer: ranks of this process)")
       ->capture_default_str();
   add_batch_flags(*cmd, flags->batch, true);
   cmd->add_option("--inject-fault", flags->inject_fault,
@@ -125,8 +125,8 @@ Command add_run_command(CLI::App& app) {
                     "--backend must be auto, nccl or host, got '", tools::printable(f.backend), "'");
     RESHARD_REQUIRE(f.stages == "lanes" || f.stages == "serial", "--stages must be lanes or serial, got '",
                     tools::printable(f.stages), "'");
-    RESHARD_REQUIRE(f.one_process_copies == "pull" || f.one_process_copies == "push",
-                    "--one-process-copies must be pull or push, got '", tools::printable(f.one_process_copies), "'");
+    RESHARD_REQUIRE(f.one_sided_copies == "pull" || f.one_sided_copies == "push",
+                    "--one-sided-copies must be pull or push, got '", tools::printable(f.one_sided_copies), "'");
     std::optional<double> link_flag;
     if (cmd->count("--link-GBps")) {
       RESHARD_REQUIRE(std::isfinite(f.link_GBps) && f.link_GBps >= kMinLinkGBps && f.link_GBps <= kMaxLinkGBps,
@@ -159,7 +159,7 @@ Command add_run_command(CLI::App& app) {
     options.trace = f.trace;
     options.nccl_mode = f.nccl_blocking ? NcclMode::kBlocking : NcclMode::kNonBlocking;
     options.stage_overlap = f.stages == "serial" ? StageOverlap::kSerial : StageOverlap::kLanes;
-    options.one_process_copies = f.one_process_copies == "push" ? OneSidedCopies::kPush : OneSidedCopies::kPull;
+    options.one_sided_copies = f.one_sided_copies == "push" ? OneSidedCopies::kPush : OneSidedCopies::kPull;
     options.timeout = std::chrono::milliseconds(f.timeout_ms);
 
     if (multi_process) {

@@ -222,13 +222,6 @@ class CudaPeerLink : public PeerLink {
   // Another process's buffers are mapped into this rank's context (IPC): its copy engines read them like its own.
   bool copy_engines_reach(int peer) const override { return peer == me_ || cards_[peer].pid != cards_[me_].pid; }
 
-  bool one_process() const override {
-    for (int p = 0; p < n_; ++p)
-      for (int q = p + 1; q < n_; ++q)
-        if (cards_[p].host == cards_[q].host && cards_[p].pid == cards_[q].pid) return true;
-    return false;
-  }
-
   void expose(const RankBuffers& mine) override {
     const RelaxedCapture relaxed;
     RESHARD_CUDA_CHECK(cudaSetDevice(ordinal_));

@@ -34,7 +34,6 @@ class HostPeerLink : public PeerLink {
   const RankBuffers* peers() const override { return peers_.data(); }
   void require(int) const override {}  // one process: every rank's memory is this process's
   bool copy_engines_reach(int) const override { return true; }
-  bool one_process() const override { return comm_.size() > 1; }  // every rank is a thread of this process
 
   void sync(const PeerSync& sync, StreamHandle) override {
     const int phase = static_cast<int>(sync.phase);

@@ -146,8 +146,6 @@ class PeerLink {
   // another context's allocations; measured to deadlock behind the peer's stream waits, always with
   // CUDA_DEVICE_MAX_CONNECTIONS=1 and now and then with the default 8). The executor runs such copies as kernels.
   virtual bool copy_engines_reach(int peer) const = 0;
-  // Whether two ranks of the communicator share a process (the same answer on every rank).
-  virtual bool one_process() const = 0;
   // Device-side ordering, enqueued on `stream`: posts `sync.phase` to the ranks in `sync.notify`, then waits until
   // every rank in `sync.await` has posted it. Holds no SMs while waiting where the device can avoid it; a peer that
   // never posts is caught by the executor's wait() timeout, after which release() unblocks the stream.

@@ -45,10 +45,12 @@ struct ExecutorOptions {
   bool trace = false;  // record events around each step's phases; read them with step_times() after wait()
   StageOverlap stage_overlap = StageOverlap::kLanes;    // how pipelined exchanges run their stages (program.hpp)
   Index coalesce_max_bytes = kDefaultCoalesceMaxBytes;  // batches: smaller messages are staged to join (program.hpp)
-  // One-sided steps when the plan's ranks share a process (PeerLink::one_process): kPush (default) has every rank
-  // copy into its readers' tensors on the copy engines; kPull pulls, on kernels where the copy engines cannot reach
-  // the peer (docs/transports.md; program.hpp's OneSidedCopies). Every rank must pass the same value.
-  OneSidedCopies one_process_copies = OneSidedCopies::kPush;
+  // One-sided steps without reductions (program.hpp's OneSidedCopies): kPush (default) has every rank copy into its
+  // readers' tensors; kPull has every rank copy out of its sources' tensors, on kernels where the copy engines cannot
+  // reach the peer (ranks of one process). Pushing is faster through CUDA IPC mappings (one process per GPU) and keeps
+  // the copy engines in one process (docs/transports.md). Staged first steps, fused steps and reductions pull either
+  // way. Every rank must pass the same value.
+  OneSidedCopies one_sided_copies = OneSidedCopies::kPush;
   BufferChanges buffer_changes = BufferChanges::kTogether;  // see above; every rank must pass the same value
   // Receives one line per event: the plan this rank prepared and, after wait() of a traced run, its per-step
   // times. Unset: the environment variable RESHARD_LOG=1 sends them to stderr; otherwise nothing is logged.

@@ -63,7 +63,7 @@ RankOutcome run_host_rank(const PlanBatch& batch, HostWorld& world, int r, const
   HostDevice device;
   Executor exec(batch, comm, device,
                 ExecutorOptions{options.timeout, options.trace, options.stage_overlap, options.coalesce_max_bytes,
-                                options.one_process_copies});
+                                options.one_sided_copies});
   RankOutcome out;
   out.workspace = exec.workspace_bytes();
   const size_t n = batch.size();

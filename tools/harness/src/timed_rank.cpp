@@ -25,7 +25,7 @@ RankOutcome run_timed_rank(const PlanBatch& batch, Communicator& comm, int devic
   CudaDevice device(device_ordinal);
   RankRedistribution redistribution(batch, comm, device,
                                     ExecutorOptions{options.timeout, options.trace, options.stage_overlap,
-                                                    options.coalesce_max_bytes, options.one_process_copies});
+                                                    options.coalesce_max_bytes, options.one_sided_copies});
   auto fault = [&](RunOptions::FaultPoint point) {
     if (options.fault_point == point && options.fault_rank == r) {
       fmt::print(stderr, "rank {}: injected fault, exiting\n", r);
