@@ -24,25 +24,9 @@
 #include <vector>
 
 #include "probe_check.cuh"
+#include "probe_kernels.cuh"
 
 namespace {
-
-__global__ void gate(volatile int* flag) {
-  while (*flag == 0) {
-  }
-}
-
-__global__ void fill(float* p, size_t n, float base) {
-  for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < n; i += size_t{gridDim.x} * blockDim.x)
-    p[i] = base + static_cast<float>(i % 4093);
-}
-
-__global__ void count_wrong(const float* out, size_t n, float base, unsigned long long* wrong) {
-  unsigned long long w = 0;
-  for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < n; i += size_t{gridDim.x} * blockDim.x)
-    w += out[i] != base + static_cast<float>(i % 4093);
-  if (w) atomicAdd(wrong, w);
-}
 
 constexpr int kMaxChunks = 512;
 
@@ -153,8 +137,7 @@ int main(int argc, char** argv) {
   for (int pct : {6, 9, 12, 15})
     for (size_t c : {2, 8}) modes.push_back({"ce+bounce:" + std::to_string(pct) + ":" + std::to_string(c), pct, c});
   modes.push_back({"ce+local", 0, 0, true, true});
-  for (int pct : {6, 9, 12})
-    modes.push_back({"ce+local+bounce:" + std::to_string(pct) + ":4", pct, 4, true, true});
+  for (int pct : {6, 9, 12}) modes.push_back({"ce+local+bounce:" + std::to_string(pct) + ":4", pct, 4, true, true});
   std::printf("%-22s %10s %10s %8s\n", "mode", "median_us", "GB/s", "wrong");
   for (const Mode& m : modes) {
     const size_t lane_bytes = (bytes * m.bounce_pct / 100) / 16 * 16;
@@ -173,7 +156,7 @@ int main(int argc, char** argv) {
           CHECK(cudaMemset(g.dst, 0, bytes));
           CHECK(cudaDeviceSynchronize());
         }
-        gate<<<1, 1, 0, g.s[0]>>>(gate_flag);
+        gate<<<1, 1, 0, g.s[0]>>>(gate_flag, 1);
         CHECK(cudaGetLastError());
       }
       for (Gpu& g : gpu) begin(g);

@@ -28,47 +28,18 @@
 #include <vector>
 
 #include "probe_check.cuh"
+#include "probe_kernels.cuh"
 
 namespace {
-
-__global__ void gate(volatile int* flag, int want) {
-  while (*flag < want) {
-  }
-}
-
-__global__ void fill(float* p, size_t n, float base) {
-  for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < n; i += size_t{gridDim.x} * blockDim.x)
-    p[i] = base + static_cast<float>(i % 4093);
-}
-
-__global__ void __launch_bounds__(512) copy16(int4* __restrict__ dst, const int4* __restrict__ src, size_t n) {
-  const size_t stride = size_t{gridDim.x} * blockDim.x;
-  size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x;
-  for (; i + 3 * stride < n; i += 4 * stride) {
-    int4 a = src[i], b = src[i + stride], c = src[i + 2 * stride], d = src[i + 3 * stride];
-    dst[i] = a;
-    dst[i + stride] = b;
-    dst[i + 2 * stride] = c;
-    dst[i + 3 * stride] = d;
-  }
-  for (; i < n; i += stride) dst[i] = src[i];
-}
-
-__global__ void count_wrong(const float* out, size_t n, float base, unsigned long long* wrong) {
-  unsigned long long w = 0;
-  for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < n; i += size_t{gridDim.x} * blockDim.x)
-    w += out[i] != base + static_cast<float>(i % 4093);
-  if (w) atomicAdd(wrong, w);
-}
 
 struct Mode {
   const char* name;
   bool push, kernel, local;
 };
 
-constexpr Mode kModes[] = {{"pull-ce", false, false, false},  {"push-ce", true, false, false},
+constexpr Mode kModes[] = {{"pull-ce", false, false, false},      {"push-ce", true, false, false},
                            {"pull-ce+local", false, false, true}, {"push-ce+local", true, false, true},
-                           {"pull-k", false, true, false},     {"push-k", true, true, false},
+                           {"pull-k", false, true, false},        {"push-k", true, true, false},
                            {"pull-k+local", false, true, true}};
 
 void full_io(int fd, void* p, size_t n, bool write) {

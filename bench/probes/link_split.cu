@@ -1,7 +1,8 @@
 // Two GPUs, both directions at once: can a large peer transfer beat the copy engines alone, and how close can a
-// reduction of the peer's contribution get to the link? The 1 GiB f32 cases of reshard.torch's benchmark are link-bound:
-// S0->R on mesh (2) pulls the peer's 512 MiB into each rank's output (plus a local 512 MiB copy), P->S0 reduces the
-// peer's 512 MiB half into each rank's own half. Modes (each GPU moves B bytes from the other, at the same time):
+// reduction of the peer's contribution get to the link? The 1 GiB f32 cases of reshard.torch's benchmark are
+// link-bound: S0->R on mesh (2) pulls the peer's 512 MiB into each rank's output (plus a local 512 MiB copy), P->S0
+// reduces the peer's 512 MiB half into each rank's own half. Modes (each GPU moves B bytes from the other, at the same
+// time):
 //   ce            one cudaMemcpyAsync of B bytes from the peer (a pull, the nvlink transport's copy)
 //   ce-push       the same bytes pushed: issued on the sender's stream
 //   ce-k:K        B in K contiguous pieces on K streams at once (more copy engines at work?)
@@ -29,36 +30,13 @@
 #include <vector>
 
 #include "probe_check.cuh"
+#include "probe_kernels.cuh"
 
 namespace {
 
-__global__ void gate(volatile int* flag) {
-  while (*flag == 0) {
-  }
-}
-
-__global__ void fill(float* p, size_t n, float base) {
-  for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < n; i += size_t{gridDim.x} * blockDim.x)
-    p[i] = base + static_cast<float>(i % 4093);
-}
-
-// dst[i] = src[i] over n int4s, 4 loads in flight per thread.
-__global__ void __launch_bounds__(512) copy16(int4* __restrict__ dst, const int4* __restrict__ src, size_t n) {
-  const size_t stride = size_t{gridDim.x} * blockDim.x;
-  size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x;
-  for (; i + 3 * stride < n; i += 4 * stride) {
-    int4 a = src[i], b = src[i + stride], c = src[i + 2 * stride], d = src[i + 3 * stride];
-    dst[i] = a;
-    dst[i + stride] = b;
-    dst[i + 2 * stride] = c;
-    dst[i + 3 * stride] = d;
-  }
-  for (; i < n; i += stride) dst[i] = src[i];
-}
-
 // out[i] = a[i] + b[i] over n float4s, 4 loads of b in flight per thread (b may be the peer's).
-__global__ void __launch_bounds__(512) add16(float4* __restrict__ out, const float4* __restrict__ a,
-                                             const float4* __restrict__ b, size_t n) {
+__global__ void __launch_bounds__(512)
+    add16(float4* __restrict__ out, const float4* __restrict__ a, const float4* __restrict__ b, size_t n) {
   const size_t stride = size_t{gridDim.x} * blockDim.x;
   size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x;
   auto add = [](float4 x, float4 y) { return make_float4(x.x + y.x, x.y + y.y, x.z + y.z, x.w + y.w); };
@@ -151,8 +129,7 @@ void enqueue(const Mode& m, Gpu& g, Gpu& p, size_t bytes) {
       const int slot = static_cast<int>(c % kSlots);
       float* staged = g.ring + slot * (chunk / 4);
       if (c >= kSlots) CHECK(cudaStreamWaitEvent(g.s[1], g.slot_free[slot]));
-      CHECK(cudaMemcpyAsync(staged, reinterpret_cast<const char*>(p.src) + off, len, cudaMemcpyDeviceToDevice,
-                            g.s[1]));
+      CHECK(cudaMemcpyAsync(staged, reinterpret_cast<const char*>(p.src) + off, len, cudaMemcpyDeviceToDevice, g.s[1]));
       CHECK(cudaEventRecord(g.slot_full[slot], g.s[1]));
       CHECK(cudaStreamWaitEvent(g.s[2], g.slot_full[slot]));
       add16<<<2 * g.sms, 512, 0, g.s[2]>>>(reinterpret_cast<float4*>(g.dst) + off / 16,
@@ -217,7 +194,8 @@ int main(int argc, char** argv) {
   for (int pct : {90, 80}) modes.push_back({"split+local:" + std::to_string(pct), pct, 1, 0, false, true});
   modes.push_back({"red-pull", 0, 1, 0, false, false, true});
   for (size_t c : {8, 32}) modes.push_back({"red-ce:" + std::to_string(c), 100, 1, 0, false, false, true, c});
-  for (int pct : {80, 60}) modes.push_back({"red-split:" + std::to_string(pct) + ":32", pct, 1, 0, false, false, true, 32});
+  for (int pct : {80, 60})
+    modes.push_back({"red-split:" + std::to_string(pct) + ":32", pct, 1, 0, false, false, true, 32});
   std::printf("%-16s %10s %10s %8s\n", "mode", "median_us", "GB/s", "wrong");
   for (const Mode& m : modes) {
     std::vector<double> times;
@@ -230,7 +208,7 @@ int main(int argc, char** argv) {
           CHECK(cudaMemset(g.dst, 0, bytes));
           CHECK(cudaDeviceSynchronize());
         }
-        gate<<<1, 1, 0, g.s[0]>>>(gate_flag);
+        gate<<<1, 1, 0, g.s[0]>>>(gate_flag, 1);
         CHECK(cudaGetLastError());
       }
       for (int i = 0; i < 2; ++i) enqueue(m, gpu[i], gpu[1 - i], bytes);
