@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <cstring>
+#include <exception>
 #include <random>
 #include <thread>
 #include <vector>
@@ -75,6 +76,7 @@ bool create(const std::string& name, size_t bytes, Mapping& m) {
   if (fd < 0) return false;
   const bool ok = ::ftruncate(fd, static_cast<off_t>(bytes)) == 0 && m.map(fd, bytes);
   ::close(fd);
+  if (!ok) ::shm_unlink(name.c_str());  // created but not usable: leave nothing behind
   return ok;
 }
 
@@ -109,11 +111,17 @@ std::unique_ptr<HostMailbox> HostMailbox::connect(int rank, int size, size_t cap
   std::string created;
   char name[kNameBytes] = {};
   if (rank == 0) {
-    const std::string candidate = random_name();
-    if (create(candidate, bytes, *mapping)) {
-      created = candidate;
-      std::memcpy(mapping->data, &header, sizeof header);
-      std::memcpy(name, candidate.c_str(), candidate.size());
+    // Whatever fails here (no entropy source, no /dev/shm) must still reach the gathers below: the other ranks are
+    // already in them.
+    try {
+      const std::string candidate = random_name();
+      if (create(candidate, bytes, *mapping)) {
+        created = candidate;
+        std::memcpy(mapping->data, &header, sizeof header);
+        std::memcpy(name, candidate.c_str(), candidate.size());
+      }
+    } catch (const std::exception&) {
+      created.clear();
     }
   }
   // Rank 0 unlinks the name on every path once the second gather is behind it (or an exception leaves).
