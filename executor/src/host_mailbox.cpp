@@ -7,21 +7,20 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdio>
 #include <cstring>
 #include <exception>
 #include <random>
 #include <thread>
 #include <vector>
 
+#include "reshard/detail/poll_pacing.hpp"
 #include "reshard/error.hpp"
 #include "reshard/text.hpp"
 
 namespace reshard::detail {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-constexpr auto kSpinWait = std::chrono::milliseconds(2);
-constexpr auto kPollSleep = std::chrono::microseconds(50);
 constexpr size_t kLine = 64;
 constexpr std::uint64_t kMagic = 0x31584f424d485352ull;  // "RSHMBOX1"
 constexpr char kPrefix[] = "/reshard-mailbox-";
@@ -97,6 +96,23 @@ bool open_existing(const char* name, size_t bytes, const Header& want, Mapping& 
 
 }  // namespace
 
+std::uint64_t machine_id() {
+  std::uint64_t h = 1469598103934665603ull;  // FNV-1a
+  auto mix = [&](const char* text, size_t n) {
+    for (size_t i = 0; i < n && text[i]; ++i) h = (h ^ static_cast<unsigned char>(text[i])) * 1099511628211ull;
+  };
+  char name[256] = {};
+  ::gethostname(name, sizeof(name) - 1);
+  mix(name, sizeof name);
+  if (std::FILE* f = std::fopen("/proc/sys/kernel/random/boot_id", "r")) {
+    char boot[64] = {};
+    const size_t n = std::fread(boot, 1, sizeof(boot) - 1, f);
+    std::fclose(f);
+    mix(boot, n);
+  }
+  return h;
+}
+
 std::unique_ptr<HostMailbox> HostMailbox::connect(int rank, int size, size_t capacity, const Gather& gather) {
   RESHARD_REQUIRE(size >= 1 && size <= kMaxRanks, "host mailbox: ", size, " ranks (at most ", kMaxRanks, ")");
   RESHARD_REQUIRE(rank >= 0 && rank < size, "host mailbox: rank ", rank, " of ", size);
@@ -155,7 +171,8 @@ HostMailbox::HostMailbox(int rank, int size, size_t capacity, void* map, size_t 
     : rank_(rank),
       size_(size),
       capacity_(capacity),
-      stride_(kLine + 2 * round_up(capacity, kLine)),
+      record_bytes_(round_up(capacity, kLine)),
+      stride_(kLine + 2 * record_bytes_),
       map_(map),
       map_bytes_(map_bytes) {}
 
@@ -166,7 +183,7 @@ std::uint64_t* HostMailbox::number(int rank) const {
 }
 
 std::byte* HostMailbox::record(int rank, std::uint64_t call) const {
-  return reinterpret_cast<std::byte*>(number(rank)) + kLine + (call & 1u) * round_up(capacity_, kLine);
+  return reinterpret_cast<std::byte*>(number(rank)) + kLine + (call & 1u) * record_bytes_;
 }
 
 void HostMailbox::all_gather(const void* send, void* recv, size_t bytes, std::chrono::milliseconds timeout,
@@ -181,9 +198,8 @@ void HostMailbox::all_gather(const void* send, void* recv, size_t bytes, std::ch
   }
   std::atomic_ref<std::uint64_t>(*number(rank_)).store(call, std::memory_order_release);
 
-  const auto start = Clock::now();
-  const auto deadline = start + timeout;
-  auto next_check = start + kPollSleep;
+  PollPacing pace;
+  const auto deadline = pace.start() + timeout;
   for (int p = 0; p < size_; ++p) {
     if (p == rank_) continue;
     std::atomic_ref<std::uint64_t> theirs(*number(p));
@@ -195,13 +211,11 @@ void HostMailbox::all_gather(const void* send, void* recv, size_t bytes, std::ch
                       " (not a peer in step)");
         fail(ErrorKind::kBackend, cat("host all-gather: ", broken_));
       }
-      const auto now = Clock::now();
-      if (now < next_check) {  // spinning; yielding lets ranks that share a core (threads, oversubscribed) arrive
+      if (!pace.checks_due()) {  // spinning; yielding lets ranks that share a core (threads, oversubscribed) arrive
         std::this_thread::yield();
         continue;
       }
-      next_check = now + kPollSleep;
-      if (now > deadline) {
+      if (PollPacing::Clock::now() > deadline) {
         std::string missing;
         for (int q = 0; q < size_; ++q)
           if (q != rank_ && std::atomic_ref<std::uint64_t>(*number(q)).load(std::memory_order_acquire) < call)
@@ -213,7 +227,7 @@ void HostMailbox::all_gather(const void* send, void* recv, size_t bytes, std::ch
         broken_ = cat("rank ", rank_, " gave up in call ", call, " (its communicator was aborted)");
         fail(ErrorKind::kBackend, cat("host all-gather: ", broken_));
       }
-      if (now - start >= kSpinWait) std::this_thread::sleep_for(kPollSleep);
+      pace.rest();
     }
     if (bytes > 0) std::memcpy(out + static_cast<size_t>(p) * bytes, record(p, call), bytes);
   }

@@ -143,7 +143,10 @@ def main():
     args = ap.parse_args()
     rank, world = common.setup()
     if args.profile:
-        rt.configure(profile=args.profile)
+        try:  # a profile reshard refuses is a usage error, in one line
+            rt.configure(profile=args.profile)
+        except ValueError as e:
+            ap.error(f"--profile: {e}")
     t0 = time.time()
     mesh_shapes = [(world,)] + ([(2, world // 2)] if world >= 4 else [])
     rows = []

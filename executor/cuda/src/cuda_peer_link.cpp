@@ -31,18 +31,11 @@
 #include "fused_batches.hpp"
 #include "reshard/cuda_check.hpp"
 #include "reshard/cuda_device.hpp"
+#include "reshard/detail/host_mailbox.hpp"
 #include "reshard/text.hpp"
 
 namespace reshard::cuda {
 namespace {
-
-std::uint64_t host_id() {
-  char name[256] = {};
-  ::gethostname(name, sizeof(name) - 1);
-  std::uint64_t h = 1469598103934665603ull;
-  for (const char* c = name; *c; ++c) h = (h ^ static_cast<unsigned char>(*c)) * 1099511628211ull;
-  return h;
-}
 
 // What a rank publishes when it connects.
 struct Card {
@@ -121,7 +114,7 @@ class CudaPeerLink : public PeerLink {
     side_ = std::make_unique<CudaStream>(ordinal_);
 
     Card mine;
-    mine.host = host_id();
+    mine.host = detail::machine_id();
     mine.pid = static_cast<std::int64_t>(::getpid());
     mine.device = ordinal_;
     RESHARD_CUDA_CHECK(cudaDeviceGetPCIBusId(mine.pci_bus_id, sizeof(mine.pci_bus_id), ordinal_));

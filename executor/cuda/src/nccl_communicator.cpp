@@ -1,9 +1,6 @@
 #include "reshard/nccl_communicator.hpp"
 
-#include <unistd.h>
-
 #include <algorithm>
-#include <cstdio>
 #include <cstring>
 #include <future>
 #include <memory>
@@ -12,6 +9,7 @@
 
 #include "nccl_types.hpp"
 #include "reshard/cuda_check.hpp"
+#include "reshard/detail/poll_pacing.hpp"
 
 #define RESHARD_NCCL(call) check((call), #call, __FILE__, __LINE__)
 
@@ -33,10 +31,6 @@ namespace {
 constexpr std::chrono::seconds kAbortGrace{10};
 
 using Clock = std::chrono::steady_clock;
-
-// wait(): how long a wait polls its stream without sleeping, and the sleep between polls after that.
-constexpr std::chrono::microseconds kSpinWait{2000};
-constexpr std::chrono::microseconds kPollSleep{50};
 
 ncclRedOp_t nccl_op(ReduceOp op) {
   switch (op) {
@@ -177,24 +171,6 @@ namespace {
 // Records of at most this many bytes go through the mailbox (a connect's card and an expose's three buffers fit).
 constexpr size_t kMailboxRecordBytes = 4096;
 
-// Same host: the same name and the same boot (a container's hostname may repeat on other machines).
-std::uint64_t machine_id() {
-  std::uint64_t h = 1469598103934665603ull;
-  auto mix = [&](const char* text, size_t n) {
-    for (size_t i = 0; i < n && text[i]; ++i) h = (h ^ static_cast<unsigned char>(text[i])) * 1099511628211ull;
-  };
-  char name[256] = {};
-  ::gethostname(name, sizeof(name) - 1);
-  mix(name, sizeof name);
-  if (std::FILE* f = std::fopen("/proc/sys/kernel/random/boot_id", "r")) {
-    char boot[64] = {};
-    const size_t n = std::fread(boot, 1, sizeof(boot) - 1, f);
-    std::fclose(f);
-    mix(boot, n);
-  }
-  return h;
-}
-
 }  // namespace
 
 // The first all_gather_host of every rank lands here (collective): all ranks on one host and each able to open the
@@ -202,7 +178,7 @@ std::uint64_t machine_id() {
 void NcclCommunicator::connect_mailbox() {
   mailbox_tried_ = true;
   if (!options_.host_mailbox || size_ < 2) return;
-  const std::uint64_t mine = machine_id();
+  const std::uint64_t mine = detail::machine_id();
   std::vector<std::uint64_t> all(static_cast<size_t>(size_));
   nccl_all_gather_host(&mine, all.data(), sizeof mine);
   for (std::uint64_t id : all)
@@ -329,21 +305,16 @@ void NcclCommunicator::wait(StreamHandle stream, std::chrono::milliseconds timeo
 
 void NcclCommunicator::wait_releasing(StreamHandle stream, std::chrono::milliseconds timeout,
                                       const std::function<void()>& release) {
-  // The stream is polled without sleeping for its first kSpinWait: a host all-gather (a one-sided plan mapping changed
-  // buffers on every run) or a small redistribution is done within tens of microseconds, and a sleep between polls
-  // rounds each such wait up to the scheduler's wake-up (50-110 us per wait, measured 2026-11-27). After that the
-  // waits sleep between polls. The peers' errors and the deadline are checked every kPollSleep either way.
-  const auto start = Clock::now();
-  const auto deadline = start + timeout;
-  auto next_check = start;
+  // Polled as detail::PollPacing says: back to back for 2 ms, then between sleeps; the peers' errors and the deadline
+  // every 50 us.
+  detail::PollPacing pace;
+  const auto deadline = pace.start() + timeout;
   auto s = static_cast<cudaStream_t>(stream);
   while (true) {
     cudaError_t q = cudaStreamQuery(s);
     if (q == cudaSuccess) return;
     if (q != cudaErrorNotReady) RESHARD_CUDA_CHECK(q);
-    const auto now = Clock::now();
-    if (now < next_check) continue;  // spinning: nothing else to check yet
-    next_check = now + kPollSleep;
+    if (!pace.checks_due()) continue;  // spinning: nothing else to check yet
     for (NcclCommunicator* c : [&] {
            std::lock_guard<std::mutex> lock(abort_mutex_);
            std::vector<NcclCommunicator*> all{this};
@@ -363,7 +334,7 @@ void NcclCommunicator::wait_releasing(StreamHandle stream, std::chrono::millisec
       fail(ErrorKind::kTimeout, cat("rank ", rank_, ": the redistribution did not finish within ", timeout.count(),
                                     " ms (a peer never posted its part?)", abort_text()));
     }
-    if (now - start >= kSpinWait) std::this_thread::sleep_for(kPollSleep);
+    pace.rest();
   }
 }
 

@@ -24,6 +24,10 @@
 
 namespace reshard::detail {
 
+// The same on every process of one machine and different between machines: a hash of the host name and the boot id
+// (a container's host name may repeat on other machines). Ranks that may share memory compare it.
+std::uint64_t machine_id();
+
 class HostMailbox {
  public:
   // A host all-gather over the same ranks (setup only): every rank's `bytes` from send into recv, rank order.
@@ -58,8 +62,9 @@ class HostMailbox {
   std::byte* record(int rank, std::uint64_t call) const;
 
   int rank_, size_;
-  size_t capacity_;  // bytes per record
-  size_t stride_;    // bytes per rank's slot (its number's cache line and two records)
+  size_t capacity_;      // bytes a record may hold
+  size_t record_bytes_;  // a record's space: capacity_ rounded up to a cache line
+  size_t stride_;        // bytes per rank's slot (its number's cache line and two records)
   void* map_;
   size_t map_bytes_;
   std::uint64_t calls_ = 0;
