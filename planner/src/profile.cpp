@@ -97,6 +97,17 @@ json to_json(const AlphaBeta& ab) {
   return j;
 }
 
+// A calibrated line with the times `reshard calibrate` measured at its ten sizes, 4 KiB * 4^k (4 KiB-1 GiB).
+AlphaBeta measured(double alpha_us, double bandwidth_GBps, std::initializer_list<double> times_us) {
+  AlphaBeta ab{alpha_us, bandwidth_GBps, {}};
+  double bytes = 4096;
+  for (double t : times_us) {
+    ab.samples.emplace_back(bytes, t);
+    bytes *= 4;
+  }
+  return ab;
+}
+
 }  // namespace
 
 double AlphaBeta::time_us(double bytes) const {
@@ -115,22 +126,25 @@ Profile default_profile() {
   Profile p;
   p.name = "h100-h200-nvlink-ib400";
   p.source =
-      "intra_node: NCCL lines fitted by `reshard calibrate` on 2x H100 NV18 (2026-11-26, bench/profiles/h100x2.json), "
-      "within 2% of the 2x H200 fit (bench/profiles/h200x2.json); step_overhead_us: the executor's fixed cost per "
-      "communicating NCCL step per call, 48 us (52 fitted on 2x H100, 44 on 2x H200). nvlink: copy-engine bandwidth, "
-      "sync and step overhead, fused line and overhead fitted from end-to-end runs on 2x H100 (2026-11-26); kernel "
-      "pulls "
-      "326 GB/s measured on 2x H200. inter_node: 400 Gb/s InfiniBand = 50 GB/s per GPU NIC, 45 GB/s achievable (90%, "
-      "estimate), latencies estimates. copy: 2.1 TB/s device copy measured on H200 (1.5 TB/s on H100), 3 us launch. "
+      "intra_node: NCCL measured by `reshard calibrate` on 2x H100 NV18 (2026-11-26, bench/profiles/h100x2.json: "
+      "lines and measured points), within 2-5% of 2x H200 (bench/profiles/h200x2.json); step_overhead_us: the "
+      "executor's fixed cost per communicating NCCL step per call, 48 us (52 fitted on 2x H100, 44 on 2x H200). "
+      "nvlink: "
+      "copy-engine bandwidth, sync and step overhead, fused line and overhead fitted from end-to-end runs on 2x H100 "
+      "(2026-11-26); kernel pulls 326 GB/s measured on 2x H200. inter_node: 400 Gb/s InfiniBand = 50 GB/s per GPU NIC, "
+      "45 GB/s achievable (90%, estimate), latencies estimates. copy: the copy kernel on strided packs, 8.5 us + 976 "
+      "GB/s (calibrated on 2x H100). "
       "Run `reshard calibrate` to replace these with values fitted on your machine.";
-  // NCCL within a node: the lines `reshard calibrate` fitted on 2x H100 (2026-11-26; alpha us, GB/s); 2x H200 gave the
-  // same within 2% (p2p 11.9/298.9, all_gather 11.7/243.9, reduce_scatter 9.8/242.8, all_reduce 10.2/280.0,
-  // all_to_all 11.1/294.7). The profile files also keep the measured points; the defaults keep only the lines.
-  p.intra_node.p2p = {11.0, 295.0};
-  p.intra_node.all_gather = {11.0, 240.0};
-  p.intra_node.reduce_scatter = {10.0, 240.0};
-  p.intra_node.all_reduce = {10.5, 278.0};
-  p.intra_node.all_to_all = {11.0, 292.0};
+  // NCCL within a node: what `reshard calibrate` measured on 2x H100 (2026-11-26, bench/profiles/h100x2.json): each
+  // operation's fitted line (alpha us, GB/s) and its ten measured points, 4 KiB-1 GiB, between which the time is
+  // interpolated. The lines alone underprice 1-64 MiB by up to a quarter (the fits' residuals), which made auto take
+  // NCCL for 64 MiB steps that NVLink runs in two thirds of the time. 2x H200 gave the same within 2-5% (p2p
+  // 11.9/298.9, all_gather 11.7/243.9, reduce_scatter 9.8/242.8, all_reduce 10.2/280.0, all_to_all 11.1/294.7).
+  p.intra_node.p2p = measured(10.9, 292.3, {9.4, 10.3, 10.8, 12.6, 18.8, 33.5, 82.5, 252.9, 906.2, 2983.9});
+  p.intra_node.all_gather = measured(10.9, 239.9, {9.7, 10.6, 11.0, 11.5, 19.9, 39.6, 96.1, 295.1, 1039.9, 3806.4});
+  p.intra_node.reduce_scatter = measured(10.0, 238.5, {8.4, 10.6, 10.0, 11.2, 17.8, 36.4, 97.2, 304.3, 1040.1, 3781.8});
+  p.intra_node.all_reduce = measured(10.4, 276.6, {9.0, 10.0, 10.0, 12.3, 16.7, 37.0, 83.5, 263.9, 900.4, 3286.7});
+  p.intra_node.all_to_all = measured(11.0, 291.9, {9.3, 10.5, 11.1, 12.5, 20.1, 33.1, 82.6, 260.0, 901.6, 2966.6});
   p.inter_node.p2p = {20.0, 45.0};
   p.inter_node.all_gather = {25.0, 45.0};
   p.inter_node.reduce_scatter = {25.0, 45.0};
@@ -138,7 +152,12 @@ Profile default_profile() {
   p.inter_node.all_to_all = {25.0, 42.0};
   p.p2p_per_peer_us = 1.5;
   p.step_overhead_us = 48.0;
-  p.copy = {3.0, 2100.0};
+  // The copy kernel on what packs and unpacks copy (rows of a strided block), fitted by `reshard calibrate` on 2x
+  // H100 over 2 KiB-512 MiB (2026-11-26; 2x H200: 9.0 us + 1269 GB/s). A contiguous copy runs faster (1.5 TB/s on
+  // H100, 2.1 TB/s on H200), a narrow column block slower (840 GB/s): packs are what the choice between transports
+  // turns on. Until 2026-11-27 the default was the contiguous 3 us + 2100 GB/s, which priced NCCL's pack and unpack at
+  // half their time.
+  p.copy = {8.5, 976.0};
   // NVLink one-sided: `reshard calibrate`'s end-to-end fits on 2x H100 (2026-11-26): separate copy-engine copies
   // 33.4 us + bytes pulled at 405 GB/s (sync_us = 33.4 - the engine call's 4), the smallest separate step 34 us; fused
   // 16.6 us + bytes pulled and copied at 474 GB/s, the smallest 15 us; since the fused kernel lost its system-scope

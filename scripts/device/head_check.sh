@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # On the 2-GPU machine, one call: the C++ GPU tests, then reshard.torch's checks and benchmarks from Python, all on the
 # working tree as it is. Parts (PARTS, default all): gpu_tests (executor_gpu_tests, shared_gpu_tests), stages
-# (python/bench/call_stages.py), stages_trace (the same, RESHARD_TRACE_OPS=1), bench (bench_torch.py), redistribute (check_redistribute.py, RTIME seconds).
-# Files directly under $OUT: build.txt, *_tests.log, call_stages.json/.log, bench.json/.log, redistribute_*.
+# (python/bench/call_stages.py), stages_trace (the same, RESHARD_TRACE_OPS=1), sweep (`reshard bench` on mesh (2),
+# 256 KiB-256 MiB f32, every pair of R/S0/S1, strategy and transport, with the built-in profile and with
+# bench/profiles/h100x2.json), bench (bench_torch.py, extra flags in BENCH_ARGS), redistribute (check_redistribute.py,
+# RTIME seconds).
+# Files directly under $OUT: build.txt, *_tests.log, call_stages.json/.log, sweep_*.csv/.log, bench.json/.log,
+# redistribute_*.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 source scripts/device/lib.sh
@@ -27,8 +31,16 @@ if has stages_trace; then  # the same with RESHARD_TRACE_OPS=1: each expose's pa
     > "$OUT/call_stages_trace.log" 2>&1
   echo "[$(el) s] call_stages traced: exit $?"; grep -E "expose" "$OUT/call_stages_trace.log" | tail -6
 fi
+if has sweep; then
+  for p in builtin calibrated; do
+    timeout 100 $R bench --backend nccl --meshes 2 --sizes 256KiB,4MiB,64MiB,256MiB --dtypes f32 --iters 30 --warmup 5 \
+      $([ $p = calibrated ] && echo "--profile bench/profiles/h100x2.json") --csv "$OUT/sweep_$p.csv" \
+      > "$OUT/sweep_$p.log" 2>&1
+    echo "[$(el) s] sweep $p: exit $?"; grep -E "wrong" "$OUT/sweep_$p.log" | tail -1
+  done
+fi
 if has bench; then
-  timeout 200 torchrun --nproc-per-node 2 python/bench/bench_torch.py --out "$OUT" > "$OUT/bench.log" 2>&1
+  timeout 240 torchrun --nproc-per-node 2 python/bench/bench_torch.py --out "$OUT" ${BENCH_ARGS:-} > "$OUT/bench.log" 2>&1
   echo "[$(el) s] bench: exit $?"; grep -E "x\)|min_speedup|TP MLP" "$OUT/bench.log" | tail -16
 fi
 if has redistribute; then
