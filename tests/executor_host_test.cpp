@@ -363,42 +363,48 @@ TEST(HostExecutor, BadBuffersAreRejectedBeforeAnyCommunication) {
   EXPECT_THROW(peer.exchange({}, std::span<const RecvOp>(&recv, 1), nullptr), Error);
 }
 
-// Identical layouts run in place (output == input) without any work, as DTensor returns its input: every pair of
-// identical canonical layouts on a 2x2 mesh, Partial included, every element of every rank checked against the
-// pattern; the harness runs them this way too. Overlapping but unequal buffers are refused even for an identity.
+// Identical layouts run in place (output == input) without any work, as DTensor returns its input, whichever strategy
+// planned them (auto, and p2p on both transports, whose step holds local copies only): every pair of identical
+// canonical layouts on a 2x2 mesh, Partial included, every element of every rank checked against the pattern; the
+// harness runs them this way too. Overlapping but unequal buffers are refused even for an identity.
 TEST(HostExecutor, IdenticalLayoutsRunInPlace) {
   const Mesh mesh({2, 2});
-  for (const auto& ps : testing::all_placements(mesh.ndim(), 2)) {
-    const Layout layout(mesh, ps, Dims{7, 10});
-    const Plan plan = make_plan(layout, layout, DType::kI32, {});
-    ASSERT_TRUE(is_identity(plan)) << layout.str();
-    ASSERT_TRUE(runs_in_place(PlanBatch::of(plan)));
-    HostWorld world(4);
-    std::vector<Index> wrong(4, 0);
-    run_ranks(
-        4,
-        [&](int r) {
-          HostCommunicator comm(world, r);
-          HostDevice device;
-          Executor exec(plan, comm, device);
-          std::vector<std::byte> buf(exec.input_bytes());
-          fill_local(buf.data(), layout, r, DType::kI32);
-          exec.run({buf.data(), buf.size()}, {buf.data(), buf.size()}, nullptr);
-          exec.wait(nullptr);
-          wrong[r] = count_local_mismatches(buf.data(), layout, layout, r, DType::kI32);
-          if (buf.size() < 8) return;
-          try {
-            exec.run({buf.data(), buf.size() - 4}, {buf.data() + 4, buf.size() - 4}, nullptr);
-            wrong[r] += 1;  // accepted
-          } catch (const Error& e) {
-            EXPECT_EQ(e.kind(), ErrorKind::kInvalidArgument);
-          }
-        },
-        &world);
-    for (int r = 0; r < 4; ++r) EXPECT_EQ(wrong[r], 0) << layout.str() << " rank " << r;
-    EXPECT_EQ(run_plan(plan, quick()).wrong_elements, 0) << layout.str();
-  }
-  // A pair that differs only on a size-1 mesh dim is an identity too; one that communicates is not.
+  PlanOptions p2p_nccl, p2p_nvlink;
+  p2p_nccl.strategy = p2p_nvlink.strategy = Strategy::kP2P;
+  p2p_nccl.transport = Transport::kNccl;
+  p2p_nvlink.transport = Transport::kNvlink;
+  for (const auto& ps : testing::all_placements(mesh.ndim(), 2))
+    for (const PlanOptions& options : {PlanOptions{}, p2p_nccl, p2p_nvlink}) {
+      const Layout layout(mesh, ps, Dims{7, 10});
+      const Plan plan = make_plan(layout, layout, DType::kI32, options);
+      ASSERT_TRUE(is_identity(plan)) << layout.str();
+      ASSERT_TRUE(runs_in_place(PlanBatch::of(plan)));
+      HostWorld world(4);
+      std::vector<Index> wrong(4, 0);
+      run_ranks(
+          4,
+          [&](int r) {
+            HostCommunicator comm(world, r);
+            HostDevice device;
+            Executor exec(plan, comm, device);
+            std::vector<std::byte> buf(exec.input_bytes());
+            fill_local(buf.data(), layout, r, DType::kI32);
+            exec.run({buf.data(), buf.size()}, {buf.data(), buf.size()}, nullptr);
+            exec.wait(nullptr);
+            wrong[r] = count_local_mismatches(buf.data(), layout, layout, r, DType::kI32);
+            if (buf.size() < 8) return;
+            try {
+              exec.run({buf.data(), buf.size() - 4}, {buf.data() + 4, buf.size() - 4}, nullptr);
+              wrong[r] += 1;  // accepted
+            } catch (const Error& e) {
+              EXPECT_EQ(e.kind(), ErrorKind::kInvalidArgument);
+            }
+          },
+          &world);
+      for (int r = 0; r < 4; ++r) EXPECT_EQ(wrong[r], 0) << layout.str() << " rank " << r;
+      EXPECT_EQ(run_plan(plan, quick()).wrong_elements, 0) << layout.str();
+    }
+  // A pair that differs only on a size-1 mesh dim is an identity too; one whose placements differ is not.
   const Layout a(Mesh({1, 2}), parse_placements("S0,S1"), Dims{4, 6});
   EXPECT_TRUE(is_identity(make_plan(a, a.with_placements(parse_placements("R,S1")), DType::kF32, {})));
   EXPECT_FALSE(is_identity(make_plan(a, a.with_placements(parse_placements("S0,S0")), DType::kF32, {})));

@@ -392,7 +392,7 @@ Transport Plan::transport() const {
 bool is_identity(const Plan& plan) {
   const Layout& a = plan.src();
   const Layout& b = plan.dst();
-  return plan.communication_steps() == 0 && a.mesh() == b.mesh() && a.global_shape() == b.global_shape() &&
+  return plan.bytes_moved() == 0 && a.mesh() == b.mesh() && a.global_shape() == b.global_shape() &&
          canonical_placements(a.mesh(), a.placements()) == canonical_placements(b.mesh(), b.placements());
 }
 

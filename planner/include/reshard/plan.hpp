@@ -180,9 +180,11 @@ class Plan {
 // kInvalidArgument naming the step otherwise.
 void validate_plan(const PlanSpec& spec);
 
-// Whether the plan maps identical layouts (one mesh and shape, the same canonical placements) without communicating:
-// every rank's target local tensor is then its source local tensor, element for element, so a run in place (output ==
-// input, as DTensor returns its input for an unchanged placement) has nothing to do (Executor::run).
+// Whether the plan maps identical layouts (one mesh and shape, the same canonical placements) and moves no byte
+// between ranks, whatever its strategy (a collective plan's local step, a p2p plan's local copies): every rank's target
+// local tensor is then its source local tensor, element for element, so a run in place (output == input, as DTensor
+// returns its input for an unchanged placement) has nothing to do (Executor::run). A plan between two meshes that
+// holds the same ranks re-partitions Partial contributions through the peers: not an identity.
 bool is_identity(const Plan& plan);
 
 // Placements with every size-1 mesh dim set to Replicate: two layouts with the same canonical placements have
