@@ -84,7 +84,7 @@ Calibration calibrate(const CalibrateOptions& in) {
     RESHARD_REQUIRE(need <= free, "calibrate needs ", need, " bytes on GPU ", d, " for sizes up to ",
                     static_cast<Index>(largest), " bytes but ", free, " are free; give smaller --sizes");
   }
-  constexpr int kMeasurements = 8;
+  constexpr int kMeasurements = 9;
   int done = 0;
   auto next = [&](const std::string& what) {
     throw_if_stop_requested();
@@ -164,6 +164,24 @@ Calibration calibrate(const CalibrateOptions& in) {
       samples.push_back(Sample{static_cast<double>(rows * (cols / 2) * 4), summarize(t).median_us});
     }
     add("copy", &cal.profile.copy, samples, false);
+
+    next("copy_engine");
+    // Local copies on the copy engines: one contiguous block (what a local step copies where rows are wide).
+    samples.clear();
+    for (double size : o.sizes_bytes) {
+      const Index bytes = static_cast<Index>(size) / 4 * 4;
+      CopyRegion region{BufferRef{Buffer::kInput, 0}, BufferRef{Buffer::kWork, 0}, Dims{bytes / 4}, Dims{1}, Dims{1}};
+      auto batch = dev.prepare_copies(Copies{{region}, CopyEngine::kCopyEngine}, 4);
+      BufferBases bases{src->data(), nullptr, dst->data()};
+      auto once = [&] { batch->run(bases, stream.handle()); };
+      for (int i = 0; i < o.warmup; ++i) once();
+      IterationSamples t = detail::time_on_stream(stream.get(), o.iters, once, std::chrono::seconds(120), [] {
+        fail(ErrorKind::kTimeout, "calibrate: the copy engines made no progress for 120 s");
+      });
+      stream.synchronize();
+      samples.push_back(Sample{static_cast<double>(bytes), summarize(t).median_us});
+    }
+    add("copy_engine", &cal.profile.copy_engine, samples, false);
   }
 
   next("step_overhead");
@@ -219,7 +237,7 @@ Calibration calibrate(const CalibrateOptions& in) {
   cal.machine = cat(cuda_device_count(), "x ", prop.name, ", NCCL ", nccl_version);
   cal.profile.name = "calibrated: " + cal.machine;
   cal.profile.source = "reshard calibrate on " + cal.machine +
-                       ": intra_node links and copy fitted by weighted least squares (relative error) over " +
+                       ": intra_node links, copy and copy_engine fitted by weighted least squares (relative error) over " +
                        std::to_string(o.sizes_bytes.size()) + " sizes; " + nvlink +
                        "; inter_node and p2p_per_peer_us from the base profile (" + o.base.name +
                        "), not measurable on one node with two GPUs";
