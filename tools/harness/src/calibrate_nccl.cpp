@@ -138,50 +138,44 @@ Calibration calibrate(const CalibrateOptions& in) {
   next("intra_node.all_reduce");
   add("intra_node.all_reduce", &cal.profile.intra_node.all_reduce, measure(comms, o.sizes_bytes, o, ar, allreduce));
 
-  next("copy");
-  // The copy kernel on a strided pack: half the columns of a square matrix (rows of the sweep's S0->S1 packs).
+  // Local copies: the copy kernel on a strided pack, half the columns of a square matrix (rows of the sweep's S0->S1
+  // packs), and the copy engines on one contiguous block (what a local step copies where rows are wide).
   {
     CudaDevice dev(0);
     CudaStream stream(0);
-    std::vector<Sample> samples;
     size_t max_bytes = static_cast<size_t>(o.sizes_bytes.back());
     auto src = dev.allocate(2 * max_bytes), dst = dev.allocate(max_bytes);
+    const BufferBases bases{src->data(), nullptr, dst->data()};
+    // The median time of copying `region` (f32) on `engine`.
+    auto median_us = [&](const CopyRegion& region, CopyEngine engine) {
+      auto batch = dev.prepare_copies(Copies{{region}, engine}, 4);
+      auto once = [&] { batch->run(bases, stream.handle()); };
+      for (int i = 0; i < o.warmup; ++i) once();
+      IterationSamples t = detail::time_on_stream(stream.get(), o.iters, once, std::chrono::seconds(120), [] {
+        fail(ErrorKind::kTimeout, "calibrate: a local copy made no progress for 120 s");
+      });
+      stream.synchronize();
+      return summarize(t).median_us;
+    };
+    next("copy");
+    std::vector<Sample> packs, contiguous;
     for (double size : o.sizes_bytes) {
       Index elems = static_cast<Index>(size) / 4;
       Index rows = 1;
       while (rows * rows * 2 < elems) rows *= 2;  // rows x (2 rows) f32 source; copy rows x rows
       Index cols = elems / rows;
-      CopyRegion region{BufferRef{Buffer::kInput, cols / 2}, BufferRef{Buffer::kWork, 0}, Dims{rows, cols / 2},
-                        Dims{cols, 1}, Dims{cols / 2, 1}};
-      auto batch = dev.prepare_copies(Copies{{region}}, 4);
-      BufferBases bases{src->data(), nullptr, dst->data()};
-      auto once = [&] { batch->run(bases, stream.handle()); };
-      for (int i = 0; i < o.warmup; ++i) once();
-      IterationSamples t = detail::time_on_stream(stream.get(), o.iters, once, std::chrono::seconds(120), [] {
-        fail(ErrorKind::kTimeout, "calibrate: the copy kernel made no progress for 120 s");
-      });
-      stream.synchronize();
-      samples.push_back(Sample{static_cast<double>(rows * (cols / 2) * 4), summarize(t).median_us});
+      const CopyRegion region{BufferRef{Buffer::kInput, cols / 2}, BufferRef{Buffer::kWork, 0}, Dims{rows, cols / 2},
+                              Dims{cols, 1}, Dims{cols / 2, 1}};
+      packs.push_back(Sample{static_cast<double>(rows * (cols / 2) * 4), median_us(region, CopyEngine::kKernel)});
     }
-    add("copy", &cal.profile.copy, samples, false);
-
+    add("copy", &cal.profile.copy, packs, false);
     next("copy_engine");
-    // Local copies on the copy engines: one contiguous block (what a local step copies where rows are wide).
-    samples.clear();
     for (double size : o.sizes_bytes) {
-      const Index bytes = static_cast<Index>(size) / 4 * 4;
-      CopyRegion region{BufferRef{Buffer::kInput, 0}, BufferRef{Buffer::kWork, 0}, Dims{bytes / 4}, Dims{1}, Dims{1}};
-      auto batch = dev.prepare_copies(Copies{{region}, CopyEngine::kCopyEngine}, 4);
-      BufferBases bases{src->data(), nullptr, dst->data()};
-      auto once = [&] { batch->run(bases, stream.handle()); };
-      for (int i = 0; i < o.warmup; ++i) once();
-      IterationSamples t = detail::time_on_stream(stream.get(), o.iters, once, std::chrono::seconds(120), [] {
-        fail(ErrorKind::kTimeout, "calibrate: the copy engines made no progress for 120 s");
-      });
-      stream.synchronize();
-      samples.push_back(Sample{static_cast<double>(bytes), summarize(t).median_us});
+      const Index elems = static_cast<Index>(size) / 4;
+      const CopyRegion region{BufferRef{Buffer::kInput, 0}, BufferRef{Buffer::kWork, 0}, Dims{elems}, Dims{1}, Dims{1}};
+      contiguous.push_back(Sample{static_cast<double>(elems * 4), median_us(region, CopyEngine::kCopyEngine)});
     }
-    add("copy_engine", &cal.profile.copy_engine, samples, false);
+    add("copy_engine", &cal.profile.copy_engine, contiguous, false);
   }
 
   next("step_overhead");
@@ -236,11 +230,12 @@ Calibration calibrate(const CalibrateOptions& in) {
   ncclGetVersion(&nccl_version);
   cal.machine = cat(cuda_device_count(), "x ", prop.name, ", NCCL ", nccl_version);
   cal.profile.name = "calibrated: " + cal.machine;
-  cal.profile.source = "reshard calibrate on " + cal.machine +
-                       ": intra_node links, copy and copy_engine fitted by weighted least squares (relative error) over " +
-                       std::to_string(o.sizes_bytes.size()) + " sizes; " + nvlink +
-                       "; inter_node and p2p_per_peer_us from the base profile (" + o.base.name +
-                       "), not measurable on one node with two GPUs";
+  cal.profile.source =
+      "reshard calibrate on " + cal.machine +
+      ": intra_node links, copy and copy_engine fitted by weighted least squares (relative error) over " +
+      std::to_string(o.sizes_bytes.size()) + " sizes; " + nvlink +
+      "; inter_node and p2p_per_peer_us from the base profile (" + o.base.name +
+      "), not measurable on one node with two GPUs";
   nlohmann::ordered_json fits;
   for (const auto& [name, f] : cal.fits) fits[name] = fit_json(f);
   nlohmann::ordered_json extra;
