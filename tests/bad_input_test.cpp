@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "cli_runner.hpp"
+#include "expect_error.hpp"
 #include "reshard/dtype.hpp"
 #include "reshard/layout.hpp"
 
@@ -10,19 +11,8 @@ namespace reshard {
 namespace {
 
 using testing::count_lines;
+using testing::expect_error;
 using testing::run_cli;
-
-// Expects `f` to throw reshard::Error of `kind` whose message contains `needle`.
-template <class F>
-void expect_error(F f, ErrorKind kind, const std::string& needle) {
-  try {
-    f();
-    ADD_FAILURE() << "expected an error mentioning '" << needle << "'";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), kind) << e.what();
-    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << "message: " << e.what();
-  }
-}
 
 TEST(BadInputApi, MeshDims) {
   expect_error([] { Mesh({2, 0}); }, ErrorKind::kInvalidArgument, "mesh dim 1 must be >= 1");

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_runner.hpp"
+#include "expect_error.hpp"
 #include "host_runs.hpp"
 #include "placement_sets.hpp"
 #include "reshard/harness.hpp"
@@ -23,15 +24,7 @@
 namespace reshard {
 namespace {
 
-void expect_error(const std::function<void()>& f, ErrorKind kind, const std::string& needle) {
-  try {
-    f();
-    ADD_FAILURE() << "no error; expected one containing '" << needle << "'";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), kind) << e.what();
-    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
-  }
-}
+using testing::expect_error;
 
 // Every assignment of R, S0, S1 and P(sum) to the dims of a mesh.
 std::vector<std::vector<Placement>> placements_for(int mesh_ndim) {

@@ -17,6 +17,7 @@
 #include <tuple>
 #include <vector>
 
+#include "expect_error.hpp"
 #include "reshard/detail/host_mailbox.hpp"
 #include "reshard/error.hpp"
 #include "reshard/host_backend.hpp"
@@ -25,6 +26,7 @@ namespace reshard {
 namespace {
 
 using detail::HostMailbox;
+using testing::expect_error;
 using namespace std::chrono_literals;
 
 // The record rank r sends in call c: `bytes` bytes that differ by rank, call and position.
@@ -165,20 +167,9 @@ TEST(HostMailbox, TimeoutNamesTheMissingRankAndLaterCallsFailAtOnce) {
       ++done;
       return;
     }
-    try {
-      box->all_gather(&x, all, sizeof x, 50ms);
-      ADD_FAILURE() << "no timeout";
-    } catch (const Error& e) {
-      EXPECT_EQ(e.kind(), ErrorKind::kTimeout);
-      EXPECT_NE(std::string(e.what()).find("rank(s) 2"), std::string::npos) << e.what();
-    }
-    try {
-      box->all_gather(&x, all, sizeof x, 10s);
-      ADD_FAILURE() << "a call after a timeout went through";
-    } catch (const Error& e) {
-      EXPECT_EQ(e.kind(), ErrorKind::kBackend);
-      EXPECT_NE(std::string(e.what()).find("waited"), std::string::npos) << e.what();
-    }
+    expect_error([&] { box->all_gather(&x, all, sizeof x, 50ms); }, ErrorKind::kTimeout, "rank(s) 2");
+    // a call after a timeout does not go through
+    expect_error([&] { box->all_gather(&x, all, sizeof x, 10s); }, ErrorKind::kBackend, "waited");
     ++done;
   });
   EXPECT_EQ(done.load(), 3);
@@ -193,13 +184,7 @@ TEST(HostMailbox, StopGivesUpWithoutWaitingForTheTimeout) {
     if (r == 1) return;
     const auto start = std::chrono::steady_clock::now();
     int x = 0, all[2] = {};
-    try {
-      box->all_gather(&x, all, sizeof x, 60s, [] { return true; });
-      ADD_FAILURE() << "stop() was ignored";
-    } catch (const Error& e) {
-      EXPECT_EQ(e.kind(), ErrorKind::kBackend);
-      EXPECT_NE(std::string(e.what()).find("aborted"), std::string::npos) << e.what();
-    }
+    expect_error([&] { box->all_gather(&x, all, sizeof x, 60s, [] { return true; }); }, ErrorKind::kBackend, "aborted");
     EXPECT_LT(std::chrono::steady_clock::now() - start, 10s);
   });
 }
@@ -260,24 +245,16 @@ TEST(HostMailbox, RefusesArgumentsOutOfRange) {
                                                  {-1, 2, 64},
                                                  {0, 2, 0},
                                                  {0, 2, HostMailbox::kMaxRecordBytes + 1}}) {
-    try {
-      HostMailbox::connect(rank, size, capacity, none);
-      ADD_FAILURE() << rank << " " << size << " " << capacity;
-    } catch (const Error& e) {
-      EXPECT_EQ(e.kind(), ErrorKind::kInvalidArgument) << e.what();
-    }
+    SCOPED_TRACE(::testing::Message() << "rank " << rank << ", size " << size << ", capacity " << capacity);
+    expect_error([&] { HostMailbox::connect(rank, size, capacity, none); }, ErrorKind::kInvalidArgument);
   }
   HostWorld world(1);
   HostCommunicator comm(world, 0);
   auto box = HostMailbox::connect(0, 1, 16, gather_over(comm));
   ASSERT_NE(box, nullptr);
   char big[17] = {}, all[17] = {};
-  try {
-    box->all_gather(big, all, sizeof big, 1s);
-    ADD_FAILURE() << "17 bytes into a 16-byte mailbox";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), ErrorKind::kInvalidArgument) << e.what();
-  }
+  // 17 bytes into a 16-byte mailbox
+  expect_error([&] { box->all_gather(big, all, sizeof big, 1s); }, ErrorKind::kInvalidArgument);
 }
 
 }  // namespace

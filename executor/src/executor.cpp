@@ -121,15 +121,13 @@ Executor::Executor(const PlanBatch& batch, Communicator& comm, Device& device, E
   RESHARD_REQUIRE(comm.size() == mesh.world_size(), "the communicator has ", comm.size(), " ranks but the ",
                   batch.size() == 1 ? "plan" : "batch", "'s mesh ", mesh.str(), " is in a world of ",
                   mesh.world_size());
-  program_ = lower(batch, comm.rank(), LowerOptions{options.stage_overlap, options.coalesce_max_bytes});
+  // One-sided steps push or pull as ExecutorOptions::one_sided_copies says (other steps are lowered alike either way).
+  program_ = lower(batch, comm.rank(),
+                   LowerOptions{options.stage_overlap, options.coalesce_max_bytes, options.one_sided_copies});
   if (program_.one_sided) {
-    // Every rank of the plan connects (collective; every rank's program has the same steps); ranks sharing a process
-    // may push instead of pulling (ExecutorOptions::one_sided_copies), all of them or none.
+    // Every rank of the plan connects (collective); every rank's program must have the same steps and copy direction.
     require_same_steps(batch, comm_, options.one_sided_copies);
     peers_ = device_.connect_peers(comm_);
-    if (options.one_sided_copies == OneSidedCopies::kPush)
-      program_ = lower(batch, comm.rank(),
-                       LowerOptions{options.stage_overlap, options.coalesce_max_bytes, OneSidedCopies::kPush});
   }
   peer_tensors_ = maps_peer_tensors(batch);
   sizes_and_workspace();

@@ -13,11 +13,7 @@ source scripts/device/lib.sh
 BUDGET=${BUDGET:-380}
 trap archive_end EXIT  # the build log comes back too when the build fails
 archive_begin builtin_profile || exit 1
-for p in builtin calibrated; do
-  timeout 80 $R bench --backend nccl --meshes 2 --sizes 256KiB,4MiB,64MiB,256MiB --dtypes f32 --iters 30 --warmup 5 \
-    $([ $p = calibrated ] && echo "--profile bench/profiles/h100x2.json") --csv "$OUT/sweep_$p.csv" > "$OUT/sweep_$p.log" 2>&1
-  echo "sweep $p exit $?"; grep -E "wrong" "$OUT/sweep_$p.log" | tail -1
-  echo "[$(el) s] $p"
-done
+sweep_mesh2 builtin
+sweep_mesh2 calibrated bench/profiles/h100x2.json
 PARTS="redistribute tp_mlp bench" BUDGET=$(( $(left) - 20 )) SKIP_BUILD=1 OUT=$OUT/python \
   bash python/gpu_tests/run_all.sh 2>&1 | tail -20

@@ -9,10 +9,6 @@ archive_begin calibrate_h100 || exit 1
 timeout ${CALIBRATE_S:-150} $R calibrate --out "$OUT/profile.json" > "$OUT/calibrate.log" 2>&1
 echo "calibrate exit $?"; grep -vE "^\[" "$OUT/calibrate.log" | tail -14
 echo "[$(el) s] calibrated"
-for p in builtin calibrated; do
-  timeout 80 $R bench --backend nccl --meshes 2 --sizes 256KiB,4MiB,64MiB,256MiB --dtypes f32 --iters 30 --warmup 5 \
-    $([ $p = calibrated ] && echo "--profile $OUT/profile.json") --csv "$OUT/sweep_$p.csv" > "$OUT/sweep_$p.log" 2>&1
-  echo "sweep $p exit $?"; grep -E "wrong" "$OUT/sweep_$p.log" | tail -1
-  echo "[$(el) s] $p"
-done
+sweep_mesh2 builtin
+sweep_mesh2 calibrated "$OUT/profile.json"
 archive_end

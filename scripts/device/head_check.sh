@@ -32,12 +32,8 @@ if has stages_trace; then  # the same with RESHARD_TRACE_OPS=1: each expose's pa
   echo "[$(el) s] call_stages traced: exit $?"; grep -E "expose" "$OUT/call_stages_trace.log" | tail -6
 fi
 if has sweep; then
-  for p in builtin calibrated; do
-    timeout 100 $R bench --backend nccl --meshes 2 --sizes 256KiB,4MiB,64MiB,256MiB --dtypes f32 --iters 30 --warmup 5 \
-      $([ $p = calibrated ] && echo "--profile bench/profiles/h100x2.json") --csv "$OUT/sweep_$p.csv" \
-      > "$OUT/sweep_$p.log" 2>&1
-    echo "[$(el) s] sweep $p: exit $?"; grep -E "wrong" "$OUT/sweep_$p.log" | tail -1
-  done
+  sweep_mesh2 builtin
+  sweep_mesh2 calibrated bench/profiles/h100x2.json
 fi
 if has bench; then
   timeout 240 torchrun --nproc-per-node 2 python/bench/bench_torch.py --out "$OUT" ${BENCH_ARGS:-} > "$OUT/bench.log" 2>&1

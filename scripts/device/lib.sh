@@ -25,6 +25,15 @@ bench() {
     echo "  ^ $label" >> "$OUT/traces.txt"
   fi
 }
+# sweep_mesh2 LABEL [PROFILE]: `reshard bench` on mesh (2), 256 KiB-256 MiB f32, every pair of R/S0/S1, every strategy
+# and transport (auto's choice marked, every run verified), planned with PROFILE (default: the built-in profile);
+# writes $OUT/sweep_LABEL.csv and .log and prints its exit status and verification line.
+sweep_mesh2() {
+  local label=$1 profile=${2:-}
+  timeout 100 $R bench --backend nccl --meshes 2 --sizes 256KiB,4MiB,64MiB,256MiB --dtypes f32 --iters 30 --warmup 5 \
+    ${profile:+--profile "$profile"} --csv "$OUT/sweep_$label.csv" > "$OUT/sweep_$label.log" 2>&1
+  echo "[$(el) s] sweep $label: exit $?"; grep -E "wrong" "$OUT/sweep_$label.log" | tail -1
+}
 # sanitize BINARY FILTER: compute-sanitizer memcheck, racecheck and synccheck ($TOOLS) over the light GPU suite, on reshard's kernels
 # (API errors inside NCCL, which probes kernel images and peer access and handles the errors itself, not reported).
 sanitize() {
