@@ -297,10 +297,13 @@ TEST(Lowering, LargeNonContiguousTransfersArePipelinedInMatchingChunks) {
 }
 
 // Low-SM plans (run beside compute) issue copy-engine copies in pieces of at most 16 MiB (op_schedule.hpp): local
-// copies, and one-sided peer copies pulled or pushed. The pieces cover exactly what the whole copies did.
+// copies, and one-sided peer copies pulled or pushed. Elsewhere a strided local copy (the kept block here) runs on the
+// copy kernel (step_geometry.hpp's local_copy_engine_for); beside compute the engines copy it, in pieces, and the
+// pieces cover exactly what the whole plan's engine copies and its kept block did.
 TEST(Lowering, LowSmPlansIssueCopyEngineCopiesInPieces) {
   Layout src(Mesh({2}), parse_placements("S0"), Dims{4096, 8192});  // f32: each rank's kept block 2048x4096, 32 MiB
   const Layout dst = src.with_placements(parse_placements("S1"));
+  const Index kept = Index{2048} * 4096;
   for (Transport t : {Transport::kNccl, Transport::kNvlink}) {
     PlanOptions o;
     o.strategy = Strategy::kP2P;
@@ -314,18 +317,25 @@ TEST(Lowering, LowSmPlansIssueCopyEngineCopiesInPieces) {
       for (int rank = 0; rank < 2; ++rank) {
         LowerOptions lo;
         lo.one_sided = copies;
-        Index whole_elements = 0, piece_elements = 0, largest_whole = 0, largest_piece = 0;
+        Index whole_elements = 0, piece_elements = 0, largest_whole = 0, largest_piece = 0, kept_on_kernel = 0;
         for (const auto& [plan, elements, largest] :
              {std::tuple{&whole, &whole_elements, &largest_whole}, {&pieces, &piece_elements, &largest_piece}})
-          for (const Op& op : lower(*plan, rank, lo).ops)
-            if (const auto* c = std::get_if<Copies>(&op.body); c && c->engine == CopyEngine::kCopyEngine)
-              for (const CopyRegion& r : c->regions) {
-                *elements += r.shape.product();
-                *largest = std::max(*largest, r.shape.product() * 4);
-              }
-        EXPECT_EQ(largest_whole, Index{32} << 20) << to_string(t) << " rank " << rank;
-        EXPECT_EQ(largest_piece, Index{16} << 20) << to_string(t) << " rank " << rank;
-        EXPECT_EQ(piece_elements, whole_elements) << to_string(t) << " rank " << rank;
+          for (const Op& op : lower(*plan, rank, lo).ops) {
+            const auto* c = std::get_if<Copies>(&op.body);
+            if (!c) continue;
+            for (const CopyRegion& r : c->regions) {
+              const bool local = r.src.buffer == Buffer::kInput && r.dst.buffer == Buffer::kOutput;
+              if (c->engine == CopyEngine::kKernel && local && plan == &whole) kept_on_kernel += r.shape.product();
+              if (c->engine != CopyEngine::kCopyEngine) continue;
+              *elements += r.shape.product();
+              *largest = std::max(*largest, r.shape.product() * 4);
+            }
+          }
+        const std::string where = std::string(to_string(t)) + " rank " + std::to_string(rank);
+        EXPECT_EQ(kept_on_kernel, kept) << where;
+        EXPECT_EQ(largest_whole, t == Transport::kNvlink ? Index{32} << 20 : 0) << where;  // the peer copy
+        EXPECT_EQ(largest_piece, Index{16} << 20) << where;
+        EXPECT_EQ(piece_elements, whole_elements + kept) << where;
       }
   }
 }

@@ -1,5 +1,5 @@
-// The step geometry's engine rule agrees with the copy views the lowering builds (box_copy), on every region of
-// random boxes: the planner prices exactly what the executor will run. And group_link's shortcut on row-major meshes
+// The step geometry's engine rules (peer and local copies) agree with the copy views the lowering builds (box_copy), on
+// every region of random boxes: the planner prices exactly what the executor will run. And group_link's shortcut on row-major meshes
 // agrees with a walk over the groups' members, and the group shapes' one-pass check with the box helpers.
 #include <gtest/gtest.h>
 
@@ -16,7 +16,7 @@ namespace {
 TEST(StepGeometry, CopyEngineRuleMatchesTheLoweredViews) {
   std::mt19937 rng(7);
   auto pick = [&](Index lo, Index hi) { return std::uniform_int_distribution<Index>(lo, hi)(rng); };
-  int engine = 0, kernel = 0;
+  int engine = 0, kernel = 0, local_engine = 0, local_kernel = 0;
   for (int c = 0; c < 20000; ++c) {
     const int nd = static_cast<int>(pick(1, 5));
     Dims global(nd), a_off(nd), a_shape(nd), b_off(nd), b_shape(nd), r_off(nd), r_shape(nd);
@@ -42,11 +42,20 @@ TEST(StepGeometry, CopyEngineRuleMatchesTheLoweredViews) {
             << "region " << to_string(region) << " from " << to_string(from) << " to " << to_string(to) << " es " << es
             << " min_row " << min_row;
         (want == CopyEngine::kCopyEngine ? engine : kernel)++;
+        // Local copies: the engines for one contiguous block (a 1-D view), the kernel otherwise; beside compute
+        // (low-SM plans) the rule above.
+        const CopyEngine want_local = vd == 1 ? CopyEngine::kCopyEngine : CopyEngine::kKernel;
+        ASSERT_EQ(local_copy_engine_for(region, from, to, es, min_row, false), want_local)
+            << "local: region " << to_string(region) << " from " << to_string(from) << " to " << to_string(to);
+        ASSERT_EQ(local_copy_engine_for(region, from, to, es, min_row, true), want);
+        (want_local == CopyEngine::kCopyEngine ? local_engine : local_kernel)++;
       }
     }
   }
-  EXPECT_GT(engine, 1000);  // both outcomes are exercised
+  EXPECT_GT(engine, 1000);  // every outcome is exercised
   EXPECT_GT(kernel, 1000);
+  EXPECT_GT(local_engine, 1000);
+  EXPECT_GT(local_kernel, 1000);
 }
 
 // group_link judges row-major meshes from their groups' lowest and highest members; it must agree with a walk over

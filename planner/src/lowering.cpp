@@ -17,9 +17,11 @@ namespace {
 
 // A rank's local copy of `region` from its `from` tensor into its `to` tensor, on the engine the step geometry picks.
 void add_local_copy(StepParts& ps, BufferRef in, const Box& from, BufferRef out, const Box& to, const Box& region,
-                    int element_size, Index engine_min_row_bytes) {
-  (copy_engine_for(region, from, to, element_size, engine_min_row_bytes) == CopyEngine::kCopyEngine ? ps.local_engine
-                                                                                                    : ps.local)
+                    const ExchangeRules& rules) {
+  (local_copy_engine_for(region, from, to, rules.element_size, rules.copy_engine_min_row_bytes, rules.low_sm) ==
+           CopyEngine::kCopyEngine
+       ? ps.local_engine
+       : ps.local)
       .push_back(box_copy(in, from, out, to, region));
 }
 
@@ -124,7 +126,7 @@ Index lower_exchange(StepParts& ps, const RankTransfers& t, const RankBoxes& a, 
   for (const Transfer& tr : t.sends) lower_message(tr, true);
   if (!rules.reduces) {
     for (const Transfer& tr : t.local)
-      add_local_copy(ps, buf.in, from, buf.out, to, tr.region, rules.element_size, rules.copy_engine_min_row_bytes);
+      add_local_copy(ps, buf.in, from, buf.out, to, tr.region, rules);
     for (const Transfer& tr : t.recvs) lower_message(tr, false);
     return account.scratch().total();
   }
@@ -251,7 +253,7 @@ void lower_one_sided(StepParts& ps, const RankTransfers& t, const std::vector<Tr
   one.done = push ? PeerSync{SyncPhase::kDone, readers, sources} : PeerSync{SyncPhase::kDone, sources, readers};
   if (!rules.reduces) {
     for (const Transfer& tr : t.local)
-      add_local_copy(ps, buf.in, from, buf.out, to, tr.region, rules.element_size, rules.copy_engine_min_row_bytes);
+      add_local_copy(ps, buf.in, from, buf.out, to, tr.region, rules);
     for (size_t k : issue_order(step_transfers, rank, a.size(), push)) {
       const Transfer& tr = step_transfers[k];
       const Movement m = movement(tr.region, a[tr.src], b[tr.dst], rules);
@@ -279,7 +281,7 @@ ReduceOp partial_op(const std::vector<Placement>& from, const std::vector<int>& 
 // transfers of step i (ignored for steps that are not p2p); staged transfers are pipelined in chunks of `chunk_bytes`.
 LoweredParts lower_steps(const Layout& src, const Layout& dst, const std::vector<Step>& steps, DType dtype, int rank,
                          const std::vector<RankTransfers>& transfers, Index chunk_bytes, Index engine_min_row_bytes,
-                         bool gathers_as_exchanges, OneSidedCopies one_sided) {
+                         bool low_sm, bool gathers_as_exchanges, OneSidedCopies one_sided) {
   const int es = element_size(dtype);
   LoweredParts out;
   RankProgram& prog = out.program;
@@ -292,6 +294,7 @@ LoweredParts lower_steps(const Layout& src, const Layout& dst, const std::vector
   prog.input_elements = layouts.front().volume(rank);
   prog.output_elements = layouts.back().volume(rank);
   const WorkspaceLayout workspace = workspace_of(layouts, rank, es);
+  const ExchangeRules local_rules{Transport::kNccl, es, chunk_bytes, false, engine_min_row_bytes, low_sm};  // kLocal
   Index scratch_peak = 0;
 
   for (size_t i = 0; i < steps.size(); ++i) {
@@ -306,7 +309,7 @@ LoweredParts lower_steps(const Layout& src, const Layout& dst, const std::vector
     // lowered as one (`roles`: the reduce-scatter's Partial roles).
     auto group_exchange = [&](const PartialRoles* roles) {
       const ExchangeRules rules{Transport::kNccl, es, chunk_bytes, roles && roles->contributions > 1,
-                                engine_min_row_bytes};
+                                engine_min_row_bytes, low_sm};
       return lower_exchange(ps, all_to_all_transfers(a, b, step.mesh_dims, rank, es), a, b, rank, buf, rules, roles);
     };
     // A collective's scratch: its send area at the start of the step's scratch, its receive area after it.
@@ -319,7 +322,8 @@ LoweredParts lower_steps(const Layout& src, const Layout& dst, const std::vector
     switch (step.kind) {
       case StepKind::kP2P: {
         const PartialRoles roles = partial_roles(a.layout(), b.layout());
-        const ExchangeRules rules{step.transport, es, chunk_bytes, roles.contributions > 1, engine_min_row_bytes};
+        const ExchangeRules rules{step.transport, es, chunk_bytes, roles.contributions > 1, engine_min_row_bytes,
+                                  low_sm};
         if (step.transport == Transport::kNvlink) {
           prog.one_sided = true;
           // A staged step's peers read the copy of the source tensor at the start of the sender's step scratch.
@@ -335,7 +339,7 @@ LoweredParts lower_steps(const Layout& src, const Layout& dst, const std::vector
             if (!transfers.at(i).sends.empty()) {
               const BufferRef copy{Buffer::kWork, buf.scratch_base};
               ps.one_sided->stage.push_back(box_copy(buf.in, from, copy, from, from));
-              ps.one_sided->stage_engine = copy_engine_for(from, from, from, es, engine_min_row_bytes);
+              ps.one_sided->stage_engine = local_copy_engine_for(from, from, from, es, engine_min_row_bytes, low_sm);
             }
           }
         } else {
@@ -357,7 +361,7 @@ LoweredParts lower_steps(const Layout& src, const Layout& dst, const std::vector
           ps.stages.emplace_back().reduce.push_back(
               box_reduce({{buf.in, from}}, buf.out, to, to, ReduceOp::kSum, part.divisor));
         } else {
-          add_local_copy(ps, buf.in, from, buf.out, to, to, es, engine_min_row_bytes);
+          add_local_copy(ps, buf.in, from, buf.out, to, to, local_rules);
         }
         break;
       }
@@ -443,7 +447,7 @@ LoweredParts lower_parts(const Plan& plan, int rank, bool gathers_as_exchanges, 
     }
   }
   return lower_steps(plan.src(), plan.dst(), plan.steps(), plan.dtype(), rank, mine, plan.pipeline_chunk_bytes(),
-                     plan.copy_engine_min_row_bytes(), gathers_as_exchanges, one_sided);
+                     plan.copy_engine_min_row_bytes(), plan.low_sm(), gathers_as_exchanges, one_sided);
 }
 
 }  // namespace detail

@@ -7,10 +7,17 @@
 
 namespace reshard::detail {
 
-CopyEngine copy_engine_for(const Box& region, const Box& from, const Box& to, int element_size, Index min_row_bytes) {
-  // The dims box_copy's views end with (region_views.cpp: extent-1 dims dropped, dims contiguous in both views
-  // merged, a unit innermost dim added when the last run is strided), without building the views: the planner asks
-  // this for every transfer it prices.
+namespace {
+
+// The dims box_copy's views of `region` end with (region_views.cpp: extent-1 dims dropped, dims contiguous in both
+// views merged, a unit innermost dim added when the last run is strided), without building the views: the planner
+// asks this for every transfer it prices. `row_elements`: the contiguous run (1 when the innermost dim is strided).
+struct CopyShape {
+  int dims = 0;
+  Index row_elements = 1;
+};
+
+CopyShape copy_shape(const Box& region, const Box& from, const Box& to) {
   const Dims sf = row_major_strides(from.shape), st = row_major_strides(to.shape);
   Index shape[kMaxDims + 1], src[kMaxDims + 1], dst[kMaxDims + 1];
   int nd = 0;
@@ -28,9 +35,21 @@ CopyEngine copy_engine_for(const Box& region, const Box& from, const Box& to, in
     dst[nd] = st[i];
     ++nd;
   }
-  const Index row_bytes = nd > 0 && src[nd - 1] == 1 && dst[nd - 1] == 1 ? shape[nd - 1] * element_size : element_size;
-  if (!(nd > 0 && src[nd - 1] == 1 && dst[nd - 1] == 1)) ++nd;  // the unit innermost dim box_copy adds
-  return nd <= 3 && row_bytes >= min_row_bytes ? CopyEngine::kCopyEngine : CopyEngine::kKernel;
+  if (nd > 0 && src[nd - 1] == 1 && dst[nd - 1] == 1) return CopyShape{nd, shape[nd - 1]};
+  return CopyShape{nd + 1, 1};  // the unit innermost dim box_copy adds
+}
+
+}  // namespace
+
+CopyEngine copy_engine_for(const Box& region, const Box& from, const Box& to, int element_size, Index min_row_bytes) {
+  const CopyShape c = copy_shape(region, from, to);
+  return c.dims <= 3 && c.row_elements * element_size >= min_row_bytes ? CopyEngine::kCopyEngine : CopyEngine::kKernel;
+}
+
+CopyEngine local_copy_engine_for(const Box& region, const Box& from, const Box& to, int element_size,
+                                 Index min_row_bytes, bool low_sm) {
+  if (low_sm) return copy_engine_for(region, from, to, element_size, min_row_bytes);
+  return copy_shape(region, from, to).dims <= 1 ? CopyEngine::kCopyEngine : CopyEngine::kKernel;
 }
 
 Movement movement(const Box& region, const Box& sender_box, const Box& receiver_box, const ExchangeRules& rules) {
@@ -73,9 +92,10 @@ void RankExchange::receive(const Transfer& t, const Movement& m, LinkClass link,
 }
 
 void RankExchange::local(const Transfer& t, const Box& from, const Box& to) {
-  // Either transport: a local copy with rows wide enough goes to the copy engines (no SMs, full device bandwidth).
-  if (!rules_.reduces && copy_engine_for(t.region, from, to, rules_.element_size, rules_.copy_engine_min_row_bytes) ==
-                             CopyEngine::kCopyEngine)
+  // Either transport: a local copy of one contiguous block goes to the copy engines (local_copy_engine_for).
+  if (!rules_.reduces && local_copy_engine_for(t.region, from, to, rules_.element_size,
+                                               rules_.copy_engine_min_row_bytes,
+                                               rules_.low_sm) == CopyEngine::kCopyEngine)
     traffic_.local_engine_bytes += t.bytes;
   else
     traffic_.local_bytes += t.bytes;

@@ -37,6 +37,7 @@ struct ExchangeRules {
   Index chunk_bytes = 0;  // nccl: staged transfers are pipelined in chunks of this many bytes (0: whole)
   bool reduces = false;   // the receiver reduces the contributions of a Partial source instead of copying them
   Index copy_engine_min_row_bytes = 0;  // copies with shorter contiguous rows (or over 3-D) run on a kernel
+  bool low_sm = false;                  // planned to run beside compute (local_copy_engine_for)
 };
 
 // How one transfer moves.
@@ -47,9 +48,18 @@ struct Movement {
   CopyEngine engine = CopyEngine::kKernel;  // nvlink: who pulls the region (reductions: always a kernel)
 };
 
-// Who copies `region` from a tensor holding `from` to one holding `to`: the copy engines when the copy is at most
-// 3-D with contiguous rows of at least `min_row_bytes`, a kernel otherwise.
+// Who copies `region` from a peer's tensor holding `from` to one holding `to` (an nvlink transfer): the copy engines
+// when the copy is at most 3-D with contiguous rows of at least `min_row_bytes`, a kernel otherwise.
 CopyEngine copy_engine_for(const Box& region, const Box& from, const Box& to, int element_size, Index min_row_bytes);
+
+// Who copies `region` within one rank, from its tensor holding `from` into one holding `to`: the copy engines when the
+// region is one contiguous block in both (one cudaMemcpyAsync), the copy kernel otherwise. Within one GPU the engines'
+// strided copies (cudaMemcpy2DAsync) are slow: 128 MiB in rows of 4-64 KiB took 163 us on H100 at any row width,
+// where the kernel takes 97-127 us and the engines copy one contiguous block in 94 (2x H100, 2026-11-27,
+// scripts/device/local_copies.sh); between GPUs the engines win from 2 KiB rows. In low-SM plans (beside compute)
+// local copies follow copy_engine_for's rule instead: there the engines leave the SMs to the compute.
+CopyEngine local_copy_engine_for(const Box& region, const Box& from, const Box& to, int element_size,
+                                 Index min_row_bytes, bool low_sm);
 
 // The rule, in one place.
 Movement movement(const Box& region, const Box& sender_box, const Box& receiver_box, const ExchangeRules& rules);

@@ -79,8 +79,8 @@ StepPrice StepPricer::collective_wire(const RankBoxes& a, const RankBoxes& b, St
   switch (kind) {
     case StepKind::kLocal: {
       const int r = b.max_volume_rank();
-      const bool engine = copy_engine_for(b[r], a[r], b[r], es_, model_.profile().nvlink.copy_engine_min_row_bytes) ==
-                          CopyEngine::kCopyEngine;
+      const bool engine = local_copy_engine_for(b[r], a[r], b[r], es_, model_.profile().nvlink.copy_engine_min_row_bytes,
+                                                model_.low_sm()) == CopyEngine::kCopyEngine;
       p.us = engine ? model_.copy_engine_us(b.max_volume() * es_) : model_.copy_us(b.max_volume() * es_);
       return p;
     }
@@ -350,7 +350,8 @@ bool StepPricer::exchanges_by_class(const OverlapIndex& index, const ExchangeRul
 }
 
 ExchangeRules StepPricer::exchange_rules(Transport transport, bool reduces) const {
-  return ExchangeRules{transport, es_, chunk_bytes_, reduces, model_.profile().nvlink.copy_engine_min_row_bytes};
+  return ExchangeRules{transport, es_, chunk_bytes_, reduces, model_.profile().nvlink.copy_engine_min_row_bytes,
+                       model_.low_sm()};
 }
 
 }  // namespace reshard::detail

@@ -2,7 +2,7 @@
 
     torchrun --nproc-per-node 2 python/bench/bench_torch.py --out DIR
 
-Cases: mesh (2) (and (2,2) on 4 GPUs), S0->S1, S0->R, R->S0, P->R, P->S0 for f32 1024x1024 (4 MiB) and f32 16384x16384
+Cases: mesh (2) (and (2,2) on 4 GPUs), S0->S1, S0->R, R->S0, R->S1, P->R, P->S0 for f32 1024x1024 (4 MiB) and f32 16384x16384
 (1 GiB) (--sizes; also 4096x4096, 64 MiB, and 8192x8192, 256 MiB), and S0->S1 in bf16 at each size; --profile: reshard's cost-model profile.
 Each call is timed as DTensor programs see it, Python overhead included: ranks meet at a barrier, the GPU is idle, a CUDA event is recorded, the call is made, a second event is recorded, the
 host waits; the time of an iteration is the slowest rank's, the median over iterations is reported. A second measure
@@ -33,7 +33,7 @@ import common  # noqa: E402
 import reshard.torch as rt  # noqa: E402
 import tp_mlp  # noqa: E402
 
-CASES = [("S0", "S1"), ("S0", "R"), ("R", "S0"), ("P", "R"), ("P", "S0")]
+CASES = [("S0", "S1"), ("S0", "R"), ("R", "S0"), ("R", "S1"), ("P", "R"), ("P", "S0")]
 SIZES = {"4MiB": (1024, 1024), "64MiB": (4096, 4096), "256MiB": (8192, 8192), "1GiB": (16384, 16384)}
 
 

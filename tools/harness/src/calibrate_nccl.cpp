@@ -111,16 +111,13 @@ Calibration calibrate(const CalibrateOptions& in) {
   CommOp ar = [](int, Communicator& c, void* a, void* b, size_t bytes, StreamHandle s) {
     c.all_reduce(a, b, bytes / 4, DType::kF32, ReduceOp::kSum, s);
   };
-  // Link operations keep their samples for interpolation; the copy keeps its line (its samples come from a strided
-  // pack and do not represent the contiguous local copies it also prices).
-  auto add = [&](const std::string& name, AlphaBeta* target, const std::vector<Sample>& samples, bool keep = true) {
+  // Every operation keeps its samples for interpolation: NCCL's protocols and the copies' cache effects bend the times
+  // away from one line (copies: the kernel's samples are strided packs, what it copies in packs and strided local
+  // copies; the engines' are contiguous copies, the only local copies they make outside low-SM plans).
+  auto add = [&](const std::string& name, AlphaBeta* target, const std::vector<Sample>& samples) {
     Fit f = fit_alpha_beta(samples, name);
     if (target) {
       *target = f.params;
-      if (!keep) {
-        cal.fits.emplace_back(name, std::move(f));
-        return;
-      }
       for (const Sample& s : samples)
         if (s.x > 0 && (target->samples.empty() || s.x > target->samples.back().first))
           target->samples.emplace_back(s.x, s.us);
@@ -168,14 +165,14 @@ Calibration calibrate(const CalibrateOptions& in) {
                               Dims{cols, 1}, Dims{cols / 2, 1}};
       packs.push_back(Sample{static_cast<double>(rows * (cols / 2) * 4), median_us(region, CopyEngine::kKernel)});
     }
-    add("copy", &cal.profile.copy, packs, false);
+    add("copy", &cal.profile.copy, packs);
     next("copy_engine");
     for (double size : o.sizes_bytes) {
       const Index elems = static_cast<Index>(size) / 4;
       const CopyRegion region{BufferRef{Buffer::kInput, 0}, BufferRef{Buffer::kWork, 0}, Dims{elems}, Dims{1}, Dims{1}};
       contiguous.push_back(Sample{static_cast<double>(elems * 4), median_us(region, CopyEngine::kCopyEngine)});
     }
-    add("copy_engine", &cal.profile.copy_engine, contiguous, false);
+    add("copy_engine", &cal.profile.copy_engine, contiguous);
   }
 
   next("step_overhead");
