@@ -28,6 +28,25 @@ TEST(Fit, RelativeWeightingKeepsSmallSizesAccurate) {
   EXPECT_GT(f.params.alpha_us, 5);
 }
 
+TEST(Fit, AbsoluteErrorFollowsTheLargeSizes) {
+  // A copy repeated back to back: the middle sizes run from the L2 (fast), the large ones at the memory's bandwidth
+  // (1500 GB/s here). The absolute fit prices the large ones within 1%; the relative one, pulled by the cached sizes,
+  // underprices them.
+  std::vector<Sample> s;
+  for (double x = 4096; x <= double(1 << 30); x *= 4) {
+    const double memory = 5.0 + x / 1.5e6;
+    s.push_back(Sample{x, x >= (64 << 20) ? memory : std::min(memory, 6.0 + x / 4.0e6)});
+  }
+  const Fit absolute = fit_alpha_beta(s, "copy", FitError::kAbsolute);
+  const Fit relative = fit_alpha_beta(s, "copy", FitError::kRelative);
+  for (double x : {double(256 << 20), double(1 << 30)}) {
+    const double measured = 5.0 + x / 1.5e6;
+    EXPECT_NEAR(absolute.params.time_us(x), measured, 0.01 * measured) << x;
+    EXPECT_LT(relative.params.time_us(x), 0.95 * measured) << x;
+  }
+  EXPECT_THROW(fit_alpha_beta({{4096, 20}, {1 << 20, 10}}, "shrinking", FitError::kAbsolute), Error);
+}
+
 TEST(Fit, RefusesUnusableData) {
   EXPECT_THROW(fit_alpha_beta({{4096, 10}}, "one point"), Error);
   EXPECT_THROW(fit_alpha_beta({{4096, 10}, {8192, -1}}, "negative time"), Error);

@@ -97,12 +97,10 @@ json to_json(const AlphaBeta& ab) {
   return j;
 }
 
-// A calibrated line with the times `reshard calibrate` measured at its ten sizes, first_bytes * 4^k (NCCL operations
-// and the copy engines: 4 KiB-1 GiB; the copy kernel's packs: 2 KiB-512 MiB).
-AlphaBeta measured(double alpha_us, double bandwidth_GBps, std::initializer_list<double> times_us,
-                   double first_bytes = 4096) {
+// A calibrated line with the times `reshard calibrate` measured at its ten sizes, 4 KiB * 4^k (4 KiB-1 GiB).
+AlphaBeta measured(double alpha_us, double bandwidth_GBps, std::initializer_list<double> times_us) {
   AlphaBeta ab{alpha_us, bandwidth_GBps, {}};
-  double bytes = first_bytes;
+  double bytes = 4096;
   for (double t : times_us) {
     ab.samples.emplace_back(bytes, t);
     bytes *= 4;
@@ -136,7 +134,7 @@ Profile default_profile() {
       "(2026-11-26); kernel pulls 326 GB/s measured on 2x H200. inter_node: 400 Gb/s InfiniBand = 50 GB/s per GPU NIC, "
       "45 GB/s achievable (90%, estimate), latencies estimates. copy (the copy kernel on strided packs) and "
       "copy_engine "
-      "(contiguous copies on the copy engines): lines and measured points calibrated on 2x H100 (2026-11-27). "
+      "(contiguous copies on the copy engines): calibrated on 2x H100 (2026-11-27, absolute-error lines). "
       "Run `reshard calibrate` to replace these with values fitted on your machine.";
   // NCCL within a node: what `reshard calibrate` measured on 2x H100 (2026-11-26, bench/profiles/h100x2.json): each
   // operation's fitted line (alpha us, GB/s) and its ten measured points, 4 KiB-1 GiB, between which the time is
@@ -156,12 +154,13 @@ Profile default_profile() {
   p.p2p_per_peer_us = 1.5;
   p.step_overhead_us = 48.0;
   // The copy kernel on what packs, unpacks and strided local copies copy (rows of a strided block: half the columns of
-  // a square matrix) and the copy engines on a contiguous local copy, as `reshard calibrate` measured them on 2x H100
-  // (2026-11-27, bench/profiles/h100x2.json): the fitted lines and the ten measured points, which the lines miss by up
-  // to a quarter (the engines' line priced 128 MiB at 79 us; they take 94). Until 2026-11-27 the defaults were 3 us +
-  // 2100 GB/s for both, a contiguous copy on H200, which priced NCCL's packs at two thirds of their time on H100.
-  p.copy = measured(7.2, 1530.0, {6.3, 6.2, 7.6, 9.8, 9.8, 9.8, 10.3, 32.0, 97.3, 364.4}, 2048);
-  p.copy_engine = measured(6.2, 1809.0, {6.7, 7.6, 7.7, 6.6, 6.3, 7.0, 11.4, 49.9, 182.8, 716.7});
+  // a square matrix) and the copy engines on a contiguous local copy, as `reshard calibrate` fitted them on 2x H100
+  // (2026-11-27, bench/profiles/h100x2.json; least squares on absolute error: 512 MiB packed in 364 us, 1 GiB copied
+  // by the engines in 717 us, both within 1% of the lines). The relative-error lines before (7.8 us + 1569 and 6 us +
+  // 1839 GB/s) priced a 128 MiB contiguous copy at 79 us against 94 measured. Until 2026-11-27 the defaults were 3 us
+  // + 2100 GB/s for both, a contiguous copy on H200, which priced NCCL's packs at two thirds of their time on H100.
+  p.copy = {7.8, 1505.0};
+  p.copy_engine = {5.5, 1510.0};
   // NVLink one-sided: `reshard calibrate`'s end-to-end fits on 2x H100 (2026-11-26): separate copy-engine copies
   // 33.4 us + bytes pulled at 405 GB/s (sync_us = 33.4 - the engine call's 4), the smallest separate step 34 us; fused
   // 16.6 us + bytes pulled and copied at 474 GB/s, the smallest 15 us; since the fused kernel lost its system-scope

@@ -6,7 +6,7 @@
 
 namespace reshard {
 
-Fit fit_alpha_beta(const std::vector<Sample>& samples, const std::string& what) {
+Fit fit_alpha_beta(const std::vector<Sample>& samples, const std::string& what, FitError error) {
   RESHARD_REQUIRE(samples.size() >= 2, "fitting ", what, " needs at least 2 samples, got ", samples.size());
   const Eigen::Index n = static_cast<Eigen::Index>(samples.size());
   Eigen::MatrixXd a(n, 2);
@@ -15,7 +15,7 @@ Fit fit_alpha_beta(const std::vector<Sample>& samples, const std::string& what) 
     const Sample& s = samples[i];
     RESHARD_REQUIRE(s.us > 0 && s.x >= 0, "fitting ", what, ": sample ", i, " has time ", s.us, " us for ", s.x,
                     " bytes");
-    double w = 1.0 / s.us;  // relative error
+    const double w = error == FitError::kRelative ? 1.0 / s.us : 1.0;
     a(i, 0) = w;
     a(i, 1) = s.x * w;
     b(i) = s.us * w;

@@ -22,10 +22,14 @@ struct Fit {
   std::vector<double> rel_residuals;  // (model - measured) / measured, per sample
 };
 
-// Least squares of us = alpha + x / (bandwidth * 1e3) weighted by 1/us^2 (relative errors, so small sizes count as
-// much as large ones). A negative alpha is clamped to 0 and the bandwidth refitted; a non-positive slope is an
-// error (kInvalidArgument) naming `what`.
-Fit fit_alpha_beta(const std::vector<Sample>& samples, const std::string& what);
+// Which error a fit minimises: relative (weighted by 1/us^2, so small sizes count as much as large ones) or absolute
+// (the large sizes, where the bandwidth shows, dominate).
+enum class FitError { kRelative, kAbsolute };
+
+// Least squares of us = alpha + x / (bandwidth * 1e3) on `error`. A negative alpha is clamped to 0 and the bandwidth
+// refitted; a non-positive slope is an error (kInvalidArgument) naming `what`.
+Fit fit_alpha_beta(const std::vector<Sample>& samples, const std::string& what,
+                   FitError error = FitError::kRelative);
 
 struct CalibrateOptions {
   std::vector<double> sizes_bytes;  // empty: 4 KiB to 1 GiB in x4 steps
