@@ -3,7 +3,8 @@
     torchrun --nproc-per-node 2 python/bench/bench_torch.py --out DIR
 
 Cases: mesh (2) (and (2,2) on 4 GPUs), S0->S1, S0->R, R->S0, R->S1, P->R, P->S0 for f32 1024x1024 (4 MiB) and f32 16384x16384
-(1 GiB) (--sizes; also 4096x4096, 64 MiB, and 8192x8192, 256 MiB), and S0->S1 in bf16 at each size; --profile: reshard's cost-model profile.
+(1 GiB) (--sizes; also 4096x4096, 64 MiB, and 8192x8192, 256 MiB), and S0->S1 in bf16 at each size (--cases all: every
+ordered pair of R, S0, S1, P that changes, f32); --profile: reshard's cost-model profile.
 Each call is timed as DTensor programs see it, Python overhead included: ranks meet at a barrier, the GPU is idle, a CUDA event is recorded, the call is made, a second event is recorded, the
 host waits; the time of an iteration is the slowest rank's, the median over iterations is reported. A second measure
 times 10 back-to-back calls per iteration (as a training step issues them: one call's host work overlaps the last
@@ -34,6 +35,7 @@ import reshard.torch as rt  # noqa: E402
 import tp_mlp  # noqa: E402
 
 CASES = [("S0", "S1"), ("S0", "R"), ("R", "S0"), ("R", "S1"), ("P", "R"), ("P", "S0")]
+PLACEMENTS = ("R", "S0", "S1", "P")
 SIZES = {"4MiB": (1024, 1024), "64MiB": (4096, 4096), "256MiB": (8192, 8192), "1GiB": (16384, 16384)}
 
 
@@ -128,6 +130,25 @@ def sizes_arg(text):
     return names
 
 
+def cases_arg(text):
+    """--cases: "default" (CASES, then S0->S1 in bf16), "all" (every ordered pair of R, S0, S1, P that changes, f32)
+    or pairs like "S1->R,P->S1" (f32)."""
+    if text == "default":
+        return [(s, d, "f32") for s, d in CASES] + [("S0", "S1", "bf16")]
+    if text == "all":
+        return [(s, d, "f32") for s, d in itertools.product(PLACEMENTS, PLACEMENTS) if s != d]
+    pairs = []
+    for item in (t for t in text.split(",") if t):
+        src, sep, dst = item.partition("->")
+        if not sep or src not in PLACEMENTS or dst not in PLACEMENTS:
+            raise argparse.ArgumentTypeError(f"cases must be default, all or pairs like S1->R of {', '.join(PLACEMENTS)}, "
+                                             f"got {item!r}")
+        pairs.append((src, dst, "f32"))
+    if not pairs:
+        raise argparse.ArgumentTypeError("cases must name at least one pair")
+    return pairs
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
@@ -139,6 +160,9 @@ def main():
     ap.add_argument("--compile-mlp", action="store_true", help="also time the TP MLP under torch.compile")
     ap.add_argument("--sizes", default="4MiB,1GiB", type=sizes_arg,
                     help=f"comma-separated sizes of the redistributions, of {', '.join(SIZES)} (default 4MiB,1GiB)")
+    ap.add_argument("--cases", default="default", type=cases_arg,
+                    help="default (S0->S1, S0->R, R->S0, R->S1, P->R, P->S0, and S0->S1 in bf16), all (every ordered "
+                    "pair of R, S0, S1, P that changes) or pairs like S1->R,P->S1")
     ap.add_argument("--profile", default="", help="reshard's cost-model profile JSON (configure(profile=...)); "
                     "default: the built-in one")
     args = ap.parse_args()
@@ -153,10 +177,9 @@ def main():
     rows = []
     for mesh_shape in mesh_shapes:
         mesh = init_device_mesh("cuda", mesh_shape)
-        cases = [(s, d, "f32") for s, d in CASES] + [("S0", "S1", "bf16")]
         for size_name in args.sizes:
             shape = SIZES[size_name]
-            for src, dst, dtype_name in cases:
+            for src, dst, dtype_name in args.cases:
                 if len(mesh_shape) == 2:
                     src, dst = f"{src},{src}", f"{dst},{dst}"
                 iters = args.iters if size_name in ("256MiB", "1GiB") else args.iters_small
