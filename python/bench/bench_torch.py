@@ -4,7 +4,7 @@
 
 Cases: mesh (2) (and (2,2) on 4 GPUs), S0->S1, S0->R, R->S0, R->S1, P->R, P->S0 for f32 1024x1024 (4 MiB) and f32 16384x16384
 (1 GiB) (--sizes; also 4096x4096, 64 MiB, and 8192x8192, 256 MiB), and S0->S1 in bf16 at each size (--cases all: every
-ordered pair of R, S0, S1, P that changes, f32); --profile: reshard's cost-model profile.
+ordered pair of R, S0, S1, P that changes, to R, S0 or S1, f32); --profile: reshard's cost-model profile.
 Each call is timed as DTensor programs see it, Python overhead included: ranks meet at a barrier, the GPU is idle, a CUDA event is recorded, the call is made, a second event is recorded, the
 host waits; the time of an iteration is the slowest rank's, the median over iterations is reported. A second measure
 times 10 back-to-back calls per iteration (as a training step issues them: one call's host work overlaps the last
@@ -131,18 +131,18 @@ def sizes_arg(text):
 
 
 def cases_arg(text):
-    """--cases: "default" (CASES, then S0->S1 in bf16), "all" (every ordered pair of R, S0, S1, P that changes, f32)
-    or pairs like "S1->R,P->S1" (f32)."""
+    """--cases: "default" (CASES, then S0->S1 in bf16), "all" (every ordered pair of R, S0, S1, P that changes, f32,
+    but for targets P, which DTensor.redistribute refuses) or pairs like "S1->R,P->S1" (f32)."""
     if text == "default":
         return [(s, d, "f32") for s, d in CASES] + [("S0", "S1", "bf16")]
     if text == "all":
-        return [(s, d, "f32") for s, d in itertools.product(PLACEMENTS, PLACEMENTS) if s != d]
+        return [(s, d, "f32") for s, d in itertools.product(PLACEMENTS, PLACEMENTS) if s != d and d != "P"]
     pairs = []
     for item in (t for t in text.split(",") if t):
         src, sep, dst = item.partition("->")
-        if not sep or src not in PLACEMENTS or dst not in PLACEMENTS:
-            raise argparse.ArgumentTypeError(f"cases must be default, all or pairs like S1->R of {', '.join(PLACEMENTS)}, "
-                                             f"got {item!r}")
+        if not sep or src not in PLACEMENTS or dst not in PLACEMENTS[:-1]:
+            raise argparse.ArgumentTypeError(f"cases must be default, all or pairs like S1->R of {', '.join(PLACEMENTS)} "
+                                             f"(DTensor.redistribute refuses a Partial target), got {item!r}")
         pairs.append((src, dst, "f32"))
     if not pairs:
         raise argparse.ArgumentTypeError("cases must name at least one pair")
@@ -162,7 +162,7 @@ def main():
                     help=f"comma-separated sizes of the redistributions, of {', '.join(SIZES)} (default 4MiB,1GiB)")
     ap.add_argument("--cases", default="default", type=cases_arg,
                     help="default (S0->S1, S0->R, R->S0, R->S1, P->R, P->S0, and S0->S1 in bf16), all (every ordered "
-                    "pair of R, S0, S1, P that changes) or pairs like S1->R,P->S1")
+                    "pair of R, S0, S1, P that changes, to R, S0 or S1) or pairs like S1->R,P->S1")
     ap.add_argument("--profile", default="", help="reshard's cost-model profile JSON (configure(profile=...)); "
                     "default: the built-in one")
     args = ap.parse_args()
