@@ -116,15 +116,11 @@ Calibration calibrate(const CalibrateOptions& in) {
   // made planning a third slower, and a line through the large sizes prices them within 2% (2x H100), where the
   // relative fit, pulled by the sizes a back-to-back copy keeps in the L2, priced a 128 MiB contiguous copy at 79 us
   // against 94 measured.
-  auto add = [&](const std::string& name, AlphaBeta* target, const std::vector<Sample>& samples, bool keep = true) {
-    Fit f = fit_alpha_beta(samples, name, keep ? FitError::kRelative : FitError::kAbsolute);
+  auto add = [&](const std::string& name, AlphaBeta* target, const std::vector<Sample>& samples, bool copy = false) {
+    Fit f = fit_alpha_beta(samples, name, copy ? FitError::kAbsolute : FitError::kRelative);
     if (target) {
       *target = f.params;
-      if (!keep) {
-        cal.fits.emplace_back(name, std::move(f));
-        return;
-      }
-      for (const Sample& s : samples)
+      for (const Sample& s : copy ? std::vector<Sample>{} : samples)
         if (s.x > 0 && (target->samples.empty() || s.x > target->samples.back().first))
           target->samples.emplace_back(s.x, s.us);
     }
@@ -171,14 +167,14 @@ Calibration calibrate(const CalibrateOptions& in) {
                               Dims{cols, 1}, Dims{cols / 2, 1}};
       packs.push_back(Sample{static_cast<double>(rows * (cols / 2) * 4), median_us(region, CopyEngine::kKernel)});
     }
-    add("copy", &cal.profile.copy, packs, false);
+    add("copy", &cal.profile.copy, packs, true);
     next("copy_engine");
     for (double size : o.sizes_bytes) {
       const Index elems = static_cast<Index>(size) / 4;
       const CopyRegion region{BufferRef{Buffer::kInput, 0}, BufferRef{Buffer::kWork, 0}, Dims{elems}, Dims{1}, Dims{1}};
       contiguous.push_back(Sample{static_cast<double>(elems * 4), median_us(region, CopyEngine::kCopyEngine)});
     }
-    add("copy_engine", &cal.profile.copy_engine, contiguous, false);
+    add("copy_engine", &cal.profile.copy_engine, contiguous, true);
   }
 
   next("step_overhead");
