@@ -44,7 +44,9 @@ inline Placement random_placement(Lcg& rng, bool partial_ok) {
 
 // One entry planned with a strategy drawn for it (auto when the drawn one has no candidate); some entries pipelined
 // in small chunks so that the batch mixes stage counts.
-inline std::shared_ptr<const Plan> random_plan(Lcg& rng, const Mesh& mesh) {
+// `one_sided`: the plan's transport is drawn among nccl, nvlink and auto (with peer access, so auto may take nvlink),
+// and half the plans are for changing buffers (staged first steps); otherwise nccl.
+inline std::shared_ptr<const Plan> random_plan(Lcg& rng, const Mesh& mesh, bool one_sided = false) {
   for (;;) {  // a draw the planner refuses (no candidate at all) is drawn again
     const DType dtype = kDtypes[rng(kDtypes.size())];
     const Dims shape = kShapes[rng(kShapes.size())];
@@ -56,6 +58,12 @@ inline std::shared_ptr<const Plan> random_plan(Lcg& rng, const Mesh& mesh) {
     Layout src(mesh, from, shape), dst(mesh, to, shape);
     PlanOptions o;
     o.transport = Transport::kNccl;
+    if (one_sided) {
+      constexpr Transport kTransports[] = {Transport::kNccl, Transport::kNvlink, Transport::kAuto};
+      o.transport = kTransports[rng(3)];
+      o.topology.peer_access = true;
+      o.buffers_change = rng(2) == 0;
+    }
     o.strategy = kStrategies[rng(kStrategies.size())];
     if (rng(4) == 0) o.pipeline_chunk_bytes = 64;
     try {

@@ -34,9 +34,9 @@ class CountingDevice : public HostDevice {
    public:
     Link(std::unique_ptr<PeerLink> inner, std::atomic<int>& exposes)
         : ForwardingPeerLink(std::move(inner)), exposes_(exposes) {}
-    void expose(const RankBuffers& mine) override {
+    bool expose(const ExposedBuffers& mine) override {
       ++exposes_;
-      ForwardingPeerLink::expose(mine);
+      return ForwardingPeerLink::expose(mine);
     }
 
    private:

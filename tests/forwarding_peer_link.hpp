@@ -14,8 +14,8 @@ namespace reshard::testing {
 class ForwardingPeerLink : public PeerLink {
  public:
   explicit ForwardingPeerLink(std::unique_ptr<PeerLink> inner) : inner_(std::move(inner)) {}
-  void expose(const RankBuffers& mine) override { inner_->expose(mine); }
-  const RankBuffers* peers() const override { return inner_->peers(); }
+  bool expose(const ExposedBuffers& mine) override { return inner_->expose(mine); }
+  PeerTables tables() const override { return inner_->tables(); }
   void require(int peer) const override { inner_->require(peer); }
   bool copy_engines_reach(int peer) const override { return inner_->copy_engines_reach(peer); }
   void sync(const PeerSync& sync, StreamHandle stream) override { inner_->sync(sync, stream); }

@@ -43,10 +43,20 @@ class NullComm : public Communicator {
 class NullPeers : public PeerLink {
  public:
   explicit NullPeers(int n) : peers_(n) {}
-  void expose(const RankBuffers& mine) override {
-    for (RankBuffers& p : peers_) p = mine;  // every peer's buffers alias this rank's: nothing is read
+  bool expose(const ExposedBuffers& mine) override {
+    // Every peer's buffers alias this rank's: nothing is read.
+    const size_t tensors = mine.inputs.size();
+    inputs_.clear();
+    outputs_.clear();
+    for (size_t p = 0; p < peers_.size(); ++p) {
+      inputs_.insert(inputs_.end(), mine.inputs.begin(), mine.inputs.end());
+      outputs_.insert(outputs_.end(), mine.outputs.begin(), mine.outputs.end());
+      peers_[p] = RankBuffers{mine.inputs[0], mine.outputs[0], mine.work};
+    }
+    tensors_ = tensors;
+    return true;
   }
-  const RankBuffers* peers() const override { return peers_.data(); }
+  PeerTables tables() const override { return PeerTables{peers_.data(), inputs_.data(), outputs_.data(), tensors_}; }
   void require(int) const override {}
   bool copy_engines_reach(int) const override { return true; }
   void sync(const PeerSync&, StreamHandle) override {}
@@ -58,6 +68,9 @@ class NullPeers : public PeerLink {
 
  private:
   std::vector<RankBuffers> peers_;
+  std::vector<const void*> inputs_;
+  std::vector<void*> outputs_;
+  size_t tensors_ = 1;
 };
 
 class HeapMemory : public DeviceMemory {

@@ -16,6 +16,8 @@ std::string_view to_string(ErrorKind kind) {
       return "mismatch";
     case ErrorKind::kInternal:
       return "internal error";
+    case ErrorKind::kUnmappable:
+      return "unmappable buffer";
   }
   return "error";
 }

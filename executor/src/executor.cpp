@@ -94,15 +94,50 @@ std::uint64_t step_signature(const PlanBatch& batch, OneSidedCopies copies) {
   return h;
 }
 
-// Collective (host): refuses ranks whose step structure differs from this rank's.
-void require_same_steps(const PlanBatch& batch, Communicator& comm, OneSidedCopies copies) {
-  const std::uint64_t mine = step_signature(batch, copies);
-  std::vector<std::uint64_t> all(static_cast<size_t>(comm.size()));
-  comm.all_gather_host(&mine, all.data(), sizeof mine);
-  for (int r = 0; r < comm.size(); ++r)
-    RESHARD_REQUIRE(all[static_cast<size_t>(r)] == mine, "rank ", comm.rank(), "'s plan and rank ", r,
+// The kinds of peer buffers (bit Buffer: input, output, work) a program addresses one-sided.
+unsigned peer_buffer_kinds(const RankProgram& program) {
+  unsigned kinds = 0;
+  auto see = [&](const BufferRef& r) {
+    if (r.peer >= 0) kinds |= 1u << static_cast<unsigned>(r.buffer);
+  };
+  auto see_reductions = [&](const std::vector<ReduceRegion>& regions) {
+    for (const ReduceRegion& r : regions) {
+      see(r.dst);
+      for (const BufferRef& s : r.srcs) see(s);
+    }
+  };
+  auto see_copies = [&](const std::vector<CopyRegion>& regions) {
+    for (const CopyRegion& c : regions) {
+      see(c.src);
+      see(c.dst);
+    }
+  };
+  for (const Op& op : program.ops) {
+    if (const auto* c = std::get_if<Copies>(&op.body)) see_copies(c->regions);
+    if (const auto* r = std::get_if<Reductions>(&op.body)) see_reductions(r->regions);
+    if (const auto* f = std::get_if<FusedPeerStep>(&op.body)) {
+      see_copies(f->regions);
+      see_reductions(f->reduce);
+    }
+  }
+  return kinds;
+}
+
+// Collective (host): refuses ranks whose step structure differs from this rank's, and returns the kinds of buffers
+// (bits as peer_buffer_kinds) that some rank addresses in its peers: what every rank exposes.
+unsigned require_same_steps(const PlanBatch& batch, const RankProgram& program, Communicator& comm,
+                            OneSidedCopies copies) {
+  const std::uint64_t mine[2] = {step_signature(batch, copies), peer_buffer_kinds(program)};
+  std::vector<std::uint64_t> all(2 * static_cast<size_t>(comm.size()));
+  comm.all_gather_host(mine, all.data(), sizeof mine);
+  unsigned kinds = 0;
+  for (int r = 0; r < comm.size(); ++r) {
+    RESHARD_REQUIRE(all[2 * static_cast<size_t>(r)] == mine[0], "rank ", comm.rank(), "'s plan and rank ", r,
                     "'s differ in their steps (kinds, transports, fused flags, mesh dims) or in "
                     "ExecutorOptions::one_sided_copies: one-sided steps need every rank to run the same plan");
+    kinds |= static_cast<unsigned>(all[2 * static_cast<size_t>(r) + 1]);
+  }
+  return kinds;
 }
 
 }  // namespace
@@ -126,7 +161,7 @@ Executor::Executor(const PlanBatch& batch, Communicator& comm, Device& device, E
                    LowerOptions{options.stage_overlap, options.coalesce_max_bytes, options.one_sided_copies});
   if (program_.one_sided) {
     // Every rank of the plan connects (collective); every rank's program must have the same steps and copy direction.
-    require_same_steps(batch, comm_, options.one_sided_copies);
+    exposed_kinds_ = require_same_steps(batch, program_, comm_, options.one_sided_copies);
     peers_ = device_.connect_peers(comm_);
   }
   peer_tensors_ = maps_peer_tensors(batch);
@@ -169,6 +204,8 @@ void Executor::sizes_and_workspace() {
   }
   inputs_.assign(input_sizes_.size(), nullptr);
   outputs_.assign(output_sizes_.size(), nullptr);
+  exposed_inputs_.assign(input_sizes_.size(), nullptr);
+  exposed_outputs_.assign(output_sizes_.size(), nullptr);
   workspace_bytes_ = static_cast<size_t>(program_.work_elements) * es;
   if (workspace_bytes_ > 0) workspace_ = device_.allocate(workspace_bytes_);
 }
@@ -319,14 +356,27 @@ void Executor::run(std::span<const ConstBuffer> inputs, std::span<const MutableB
   // One-sided plans map the peers' buffers, collectively: on the first run, and when the program addresses the peers'
   // tensors on the runs options_.buffer_changes names; the same runs on every rank.
   if (peers_ && (!exposed_ || (peer_tensors_ && (changed || options_.buffer_changes == BufferChanges::kAnyRank)))) {
-    peers_->expose(RankBuffers{inputs_[0], outputs_[0], workspace_ ? workspace_->data() : nullptr});
+    constexpr auto bit = [](Buffer b) { return 1u << static_cast<unsigned>(b); };
+    for (size_t t = 0; t < n; ++t) {
+      exposed_inputs_[t] = exposed_kinds_ & bit(Buffer::kInput) ? inputs_[t] : nullptr;
+      exposed_outputs_[t] = exposed_kinds_ & bit(Buffer::kOutput) ? outputs_[t] : nullptr;
+    }
+    void* work = exposed_kinds_ & bit(Buffer::kWork) && workspace_ ? workspace_->data() : nullptr;
+    if (!peers_->expose(ExposedBuffers{exposed_inputs_, exposed_outputs_, work})) {
+      checked_ = false;  // the next run checks and exposes again
+      fail(ErrorKind::kUnmappable, "a buffer of this run on some rank is memory the other ranks cannot map (no CUDA "
+                                   "IPC handle: an expandable segment or a stream-ordered pool); nothing was enqueued");
+    }
     exposed_ = true;
   }
   checked_ = true;
   if (in_place_) return;  // identical layouts in place: the output already is the input
-  const BufferBases bases{
-      inputs_[0],     outputs_[0],    workspace_ ? workspace_->data() : nullptr, peers_ ? peers_->peers() : nullptr,
-      inputs_.data(), outputs_.data()};
+  const BufferBases bases{inputs_[0],
+                          outputs_[0],
+                          workspace_ ? workspace_->data() : nullptr,
+                          peers_ ? peers_->tables() : PeerTables{},
+                          inputs_.data(),
+                          outputs_.data()};
   size_t i = 0;
   const Range run_range(device_, "reshard run");
   for (int step = 0; step < program_.step_count; ++step) {

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <iterator>
 #include <map>
+#include <optional>
 #include <unordered_map>
 
 #include "lowering_parts.hpp"
@@ -20,6 +21,7 @@ namespace detail {
 namespace {
 
 constexpr size_t kEngineCopiesPerStep = 4;  // local copies of a batch step the copy engines take, one call each
+constexpr Index kKernelPeerCopyBytes = 4 << 20;  // see merged_syncs
 constexpr Index kWorkAlign = 256;           // bytes: every tensor's workspace and the staging area start aligned
 constexpr Index kRunAlign =
     8;  // bytes: a message joins the previous one's send only where it starts this aligned (any element)
@@ -85,6 +87,12 @@ void place(std::vector<PeerTransfer>& ts, const Place& p) {
 void place(StepParts& ps, const Place& p, DType dtype) {
   place(ps.local, p);
   place(ps.local_engine, p);
+  if (ps.one_sided) {
+    place(ps.one_sided->stage, p);
+    place(ps.one_sided->engine_copies, p);
+    place(ps.one_sided->kernel_copies, p);
+    place(ps.one_sided->reduce, p, dtype);
+  }
   for (StageParts& s : ps.stages) {
     place(s.pack, p);
     place(s.unpack, p);
@@ -194,6 +202,48 @@ void coalesce_stage(StageParts& s, Index max_bytes, Index staging_base, Index& c
 
 bool has_collective(const StageParts& s) { return s.collective.has_value(); }
 
+// Whether ranks address each other's workspace in this plan: a one-sided step that is staged (the readers pull the
+// sender's scratch) or that reads or writes an intermediate tensor (the step is neither the first nor the last).
+bool reads_peer_work(const Plan& plan) {
+  const std::vector<Step>& steps = plan.steps();
+  for (size_t i = 0; i < steps.size(); ++i)
+    if (steps[i].transport == Transport::kNvlink && (steps[i].staged || i > 0 || i + 1 < steps.size())) return true;
+  return false;
+}
+
+// A member's one-sided part joins the step's: its copies and reductions, and the ranks it meets (`partners`). The
+// merged step meets every partner in both phases, both ways (merged_syncs), so members that push, members that pull
+// and staged members share one ready and one done: every rank has posted ready before anyone copies, and no rank
+// leaves the step before every rank it copies to or from has finished.
+void merge_one_sided(OneSidedParts& to, OneSidedParts& from, std::vector<int>& partners) {
+  if (!from.stage.empty()) {
+    to.stage_engine = to.stage.empty() ? from.stage_engine : CopyEngine::kKernel;  // mixed: one kernel for all
+    append(to.stage, from.stage);
+  }
+  append(to.engine_copies, from.engine_copies);
+  append(to.kernel_copies, from.kernel_copies);
+  append(to.reduce, from.reduce);
+  for (const PeerSync* sync : {&from.ready, &from.done})
+    for (const std::vector<int>* list : {&sync->notify, &sync->await}) partners.insert(partners.end(), list->begin(), list->end());
+}
+
+void merged_syncs(OneSidedParts& one, std::vector<int> partners) {
+  std::sort(partners.begin(), partners.end());
+  partners.erase(std::unique(partners.begin(), partners.end()), partners.end());
+  one.ready = PeerSync{SyncPhase::kReady, partners, partners};
+  one.done = PeerSync{SyncPhase::kDone, partners, partners};
+  // Past kEngineCopiesPerStep peer copies, those of at most kKernelPeerCopyBytes go to the one copy kernel (a
+  // copy-engine call each costs more host time than such a copy takes).
+  if (one.engine_copies.size() > kEngineCopiesPerStep) {
+    std::vector<CopyRegion> engines;
+    for (CopyRegion& c : one.engine_copies)
+      (c.shape.product() <= kKernelPeerCopyBytes ? one.kernel_copies : engines).push_back(std::move(c));
+    one.engine_copies = std::move(engines);
+  }
+  std::stable_sort(one.reduce.begin(), one.reduce.end(),
+                   [](const ReduceRegion& a, const ReduceRegion& b) { return *a.dtype < *b.dtype; });
+}
+
 }  // namespace
 }  // namespace detail
 
@@ -204,16 +254,32 @@ RankProgram lower(const PlanBatch& batch, int rank, const LowerOptions& options)
   prog.rank = rank;
   prog.dtype = DType::kU8;
   std::vector<LoweredParts> parts;
-  std::vector<Place> places;
+  std::vector<Place> places(batch.size());
   parts.reserve(batch.size());
-  Index work = 0;
   for (size_t t = 0; t < batch.size(); ++t) {
-    parts.push_back(lower_parts(batch.plan(t), rank, /*gathers_as_exchanges=*/true));
-    const RankProgram& p = parts.back().program;
+    parts.push_back(lower_parts(batch.plan(t), rank, /*gathers_as_exchanges=*/true, options.one_sided));
+    prog.one_sided = prog.one_sided || parts.back().program.one_sided;
+  }
+  // Workspaces: first those of the tensors whose peers address them (reads_peer_work), at the same place on every
+  // rank, each as large as its largest rank's; then the others, this rank's own sizes.
+  Index work = 0;
+  for (bool shared : {true, false}) {
+    for (size_t t = 0; t < batch.size(); ++t) {
+      if (reads_peer_work(batch.plan(t)) != shared) continue;
+      const int es = element_size(parts[t].program.dtype);
+      Index elements = parts[t].program.work_elements;
+      for (int r = 0; shared && r < batch.mesh().world_size(); ++r)
+        if (r != rank)
+          elements = std::max(elements,
+                              lower_parts(batch.plan(t), r, true, options.one_sided).program.work_elements);
+      places[t] = Place{static_cast<int>(t), es, work};
+      work = align_up(checked_add(work, checked_mul(elements, es, "a batch's workspace"), "a batch's workspace"),
+                      kWorkAlign);
+    }
+  }
+  for (size_t t = 0; t < batch.size(); ++t) {
+    const RankProgram& p = parts[t].program;
     const int es = element_size(p.dtype);
-    places.push_back(Place{static_cast<int>(t), es, work});
-    work = align_up(checked_add(work, checked_mul(p.work_elements, es, "a batch's workspace"), "a batch's workspace"),
-                    kWorkAlign);
     prog.tensor_input_bytes.push_back(checked_mul(p.input_elements, es, "a tensor's size"));
     prog.tensor_output_bytes.push_back(checked_mul(p.output_elements, es, "a tensor's size"));
     prog.input_elements = checked_add(prog.input_elements, prog.tensor_input_bytes.back(), "a batch's size");
@@ -225,13 +291,18 @@ RankProgram lower(const PlanBatch& batch, int rank, const LowerOptions& options)
   for (int k = 0; k < prog.step_count; ++k) {
     StepParts merged;
     std::vector<StageParts> exchanges, collectives;
+    std::optional<OneSidedParts> one;
+    std::vector<int> partners;
     for (size_t t = 0; t < batch.size(); ++t) {
       if (k >= static_cast<int>(parts[t].steps.size())) continue;
       StepParts& ps = parts[t].steps[k];
-      RESHARD_REQUIRE(!ps.one_sided, "internal: a one-sided step in a batch of several tensors");
       place(ps, places[t], parts[t].program.dtype);
       append(merged.local, ps.local);
       append(merged.local_engine, ps.local_engine);
+      if (ps.one_sided) {
+        if (!one) one.emplace();
+        merge_one_sided(*one, *ps.one_sided, partners);
+      }
       size_t e = 0;
       for (StageParts& s : ps.stages) {
         if (has_collective(s)) {
@@ -262,6 +333,19 @@ RankProgram lower(const PlanBatch& batch, int rank, const LowerOptions& options)
         prog.communicator_dims.push_back(s.collective->mesh_dims);
     merged.stages = std::move(exchanges);
     append(merged.stages, collectives);
+    if (!one) {
+      schedule_step(std::move(merged), k, 1, options.stage_overlap, prog.ops);
+      continue;
+    }
+    // The members on NCCL first, then the one-sided ones with every local copy of the step.
+    if (!merged.stages.empty()) {
+      StepParts two_sided;
+      two_sided.stages = std::move(merged.stages);
+      schedule_step(std::move(two_sided), k, 1, options.stage_overlap, prog.ops);
+    }
+    merged_syncs(*one, std::move(partners));
+    merged.stages.clear();
+    merged.one_sided = std::move(one);
     schedule_step(std::move(merged), k, 1, options.stage_overlap, prog.ops);
   }
   prog.work_elements = staging_peak > 0

@@ -84,7 +84,7 @@ void schedule_one_sided(StepOps& out, StepParts& parts, int step, int element_si
   out.add(std::move(p.ready), Lane::kMain);
   if (!p.engine_copies.empty()) out.copies(std::move(p.engine_copies), Lane::kMain, {}, CopyEngine::kCopyEngine);
   if (!p.kernel_copies.empty()) out.copies(std::move(p.kernel_copies), Lane::kMain);
-  if (!p.reduce.empty()) out.add(Reductions{std::move(p.reduce)}, Lane::kMain);
+  if (!p.reduce.empty()) out.reductions(std::move(p.reduce), Lane::kMain, {});
   if (small_local) {
     if (!parts.local_engine.empty())
       out.copies(std::move(parts.local_engine), Lane::kMain, {}, CopyEngine::kCopyEngine);

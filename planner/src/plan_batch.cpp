@@ -18,11 +18,6 @@ PlanBatch::PlanBatch(std::vector<std::shared_ptr<const Plan>> plans) : plans_(st
                     ", tensor 0 on ", mesh().str(), ": a batch runs on one mesh");
     RESHARD_REQUIRE(p.scope_rank() == plans_.front()->scope_rank(), "tensor ", i,
                     " of the batch is planned for another scope (global or one rank's) than tensor 0");
-    if (plans_.size() == 1) continue;
-    for (size_t k = 0; k < p.steps().size(); ++k)
-      RESHARD_REQUIRE(p.steps()[k].transport != Transport::kNvlink, "tensor ", i, "'s step ", k,
-                      " runs on nvlink: a batch of several tensors runs on the NCCL transport (plan it with transport "
-                      "nccl)");
   }
 }
 
@@ -52,8 +47,7 @@ PlanBatch make_plan_batch(std::span<const BatchEntry> entries, const PlanOptions
   RESHARD_REQUIRE(!entries.empty(), "a plan batch needs at least one tensor");
   RESHARD_REQUIRE(entries.size() <= kMaxBatchTensors, "a plan batch of ", entries.size(), " tensors; at most ",
                   kMaxBatchTensors);
-  PlanOptions o = options;
-  if (entries.size() > 1 && o.transport == Transport::kAuto) o.transport = Transport::kNccl;
+  const PlanOptions& o = options;
   std::vector<std::shared_ptr<const Plan>> plans;
   plans.reserve(entries.size());
   for (size_t i = 0; i < entries.size(); ++i) {

@@ -19,6 +19,7 @@ enum class ErrorKind {
   kBackend,          // CUDA, NCCL or the host transport reported a failure
   kMismatch,         // a verification found wrong data
   kInternal,         // a broken invariant inside reshard (a bug)
+  kUnmappable,       // a one-sided plan's buffer cannot be mapped by the peers (no run enqueued; run another plan)
 };
 
 std::string_view to_string(ErrorKind kind);

@@ -2,10 +2,10 @@
 // space, and ordering flags in peer-visible memory.
 //
 // Mapping: ranks of the same process address each other's memory directly (peer access enabled); ranks of other
-// processes on the same host share allocations through CUDA IPC handles (cudaIpcGetMemHandle on the allocation's
-// base; cached by handle, so re-exposing buffers of mapped allocations opens nothing). Handles and pointers are
-// exchanged through the communicator the runtime gave us (Communicator::all_gather_host), at connect and whenever a
-// rank's buffers change.
+// processes on the same host share allocations through CUDA IPC handles, published once per allocation and mapped by
+// each reader on first use (peer_mappings.hpp). An exposure is one host all-gather over the communicator the runtime
+// gave us (Communicator::all_gather_host) of every exposed buffer's (allocation, offset), and a second one only when
+// some rank publishes or retires an allocation.
 //
 // Ordering (the pattern of NCCL's copy-engine collectives): every rank owns a flag array, one 32-bit slot per phase
 // and peer; posting puts a value into the peer's slot for this rank without an SM (a stream write-value operation to
@@ -29,6 +29,7 @@
 #include "cuda_peer_link.hpp"
 #include "driver_api.hpp"
 #include "fused_batches.hpp"
+#include "peer_mappings.hpp"
 #include "reshard/cuda_check.hpp"
 #include "reshard/cuda_device.hpp"
 #include "reshard/detail/host_mailbox.hpp"
@@ -47,12 +48,27 @@ struct Card {
   std::uint64_t flags = 0;  // address in the owner's process
 };
 
-// One buffer as a rank exposes it.
-struct Exposed {
-  std::uint64_t base = 0, offset = 0;  // allocation base (owner's address space) and the buffer's offset in it
-  cudaIpcMemHandle_t handle{};
-  std::uint32_t present = 0;
+// The fixed part of a rank's exposure record, followed by one BufferName per exposed buffer.
+struct ExposureHead {
+  std::uint32_t unexportable = 0;  // some buffer has no IPC handle
+  std::uint32_t fresh = 0;         // publications in the second round
+  std::uint32_t retired = 0;       // retired allocation ids in the second round
+  std::uint32_t tensors = 0;
 };
+
+// Host all-gathers of at most this many bytes; larger records go in pieces.
+constexpr size_t kGatherPiece = 16 << 10;
+// Publications of a rank not exposed by its latest exposure stay published up to this many, and up to this fraction
+// of its GPU's memory (peer_mappings.hpp).
+constexpr size_t kStalePublications = 8192;
+constexpr std::uint64_t kStaleMemoryDivisor = 4;
+
+std::uint64_t stale_bytes_limit(int ordinal) {
+  size_t free = 0, total = 0;
+  RESHARD_CUDA_CHECK(cudaSetDevice(ordinal));
+  RESHARD_CUDA_CHECK(cudaMemGetInfo(&free, &total));
+  return total / kStaleMemoryDivisor;
+}
 
 // Mapping buffers talks to the peers from the host (an all-gather over the communicator, IPC calls), which global
 // stream capture forbids on the capturing thread; this thread switches to relaxed capture for that while, as NCCL's own
@@ -78,7 +94,7 @@ constexpr int kFusedSlots = 8;  // fused steps per plan (their flags: one epoch 
 class CudaPeerLink : public PeerLink {
  public:
   CudaPeerLink(Communicator& comm, Device& device, int ordinal)
-      : comm_(comm), device_(device), ordinal_(ordinal), n_(comm.size()), me_(comm.rank()) {
+      : comm_(comm), device_(device), ordinal_(ordinal), n_(comm.size()), me_(comm.rank()), readers_(n_, me_) {
     RESHARD_CUDA_CHECK(cudaSetDevice(ordinal_));
     RESHARD_CUDA_CHECK(cudaDeviceGetAttribute(&sm_count_, cudaDevAttrMultiProcessorCount, ordinal_));
     // One allocation: the stream-operation flags ([eager | graph][phase][rank], 32-bit), then the fused steps' epochs
@@ -154,15 +170,18 @@ class CudaPeerLink : public PeerLink {
         }
       }
       peer_flags_[p] = c.pid == mine.pid ? reinterpret_cast<std::uint32_t*>(c.flags)
-                                         : static_cast<std::uint32_t*>(open(p, c.flags_handle));
+                                         : static_cast<std::uint32_t*>(open_flags(p, c.flags_handle));
       fused_base_[p] = reinterpret_cast<std::byte*>(peer_flags_[p]) + fused_offset_;
       reachable_[p] = true;
     }
+    bool other_process = false;
+    for (int p = 0; p < n_; ++p) other_process = other_process || (reachable_[p] && cards_[p].pid != mine.pid);
+    owned_ = std::make_unique<OwnedAllocations>(other_process, stale_bytes_limit(ordinal_), kStalePublications);
   }
 
   ~CudaPeerLink() override {
     cudaSetDevice(ordinal_);
-    for (auto& [key, mapped] : mapped_) cudaIpcCloseMemHandle(mapped.address);
+    for (void* address : flags_mapped_) cudaIpcCloseMemHandle(address);
     side_.reset();
     if (one_) cudaFree(one_);
     if (flags_) cudaFree(flags_);
@@ -215,48 +234,80 @@ class CudaPeerLink : public PeerLink {
   // Another process's buffers are mapped into this rank's context (IPC): its copy engines read them like its own.
   bool copy_engines_reach(int peer) const override { return peer == me_ || cards_[peer].pid != cards_[me_].pid; }
 
-  void expose(const RankBuffers& mine) override {
+  bool expose(const ExposedBuffers& mine) override {
     const RelaxedCapture relaxed;
     RESHARD_CUDA_CHECK(cudaSetDevice(ordinal_));
     const auto t0 = std::chrono::steady_clock::now();
-    std::array<Exposed, 3> out{describe(mine.input), describe(mine.output), describe(mine.work)};
-    const auto t1 = std::chrono::steady_clock::now();
-    std::vector<std::array<Exposed, 3>> all(n_);
-    comm_.all_gather_host(out.data(), all.data(), sizeof(out));
-    const auto t2 = std::chrono::steady_clock::now();
-    std::map<std::pair<int, std::string>, void*> keep;
-    for (int p = 0; p < n_; ++p) {
-      if (p == me_) {
-        peers_[p] = mine;
-        continue;
-      }
-      if (!reachable_[p]) continue;
-      void* bases[3] = {};
-      for (int b = 0; b < 3; ++b) {
-        const Exposed& e = all[p][b];
-        if (!e.present) continue;
-        if (cards_[p].pid == cards_[me_].pid) {
-          bases[b] = reinterpret_cast<void*>(e.base);
-        } else {
-          const auto key = std::make_pair(p, handle_key(e.handle));
-          bases[b] = keep[key] = open(p, e.handle);
-        }
-        bases[b] = static_cast<std::byte*>(bases[b]) + e.offset;
-      }
-      peers_[p] = RankBuffers{bases[0], bases[1], bases[2]};
+    const size_t tensors = mine.inputs.size();
+    RESHARD_REQUIRE(mine.outputs.size() == tensors && tensors >= 1, "internal: an exposure of ", tensors,
+                    " inputs and ", mine.outputs.size(), " outputs");
+    const size_t slots = 2 * tensors + 1;  // every tensor's input, every tensor's output, the workspace
+    const size_t record = sizeof(ExposureHead) + slots * sizeof(BufferName);
+    mine_.assign(record, std::byte{0});
+    auto* names = reinterpret_cast<BufferName*>(mine_.data() + sizeof(ExposureHead));
+    fresh_.clear();
+    retired_.clear();
+    owned_->begin();
+    bool exportable = true;
+    for (size_t i = 0; i < slots; ++i) {
+      const void* ptr = i < tensors ? mine.inputs[i] : i < 2 * tensors ? mine.outputs[i - tensors] : mine.work;
+      exportable = owned_->name(ptr, names[i], fresh_, retired_) && exportable;
     }
-    ++exposures_;
-    for (const auto& [key, address] : keep) mapped_.at(key).used = exposures_;
-    close_stale();
+    owned_->end(retired_);
+    const ExposureHead head{exportable ? 0u : 1u, static_cast<std::uint32_t>(fresh_.size()),
+                            static_cast<std::uint32_t>(retired_.size()), static_cast<std::uint32_t>(tensors)};
+    std::memcpy(mine_.data(), &head, sizeof head);
+    const auto t1 = std::chrono::steady_clock::now();
+    all_.resize(record * n_);
+    gather(mine_.data(), all_.data(), record);
+    size_t extra = 0;
+    int unexportable = -1;
+    for (int p = 0; p < n_; ++p) {
+      ExposureHead h;
+      std::memcpy(&h, all_.data() + p * record, sizeof h);
+      RESHARD_REQUIRE(h.tensors == tensors, "rank ", p, " exposed ", h.tensors, " tensors, rank ", me_, " ", tensors,
+                      ": every rank must run the same plans");
+      extra = std::max(extra, h.fresh * sizeof(Publication) + h.retired * sizeof(std::uint64_t));
+      if (h.unexportable && unexportable < 0) unexportable = p;
+    }
+    if (extra > 0) publish(extra);
+    const auto t2 = std::chrono::steady_clock::now();
+    if (unexportable >= 0) {
+      if (trace_) std::fprintf(stderr, "rank %d: expose: rank %d's memory is not exportable\n", me_, unexportable);
+      return false;
+    }
+    tensors_ = tensors;
+    peer_inputs_.assign(static_cast<size_t>(n_) * tensors, nullptr);
+    peer_outputs_.assign(static_cast<size_t>(n_) * tensors, nullptr);
+    for (int p = 0; p < n_; ++p) {
+      if (p != me_ && !reachable_[p]) continue;
+      const auto* theirs = reinterpret_cast<const BufferName*>(all_.data() + p * record + sizeof(ExposureHead));
+      auto at = [&](size_t i) -> void* {
+        if (p == me_) return const_cast<void*>(i < tensors         ? mine.inputs[i]
+                                               : i < 2 * tensors ? static_cast<const void*>(mine.outputs[i - tensors])
+                                                                 : mine.work);
+        return readers_.address(p, theirs[i], cards_[p].pid == cards_[me_].pid);
+      };
+      for (size_t t = 0; t < tensors; ++t) {
+        peer_inputs_[p * tensors + t] = at(t);
+        peer_outputs_[p * tensors + t] = at(tensors + t);
+      }
+      peers_[p] = RankBuffers{peer_inputs_[p * tensors], peer_outputs_[p * tensors], at(2 * tensors)};
+    }
     if (trace_) {
       const auto us = [](auto a, auto b) { return std::chrono::duration<double, std::micro>(b - a).count(); };
-      std::fprintf(stderr, "rank %d: expose %llu: describe %.1f us, all-gather %.1f us, map %.1f us (%zu open)\n", me_,
-                   static_cast<unsigned long long>(exposures_), us(t0, t1), us(t1, t2),
-                   us(t2, std::chrono::steady_clock::now()), mapped_.size());
+      std::fprintf(stderr,
+                   "rank %d: expose of %zu tensors: name %.1f us, all-gather %.1f us, map %.1f us (%zu published, "
+                   "%zu new, %zu mapped)\n",
+                   me_, tensors, us(t0, t1), us(t1, t2), us(t2, std::chrono::steady_clock::now()), owned_->published(),
+                   fresh_.size(), readers_.mapped());
     }
+    return true;
   }
 
-  const RankBuffers* peers() const override { return peers_.data(); }
+  PeerTables tables() const override {
+    return PeerTables{peers_.data(), peer_inputs_.data(), peer_outputs_.data(), tensors_};
+  }
 
   // Eager runs (as NCCL's CE collectives do): every post to a peer in a phase carries the next number of that
   // (phase, peer) pair, written by a stream operation straight into the peer's flag when the peer is in this process,
@@ -364,35 +415,41 @@ class CudaPeerLink : public PeerLink {
     return reinterpret_cast<unsigned long long*>(fused_base_[owner]) + index;
   }
 
-  static std::string handle_key(const cudaIpcMemHandle_t& h) { return std::string(h.reserved, sizeof(h.reserved)); }
-
-  bool is_flags(const std::pair<int, std::string>& key) const {
-    return key.second == handle_key(cards_[key.first].flags_handle);
-  }
-
-  // Mappings of allocations exposed before but not now stay open, up to kStaleMappings of them (the least recently
-  // exposed are closed first; the flags' mappings always stay): a caching allocator hands a rank a few blocks in turn
-  // (a call's new output while the last call's is still held), and each reopening costs a cudaIpcOpenMemHandle. An
-  // open mapping may keep a peer's freed block from returning to its driver, hence the bound.
-  static constexpr size_t kStaleMappings = 8;
-  void close_stale() {
-    std::vector<std::pair<std::uint64_t, std::pair<int, std::string>>> stale;
-    for (const auto& [key, mapped] : mapped_)
-      if (mapped.used != exposures_ && !is_flags(key)) stale.emplace_back(mapped.used, key);
-    if (stale.size() <= kStaleMappings) return;
-    std::sort(stale.begin(), stale.end());
-    for (size_t i = 0; i + kStaleMappings < stale.size(); ++i) {
-      auto it = mapped_.find(stale[i].second);
-      cudaIpcCloseMemHandle(it->second.address);
-      mapped_.erase(it);
+  // The second round of an exposure: every rank's publications and retirements (`bytes`: the largest rank's).
+  void publish(size_t bytes) {
+    std::vector<std::byte> out(bytes), in(bytes * n_);
+    std::memcpy(out.data(), fresh_.data(), fresh_.size() * sizeof(Publication));
+    std::memcpy(out.data() + fresh_.size() * sizeof(Publication), retired_.data(),
+                retired_.size() * sizeof(std::uint64_t));
+    gather(out.data(), in.data(), bytes);
+    const size_t record = mine_.size();
+    for (int p = 0; p < n_; ++p) {
+      if (p == me_ || !reachable_[p]) continue;
+      ExposureHead h;
+      std::memcpy(&h, all_.data() + p * record, sizeof h);
+      std::vector<Publication> pubs(h.fresh);
+      std::vector<std::uint64_t> gone(h.retired);
+      const std::byte* from = in.data() + p * bytes;
+      std::memcpy(pubs.data(), from, pubs.size() * sizeof(Publication));
+      std::memcpy(gone.data(), from + pubs.size() * sizeof(Publication), gone.size() * sizeof(std::uint64_t));
+      readers_.forget(p, gone);  // (an id retired and published again in one exposure: freed, then a new allocation)
+      readers_.learn(p, pubs);
     }
   }
 
-  // Maps rank `peer`'s allocation (cached by handle).
-  void* open(int peer, const cudaIpcMemHandle_t& handle) {
-    const auto key = std::make_pair(peer, handle_key(handle));
-    auto it = mapped_.find(key);
-    if (it != mapped_.end()) return it->second.address;
+  // A host all-gather of `bytes` per rank, in pieces of at most kGatherPiece.
+  void gather(const std::byte* send, std::byte* recv, size_t bytes) {
+    if (bytes <= kGatherPiece) return comm_.all_gather_host(send, recv, bytes);
+    piece_.resize(kGatherPiece * n_);
+    for (size_t off = 0; off < bytes; off += kGatherPiece) {
+      const size_t len = std::min(kGatherPiece, bytes - off);
+      comm_.all_gather_host(send + off, piece_.data(), len);
+      for (int p = 0; p < n_; ++p) std::memcpy(recv + p * bytes + off, piece_.data() + p * len, len);
+    }
+  }
+
+  // Maps rank `peer`'s flags.
+  void* open_flags(int peer, const cudaIpcMemHandle_t& handle) {
     void* p = nullptr;
     cudaError_t e = cudaIpcOpenMemHandle(&p, handle, cudaIpcMemLazyEnablePeerAccess);
     if (e != cudaSuccess) {
@@ -400,33 +457,8 @@ class CudaPeerLink : public PeerLink {
       fail(ErrorKind::kBackend, cat("rank ", me_, " cannot map rank ", peer,
                                     "'s GPU memory (cudaIpcOpenMemHandle: ", cudaGetErrorString(e), ")"));
     }
-    mapped_.emplace(key, Mapping{p, exposures_});
+    flags_mapped_.push_back(p);
     return p;
-  }
-
-  Exposed describe(const void* ptr) {
-    Exposed e;
-    if (!ptr) return e;
-    CUdeviceptr base = 0;
-    size_t size = 0;
-    RESHARD_CU_CHECK(driver_api().mem_get_address_range(&base, &size, reinterpret_cast<CUdeviceptr>(ptr)));
-    e.base = static_cast<std::uint64_t>(base);
-    e.offset = reinterpret_cast<std::uint64_t>(ptr) - e.base;
-    e.present = 1;
-    bool other_process = false;
-    for (int p = 0; p < n_; ++p) other_process = other_process || (reachable_[p] && cards_[p].pid != cards_[me_].pid);
-    if (other_process) {  // (not cached: a freed and reallocated base gets a new handle)
-      cudaError_t err = cudaIpcGetMemHandle(&e.handle, reinterpret_cast<void*>(base));
-      if (err != cudaSuccess) {
-        cudaGetLastError();
-        fail(
-            ErrorKind::kInvalidArgument,
-            cat("buffer ", ptr, " cannot be shared with peer processes (cudaIpcGetMemHandle: ", cudaGetErrorString(err),
-                "; memory from cudaMallocAsync pools or virtual-memory allocators is not exportable); allocate it "
-                "with cudaMalloc or use the nccl transport"));
-      }
-    }
-    return e;
   }
 
   Communicator& comm_;
@@ -457,12 +489,15 @@ class CudaPeerLink : public PeerLink {
   std::vector<bool> reachable_;
   std::map<int, std::string> why_;
   std::vector<RankBuffers> peers_;
-  struct Mapping {
-    void* address = nullptr;
-    std::uint64_t used = 0;  // the last expose() that exposed it
-  };
-  std::map<std::pair<int, std::string>, Mapping> mapped_;  // (peer, IPC handle) -> mapping
-  std::uint64_t exposures_ = 0;
+  std::vector<const void*> peer_inputs_;  // [peer * tensors + tensor]
+  std::vector<void*> peer_outputs_;
+  size_t tensors_ = 1;
+  std::vector<void*> flags_mapped_;  // the peers' flags mapped through IPC
+  PeerAllocations readers_;
+  std::unique_ptr<OwnedAllocations> owned_;
+  std::vector<std::byte> mine_, all_, piece_;  // exposure records: this rank's, every rank's, a gathered piece
+  std::vector<Publication> fresh_;
+  std::vector<std::uint64_t> retired_;
   std::vector<CUstreamBatchMemOpParams> ops_;
 };
 

@@ -54,8 +54,7 @@ class BaseTable {
       const Key& k = keys_[i];
       const void* p = nullptr;
       if (k.peer >= 0) {
-        const RankBuffers& r = b.peers[k.peer];
-        p = k.buffer == 0 ? r.input : k.buffer == 1 ? r.output : r.work;
+        p = address_of(b, BufferRef{static_cast<Buffer>(k.buffer), 0, k.peer, k.tensor}, 1);
       } else {
         p = k.buffer == 0 ? b.inputs[k.tensor] : b.outputs[k.tensor];
       }
@@ -71,7 +70,7 @@ class BaseTable {
   };
   static bool fixed(const BufferRef& r) { return r.peer < 0 && (r.tensor == 0 || r.buffer == Buffer::kWork); }
   static Key key_of(const BufferRef& r) {
-    return Key{r.peer, static_cast<int>(r.buffer), r.peer >= 0 || r.buffer == Buffer::kWork ? 0 : r.tensor};
+    return Key{r.peer, static_cast<int>(r.buffer), r.buffer == Buffer::kWork ? 0 : r.tensor};
   }
   std::vector<Key> keys_;
 };

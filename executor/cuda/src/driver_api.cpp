@@ -24,6 +24,7 @@ DriverApi load() {
   DriverApi api;
   resolve("cuStreamBatchMemOp", api.stream_batch_mem_op);
   resolve("cuMemGetAddressRange", api.mem_get_address_range);
+  resolve("cuPointerGetAttributes", api.pointer_get_attributes);
   resolve("cuGetErrorString", api.get_error_string);
   return api;
 }

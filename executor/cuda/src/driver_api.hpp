@@ -10,6 +10,7 @@ namespace reshard::cuda {
 struct DriverApi {
   CUresult (*stream_batch_mem_op)(CUstream, unsigned int, CUstreamBatchMemOpParams*, unsigned int) = nullptr;
   CUresult (*mem_get_address_range)(CUdeviceptr*, size_t*, CUdeviceptr) = nullptr;
+  CUresult (*pointer_get_attributes)(unsigned int, CUpointer_attribute*, void**, CUdeviceptr) = nullptr;
   CUresult (*get_error_string)(CUresult, const char**) = nullptr;
 };
 

@@ -30,8 +30,29 @@ class HostPeerLink : public PeerLink {
     for (int phase = 0; phase < 2; ++phase) awaited_[phase].assign(comm.size(), 0);
   }
 
-  void expose(const RankBuffers& mine) override { comm_.all_gather_host(&mine, peers_.data(), sizeof(RankBuffers)); }
-  const RankBuffers* peers() const override { return peers_.data(); }
+  // Every rank's pointers: [inputs..., outputs..., work] per rank.
+  bool expose(const ExposedBuffers& mine) override {
+    const size_t tensors = mine.inputs.size(), slots = 2 * tensors + 1, n = peers_.size();
+    RESHARD_REQUIRE(mine.outputs.size() == tensors && tensors >= 1, "internal: an exposure of ", tensors,
+                    " inputs and ", mine.outputs.size(), " outputs");
+    std::vector<const void*> record(mine.inputs.begin(), mine.inputs.end());
+    record.insert(record.end(), mine.outputs.begin(), mine.outputs.end());
+    record.push_back(mine.work);
+    std::vector<const void*> all(slots * n);
+    comm_.all_gather_host(record.data(), all.data(), slots * sizeof(const void*));
+    tensors_ = tensors;
+    inputs_.assign(n * tensors, nullptr);
+    outputs_.assign(n * tensors, nullptr);
+    for (size_t p = 0; p < n; ++p) {
+      for (size_t t = 0; t < tensors; ++t) {
+        inputs_[p * tensors + t] = all[p * slots + t];
+        outputs_[p * tensors + t] = const_cast<void*>(all[p * slots + tensors + t]);
+      }
+      peers_[p] = RankBuffers{inputs_[p * tensors], outputs_[p * tensors], const_cast<void*>(all[p * slots + 2 * tensors])};
+    }
+    return true;
+  }
+  PeerTables tables() const override { return PeerTables{peers_.data(), inputs_.data(), outputs_.data(), tensors_}; }
   void require(int) const override {}  // one process: every rank's memory is this process's
   bool copy_engines_reach(int) const override { return true; }
 
@@ -60,6 +81,9 @@ class HostPeerLink : public PeerLink {
  private:
   HostCommunicator& comm_;
   std::vector<RankBuffers> peers_;
+  std::vector<const void*> inputs_;  // [peer * tensors + tensor]
+  std::vector<void*> outputs_;
+  size_t tensors_ = 1;
   std::vector<std::uint64_t> awaited_[2];  // per phase and peer: how many posts this rank has waited for
 };
 

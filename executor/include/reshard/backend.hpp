@@ -93,13 +93,22 @@ struct RankBuffers {
   void* work = nullptr;
 };
 
+// Every peer's buffers as this rank addresses them (PeerLink::tables; index: communicator rank): tensor 0's and the
+// workspace in `peers`, and for a batch every tensor's input and output at [peer * tensors + tensor].
+struct PeerTables {
+  const RankBuffers* peers = nullptr;
+  const void* const* inputs = nullptr;
+  void* const* outputs = nullptr;
+  size_t tensors = 1;
+};
+
 // Base pointers of the buffers a RankProgram references: this rank's, and for one-sided steps every rank's as this
-// rank can address them (`peers`, indexed by communicator rank; null when the program reads no peer).
+// rank can address them (`peer`; empty when the program reads no peer).
 struct BufferBases {
   const void* input = nullptr;
   void* output = nullptr;
   void* work = nullptr;
-  const RankBuffers* peers = nullptr;
+  PeerTables peer;
   // A batch's program: every tensor's input and output (index: BufferRef::tensor; entry 0 equals input/output).
   const void* const* inputs = nullptr;
   void* const* outputs = nullptr;
@@ -108,18 +117,28 @@ struct BufferBases {
 // The address of a buffer reference's element 0 (`element_size` bytes per element).
 inline const void* address_of(const BufferBases& b, const BufferRef& ref, int element_size) {
   const void* base = nullptr;
-  if (ref.tensor > 0) {
+  if (ref.peer >= 0) {
+    const size_t at = static_cast<size_t>(ref.peer) * b.peer.tensors + static_cast<size_t>(ref.tensor);
+    base = ref.buffer == Buffer::kInput    ? (ref.tensor > 0 ? b.peer.inputs[at] : b.peer.peers[ref.peer].input)
+           : ref.buffer == Buffer::kOutput ? (ref.tensor > 0 ? b.peer.outputs[at] : b.peer.peers[ref.peer].output)
+                                           : b.peer.peers[ref.peer].work;
+  } else if (ref.tensor > 0) {
     base = ref.buffer == Buffer::kInput    ? b.inputs[ref.tensor]
            : ref.buffer == Buffer::kOutput ? b.outputs[ref.tensor]
                                            : b.work;
-  } else if (ref.peer < 0) {
-    base = ref.buffer == Buffer::kInput ? b.input : ref.buffer == Buffer::kOutput ? b.output : b.work;
   } else {
-    const RankBuffers& p = b.peers[ref.peer];
-    base = ref.buffer == Buffer::kInput ? p.input : ref.buffer == Buffer::kOutput ? p.output : p.work;
+    base = ref.buffer == Buffer::kInput ? b.input : ref.buffer == Buffer::kOutput ? b.output : b.work;
   }
   return static_cast<const std::byte*>(base) + ref.offset * element_size;
 }
+
+// The buffers a rank offers its peers for one-sided steps: every tensor's input and output (index: tensor; a single
+// plan has one) and its workspace. Null where no peer addresses it.
+struct ExposedBuffers {
+  std::span<const void* const> inputs;
+  std::span<void* const> outputs;
+  void* work = nullptr;
+};
 
 // A batch of copies (or reductions) prepared once (descriptors uploaded) and run many times, one kernel launch (or
 // one set of copy-engine calls) per run.
@@ -135,10 +154,13 @@ class PeerLink {
  public:
   virtual ~PeerLink() = default;
   // Collective over the communicator: publishes this rank's buffers and maps every peer's into this rank's address
-  // space. Mappings are cached per allocation: exposing buffers of already mapped allocations exchanges offsets only.
-  virtual void expose(const RankBuffers& mine) = 0;
-  // Every rank's buffers as this rank addresses them (index: communicator rank); valid after expose().
-  virtual const RankBuffers* peers() const = 0;
+  // space. Mappings are kept per allocation for as long as its owner exposes it now and then: exposing buffers of
+  // allocations exposed before exchanges offsets only. Returns false on every rank alike, mapping nothing, when some
+  // rank's buffer is memory its peers cannot map (CUDA: virtual-memory or stream-ordered pool allocations, which
+  // have no IPC handle); the caller then runs another plan.
+  virtual bool expose(const ExposedBuffers& mine) = 0;
+  // Every rank's buffers as this rank addresses them; valid after an expose() that returned true.
+  virtual PeerTables tables() const = 0;
   // kInvalidArgument, saying why, when this rank cannot address `peer`'s memory (another host, no peer access).
   virtual void require(int peer) const = 0;
   // Whether this rank's copy engines may read `peer`'s memory. False where such a copy can depend on the peer GPU's

@@ -97,7 +97,8 @@ class Executor {
   // kInvalidArgument before anything is enqueued. One-sided plans: a run on new buffers is collective
   // (ExecutorOptions::buffer_changes says which runs). Input and output must not overlap, except for a plan between
   // identical layouts (is_identity) run in place, output == input: that run enqueues nothing, as DTensor returns its
-  // input for an unchanged placement.
+  // input for an unchanged placement. kUnmappable, on every rank alike and with nothing enqueued, when a buffer the
+  // peers must map one-sided is memory they cannot map (PeerLink::expose): run a plan on the NCCL transport instead.
   void run(ConstBuffer input, MutableBuffer output, StreamHandle stream);
   // Every tensor at once: inputs[i] and outputs[i] are tensor i's (tensors() of each; the same checks).
   void run(std::span<const ConstBuffer> inputs, std::span<const MutableBuffer> outputs, StreamHandle stream);
@@ -130,6 +131,9 @@ class Executor {
   std::unique_ptr<PeerLink> peers_;  // one-sided steps
   std::vector<const void*> inputs_;  // per tensor: the buffers validated by the last run (BufferBases' tables)
   std::vector<void*> outputs_;
+  std::vector<const void*> exposed_inputs_;  // per tensor: what expose() publishes (null: a kind no peer addresses)
+  std::vector<void*> exposed_outputs_;
+  unsigned exposed_kinds_ = 0;  // bits of Buffer: the kinds of buffers some rank addresses in its peers
   bool checked_ = false;
   bool identity_ = false;      // a plan between identical layouts (is_identity)
   bool in_place_ = false;      // the last checked buffers run it in place: nothing to enqueue

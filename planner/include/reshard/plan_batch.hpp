@@ -17,9 +17,12 @@
 // LowerOptions::coalesce_max_bytes (copied into and out of the area to join). The batch's workspace is the sum of its
 // tensors' workspaces plus that staging area.
 //
-// Limits: every plan on the same mesh and of the same scope (all global, or all scoped to one rank); a batch of more
-// than one tensor runs on the NCCL transport (make_plan_batch plans transport auto as nccl; a plan with an nvlink
-// step is refused); at most kMaxBatchTensors tensors. A batch of one is exactly its plan.
+// One-sided (nvlink) steps k of every plan merge too: their copies (pushed or pulled, as each plan lowers alone; fused
+// steps run unfused) and reductions after one ready, before one done, in which each rank meets every rank it copies to
+// or from in any member; members on NCCL in the same step run just before them.
+//
+// Limits: every plan on the same mesh and of the same scope (all global, or all scoped to one rank); at most
+// kMaxBatchTensors tensors. A batch of one is exactly its plan.
 #pragma once
 
 #include <memory>
@@ -62,8 +65,7 @@ class PlanBatch {
   std::vector<std::shared_ptr<const Plan>> plans_;
 };
 
-// Plans every entry (make_plan, or make_rank_plan for `rank`) with `options`; for more than one entry, transport auto
-// becomes nccl. Errors name the entry.
+// Plans every entry (make_plan, or make_rank_plan for `rank`) with `options`. Errors name the entry.
 PlanBatch make_plan_batch(std::span<const BatchEntry> entries, const PlanOptions& options = {},
                           std::optional<int> rank = std::nullopt);
 
