@@ -39,6 +39,30 @@ TEST(GpuBatch, MixedListsEveryElement) {
   }
 }
 
+// Lists with one-sided members (nvlink, auto with peer access, staged first steps) among NCCL ones, on every mesh of
+// the host suite that fits the GPUs; eager and CUDA-graph runs.
+TEST(GpuBatch, OneSidedMembersEveryElement) {
+  const int gpus = local_gpu_count();
+  if (gpus < 2) GTEST_SKIP() << "needs 2 GPUs; " << gpus << " visible";
+  for (const testing::BatchCase& c : testing::batch_cases()) {
+    const Mesh mesh(c.mesh);
+    if (mesh.size() < 2 || mesh.size() > gpus) continue;
+    LocalRunner runner(Backend::kNccl, mesh.size());
+    testing::Lcg rng(c.seed + 1000);
+    std::vector<std::shared_ptr<const Plan>> plans;
+    for (int i = 0; i < c.tensors; ++i) plans.push_back(testing::random_plan(rng, mesh, /*one_sided=*/true));
+    PlanBatch batch(plans);
+    for (bool graph : {false, true}) {
+      RunOptions o = gpu_run();
+      o.cuda_graph = graph;
+      RunResult r = runner.run(batch, o);
+      EXPECT_EQ(r.wrong_elements, 0) << "mesh " << mesh.str() << " seed " << c.seed << (graph ? " (graph)" : "")
+                                     << ": " << r.first_error;
+      EXPECT_EQ(r.checked_elements, expected_elements(batch));
+    }
+  }
+}
+
 TEST(GpuBatch, HundredTensorsEveryStrategy) {
   if (local_gpu_count() < 2) GTEST_SKIP() << "needs 2 GPUs; " << local_gpu_count() << " visible";
   LocalRunner runner(Backend::kNccl, 2);

@@ -51,6 +51,19 @@ struct CudaRedistributor {
   std::unique_ptr<Redistributor> redistributor;
 };
 
+// Every request's plan for `rank`, with transport nccl: the fallback of plans whose buffers cannot be mapped.
+FallbackPlans nccl_fallback(std::vector<PlanRequest> reqs, int rank) {
+  return [reqs = std::move(reqs), rank] {
+    std::vector<std::shared_ptr<const Plan>> plans;
+    for (const PlanRequest& r : reqs) {
+      PlanOptions o = r.options;
+      o.transport = Transport::kNccl;
+      plans.push_back(std::make_shared<const Plan>(make_rank_plan(r.src, r.dst, r.dtype, rank, o)));
+    }
+    return PlanBatch(std::move(plans));
+  };
+}
+
 std::unique_ptr<CudaRedistributor> make_redistributor(std::shared_ptr<NcclCommunicator> comm,
                                                       std::shared_ptr<CudaDevice> device, const PlanArgs& args) {
   PlanRequest req = make_plan_request(args);
@@ -61,8 +74,56 @@ std::unique_ptr<CudaRedistributor> make_redistributor(std::shared_ptr<NcclCommun
   out->device = std::move(device);
   py::gil_scoped_release release;
   RESHARD_CUDA_CHECK(cudaSetDevice(out->device->ordinal()));
-  Plan plan = make_rank_plan(req.src, req.dst, req.dtype, out->comm->rank(), req.options);
-  out->redistributor = std::make_unique<Redistributor>(std::move(plan), *out->comm, *out->device);
+  const int rank = out->comm->rank();
+  Plan plan = make_rank_plan(req.src, req.dst, req.dtype, rank, req.options);
+  out->redistributor =
+      std::make_unique<Redistributor>(std::move(plan), *out->comm, *out->device, nccl_fallback({req}, rank));
+  return out;
+}
+
+// A BatchRedistributor with the communicator and device it runs on.
+struct CudaBatchRedistributor {
+  std::shared_ptr<NcclCommunicator> comm;
+  std::shared_ptr<CudaDevice> device;
+  std::unique_ptr<BatchRedistributor> redistributor;
+  std::vector<const void*> in;
+  std::vector<void*> out;
+};
+
+std::unique_ptr<CudaBatchRedistributor> make_batch_redistributor(std::shared_ptr<NcclCommunicator> comm,
+                                                                 std::shared_ptr<CudaDevice> device,
+                                                                 const std::vector<PlanArgs>& args) {
+  RESHARD_REQUIRE(!args.empty(), "a batch needs at least one tensor");
+  std::vector<PlanRequest> reqs;
+  for (size_t t = 0; t < args.size(); ++t) {
+    try {
+      reqs.push_back(make_plan_request(args[t]));
+    } catch (const Error& e) {
+      throw Error(e.kind(), cat("tensor ", t, ": ", e.what()));
+    }
+    RESHARD_REQUIRE(reqs.back().src.mesh().world_size() == comm->size(), "tensor ", t, ": mesh ",
+                    reqs.back().src.mesh().str(), " has ", reqs.back().src.mesh().world_size(),
+                    " ranks but the communicator has ", comm->size());
+  }
+  auto out = std::make_unique<CudaBatchRedistributor>();
+  out->comm = std::move(comm);
+  out->device = std::move(device);
+  py::gil_scoped_release release;
+  RESHARD_CUDA_CHECK(cudaSetDevice(out->device->ordinal()));
+  const int rank = out->comm->rank();
+  std::vector<std::shared_ptr<const Plan>> plans;
+  for (size_t t = 0; t < reqs.size(); ++t) {
+    try {
+      plans.push_back(std::make_shared<const Plan>(
+          make_rank_plan(reqs[t].src, reqs[t].dst, reqs[t].dtype, rank, reqs[t].options)));
+    } catch (const Error& e) {
+      throw Error(e.kind(), cat("tensor ", t, ": ", e.what()));
+    }
+  }
+  out->redistributor = std::make_unique<BatchRedistributor>(PlanBatch(std::move(plans)), *out->comm, *out->device,
+                                                            nccl_fallback(std::move(reqs), rank));
+  out->in.resize(args.size());
+  out->out.resize(args.size());
   return out;
 }
 
@@ -148,5 +209,41 @@ PYBIND11_MODULE(_cuda, m) {
             r.redistributor->wait(reinterpret_cast<StreamHandle>(stream));
           },
           py::arg("stream"), py::call_guard<py::gil_scoped_release>(),
-          "Blocks until the work on `stream` is done (with the communicator's timeout).");
+          "Blocks until the work on `stream` is done (with the communicator's timeout).")
+      .def_property_readonly("fallback_runs", [](const CudaRedistributor& r) { return r.redistributor->fallback_runs(); },
+                             "Runs on the NCCL fallback plan (the peers could not map this rank's or a peer's buffers).");
+
+  py::class_<CudaBatchRedistributor>(m, "BatchRedistributor",
+                                     "One rank's prepared batch of redistributions: one executor, one run for all.")
+      .def(py::init(&make_batch_redistributor), py::arg("comm"), py::arg("device"), py::arg("args"),
+           "Plans every tensor (for this rank) and prepares one executor; collective over the communicator's ranks.")
+      .def_property_readonly("size", [](const CudaBatchRedistributor& r) { return r.redistributor->batch().size(); })
+      .def("input_bytes", [](const CudaBatchRedistributor& r, size_t t) { return r.redistributor->input_bytes(t); })
+      .def("output_bytes", [](const CudaBatchRedistributor& r, size_t t) { return r.redistributor->output_bytes(t); })
+      .def_property_readonly("estimated_us",
+                             [](const CudaBatchRedistributor& r) { return r.redistributor->batch().estimated_us(); })
+      .def_property_readonly("fallback_runs",
+                             [](const CudaBatchRedistributor& r) { return r.redistributor->fallback_runs(); })
+      .def(
+          "run_ptrs",
+          [](CudaBatchRedistributor& r, const std::vector<std::uintptr_t>& inputs,
+             const std::vector<std::uintptr_t>& outputs, std::uintptr_t stream) {
+            RESHARD_REQUIRE(inputs.size() == r.in.size() && outputs.size() == r.out.size(), "a batch of ",
+                            r.in.size(), " tensors got ", inputs.size(), " inputs and ", outputs.size(), " outputs");
+            for (size_t t = 0; t < r.in.size(); ++t) {
+              r.in[t] = reinterpret_cast<const void*>(inputs[t]);
+              r.out[t] = reinterpret_cast<void*>(outputs[t]);
+            }
+            py::gil_scoped_release release;
+            r.redistributor->run(r.in, r.out, reinterpret_cast<StreamHandle>(stream));
+          },
+          py::arg("inputs"), py::arg("outputs"), py::arg("stream"),
+          "Enqueues every tensor's redistribution on `stream`: data addresses of each tensor's local input and output "
+          "(dense, input_bytes(t) and output_bytes(t) long).")
+      .def(
+          "wait",
+          [](CudaBatchRedistributor& r, std::uintptr_t stream) {
+            r.redistributor->wait(reinterpret_cast<StreamHandle>(stream));
+          },
+          py::arg("stream"), py::call_guard<py::gil_scoped_release>(), "Blocks until the work on `stream` is done.");
 }

@@ -4,6 +4,7 @@
     y = rt.redistribute(x, mesh, [Shard(1)])      # as x.redistribute(mesh, [Shard(1)]), differentiable
     rt.enable()                                    # every DTensor redistribution of the process through reshard
     with rt.enabled(): ...                         # the same for a block
+    ys = rt.redistribute_many([w1, w2], [[Shard(1)], [Replicate()]])   # many tensors of one mesh in one call
     rt.stats()                                     # how many went where, and why some stayed with PyTorch
 
 Needs torch with torch.distributed initialized (NCCL, one GPU per process, as torchrun starts it) and reshard built
@@ -15,12 +16,13 @@ import os
 import torch  # first: the process then has PyTorch's NCCL when reshard._cuda loads
 from torch.distributed.tensor import Shard
 
-from . import _autograd, _dtensor, _layout, _ops, _patch, _runtime
+from . import _autograd, _dtensor, _layout, _many, _ops, _patch, _runtime
 from ._autograd import Redistribute
+from ._many import redistribute_many
 from ._ops import redistribute_op
 
-__all__ = ["redistribute", "enable", "disable", "enabled", "is_enabled", "stats", "reset_stats", "clear_cache",
-           "configure", "redistribute_op"]
+__all__ = ["redistribute", "redistribute_many", "enable", "disable", "enabled", "is_enabled", "stats", "reset_stats",
+           "clear_cache", "configure", "redistribute_op"]
 
 enable = _patch.enable
 disable = _patch.disable

@@ -51,6 +51,7 @@ _devices = {}  # device ordinal -> CudaDevice
 _executors = {}  # key -> Entry
 _lru = collections.OrderedDict()  # Entry -> None, least recently used first
 _stats = collections.Counter()
+clear_hooks = []  # called by clear_cache() and at exit: other prepared executors (redistribute_many's) are dropped
 _reasons = collections.Counter()
 
 
@@ -81,6 +82,11 @@ def stats():
             "noop": _stats["noop"],  # nothing to move (same placements up to size-1 mesh dims)
             "pytorch": _stats["pytorch"],  # left to PyTorch; why: fallback_reasons
             "fallback_reasons": dict(_reasons),
+            "batches": _stats["batches"],  # redistribute_many runs through reshard's executor (their tensors in "reshard")
+            # Runs on the NCCL transport because the peers could not map a one-sided plan's buffers (expandable segments,
+            # cudaMallocAsync pools): from such a run on, that redistribution runs on its NCCL plan.
+            "fallback_runs": sum(e.redistributor.fallback_runs for e in _executors.values() if e.redistributor)
+            + _stats["batch_fallback_runs"],
             "executors_built": _stats["executors_built"],
             "executors_cached": len(_executors),
             "executors_evicted": _stats["executors_evicted"],
@@ -88,9 +94,24 @@ def stats():
         }
 
 
+def count_batch(tensors, fallback_runs):
+    """A redistribute_many run of `tensors` members; `fallback_runs`: its executor's runs on the fallback so far."""
+    _stats["reshard"] += tensors
+    _stats["batches"] += 1
+    if fallback_runs:
+        _stats["batch_fallback_runs"] += 1
+
+
+def batch_redistributor(mesh_ranks, device, args):
+    """A prepared batch on reshard's communicator of `mesh_ranks` (collective over them)."""
+    with _lock:
+        _stats["executors_built"] += 1
+        return _cuda.BatchRedistributor(communicator(mesh_ranks, device), cuda_device(device), args)
+
+
 def reset_stats():
     with _lock:
-        for key in ("reshard", "traced", "noop", "pytorch"):
+        for key in ("reshard", "traced", "noop", "pytorch", "batches", "batch_fallback_runs"):
             _stats[key] = 0
         _reasons.clear()
 
@@ -192,11 +213,13 @@ def _drop(entry):
 
 
 try:
-    _raw_stream = torch._C._cuda_getCurrentRawStream  # the cudaStream_t of the current stream, as an int
+    raw_stream = _raw_stream = torch._C._cuda_getCurrentRawStream  # the cudaStream_t of the current stream, as an int
 except AttributeError:  # pragma: no cover - older PyTorch
 
     def _raw_stream(device):
         return torch.cuda.current_stream(device).cuda_stream
+
+    raw_stream = _raw_stream
 
 
 def prepare(local, mesh_shape, mesh_ranks, src, dst, shape, strategy):
@@ -253,6 +276,8 @@ def clear_cache(communicators=False):
         for entry in list(_lru):
             _drop(entry)
         _lru.clear()
+        for hook in clear_hooks:
+            hook()
         if communicators:
             _comms.clear()
             _devices.clear()
@@ -271,6 +296,8 @@ def _shutdown():
         for entry in list(_lru):
             _drop(entry)
         _lru.clear()
+        for hook in clear_hooks:
+            hook()
         for comm in _comms.values():
             try:
                 comm.abort()

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# On a 2- or 4-GPU machine, one call (BUDGET seconds, default 575): reshard with the buffers real callers hand it.
+# PARTS (default "cpp fresh model alloc"): cpp: batch_gpu_tests and the one-process-per-GPU suites (IPC mappings);
+# fresh: python/gpu_tests/check_fresh_buffers.py on every GPU (fresh, reused, freed and reallocated buffers,
+# redistribute_many forward and backward); alloc: the same under expandable segments and cudaMallocAsync, and the
+# Llama-3-8B set under both; model: python/bench/model_sync.py (SETS, default every set). Every result verified.
+# Files under $OUT/real_callers.tgz.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+source scripts/device/lib.sh
+archive_begin real_callers || exit 1
+N=$(nvidia-smi -L | wc -l)
+PARTS=${PARTS:-cpp fresh model alloc}
+export PYTHONPATH="$PWD/build-device/python${PYTHONPATH:+:$PYTHONPATH}" OMP_NUM_THREADS=4 STACKS_EVERY_S=120
+has() { [[ " $PARTS " == *" $1 "* ]]; }
+torch_job() {  # torch_job NAME SECONDS SCRIPT ARGS...
+  local name=$1 t=$2; shift 2
+  ((t > $(left) - 5)) && t=$(( $(left) - 5 ))
+  ((t < 20)) && { echo "$name: skipped ($(left) s left)"; return; }
+  timeout $t torchrun --nproc-per-node $N "$@" > "$OUT/$name.log" 2>&1
+  echo "[$(el) s] $name exit $?"; grep -E "passed, |Error|error|^\{\"set|^\{\"shape|^# " "$OUT/$name.log" | cut -c1-900 | head -12
+}
+if has cpp; then
+  timeout 150 build-device/tests/batch_gpu_tests > "$OUT/batch_gpu.log" 2>&1; echo "[$(el) s] batch_gpu_tests exit $?"
+  grep -E "^\[ +(OK|FAILED) \]|Failure" "$OUT/batch_gpu.log" | head -12
+  timeout 150 build-device/tests/executor_gpu_tests --gtest_filter='GpuProcesses.*:Gpu.OneProcessPerRank' \
+    > "$OUT/processes.log" 2>&1; echo "[$(el) s] processes exit $?"
+  grep -E "^\[ +(OK|FAILED) \]|Failure" "$OUT/processes.log" | head -12
+fi
+has fresh && torch_job fresh 120 python/gpu_tests/check_fresh_buffers.py --out "$OUT"
+has model && torch_job model 240 python/bench/model_sync.py --out "$OUT" --sets "${SETS:-llama3_8b,llama3_70b_8l,qwen3_moe_layer}"
+if has alloc; then
+  for conf in expandable_segments:True backend:cudaMallocAsync; do
+    tag=${conf%%:*}
+    PYTORCH_CUDA_ALLOC_CONF=$conf torch_job "fresh_$tag" 90 python/gpu_tests/check_fresh_buffers.py --out "$OUT"
+    PYTORCH_CUDA_ALLOC_CONF=$conf torch_job "model_$tag" 90 python/bench/model_sync.py --out "$OUT/$tag" --sets llama3_8b --no-single
+  done
+fi
+archive_end
