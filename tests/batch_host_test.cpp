@@ -4,6 +4,7 @@
 // (one exchange per stage, coalesced messages); and bad input.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstring>
 #include <map>
 #include <variant>
@@ -256,6 +257,64 @@ TEST(HostBatchProgram, BadBatches) {
                      Layout(Mesh({2}), {Placement::replicate()}, Dims{4}), DType::kF32, nvlink);
   EXPECT_NO_THROW(PlanBatch({std::make_shared<const Plan>(c)}));
   EXPECT_NO_THROW(PlanBatch({std::make_shared<const Plan>(a), std::make_shared<const Plan>(c)}));
+}
+
+// Rank-scoped plans (as reshard.torch makes them) of one-sided members whose workspaces differ in size between ranks
+// (uneven shards, staged first steps, two-step plans): a peer's workspace is addressed through its own part for the
+// tensor, wherever its workspace lays it out. Every rank runs three times on new buffers; every element checked.
+TEST(HostBatchProgram, RankPlansOfOneSidedMembersEveryElement) {
+  const Mesh mesh({3});
+  const char* pairs[][2] = {{"S0", "S1"}, {"S1", "R"}, {"R", "S0"}, {"S0", "R"}, {"P", "S1"}, {"S1", "S0"}};
+  std::vector<BatchEntry> entries;
+  for (int i = 0; i < 12; ++i) {
+    const Dims shape{7 + i, 5 + 2 * i};
+    entries.push_back({Layout(mesh, parse_placements(pairs[i % 6][0]), shape),
+                       Layout(mesh, parse_placements(pairs[i % 6][1]), shape), i % 2 ? DType::kF32 : DType::kBF16});
+  }
+  PlanOptions o;
+  o.strategy = Strategy::kP2P;
+  o.transport = Transport::kNvlink;
+  o.topology.peer_access = true;
+  o.buffers_change = true;
+  HostWorld world(3);
+  std::atomic<Index> wrong{0}, checked{0};
+  run_ranks(
+      3,
+      [&](int r) {
+        const PlanBatch batch = make_plan_batch(entries, o, r);
+        int staged = 0;
+        for (const auto& p : batch.plans()) staged += !p->steps().empty() && p->steps().front().staged;
+        EXPECT_GT(staged, 0) << "no staged member on rank " << r;
+        HostCommunicator comm(world, r);
+        HostDevice device;
+        ExecutorOptions eo;
+        eo.buffer_changes = BufferChanges::kAnyRank;
+        Executor exec(batch, comm, device, eo);
+        for (int run = 0; run < 3; ++run) {
+          std::vector<std::vector<std::byte>> ins, outs;
+          std::vector<ConstBuffer> in;
+          std::vector<MutableBuffer> out;
+          for (size_t t = 0; t < entries.size(); ++t) {
+            ins.emplace_back(exec.input_bytes(t));
+            outs.emplace_back(exec.output_bytes(t), std::byte{0xA5});
+            fill_local(ins.back().data(), batch.plan(t).src(), r, entries[t].dtype);
+          }
+          for (size_t t = 0; t < entries.size(); ++t) {
+            in.push_back({ins[t].data(), ins[t].size()});
+            out.push_back({outs[t].data(), outs[t].size()});
+          }
+          exec.run(in, out, nullptr);
+          exec.wait(nullptr);
+          for (size_t t = 0; t < entries.size(); ++t) {
+            const Plan& plan = batch.plan(t);
+            wrong += count_local_mismatches(outs[t].data(), plan.src(), plan.dst(), r, entries[t].dtype);
+            checked += volume(plan.dst().box(r));
+          }
+        }
+      },
+      &world);
+  EXPECT_EQ(wrong.load(), 0);
+  EXPECT_GT(checked.load(), 0);
 }
 
 TEST(HostBatchProgram, CacheKeysTheWholeList) {

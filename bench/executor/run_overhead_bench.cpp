@@ -48,15 +48,19 @@ class NullPeers : public PeerLink {
     const size_t tensors = mine.inputs.size();
     inputs_.clear();
     outputs_.clear();
+    works_.clear();
     for (size_t p = 0; p < peers_.size(); ++p) {
       inputs_.insert(inputs_.end(), mine.inputs.begin(), mine.inputs.end());
       outputs_.insert(outputs_.end(), mine.outputs.begin(), mine.outputs.end());
-      peers_[p] = RankBuffers{mine.inputs[0], mine.outputs[0], mine.work};
+      works_.insert(works_.end(), mine.works.begin(), mine.works.end());
+      peers_[p] = RankBuffers{mine.inputs[0], mine.outputs[0], mine.works[0]};
     }
     tensors_ = tensors;
     return true;
   }
-  PeerTables tables() const override { return PeerTables{peers_.data(), inputs_.data(), outputs_.data(), tensors_}; }
+  PeerTables tables() const override {
+    return PeerTables{peers_.data(), inputs_.data(), outputs_.data(), works_.data(), tensors_};
+  }
   void require(int) const override {}
   bool copy_engines_reach(int) const override { return true; }
   void sync(const PeerSync&, StreamHandle) override {}
@@ -69,7 +73,7 @@ class NullPeers : public PeerLink {
  private:
   std::vector<RankBuffers> peers_;
   std::vector<const void*> inputs_;
-  std::vector<void*> outputs_;
+  std::vector<void*> outputs_, works_;
   size_t tensors_ = 1;
 };
 

@@ -206,6 +206,7 @@ void Executor::sizes_and_workspace() {
   outputs_.assign(output_sizes_.size(), nullptr);
   exposed_inputs_.assign(input_sizes_.size(), nullptr);
   exposed_outputs_.assign(output_sizes_.size(), nullptr);
+  exposed_works_.assign(input_sizes_.size(), nullptr);
   workspace_bytes_ = static_cast<size_t>(program_.work_elements) * es;
   if (workspace_bytes_ > 0) workspace_ = device_.allocate(workspace_bytes_);
 }
@@ -357,12 +358,14 @@ void Executor::run(std::span<const ConstBuffer> inputs, std::span<const MutableB
   // tensors on the runs options_.buffer_changes names; the same runs on every rank.
   if (peers_ && (!exposed_ || (peer_tensors_ && (changed || options_.buffer_changes == BufferChanges::kAnyRank)))) {
     constexpr auto bit = [](Buffer b) { return 1u << static_cast<unsigned>(b); };
+    auto* work = workspace_ ? static_cast<std::byte*>(workspace_->data()) : nullptr;
     for (size_t t = 0; t < n; ++t) {
       exposed_inputs_[t] = exposed_kinds_ & bit(Buffer::kInput) ? inputs_[t] : nullptr;
       exposed_outputs_[t] = exposed_kinds_ & bit(Buffer::kOutput) ? outputs_[t] : nullptr;
+      const size_t offset = t < program_.tensor_work_offsets.size() ? program_.tensor_work_offsets[t] : 0;
+      exposed_works_[t] = exposed_kinds_ & bit(Buffer::kWork) && work ? work + offset : nullptr;
     }
-    void* work = exposed_kinds_ & bit(Buffer::kWork) && workspace_ ? workspace_->data() : nullptr;
-    if (!peers_->expose(ExposedBuffers{exposed_inputs_, exposed_outputs_, work})) {
+    if (!peers_->expose(ExposedBuffers{exposed_inputs_, exposed_outputs_, exposed_works_})) {
       checked_ = false;  // the next run checks and exposes again
       fail(ErrorKind::kUnmappable, "a buffer of this run on some rank is memory the other ranks cannot map (no CUDA "
                                    "IPC handle: an expandable segment or a stream-ordered pool); nothing was enqueued");

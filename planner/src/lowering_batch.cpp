@@ -35,8 +35,12 @@ struct Place {
   Index work_base = 0;
 };
 
+// A peer's workspace reference stays relative to the peer's part for the tensor (RankProgram::tensor_work_offsets).
 BufferRef in_bytes(BufferRef r, const Place& p) {
-  if (r.buffer == Buffer::kWork) {
+  if (r.buffer == Buffer::kWork && r.peer >= 0) {
+    r.offset *= p.es;
+    r.tensor = p.tensor;
+  } else if (r.buffer == Buffer::kWork) {
     r.offset = r.offset * p.es + p.work_base;
   } else {
     r.offset *= p.es;
@@ -46,7 +50,7 @@ BufferRef in_bytes(BufferRef r, const Place& p) {
 }
 
 BufferRef in_elements(BufferRef r, const Place& p) {
-  if (r.buffer == Buffer::kWork)
+  if (r.buffer == Buffer::kWork && r.peer < 0)
     r.offset += p.work_base / p.es;
   else
     r.tensor = p.tensor;
@@ -202,15 +206,6 @@ void coalesce_stage(StageParts& s, Index max_bytes, Index staging_base, Index& c
 
 bool has_collective(const StageParts& s) { return s.collective.has_value(); }
 
-// Whether ranks address each other's workspace in this plan: a one-sided step that is staged (the readers pull the
-// sender's scratch) or that reads or writes an intermediate tensor (the step is neither the first nor the last).
-bool reads_peer_work(const Plan& plan) {
-  const std::vector<Step>& steps = plan.steps();
-  for (size_t i = 0; i < steps.size(); ++i)
-    if (steps[i].transport == Transport::kNvlink && (steps[i].staged || i > 0 || i + 1 < steps.size())) return true;
-  return false;
-}
-
 // A member's one-sided part joins the step's: its copies and reductions, and the ranks it meets (`partners`). The
 // merged step meets every partner in both phases, both ways (merged_syncs), so members that push, members that pull
 // and staged members share one ready and one done: every rank has posted ready before anyone copies, and no rank
@@ -260,22 +255,14 @@ RankProgram lower(const PlanBatch& batch, int rank, const LowerOptions& options)
     parts.push_back(lower_parts(batch.plan(t), rank, /*gathers_as_exchanges=*/true, options.one_sided));
     prog.one_sided = prog.one_sided || parts.back().program.one_sided;
   }
-  // Workspaces: first those of the tensors whose peers address them (reads_peer_work), at the same place on every
-  // rank, each as large as its largest rank's; then the others, this rank's own sizes.
   Index work = 0;
-  for (bool shared : {true, false}) {
-    for (size_t t = 0; t < batch.size(); ++t) {
-      if (reads_peer_work(batch.plan(t)) != shared) continue;
-      const int es = element_size(parts[t].program.dtype);
-      Index elements = parts[t].program.work_elements;
-      for (int r = 0; shared && r < batch.mesh().world_size(); ++r)
-        if (r != rank)
-          elements = std::max(elements,
-                              lower_parts(batch.plan(t), r, true, options.one_sided).program.work_elements);
-      places[t] = Place{static_cast<int>(t), es, work};
-      work = align_up(checked_add(work, checked_mul(elements, es, "a batch's workspace"), "a batch's workspace"),
-                      kWorkAlign);
-    }
+  for (size_t t = 0; t < batch.size(); ++t) {
+    const int es = element_size(parts[t].program.dtype);
+    places[t] = Place{static_cast<int>(t), es, work};
+    prog.tensor_work_offsets.push_back(work);
+    work = align_up(checked_add(work, checked_mul(parts[t].program.work_elements, es, "a batch's workspace"),
+                                "a batch's workspace"),
+                    kWorkAlign);
   }
   for (size_t t = 0; t < batch.size(); ++t) {
     const RankProgram& p = parts[t].program;

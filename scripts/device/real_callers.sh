@@ -18,13 +18,14 @@ torch_job() {  # torch_job NAME SECONDS SCRIPT ARGS...
   ((t > $(left) - 5)) && t=$(( $(left) - 5 ))
   ((t < 20)) && { echo "$name: skipped ($(left) s left)"; return; }
   timeout $t torchrun --nproc-per-node $N "$@" > "$OUT/$name.log" 2>&1
-  echo "[$(el) s] $name exit $?"; grep -E "passed, |Error|error|^\{\"set|^\{\"shape|^# " "$OUT/$name.log" | cut -c1-900 | head -12
+  local rc=$?
+  echo "[$(el) s] $name exit $rc"; grep -E "passed, |Error|^\{\"set|^\{\"shape|^# |fallback" "$OUT/$name.log" | cut -c1-1200 | head -12
 }
 if has cpp; then
-  timeout 150 build-device/tests/batch_gpu_tests > "$OUT/batch_gpu.log" 2>&1; echo "[$(el) s] batch_gpu_tests exit $?"
+  timeout 150 build-device/tests/batch_gpu_tests > "$OUT/batch_gpu.log" 2>&1; rc=$?; echo "[$(el) s] batch_gpu_tests exit $rc"
   grep -E "^\[ +(OK|FAILED) \]|Failure" "$OUT/batch_gpu.log" | head -12
   timeout 150 build-device/tests/executor_gpu_tests --gtest_filter='GpuProcesses.*:Gpu.OneProcessPerRank' \
-    > "$OUT/processes.log" 2>&1; echo "[$(el) s] processes exit $?"
+    > "$OUT/processes.log" 2>&1; rc=$?; echo "[$(el) s] processes exit $rc"
   grep -E "^\[ +(OK|FAILED) \]|Failure" "$OUT/processes.log" | head -12
 fi
 has fresh && torch_job fresh 120 python/gpu_tests/check_fresh_buffers.py --out "$OUT"

@@ -239,9 +239,10 @@ class CudaPeerLink : public PeerLink {
     RESHARD_CUDA_CHECK(cudaSetDevice(ordinal_));
     const auto t0 = std::chrono::steady_clock::now();
     const size_t tensors = mine.inputs.size();
-    RESHARD_REQUIRE(mine.outputs.size() == tensors && tensors >= 1, "internal: an exposure of ", tensors,
-                    " inputs and ", mine.outputs.size(), " outputs");
-    const size_t slots = 2 * tensors + 1;  // every tensor's input, every tensor's output, the workspace
+    RESHARD_REQUIRE(mine.outputs.size() == tensors && mine.works.size() == tensors && tensors >= 1,
+                    "internal: an exposure of ", tensors, " inputs, ", mine.outputs.size(), " outputs and ",
+                    mine.works.size(), " workspaces");
+    const size_t slots = 3 * tensors;  // every tensor's input, every tensor's output, every tensor's workspace
     const size_t record = sizeof(ExposureHead) + slots * sizeof(BufferName);
     mine_.assign(record, std::byte{0});
     auto* names = reinterpret_cast<BufferName*>(mine_.data() + sizeof(ExposureHead));
@@ -250,7 +251,7 @@ class CudaPeerLink : public PeerLink {
     owned_->begin();
     bool exportable = true;
     for (size_t i = 0; i < slots; ++i) {
-      const void* ptr = i < tensors ? mine.inputs[i] : i < 2 * tensors ? mine.outputs[i - tensors] : mine.work;
+      const void* ptr = i < tensors ? mine.inputs[i] : i < 2 * tensors ? mine.outputs[i - tensors] : mine.works[i - 2 * tensors];
       exportable = owned_->name(ptr, names[i], fresh_, retired_) && exportable;
     }
     owned_->end(retired_);
@@ -279,20 +280,22 @@ class CudaPeerLink : public PeerLink {
     tensors_ = tensors;
     peer_inputs_.assign(static_cast<size_t>(n_) * tensors, nullptr);
     peer_outputs_.assign(static_cast<size_t>(n_) * tensors, nullptr);
+    peer_works_.assign(static_cast<size_t>(n_) * tensors, nullptr);
     for (int p = 0; p < n_; ++p) {
       if (p != me_ && !reachable_[p]) continue;
       const auto* theirs = reinterpret_cast<const BufferName*>(all_.data() + p * record + sizeof(ExposureHead));
       auto at = [&](size_t i) -> void* {
         if (p == me_) return const_cast<void*>(i < tensors         ? mine.inputs[i]
                                                : i < 2 * tensors ? static_cast<const void*>(mine.outputs[i - tensors])
-                                                                 : mine.work);
+                                                                 : mine.works[i - 2 * tensors]);
         return readers_.address(p, theirs[i], cards_[p].pid == cards_[me_].pid);
       };
       for (size_t t = 0; t < tensors; ++t) {
         peer_inputs_[p * tensors + t] = at(t);
         peer_outputs_[p * tensors + t] = at(tensors + t);
+        peer_works_[p * tensors + t] = at(2 * tensors + t);
       }
-      peers_[p] = RankBuffers{peer_inputs_[p * tensors], peer_outputs_[p * tensors], at(2 * tensors)};
+      peers_[p] = RankBuffers{peer_inputs_[p * tensors], peer_outputs_[p * tensors], peer_works_[p * tensors]};
     }
     if (trace_) {
       const auto us = [](auto a, auto b) { return std::chrono::duration<double, std::micro>(b - a).count(); };
@@ -306,7 +309,7 @@ class CudaPeerLink : public PeerLink {
   }
 
   PeerTables tables() const override {
-    return PeerTables{peers_.data(), peer_inputs_.data(), peer_outputs_.data(), tensors_};
+    return PeerTables{peers_.data(), peer_inputs_.data(), peer_outputs_.data(), peer_works_.data(), tensors_};
   }
 
   // Eager runs (as NCCL's CE collectives do): every post to a peer in a phase carries the next number of that
@@ -490,7 +493,7 @@ class CudaPeerLink : public PeerLink {
   std::map<int, std::string> why_;
   std::vector<RankBuffers> peers_;
   std::vector<const void*> peer_inputs_;  // [peer * tensors + tensor]
-  std::vector<void*> peer_outputs_;
+  std::vector<void*> peer_outputs_, peer_works_;
   size_t tensors_ = 1;
   std::vector<void*> flags_mapped_;  // the peers' flags mapped through IPC
   PeerAllocations readers_;

@@ -70,7 +70,7 @@ class BaseTable {
   };
   static bool fixed(const BufferRef& r) { return r.peer < 0 && (r.tensor == 0 || r.buffer == Buffer::kWork); }
   static Key key_of(const BufferRef& r) {
-    return Key{r.peer, static_cast<int>(r.buffer), r.buffer == Buffer::kWork ? 0 : r.tensor};
+    return Key{r.peer, static_cast<int>(r.buffer), r.buffer == Buffer::kWork && r.peer < 0 ? 0 : r.tensor};
   }
   std::vector<Key> keys_;
 };

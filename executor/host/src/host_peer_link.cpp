@@ -30,29 +30,34 @@ class HostPeerLink : public PeerLink {
     for (int phase = 0; phase < 2; ++phase) awaited_[phase].assign(comm.size(), 0);
   }
 
-  // Every rank's pointers: [inputs..., outputs..., work] per rank.
+  // Every rank's pointers: [inputs..., outputs..., works...] per rank.
   bool expose(const ExposedBuffers& mine) override {
-    const size_t tensors = mine.inputs.size(), slots = 2 * tensors + 1, n = peers_.size();
-    RESHARD_REQUIRE(mine.outputs.size() == tensors && tensors >= 1, "internal: an exposure of ", tensors,
-                    " inputs and ", mine.outputs.size(), " outputs");
+    const size_t tensors = mine.inputs.size(), n = peers_.size();
+    RESHARD_REQUIRE(mine.outputs.size() == tensors && mine.works.size() == tensors && tensors >= 1,
+                    "internal: an exposure of ", tensors, " inputs, ", mine.outputs.size(), " outputs and ",
+                    mine.works.size(), " workspaces");
     std::vector<const void*> record(mine.inputs.begin(), mine.inputs.end());
     record.insert(record.end(), mine.outputs.begin(), mine.outputs.end());
-    record.push_back(mine.work);
-    std::vector<const void*> all(slots * n);
-    comm_.all_gather_host(record.data(), all.data(), slots * sizeof(const void*));
+    record.insert(record.end(), mine.works.begin(), mine.works.end());
+    std::vector<const void*> all(3 * tensors * n);
+    comm_.all_gather_host(record.data(), all.data(), record.size() * sizeof(const void*));
     tensors_ = tensors;
     inputs_.assign(n * tensors, nullptr);
     outputs_.assign(n * tensors, nullptr);
+    works_.assign(n * tensors, nullptr);
     for (size_t p = 0; p < n; ++p) {
       for (size_t t = 0; t < tensors; ++t) {
-        inputs_[p * tensors + t] = all[p * slots + t];
-        outputs_[p * tensors + t] = const_cast<void*>(all[p * slots + tensors + t]);
+        inputs_[p * tensors + t] = all[p * 3 * tensors + t];
+        outputs_[p * tensors + t] = const_cast<void*>(all[p * 3 * tensors + tensors + t]);
+        works_[p * tensors + t] = const_cast<void*>(all[p * 3 * tensors + 2 * tensors + t]);
       }
-      peers_[p] = RankBuffers{inputs_[p * tensors], outputs_[p * tensors], const_cast<void*>(all[p * slots + 2 * tensors])};
+      peers_[p] = RankBuffers{inputs_[p * tensors], outputs_[p * tensors], works_[p * tensors]};
     }
     return true;
   }
-  PeerTables tables() const override { return PeerTables{peers_.data(), inputs_.data(), outputs_.data(), tensors_}; }
+  PeerTables tables() const override {
+    return PeerTables{peers_.data(), inputs_.data(), outputs_.data(), works_.data(), tensors_};
+  }
   void require(int) const override {}  // one process: every rank's memory is this process's
   bool copy_engines_reach(int) const override { return true; }
 
@@ -82,7 +87,7 @@ class HostPeerLink : public PeerLink {
   HostCommunicator& comm_;
   std::vector<RankBuffers> peers_;
   std::vector<const void*> inputs_;  // [peer * tensors + tensor]
-  std::vector<void*> outputs_;
+  std::vector<void*> outputs_, works_;
   size_t tensors_ = 1;
   std::vector<std::uint64_t> awaited_[2];  // per phase and peer: how many posts this rank has waited for
 };

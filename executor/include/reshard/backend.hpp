@@ -93,12 +93,13 @@ struct RankBuffers {
   void* work = nullptr;
 };
 
-// Every peer's buffers as this rank addresses them (PeerLink::tables; index: communicator rank): tensor 0's and the
-// workspace in `peers`, and for a batch every tensor's input and output at [peer * tensors + tensor].
+// Every peer's buffers as this rank addresses them (PeerLink::tables; index: communicator rank): tensor 0's and its
+// workspace in `peers`, and for a batch every tensor's input, output and workspace at [peer * tensors + tensor].
 struct PeerTables {
   const RankBuffers* peers = nullptr;
   const void* const* inputs = nullptr;
   void* const* outputs = nullptr;
+  void* const* works = nullptr;
   size_t tensors = 1;
 };
 
@@ -121,7 +122,7 @@ inline const void* address_of(const BufferBases& b, const BufferRef& ref, int el
     const size_t at = static_cast<size_t>(ref.peer) * b.peer.tensors + static_cast<size_t>(ref.tensor);
     base = ref.buffer == Buffer::kInput    ? (ref.tensor > 0 ? b.peer.inputs[at] : b.peer.peers[ref.peer].input)
            : ref.buffer == Buffer::kOutput ? (ref.tensor > 0 ? b.peer.outputs[at] : b.peer.peers[ref.peer].output)
-                                           : b.peer.peers[ref.peer].work;
+                                           : (ref.tensor > 0 ? b.peer.works[at] : b.peer.peers[ref.peer].work);
   } else if (ref.tensor > 0) {
     base = ref.buffer == Buffer::kInput    ? b.inputs[ref.tensor]
            : ref.buffer == Buffer::kOutput ? b.outputs[ref.tensor]
@@ -132,12 +133,13 @@ inline const void* address_of(const BufferBases& b, const BufferRef& ref, int el
   return static_cast<const std::byte*>(base) + ref.offset * element_size;
 }
 
-// The buffers a rank offers its peers for one-sided steps: every tensor's input and output (index: tensor; a single
-// plan has one) and its workspace. Null where no peer addresses it.
+// The buffers a rank offers its peers for one-sided steps: every tensor's input, output and workspace (index: tensor;
+// a single plan has one; a batch's tensors have their parts of one workspace, RankProgram::tensor_work_offsets). Null
+// where no peer addresses it.
 struct ExposedBuffers {
   std::span<const void* const> inputs;
   std::span<void* const> outputs;
-  void* work = nullptr;
+  std::span<void* const> works;
 };
 
 // A batch of copies (or reductions) prepared once (descriptors uploaded) and run many times, one kernel launch (or

@@ -132,7 +132,7 @@ class Executor {
   std::vector<const void*> inputs_;  // per tensor: the buffers validated by the last run (BufferBases' tables)
   std::vector<void*> outputs_;
   std::vector<const void*> exposed_inputs_;  // per tensor: what expose() publishes (null: a kind no peer addresses)
-  std::vector<void*> exposed_outputs_;
+  std::vector<void*> exposed_outputs_, exposed_works_;
   unsigned exposed_kinds_ = 0;  // bits of Buffer: the kinds of buffers some rank addresses in its peers
   bool checked_ = false;
   bool identity_ = false;      // a plan between identical layouts (is_identity)

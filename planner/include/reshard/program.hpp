@@ -30,7 +30,7 @@ struct BufferRef {
   Buffer buffer = Buffer::kInput;
   Index offset = 0;  // elements
   int peer = -1;     // -1: this rank's buffer; otherwise that rank's (communicator rank), read one-sided
-  int tensor = 0;    // kInput/kOutput of a batch's program (plan_batch.hpp): which tensor's; 0 otherwise
+  int tensor = 0;    // a batch's program (plan_batch.hpp): kInput/kOutput, and kWork of a peer: which tensor's
   friend bool operator==(const BufferRef&, const BufferRef&) = default;
 };
 
@@ -132,6 +132,9 @@ struct RankProgram {
   // A batch's program (plan_batch.hpp): dtype kU8 (copies and exchanges in bytes), every tensor's source and target
   // local tensor sizes in bytes (tensor i: BufferRef::tensor == i). Empty for one plan's program.
   std::vector<Index> tensor_input_bytes, tensor_output_bytes;
+  // A batch's program: where each tensor's part of the workspace starts (bytes). A peer's workspace reference of tensor
+  // t (BufferRef::tensor) is relative to that peer's part for t, which may lie elsewhere in its workspace.
+  std::vector<Index> tensor_work_offsets;
   int step_count = 0;
   std::vector<Op> ops;  // in issue order; every side lane's last operation is waited for by a later main-lane one
   std::vector<std::vector<int>> communicator_dims;  // distinct mesh-dim sets of the collectives, in first-use order

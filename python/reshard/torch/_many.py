@@ -14,9 +14,9 @@ from torch.distributed.tensor._dtensor_spec import DTensorSpec
 from . import _autograd, _dtensor, _ops, _runtime
 from ._layout import Unsupported
 
-_batches = {}  # (member keys, strategy) -> _Batch
-_BATCHES_KEPT = 64
-_runtime.clear_hooks.append(_batches.clear)
+_calls = {}  # (strategy, per member (mesh, placements, tensor meta, target as given)) -> _Call
+_CALLS_KEPT = 64
+_runtime.clear_hooks.append(_calls.clear)
 
 
 class _Batch:
@@ -37,9 +37,38 @@ def redistribute_many(dtensors, placements, *, strategy=None):
     dtensors: DTensors on one mesh (any shapes and dtypes); placements: one target per tensor (PyTorch placement
     objects or reshard's text, as redistribute() takes). Returns the list of redistributed DTensors, each equal
     (bitwise) to DTensor.redistribute's. Every rank of the mesh calls it with the same layouts, in the same order.
+    A repeat with the same layouts (fresh tensors or not) reuses everything decided and prepared the first time.
     """
     dtensors = list(dtensors)
     placements = list(placements)
+    strategy = strategy or _runtime.settings.strategy
+    grad = torch.is_grad_enabled() and any(getattr(x, "requires_grad", False) for x in dtensors)
+    if not grad and not _ops.tracing():
+        try:
+            key = (strategy, tuple((x._spec.mesh, x._spec.placements, x._spec.tensor_meta,
+                                    p if isinstance(p, str) else tuple(p)) for x, p in zip(dtensors, placements)),
+                   len(dtensors), len(placements))
+            call = _calls.get(key)
+        except (AttributeError, TypeError):  # not DTensors, or unhashable placements: the checks below say which
+            key = call = None
+        if call is not None:
+            return call.run(dtensors, requires_grad=False)
+    else:
+        key = None
+    mesh, targets = _checked(dtensors, placements)
+    if grad:
+        return list(_Many.apply(mesh, tuple(targets), strategy, *dtensors))
+    call = _Call(dtensors, mesh, targets, strategy, requires_grad=False)
+    if key is not None and not call.uncached:
+        if len(_calls) >= _CALLS_KEPT:
+            _calls.clear()
+        _calls[key] = call
+    return call.run(dtensors, requires_grad=False)
+
+
+def _checked(dtensors, placements):
+    """The mesh and every tensor's target placements (normalised as redistribute() does); ValueError/TypeError naming
+    the tensor."""
     if not dtensors:
         raise ValueError("redistribute_many needs at least one DTensor")
     if len(placements) != len(dtensors):
@@ -56,72 +85,93 @@ def redistribute_many(dtensors, placements, *, strategy=None):
         elif x.device_mesh != mesh:
             raise ValueError(f"redistribute_many: DTensor {i} is on another mesh than DTensor 0 (one mesh per call)")
         targets.append(_target_placements(p, x.placements, x.ndim))
-    strategy = strategy or _runtime.settings.strategy
-    if any(x.requires_grad for x in dtensors) and torch.is_grad_enabled():
-        return list(_Many.apply(mesh, tuple(targets), strategy, *dtensors))
-    return _forward(dtensors, mesh, targets, strategy, requires_grad=False)
+    return mesh, targets
+
+
+class _Call:
+    """What one list of layouts does, decided once: per member nothing (the DTensor itself), PyTorch's redistribution,
+    or a place in the batch reshard runs; the target specs; the prepared batch."""
+
+    __slots__ = ("actions", "specs", "batch", "members", "strategy", "uncached")
+
+    NOOP, PYTORCH, BATCH = 0, 1, 2
+
+    def __init__(self, dtensors, mesh, targets, strategy, requires_grad):
+        n = len(dtensors)
+        self.actions = [self.NOOP] * n
+        self.specs = [None] * n
+        self.strategy = strategy
+        self.uncached = False
+        self.members, keys = [], []
+        for i, (x, placements) in enumerate(zip(dtensors, targets)):
+            if x is None:
+                self.uncached = True
+                continue
+            current = x._spec
+            if current.placements == placements:
+                continue
+            target = self.specs[i] = _autograd.target_spec_of(current, mesh, placements)
+            local = x._local_tensor
+            route = None
+            if local.device.type == "cuda":
+                try:
+                    route = _ops._route(local.dtype, current, target, False, strategy)
+                except Unsupported as e:
+                    _runtime.count("pytorch", str(e))
+            if route is not None and route[0] == "noop":
+                self.actions[i] = self.NOOP
+                self.specs[i] = target
+            elif route is None or route[0] != "reshard":
+                self.actions[i] = self.PYTORCH
+                self.uncached = True  # counted per call by local_redistribute
+            else:
+                self.actions[i] = self.BATCH
+                self.members.append(i)
+                keys.append((route[1], route[2], route[3], route[4], route[5], local.dtype))
+        self.batch = None
+        if self.members:
+            device = dtensors[self.members[0]]._local_tensor.device
+            device = device.index if device.index is not None else torch.cuda.current_device()
+            self.batch = _prepare(tuple(keys), self.members, strategy, device)
+
+    def run(self, dtensors, requires_grad):
+        outs = [None] * len(dtensors)
+        moved = _run_batch(self.batch, [dtensors[i]._local_tensor for i in self.members]) if self.batch else ()
+        for i, out in zip(self.members, moved):
+            outs[i] = _dtensor.make(out, self.specs[i], requires_grad)
+        for i, action in enumerate(self.actions):
+            x = dtensors[i]
+            if action == self.BATCH or x is None:
+                continue
+            if action == self.PYTORCH:
+                local = _autograd.local_redistribute(x._local_tensor, x._spec, self.specs[i], strategy=self.strategy)
+                outs[i] = _dtensor.make(local, self.specs[i], requires_grad)
+            elif self.specs[i] is not None:  # layouts that differ only on size-1 mesh dims: the same local tensor
+                _runtime.count("noop")
+                outs[i] = _dtensor.make(x._local_tensor, self.specs[i], requires_grad)
+            else:
+                _runtime.count("noop")
+                outs[i] = x if x.requires_grad == requires_grad else _dtensor.make(x._local_tensor, x._spec,
+                                                                                   requires_grad)
+        return outs
 
 
 def _forward(dtensors, mesh, targets, strategy, requires_grad):
-    """The redistributed DTensors (None stays None: an unused gradient)."""
-    n = len(dtensors)
-    specs = [None] * n
-    outs = [None] * n
-    members, keys = [], []
-    for i, (x, placements) in enumerate(zip(dtensors, targets)):
-        if x is None:
-            continue
-        current = x._spec
-        if current.placements == placements:
-            outs[i] = x if x.requires_grad == requires_grad else _dtensor.make(x._local_tensor, current, requires_grad)
-            _runtime.count("noop")
-            continue
-        target = specs[i] = _autograd.target_spec_of(current, mesh, placements)
-        local = x._local_tensor
-        route = None
-        if not _ops.tracing() and local.device.type == "cuda":
-            try:
-                route = _ops._route(local.dtype, current, target, False, strategy)
-            except Unsupported as e:
-                _runtime.count("pytorch", str(e))
-        if route is None or route[0] != "reshard":
-            if route is not None and route[0] == "noop":
-                _runtime.count("noop")
-                outs[i] = _dtensor.make(local, target, requires_grad)
-            else:
-                outs[i] = _dtensor.make(_autograd.local_redistribute(local, current, target, strategy=strategy), target,
-                                        requires_grad)
-            continue
-        members.append(i)
-        keys.append((route[1], route[2], route[3], route[4], route[5], local.dtype))
-    if members:
-        locals_ = [dtensors[i]._local_tensor for i in members]
-        moved = _run_batch(tuple(keys), tuple(members), strategy, locals_)
-        for i, out in zip(members, moved):
-            outs[i] = _dtensor.make(out, specs[i], requires_grad)
-    return outs
+    """The redistributed DTensors (None stays None: an unused gradient), deciding anew (the autograd path)."""
+    return _Call(dtensors, mesh, targets, strategy, requires_grad).run(dtensors, requires_grad)
 
 
-def _run_batch(keys, members, strategy, locals_):
-    key = (keys, strategy)
-    batch = _batches.get(key)
-    device = locals_[0].device.index if locals_[0].device.index is not None else torch.cuda.current_device()
-    if batch is None or batch.device != device:
-        batch = _prepare(keys, members, strategy, device)
-        if len(_batches) >= _BATCHES_KEPT:
-            _batches.clear()
-        _batches[key] = batch
-    ins = []
-    outs = []
+def _run_batch(batch, locals_):
+    """New tensors holding every member's target local tensor, the batch run on the current stream."""
+    ins, outs, copies = [], [], []
     for local, shape in zip(locals_, batch.out_shapes):
-        if local.get_device() != device:
-            raise ValueError("redistribute_many: every local tensor must be on this rank's one GPU")
         if not local.is_contiguous():
             local = local.contiguous()
-        ins.append(local)
+            copies.append(local)  # alive until the run is enqueued: no output may take its block before
+        ins.append(local.data_ptr())
         outs.append(local.new_empty(shape))
-    batch.redistributor.run_ptrs([t.data_ptr() for t in ins], [t.data_ptr() for t in outs], _runtime.raw_stream(device))
-    _runtime.count_batch(len(members), batch.redistributor.fallback_runs)
+    batch.redistributor.run_ptrs(ins, [t.data_ptr() for t in outs], _runtime.raw_stream(batch.device))
+    _runtime.count_batch(len(locals_), batch.redistributor.fallback_runs)
     return outs
 
 
@@ -141,7 +191,7 @@ def _prepare(keys, members, strategy, device):
         out_shape = _shapes.local_shape(plan_shape, mesh_shape, dst, coord)
         out_shapes.append(tuple(out_shape[:-1] if is_complex else out_shape))
     redistributor = _runtime.batch_redistributor(mesh_ranks, device, args)
-    return _Batch(members, redistributor, out_shapes, device)
+    return _Batch(list(members), redistributor, out_shapes, device)
 
 
 def _backward_placements(grad_spec, input_spec):
