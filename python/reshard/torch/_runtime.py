@@ -82,11 +82,11 @@ def stats():
             "noop": _stats["noop"],  # nothing to move (same placements up to size-1 mesh dims)
             "pytorch": _stats["pytorch"],  # left to PyTorch; why: fallback_reasons
             "fallback_reasons": dict(_reasons),
-            "batches": _stats["batches"],  # redistribute_many runs through reshard's executor (their tensors in "reshard")
-            # Runs on the NCCL transport because the peers could not map a one-sided plan's buffers (expandable segments,
-            # cudaMallocAsync pools): from such a run on, that redistribution runs on its NCCL plan.
+            "batches": _stats["batches"],  # redistribute_many runs through reshard (their tensors count in "reshard")
+            # Runs on the NCCL transport because the peers could not map a one-sided plan's buffers (expandable
+            # segments, cudaMallocAsync pools): from such a run on, that redistribution runs on its NCCL plan.
             "fallback_runs": sum(e.redistributor.fallback_runs for e in _executors.values() if e.redistributor)
-            + _stats["batch_fallback_runs"],
+            + _stats["batch_fallback_runs"] + _stats["dropped_fallback_runs"],
             "executors_built": _stats["executors_built"],
             "executors_cached": len(_executors),
             "executors_evicted": _stats["executors_evicted"],
@@ -111,7 +111,7 @@ def batch_redistributor(mesh_ranks, device, args):
 
 def reset_stats():
     with _lock:
-        for key in ("reshard", "traced", "noop", "pytorch", "batches", "batch_fallback_runs"):
+        for key in ("reshard", "traced", "noop", "pytorch", "batches", "batch_fallback_runs", "dropped_fallback_runs"):
             _stats[key] = 0
         _reasons.clear()
 
@@ -209,6 +209,8 @@ def _build(key, mesh_shape, mesh_ranks, src, dst, shape, dtype_name, is_complex,
 def _drop(entry):
     # Destroying an executor frees its workspace; nothing collective. Holders of the Entry see redistributor None.
     _executors.pop(entry.key, None)
+    if entry.redistributor is not None:
+        _stats["dropped_fallback_runs"] += entry.redistributor.fallback_runs
     entry.redistributor = None
 
 
