@@ -41,7 +41,8 @@ def llama(layers, hidden, inter, kv, vocab, embeddings=True):
     for i in range(layers):
         p = f"layers.{i}."
         out += [(p + "q", (hidden, hidden), COLWISE), (p + "k", (kv, hidden), COLWISE),
-                (p + "v", (kv, hidden), COLWISE), (p + "o", (hidden, hidden), ROWWISE), (p + "gate", (inter, hidden), COLWISE),
+                (p + "v", (kv, hidden), COLWISE), (p + "o", (hidden, hidden), ROWWISE),
+                (p + "gate", (inter, hidden), COLWISE),
                 (p + "up", (inter, hidden), COLWISE), (p + "down", (hidden, inter), ROWWISE),
                 (p + "input_norm", (hidden,), NORM), (p + "post_norm", (hidden,), NORM)]
     if embeddings:
