@@ -3,14 +3,15 @@
 # PARTS (default "cpp fresh model alloc"): cpp: batch_gpu_tests and the one-process-per-GPU suites (IPC mappings);
 # fresh: python/gpu_tests/check_fresh_buffers.py on every GPU (fresh, reused, freed and reallocated buffers,
 # redistribute_many forward and backward); alloc: the same under expandable segments and cudaMallocAsync, and the
-# Llama-3-8B set under both; model: python/bench/model_sync.py (SETS, default every set). Every result verified.
+# Llama-3-8B set under both; model: python/bench/model_sync.py (SETS, default every set); stages: the host time of
+# each stage of a repeat call (python/bench/call_stages.py). Every result verified.
 # Files under $OUT/real_callers.tgz.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 source scripts/device/lib.sh
 archive_begin real_callers || exit 1
 N=$(nvidia-smi -L | wc -l)
-PARTS=${PARTS:-cpp fresh model alloc}
+PARTS=${PARTS:-cpp fresh stages model alloc}
 export PYTHONPATH="$PWD/build-device/python${PYTHONPATH:+:$PYTHONPATH}" OMP_NUM_THREADS=4 STACKS_EVERY_S=120
 has() { [[ " $PARTS " == *" $1 "* ]]; }
 torch_job() {  # torch_job NAME SECONDS SCRIPT ARGS...
@@ -29,6 +30,7 @@ if has cpp; then
   grep -E "^\[ +(OK|FAILED) \]|Failure" "$OUT/processes.log" | head -12
 fi
 has fresh && torch_job fresh 120 python/gpu_tests/check_fresh_buffers.py --out "$OUT"
+has stages && torch_job stages 60 python/bench/call_stages.py --out "$OUT" --iters 60
 has model && torch_job model 240 python/bench/model_sync.py --out "$OUT" --sets "${SETS:-llama3_8b,llama3_70b_8l,qwen3_moe_layer}"
 if has alloc; then
   for conf in expandable_segments:True backend:cudaMallocAsync; do
