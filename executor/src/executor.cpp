@@ -362,8 +362,11 @@ void Executor::run(std::span<const ConstBuffer> inputs, std::span<const MutableB
     for (size_t t = 0; t < n; ++t) {
       exposed_inputs_[t] = exposed_kinds_ & bit(Buffer::kInput) ? inputs_[t] : nullptr;
       exposed_outputs_[t] = exposed_kinds_ & bit(Buffer::kOutput) ? outputs_[t] : nullptr;
-      const size_t offset = t < program_.tensor_work_offsets.size() ? program_.tensor_work_offsets[t] : 0;
-      exposed_works_[t] = exposed_kinds_ & bit(Buffer::kWork) && work ? work + offset : nullptr;
+      // Tensor t's part of the workspace: from its offset to the next tensor's (null when empty: no address there).
+      const std::vector<Index>& offsets = program_.tensor_work_offsets;
+      const size_t begin = t < offsets.size() ? static_cast<size_t>(offsets[t]) : 0;
+      const size_t end = t + 1 < offsets.size() ? static_cast<size_t>(offsets[t + 1]) : workspace_bytes_;
+      exposed_works_[t] = exposed_kinds_ & bit(Buffer::kWork) && work && end > begin ? work + begin : nullptr;
     }
     if (!peers_->expose(ExposedBuffers{exposed_inputs_, exposed_outputs_, exposed_works_})) {
       checked_ = false;  // the next run checks and exposes again

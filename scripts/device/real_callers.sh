@@ -30,6 +30,17 @@ if has cpp; then
   grep -E "^\[ +(OK|FAILED) \]|Failure" "$OUT/processes.log" | head -12
 fi
 has fresh && torch_job fresh 120 python/gpu_tests/check_fresh_buffers.py --out "$OUT"
+if has rows; then  # peer copies of narrow rows: copy engines (the profile's rule) against the copy kernel
+  python3 -c "import json; p = json.load(open('bench/profiles/h100x2.json')); p['name'] = 'kernel peer copies'
+p['nvlink']['copy_engine_min_row_bytes'] = 1 << 40; json.dump(p, open('/tmp/kernels.json', 'w'))"
+  for shape in 4096x14336 4096x4096 16384x16384; do
+    for prof in bench/profiles/h100x2.json /tmp/kernels.json; do
+      two_processes "$OUT/rows.txt" --backend nccl --from S0 --to S1 --shape $shape --dtype bf16 --strategy p2p \
+        --transport nvlink --iters 30 --profile $prof
+    done
+  done
+  echo "[$(el) s] rows"; cat "$OUT/rows.txt"
+fi
 has stages && torch_job stages 60 python/bench/call_stages.py --out "$OUT" --iters 60
 has model && torch_job model 240 python/bench/model_sync.py --out "$OUT" --sets "${SETS:-llama3_8b,llama3_70b_8l,qwen3_moe_layer}"
 if has alloc; then
