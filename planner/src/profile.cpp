@@ -175,15 +175,11 @@ Profile default_profile() {
   p.nvlink.copy_engine_min_row_bytes = 2048;
   p.nvlink.fused = {11.7, 475.0};
   p.nvlink.fused_overhead_us = 10.7;
-  // Mapping the peers' tensors anew on a call (callers whose tensors change every call): one host all-gather over the
-  // communicator's shared-memory mailbox (every rank on one host) and the IPC handle lookups, cached per allocation.
-  // On 2x H100 (2026-11-27) an exposure's parts took 0.5-1.0 us (describe), 1.2 us at the median (the all-gather; its
-  // 90th percentile, 21 us, is the wait for the peer's host, which a staged plan waits for on the GPU instead) and
-  // 0.5-0.7 us (map); 10 us leaves room for the IPC opens of a caching allocator's new blocks. Measured from Python,
-  // back to back, mapped 64 MiB calls beat staged ones by 8-70 us (S0->S1 74-80 against 106-118 us). Where the
-  // communicator's all-gather goes through NCCL (ranks in different IPC namespaces), an exposure takes 26-300 us:
-  // a profile with map_us 80 fits that.
-  p.nvlink.map_us = 10.0;
+  // Mapping the peers' tensors anew on a call (callers whose tensors change every call) is a host all-gather in which
+  // every rank's host meets the others: beyond its own microseconds, a sequence of such calls cannot run ahead of the
+  // slowest rank's host, which a two-sided or staged call never waits for. Priced as what such a call costs more than
+  // an NCCL one in a sequence of fresh-tensor calls from Python (docs/planner.md, "Changing buffers").
+  p.nvlink.map_us = 100.0;
   // Low-SM mode (PlanOptions::low_sm): beside a bf16 8192^3 GEMM on 2x H200 (issue 25's measurement), NCCL kernels
   // moving data slowed the GEMM 12-13 points more than copy engines moving data did (+16.9/+22.8% against
   // +4.3/+10.6%) and ran 10% slower themselves, while the copy engines were not slowed: an SM-kernel microsecond
