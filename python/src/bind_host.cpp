@@ -14,6 +14,35 @@ namespace {
 
 std::string shape_text(const Dims& d) { return to_list_string(d); }
 
+// Whether NumPy arrays of kind `kind` hold dtype `d`'s values (sizes are checked apart): floating types as floats,
+// integers as integers of their signedness, bool as bool, complex64 as complex, and bf16 and fp8 as their bits
+// (unsigned integers, or an extension type such as ml_dtypes', kind 'V'). Anything else (object arrays, floats declared
+// as integers) would hand the executor values it reads as something they are not.
+bool holds(char kind, DType d) {
+  switch (d) {
+    case DType::kF64:
+    case DType::kF32:
+    case DType::kF16:
+      return kind == 'f';
+    case DType::kBF16:
+    case DType::kF8E4M3:
+    case DType::kF8E5M2:
+      return kind == 'u' || kind == 'V';
+    case DType::kI64:
+    case DType::kI32:
+    case DType::kI16:
+    case DType::kI8:
+      return kind == 'i';
+    case DType::kU8:
+      return kind == 'u';
+    case DType::kBool:
+      return kind == 'b';
+    case DType::kC64:
+      return kind == 'c';
+  }
+  return false;
+}
+
 // Every rank's source shard checked against the layout (NumPy, C order, element size, shape), with the target arrays
 // allocated: what run_host and run_host_batch hand the executor.
 struct RankArrays {
@@ -39,6 +68,9 @@ RankArrays take_shards(const PlanRequest& req, const py::list& shards, const std
     RESHARD_REQUIRE(a.flags() & py::array::c_style, which, "shard of rank ", r, " is not C-contiguous");
     RESHARD_REQUIRE(static_cast<size_t>(a.itemsize()) == es, which, "shard of rank ", r, " has ", a.itemsize(),
                     "-byte elements; dtype ", to_string(req.dtype), " has ", es);
+    const char kind = a.dtype().kind();
+    RESHARD_REQUIRE(holds(kind, req.dtype), which, "shard of rank ", r, " is a NumPy array of ",
+                    std::string(py::str(a.dtype())), ", which does not hold ", to_string(req.dtype), " values");
     const Box box = src.box(r);
     Dims got(static_cast<int>(a.ndim()));
     for (int d = 0; d < got.size(); ++d) got[d] = a.shape(d);

@@ -20,37 +20,58 @@ std::vector<std::string> placement_strings(const std::vector<Placement>& ps) {
 // Every candidate as a dict: exactly the plan JSON's "candidates" (the same keys, figures and order).
 py::object candidates(const Plan& plan) { return py::module_::import("json").attr("loads")(candidates_to_json(plan)); }
 
+// The Plan an object holds. Plan has no Python constructor (plans come from reshard.plan() and Plan.from_json()), but
+// Plan.__new__(Plan) still makes an object whose Plan was never constructed: every method refuses it.
+const Plan& plan_of(py::handle self) {
+  if (!py::isinstance(self, py::type::of<Plan>()))
+    throw py::type_error(
+        cat("expected a reshard.Plan, got ", std::string(py::str(py::type::of(self).attr("__name__")))));
+  auto* inst = reinterpret_cast<py::detail::instance*>(self.ptr());
+  py::detail::value_and_holder vh = inst->get_value_and_holder(py::detail::get_type_info(typeid(Plan)));
+  if (!vh || !vh.holder_constructed() || vh.value_ptr<Plan>() == nullptr)
+    throw py::type_error("this reshard.Plan was never initialised; plans come from reshard.plan() or Plan.from_json()");
+  return *vh.value_ptr<Plan>();
+}
+
+// `f(plan)` as a method of the Python Plan, on a checked self.
+template <class F>
+auto method(F f) {
+  return [f](py::handle self) { return f(plan_of(self)); };
+}
+
 }  // namespace
 
 void bind_plan(py::module_& m) {
   py::class_<Plan>(m, "Plan", "A plan: the steps that turn every rank's source local tensor into its target one.")
-      .def_property_readonly("strategy", [](const Plan& p) { return std::string(to_string(p.strategy())); })
-      .def_property_readonly("estimated_us", &Plan::estimated_us)
-      .def_property_readonly("bytes_moved", &Plan::bytes_moved)
-      .def_property_readonly("peak_workspace_bytes", &Plan::peak_workspace_bytes)
-      .def_property_readonly("dtype", [](const Plan& p) { return std::string(to_string(p.dtype())); })
-      .def_property_readonly("mesh", [](const Plan& p) { return p.src().mesh().shape(); })
-      .def_property_readonly("src_mesh", [](const Plan& p) { return p.src().mesh().str(); })
-      .def_property_readonly("dst_mesh", [](const Plan& p) { return p.dst().mesh().str(); })
-      .def_property_readonly("world_size", [](const Plan& p) { return p.src().mesh().world_size(); })
-      .def_property_readonly("global_shape", [](const Plan& p) { return p.src().global_shape().vec(); })
-      .def_property_readonly("src", [](const Plan& p) { return placement_strings(p.src().placements()); })
-      .def_property_readonly("dst", [](const Plan& p) { return placement_strings(p.dst().placements()); })
-      .def_property_readonly("rank", [](const Plan& p) { return p.scope_rank(); })
-      .def_property_readonly("num_steps", [](const Plan& p) { return p.steps().size(); })
-      .def_property_readonly("communication_steps", &Plan::communication_steps)
-      .def_property_readonly("candidates", &candidates)
-      .def("json", &plan_to_json, "The plan as JSON: exactly what `reshard plan --json` prints.")
-      .def("table", &plan_table, "The plan as `reshard plan` prints it.")
-      .def("svg", &plan_svg, "A picture of the plan (per-step traffic matrices), as `reshard plan --svg` writes.")
+      .def_property_readonly("strategy", method([](const Plan& p) { return std::string(to_string(p.strategy())); }))
+      .def_property_readonly("estimated_us", method([](const Plan& p) { return p.estimated_us(); }))
+      .def_property_readonly("bytes_moved", method([](const Plan& p) { return p.bytes_moved(); }))
+      .def_property_readonly("peak_workspace_bytes", method([](const Plan& p) { return p.peak_workspace_bytes(); }))
+      .def_property_readonly("dtype", method([](const Plan& p) { return std::string(to_string(p.dtype())); }))
+      .def_property_readonly("mesh", method([](const Plan& p) { return p.src().mesh().shape(); }))
+      .def_property_readonly("src_mesh", method([](const Plan& p) { return p.src().mesh().str(); }))
+      .def_property_readonly("dst_mesh", method([](const Plan& p) { return p.dst().mesh().str(); }))
+      .def_property_readonly("world_size", method([](const Plan& p) { return p.src().mesh().world_size(); }))
+      .def_property_readonly("global_shape", method([](const Plan& p) { return p.src().global_shape().vec(); }))
+      .def_property_readonly("src", method([](const Plan& p) { return placement_strings(p.src().placements()); }))
+      .def_property_readonly("dst", method([](const Plan& p) { return placement_strings(p.dst().placements()); }))
+      .def_property_readonly("rank", method([](const Plan& p) { return p.scope_rank(); }))
+      .def_property_readonly("num_steps", method([](const Plan& p) { return p.steps().size(); }))
+      .def_property_readonly("communication_steps", method([](const Plan& p) { return p.communication_steps(); }))
+      .def_property_readonly("candidates", method(&candidates))
+      .def("json", method([](const Plan& p) { return plan_to_json(p); }),
+           "The plan as JSON: exactly what `reshard plan --json` prints.")
+      .def("table", method([](const Plan& p) { return plan_table(p); }), "The plan as `reshard plan` prints it.")
+      .def("svg", method([](const Plan& p) { return plan_svg(p); }),
+           "A picture of the plan (per-step traffic matrices), as `reshard plan --svg` writes.")
       .def_static(
           "from_json", [](const std::string& text) { return plan_from_json(text); }, py::arg("text"),
           "Loads and validates a plan from its JSON.")
-      .def("__repr__", [](const Plan& p) {
-        return cat("<reshard.Plan ", p.src().str(), " -> [", to_string(p.dst().placements()), "] ",
-                   to_string(p.dtype()), ": ", to_string(p.strategy()), ", ", p.steps().size(), " steps, ",
-                   p.estimated_us(), " us>");
-      });
+      .def("__repr__", method([](const Plan& p) {
+             return cat("<reshard.Plan ", p.src().str(), " -> [", to_string(p.dst().placements()), "] ",
+                        to_string(p.dtype()), ": ", to_string(p.strategy()), ", ", p.steps().size(), " steps, ",
+                        p.estimated_us(), " us>");
+           }));
 
   m.def(
       "make_plan",

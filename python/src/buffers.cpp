@@ -18,12 +18,17 @@ namespace py = pybind11;
 namespace reshard::python {
 namespace {
 
+constexpr size_t kMaxDims = 64;  // more dims than any tensor library makes: a description claiming more is refused
+
 // Bytes of a dense row-major tensor; kInvalidArgument when strides are given and are not row-major (a dim of
 // extent 1 may have any stride, as in NumPy and PyTorch).
 size_t dense_bytes(const std::vector<std::int64_t>& shape, const std::vector<std::int64_t>* strides_elems,
                    int element_bits, const char* what) {
   RESHARD_REQUIRE(element_bits > 0 && element_bits % 8 == 0, what, ": element size of ", element_bits,
                   " bits is not a whole number of bytes");
+  RESHARD_REQUIRE(shape.size() <= kMaxDims, what, ": ", shape.size(), " dims; at most ", kMaxDims);
+  RESHARD_REQUIRE(!strides_elems || strides_elems->size() == shape.size(), what, ": ", strides_elems->size(),
+                  " strides for ", shape.size(), " dims");
   Index count = 1;
   for (std::int64_t s : shape) {
     RESHARD_REQUIRE(s >= 0, what, ": negative extent ", s);
@@ -57,6 +62,8 @@ BufferRef from_dlpack(py::handle obj, std::uintptr_t stream, const char* what) {
   auto* managed = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(capsule.ptr(), "dltensor"));
   if (!managed) throw py::error_already_set();
   const DLTensor& t = managed->dl_tensor;
+  RESHARD_REQUIRE(t.ndim >= 0 && static_cast<size_t>(t.ndim) <= kMaxDims && (t.ndim == 0 || t.shape != nullptr), what,
+                  ": DLPack tensor with ", t.ndim, " dims", t.ndim > 0 && !t.shape ? " and no shape" : "");
   std::vector<std::int64_t> shape(t.shape, t.shape + t.ndim);
   std::vector<std::int64_t> strides;
   if (t.strides) strides.assign(t.strides, t.strides + t.ndim);

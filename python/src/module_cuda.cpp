@@ -114,8 +114,8 @@ std::unique_ptr<CudaBatchRedistributor> make_batch_redistributor(std::shared_ptr
   std::vector<std::shared_ptr<const Plan>> plans;
   for (size_t t = 0; t < reqs.size(); ++t) {
     try {
-      plans.push_back(std::make_shared<const Plan>(
-          make_rank_plan(reqs[t].src, reqs[t].dst, reqs[t].dtype, rank, reqs[t].options)));
+      plans.push_back(
+          std::make_shared<const Plan>(make_rank_plan(reqs[t].src, reqs[t].dst, reqs[t].dtype, rank, reqs[t].options)));
     } catch (const Error& e) {
       throw Error(e.kind(), cat("tensor ", t, ": ", e.what()));
     }
@@ -210,8 +210,9 @@ PYBIND11_MODULE(_cuda, m) {
           },
           py::arg("stream"), py::call_guard<py::gil_scoped_release>(),
           "Blocks until the work on `stream` is done (with the communicator's timeout).")
-      .def_property_readonly("fallback_runs", [](const CudaRedistributor& r) { return r.redistributor->fallback_runs(); },
-                             "Runs on the NCCL fallback plan (the peers could not map this rank's or a peer's buffers).");
+      .def_property_readonly(
+          "fallback_runs", [](const CudaRedistributor& r) { return r.redistributor->fallback_runs(); },
+          "Runs on the NCCL fallback plan (the peers could not map this rank's or a peer's buffers).");
 
   py::class_<CudaBatchRedistributor>(m, "BatchRedistributor",
                                      "One rank's prepared batch of redistributions: one executor, one run for all.")
@@ -228,8 +229,8 @@ PYBIND11_MODULE(_cuda, m) {
           "run_ptrs",
           [](CudaBatchRedistributor& r, const std::vector<std::uintptr_t>& inputs,
              const std::vector<std::uintptr_t>& outputs, std::uintptr_t stream) {
-            RESHARD_REQUIRE(inputs.size() == r.in.size() && outputs.size() == r.out.size(), "a batch of ",
-                            r.in.size(), " tensors got ", inputs.size(), " inputs and ", outputs.size(), " outputs");
+            RESHARD_REQUIRE(inputs.size() == r.in.size() && outputs.size() == r.out.size(), "a batch of ", r.in.size(),
+                            " tensors got ", inputs.size(), " inputs and ", outputs.size(), " outputs");
             for (size_t t = 0; t < r.in.size(); ++t) {
               r.in[t] = reinterpret_cast<const void*>(inputs[t]);
               r.out[t] = reinterpret_cast<void*>(outputs[t]);

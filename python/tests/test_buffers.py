@@ -48,3 +48,12 @@ def test_addresses_and_bad_objects():
         _core.describe_buffer("not a tensor")
     with pytest.raises(ValueError, match="expected a tensor"):
         _core.describe_buffer(True)
+
+
+def test_cuda_array_interface_with_fewer_strides_than_dims_is_refused():
+    class Described:
+        __cuda_array_interface__ = {"data": (4096, False), "shape": (4, 4, 4), "typestr": "<f4", "strides": (64,),
+                                    "version": 3}
+
+    with pytest.raises(ValueError, match="1 strides for 3 dims"):
+        _core.describe_buffer(Described())

@@ -168,3 +168,12 @@ def test_profile_path_with_nul_is_refused(data_dir):
     profile = data_dir.parent.parent / "bench" / "profiles" / "h100x2.json"
     with pytest.raises(ValueError, match="NUL byte"):
         reshard.plan(2, "S0", "S1", [8, 8], profile=str(profile) + "\0.bak")
+
+
+def test_a_plan_never_initialised_is_refused_not_a_crash():
+    p = reshard.Plan.__new__(reshard.Plan)
+    for use in (p.json, p.table, p.svg, lambda: p.strategy, lambda: repr(p)):
+        with pytest.raises(TypeError, match="never initialised"):
+            use()
+    with pytest.raises(TypeError, match="expected a reshard.Plan"):
+        reshard.Plan.json(5)

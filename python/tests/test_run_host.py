@@ -139,3 +139,22 @@ def test_bad_input():
         reshard.run_host([2], "S0", "S1", [])
     with pytest.raises(ValueError):
         reshard.run_host([2], "S0", "S1", [x, x], shape=[4, 4], strategy="nope")
+
+
+def test_arrays_whose_elements_are_not_the_dtype_are_refused():
+    # Object arrays hold pointers and float32 arrays float bits: summed as integers they were garbage or a crash.
+    objects = np.array([1, 2], dtype=object)
+    with pytest.raises(ValueError, match="does not hold i64"):
+        reshard.run_host([2], "P", "R", [objects, objects], dtype="i64")
+    floats = np.array([1.5, 2.5], dtype=np.float32)
+    with pytest.raises(ValueError, match="does not hold i32"):
+        reshard.run_host([2], "P", "R", [floats, floats], dtype="i32")
+
+
+def test_max_and_min_of_complex_partials_are_refused():
+    z = np.array([1 + 5j, 3 + 2j], dtype=np.complex64)
+    for op in ("max", "min"):
+        with pytest.raises(ValueError, match=f"Partial\\({op}\\) is not supported on complex64"):
+            reshard.run_host([2], f"P({op})", "R", [z, z])
+    summed = reshard.run_host([2], "P", "R", [z, z])
+    assert all(np.array_equal(s, 2 * z) for s in summed)
