@@ -56,8 +56,8 @@ TEST(GpuBatch, OneSidedMembersEveryElement) {
       RunOptions o = gpu_run();
       o.cuda_graph = graph;
       RunResult r = runner.run(batch, o);
-      EXPECT_EQ(r.wrong_elements, 0) << "mesh " << mesh.str() << " seed " << c.seed << (graph ? " (graph)" : "")
-                                     << ": " << r.first_error;
+      EXPECT_EQ(r.wrong_elements, 0) << "mesh " << mesh.str() << " seed " << c.seed << (graph ? " (graph)" : "") << ": "
+                                     << r.first_error;
       EXPECT_EQ(r.checked_elements, expected_elements(batch));
     }
   }

@@ -370,8 +370,9 @@ void Executor::run(std::span<const ConstBuffer> inputs, std::span<const MutableB
     }
     if (!peers_->expose(ExposedBuffers{exposed_inputs_, exposed_outputs_, exposed_works_})) {
       checked_ = false;  // the next run checks and exposes again
-      fail(ErrorKind::kUnmappable, "a buffer of this run on some rank is memory the other ranks cannot map (no CUDA "
-                                   "IPC handle: an expandable segment or a stream-ordered pool); nothing was enqueued");
+      fail(ErrorKind::kUnmappable,
+           "a buffer of this run on some rank is memory the other ranks cannot map (no CUDA "
+           "IPC handle: an expandable segment or a stream-ordered pool); nothing was enqueued");
     }
     exposed_ = true;
   }

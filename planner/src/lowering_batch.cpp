@@ -20,9 +20,9 @@ namespace reshard {
 namespace detail {
 namespace {
 
-constexpr size_t kEngineCopiesPerStep = 4;  // local copies of a batch step the copy engines take, one call each
+constexpr size_t kEngineCopiesPerStep = 4;       // local copies of a batch step the copy engines take, one call each
 constexpr Index kKernelPeerCopyBytes = 4 << 20;  // see merged_syncs
-constexpr Index kWorkAlign = 256;           // bytes: every tensor's workspace and the staging area start aligned
+constexpr Index kWorkAlign = 256;                // bytes: every tensor's workspace and the staging area start aligned
 constexpr Index kRunAlign =
     8;  // bytes: a message joins the previous one's send only where it starts this aligned (any element)
 
@@ -219,7 +219,8 @@ void merge_one_sided(OneSidedParts& to, OneSidedParts& from, std::vector<int>& p
   append(to.kernel_copies, from.kernel_copies);
   append(to.reduce, from.reduce);
   for (const PeerSync* sync : {&from.ready, &from.done})
-    for (const std::vector<int>* list : {&sync->notify, &sync->await}) partners.insert(partners.end(), list->begin(), list->end());
+    for (const std::vector<int>* list : {&sync->notify, &sync->await})
+      partners.insert(partners.end(), list->begin(), list->end());
 }
 
 void merged_syncs(OneSidedParts& one, std::vector<int> partners) {

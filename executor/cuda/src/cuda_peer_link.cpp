@@ -30,6 +30,7 @@
 #include "driver_api.hpp"
 #include "fused_batches.hpp"
 #include "peer_mappings.hpp"
+#include "relaxed_capture.hpp"
 #include "reshard/cuda_check.hpp"
 #include "reshard/cuda_device.hpp"
 #include "reshard/detail/host_mailbox.hpp"
@@ -56,8 +57,6 @@ struct ExposureHead {
   std::uint32_t tensors = 0;
 };
 
-// Host all-gathers of at most this many bytes; larger records go in pieces.
-constexpr size_t kGatherPiece = 16 << 10;
 // Publications of a rank not exposed by its latest exposure stay published up to this many, and up to this fraction
 // of its GPU's memory (peer_mappings.hpp).
 constexpr size_t kStalePublications = 8192;
@@ -69,20 +68,6 @@ std::uint64_t stale_bytes_limit(int ordinal) {
   RESHARD_CUDA_CHECK(cudaMemGetInfo(&free, &total));
   return total / kStaleMemoryDivisor;
 }
-
-// Mapping buffers talks to the peers from the host (an all-gather over the communicator, IPC calls), which global
-// stream capture forbids on the capturing thread; this thread switches to relaxed capture for that while, as NCCL's own
-// setup does. Nothing of it is captured: the graph keeps the addresses mapped at capture.
-class RelaxedCapture {
- public:
-  RelaxedCapture() { RESHARD_CUDA_CHECK(cudaThreadExchangeStreamCaptureMode(&mode_)); }
-  ~RelaxedCapture() { cudaThreadExchangeStreamCaptureMode(&mode_); }
-  RelaxedCapture(const RelaxedCapture&) = delete;
-  RelaxedCapture& operator=(const RelaxedCapture&) = delete;
-
- private:
-  cudaStreamCaptureMode mode_ = cudaStreamCaptureModeRelaxed;
-};
 
 constexpr int kPhases = 2;
 // Stream-operation flags come in two sets, [eager | graph][phase][rank]: eager posts carry increasing numbers and are
@@ -251,7 +236,9 @@ class CudaPeerLink : public PeerLink {
     owned_->begin();
     bool exportable = true;
     for (size_t i = 0; i < slots; ++i) {
-      const void* ptr = i < tensors ? mine.inputs[i] : i < 2 * tensors ? mine.outputs[i - tensors] : mine.works[i - 2 * tensors];
+      const void* ptr = i < tensors       ? mine.inputs[i]
+                        : i < 2 * tensors ? mine.outputs[i - tensors]
+                                          : mine.works[i - 2 * tensors];
       exportable = owned_->name(ptr, names[i], fresh_, retired_) && exportable;
     }
     owned_->end(retired_);
@@ -260,7 +247,7 @@ class CudaPeerLink : public PeerLink {
     std::memcpy(mine_.data(), &head, sizeof head);
     const auto t1 = std::chrono::steady_clock::now();
     all_.resize(record * n_);
-    gather(mine_.data(), all_.data(), record);
+    gather_in_pieces(comm_, mine_.data(), all_.data(), record, piece_);
     size_t extra = 0;
     int unexportable = -1;
     for (int p = 0; p < n_; ++p) {
@@ -285,9 +272,10 @@ class CudaPeerLink : public PeerLink {
       if (p != me_ && !reachable_[p]) continue;
       const auto* theirs = reinterpret_cast<const BufferName*>(all_.data() + p * record + sizeof(ExposureHead));
       auto at = [&](size_t i) -> void* {
-        if (p == me_) return const_cast<void*>(i < tensors         ? mine.inputs[i]
-                                               : i < 2 * tensors ? static_cast<const void*>(mine.outputs[i - tensors])
-                                                                 : mine.works[i - 2 * tensors]);
+        if (p == me_)
+          return const_cast<void*>(i < tensors       ? mine.inputs[i]
+                                   : i < 2 * tensors ? static_cast<const void*>(mine.outputs[i - tensors])
+                                                     : mine.works[i - 2 * tensors]);
         return readers_.address(p, theirs[i], cards_[p].pid == cards_[me_].pid);
       };
       for (size_t t = 0; t < tensors; ++t) {
@@ -424,7 +412,7 @@ class CudaPeerLink : public PeerLink {
     std::memcpy(out.data(), fresh_.data(), fresh_.size() * sizeof(Publication));
     std::memcpy(out.data() + fresh_.size() * sizeof(Publication), retired_.data(),
                 retired_.size() * sizeof(std::uint64_t));
-    gather(out.data(), in.data(), bytes);
+    gather_in_pieces(comm_, out.data(), in.data(), bytes, piece_);
     const size_t record = mine_.size();
     for (int p = 0; p < n_; ++p) {
       if (p == me_ || !reachable_[p]) continue;
@@ -437,17 +425,6 @@ class CudaPeerLink : public PeerLink {
       std::memcpy(gone.data(), from + pubs.size() * sizeof(Publication), gone.size() * sizeof(std::uint64_t));
       readers_.forget(p, gone);  // (an id retired and published again in one exposure: freed, then a new allocation)
       readers_.learn(p, pubs);
-    }
-  }
-
-  // A host all-gather of `bytes` per rank, in pieces of at most kGatherPiece.
-  void gather(const std::byte* send, std::byte* recv, size_t bytes) {
-    if (bytes <= kGatherPiece) return comm_.all_gather_host(send, recv, bytes);
-    piece_.resize(kGatherPiece * n_);
-    for (size_t off = 0; off < bytes; off += kGatherPiece) {
-      const size_t len = std::min(kGatherPiece, bytes - off);
-      comm_.all_gather_host(send + off, piece_.data(), len);
-      for (int p = 0; p < n_; ++p) std::memcpy(recv + p * bytes + off, piece_.data() + p * len, len);
     }
   }
 

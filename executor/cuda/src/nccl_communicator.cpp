@@ -168,8 +168,8 @@ struct NcclCommunicator::HostGatherStaging {
 
 namespace {
 
-// Records of at most this many bytes go through the mailbox (a connect's card and an expose's three buffers fit).
-constexpr size_t kMailboxRecordBytes = 4096;
+// Records of at most this many bytes go through the mailbox (a connect's card; exposures gather in pieces this size).
+constexpr size_t kMailboxRecordBytes = 16 << 10;
 
 }  // namespace
 

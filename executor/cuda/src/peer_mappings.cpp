@@ -1,6 +1,7 @@
 #include "peer_mappings.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <utility>
 
 #include "driver_api.hpp"
@@ -108,8 +109,7 @@ void* PeerAllocations::address(int peer, const BufferName& name, bool same_proce
   if (name.id == 0) return nullptr;
   auto& known = peers_.at(static_cast<size_t>(peer));
   auto it = known.find(name.id);
-  RESHARD_REQUIRE(it != known.end(), "internal: rank ", peer, " exposed allocation ", name.id,
-                  " it never published");
+  RESHARD_REQUIRE(it != known.end(), "internal: rank ", peer, " exposed allocation ", name.id, " it never published");
   Known& k = it->second;
   RESHARD_REQUIRE(name.offset < k.pub.bytes, "internal: rank ", peer, " exposed offset ", name.offset,
                   " past its allocation of ", k.pub.bytes, " bytes");
@@ -126,6 +126,19 @@ void* PeerAllocations::address(int peer, const BufferName& name, bool same_proce
     ++mapped_;
   }
   return static_cast<std::byte*>(k.mapped) + name.offset;
+}
+
+void gather_in_pieces(Communicator& comm, const std::byte* send, std::byte* recv, size_t bytes,
+                      std::vector<std::byte>& piece) {
+  constexpr size_t kPiece = 16 << 10;
+  if (bytes <= kPiece) return comm.all_gather_host(send, recv, bytes);
+  const size_t n = static_cast<size_t>(comm.size());
+  piece.resize(kPiece * n);
+  for (size_t off = 0; off < bytes; off += kPiece) {
+    const size_t len = std::min(kPiece, bytes - off);
+    comm.all_gather_host(send + off, piece.data(), len);
+    for (size_t p = 0; p < n; ++p) std::memcpy(recv + p * bytes + off, piece.data() + p * len, len);
+  }
 }
 
 }  // namespace reshard::cuda

@@ -17,6 +17,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "reshard/backend.hpp"
+
 namespace reshard::cuda {
 
 // An allocation as its owner publishes it.
@@ -89,5 +91,10 @@ class PeerAllocations {
   int me_;
   size_t mapped_ = 0;
 };
+
+// A host all-gather over `comm` of `bytes` per rank (every rank's into recv, rank order), in pieces of at most 16 KiB
+// (what the communicator's shared-memory mailbox carries); `piece`: scratch kept by the caller.
+void gather_in_pieces(Communicator& comm, const std::byte* send, std::byte* recv, size_t bytes,
+                      std::vector<std::byte>& piece);
 
 }  // namespace reshard::cuda
