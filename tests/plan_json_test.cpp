@@ -3,6 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "reshard/plan_format.hpp"
 #include "reshard/plan_json.hpp"
 #include "reshard/planner.hpp"
 #include "reshard/profile.hpp"
@@ -173,6 +174,24 @@ TEST(Profile, DefaultsRoundTripAndEveryFieldIsChecked) {
   j["fits"] = {{"p2p", {{"residual", 0.1}}}};
   Profile with_extra = profile_from_json(j.dump());
   EXPECT_NE(profile_to_json(with_extra).find("\"fits\""), std::string::npos);
+}
+
+}  // namespace
+}  // namespace reshard
+
+namespace reshard {
+namespace {
+
+// A file can relabel a plan's strategy or carry control characters in its labels: the first is refused (the strategy
+// names the steps), the second printed escaped.
+TEST(PlanJson, ForgedLabelsAreRefusedOrEscaped) {
+  expect_corrupt([](json& j) { j["strategy"] = "collective"; }, "a collective plan has no p2p step");
+  json j = json::parse(plan_to_json(seed_plan()));
+  j["profile"] = "evil\x1b[2J\x07\r";
+  const std::string table = plan_table(plan_from_json(j.dump()));
+  EXPECT_EQ(table.find('\x1b'), std::string::npos);
+  EXPECT_EQ(table.find('\x07'), std::string::npos);
+  EXPECT_NE(table.find("evil\\e[2J"), std::string::npos) << table;
 }
 
 }  // namespace

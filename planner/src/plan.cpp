@@ -350,6 +350,15 @@ void validate_plan(const PlanSpec& spec) {
   }
   RESHARD_REQUIRE(current == canon(spec.dst, spec.dst.placements()), "the last step ends at [", to_string(current),
                   "], not the target [", to_string(spec.dst.placements()), "]");
+  // The strategy names the steps: a collective plan has no p2p step, a p2p plan no collective one (hybrids mix them).
+  for (size_t i = 0; i < spec.steps.size(); ++i) {
+    const StepKind k = spec.steps[i].kind;
+    const bool p2p = k == StepKind::kP2P, collective = k != StepKind::kP2P && k != StepKind::kLocal;
+    RESHARD_REQUIRE(
+        !(spec.strategy == Strategy::kCollective && p2p) && !(spec.strategy == Strategy::kP2P && collective), "step ",
+        i, " is ", to_string(k), " but the plan's strategy is ", to_string(spec.strategy),
+        ": a collective plan has no p2p step and a p2p plan no collective one");
+  }
 }
 
 Plan::Plan(PlanSpec spec) : s_(std::move(spec)) { validate_plan(s_); }

@@ -8,6 +8,7 @@
 #include "plan_traffic.hpp"
 #include "reshard/plan_format.hpp"
 #include "reshard/program.hpp"
+#include "reshard/text.hpp"
 
 namespace reshard {
 namespace {
@@ -38,7 +39,7 @@ std::string why(const Plan& plan) {
   for (const Candidate& c : plan.candidates()) {
     if (&c == chosen) continue;
     if (!c.available) {
-      out += fmt::format("; {} unavailable ({})", label(c), c.reason);
+      out += fmt::format("; {} unavailable ({})", label(c), printable(c.reason));
     } else if (!c.fits_budget) {
       out += fmt::format("; {} needs {} of workspace, over the budget", label(c),
                          human_bytes(static_cast<double>(c.peak_workspace_bytes)));
@@ -109,7 +110,7 @@ std::string plan_table(const Plan& plan) {
   std::string os = fmt::format("plan   {} [{}] -> {}[{}], {} {} ({}), {} ranks per node, profile {}\n", mesh.str(),
                                to_string(plan.src().placements()), target_mesh, to_string(plan.dst().placements()),
                                to_string(plan.src().global_shape()), to_string(plan.dtype()), human_bytes(tensor_bytes),
-                               plan.topology().ranks_per_node, plan.profile_name());
+                               plan.topology().ranks_per_node, printable(plan.profile_name()));
   if (plan.scope_rank()) os += fmt::format("scope  transfers of rank {} only\n", *plan.scope_rank());
   if (plan.low_sm())
     os += "low-SM priced to run beside compute: SM kernels' time x the profile's low_sm_kernel_factor\n";
@@ -133,7 +134,7 @@ std::string plan_table(const Plan& plan) {
   for (const Candidate& c : plan.candidates()) {
     const char* mark = is_chosen(plan, c) ? "* " : "  ";
     if (!c.available) {
-      os += fmt::format("{}{:<16}unavailable: {}\n", mark, label(c), c.reason);
+      os += fmt::format("{}{:<16}unavailable: {}\n", mark, label(c), printable(c.reason));
       continue;
     }
     os += fmt::format(kCand, mark, label(c), fmt::format("{:.1f}", c.estimated_us), c.steps,
