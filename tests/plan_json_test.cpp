@@ -7,6 +7,7 @@
 #include "reshard/plan_json.hpp"
 #include "reshard/planner.hpp"
 #include "reshard/profile.hpp"
+#include "reshard/text.hpp"
 
 namespace reshard {
 namespace {
@@ -192,6 +193,21 @@ TEST(PlanJson, ForgedLabelsAreRefusedOrEscaped) {
   EXPECT_EQ(table.find('\x1b'), std::string::npos);
   EXPECT_EQ(table.find('\x07'), std::string::npos);
   EXPECT_NE(table.find("evil\\e[2J"), std::string::npos) << table;
+}
+
+// A file claiming more steps than any plan has is refused before its steps are built (plan_json.cpp's limit).
+TEST(PlanJson, TooManyStepsAreRefusedBeforeBuildingThem) {
+  json j = json::parse(plan_to_json(seed_plan()));
+  const json step = j["steps"][0];
+  j["steps"] = json::array();
+  for (std::uint64_t i = 0; i <= kMaxPlanFileSteps; ++i) j["steps"].push_back(step);
+  try {
+    plan_from_json(j.dump());
+    ADD_FAILURE() << "a plan of " << kMaxPlanFileSteps + 1 << " steps loaded";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("more than 65536 steps"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

@@ -221,7 +221,7 @@ std::string plan_to_json(const Plan& plan) {
 namespace {
 
 Plan parse_plan(const std::string& text, const Profile* profile) {
-  const json j = detail::parse_json_input(text, "plan");
+  const json j = detail::parse_json_input(text, "plan", detail::JsonArrayLimit{"steps", kMaxPlanFileSteps});
   if (!j.is_object()) fail(ErrorKind::kInvalidArgument, "plan must be a JSON object");
   using R = Reader;
   std::string schema = R::string(j, "schema", "");

@@ -29,6 +29,7 @@ std::string printable(std::string_view text, size_t max_chars = 200);
 // Size caps of the files reshard reads (docs/errors.md lists them).
 inline constexpr std::uint64_t kMaxPlanFileBytes = std::uint64_t(1) << 30;      // 1 GiB
 inline constexpr std::uint64_t kMaxProfileFileBytes = std::uint64_t(16) << 20;  // 16 MiB
+inline constexpr std::uint64_t kMaxPlanFileSteps = 65536;                       // steps of a plan file
 
 // The contents of a regular file of at most `max_bytes` bytes. kInvalidArgument naming `what` and the path when it
 // cannot be opened, "is a directory", "is not a regular file" (FIFO, device, socket: refused without blocking) or
