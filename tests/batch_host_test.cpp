@@ -262,29 +262,20 @@ TEST(HostBatchProgram, BadBatches) {
 // Rank-scoped plans (as reshard.torch makes them) of one-sided members whose workspaces differ in size between ranks
 // (uneven shards, staged first steps, two-step plans): a peer's workspace is addressed through its own part for the
 // tensor, wherever its workspace lays it out. Every rank runs three times on new buffers; every element checked.
-TEST(HostBatchProgram, RankPlansOfOneSidedMembersEveryElement) {
-  const Mesh mesh({3});
-  const char* pairs[][2] = {{"S0", "S1"}, {"S1", "R"}, {"R", "S0"}, {"S0", "R"}, {"P", "S1"}, {"S1", "S0"}};
-  std::vector<BatchEntry> entries;
-  for (int i = 0; i < 12; ++i) {
-    const Dims shape{7 + i, 5 + 2 * i};
-    entries.push_back({Layout(mesh, parse_placements(pairs[i % 6][0]), shape),
-                       Layout(mesh, parse_placements(pairs[i % 6][1]), shape), i % 2 ? DType::kF32 : DType::kBF16});
-  }
-  PlanOptions o;
-  o.strategy = Strategy::kP2P;
-  o.transport = Transport::kNvlink;
-  o.topology.peer_access = true;
-  o.buffers_change = true;
-  HostWorld world(3);
-  std::atomic<Index> wrong{0}, checked{0};
+// Runs rank-scoped plans of `entries` (planned with `o`) three times on every rank of `mesh` (host backend), new
+// buffers each time; returns the wrong elements and counts the checked ones into `checked`.
+Index run_rank_plans(const Mesh& mesh, const std::vector<BatchEntry>& entries, const PlanOptions& o,
+                     std::atomic<Index>& checked, bool expect_staged) {
+  const int n = static_cast<int>(mesh.size());
+  HostWorld world(n);
+  std::atomic<Index> wrong{0};
   run_ranks(
-      3,
+      n,
       [&](int r) {
         const PlanBatch batch = make_plan_batch(entries, o, r);
         int staged = 0;
         for (const auto& p : batch.plans()) staged += !p->steps().empty() && p->steps().front().staged;
-        EXPECT_GT(staged, 0) << "no staged member on rank " << r;
+        if (expect_staged) EXPECT_GT(staged, 0) << "no staged member on rank " << r;
         HostCommunicator comm(world, r);
         HostDevice device;
         ExecutorOptions eo;
@@ -313,8 +304,34 @@ TEST(HostBatchProgram, RankPlansOfOneSidedMembersEveryElement) {
         }
       },
       &world);
-  EXPECT_EQ(wrong.load(), 0);
-  EXPECT_GT(checked.load(), 0);
+  return wrong.load();
+}
+
+TEST(HostBatchProgram, RankPlansOfOneSidedMembersEveryElement) {
+  // Forward and backward pairs of a mixed list (as reshard.torch's redistribute_many moves them and their gradients).
+  const char* pairs[][2] = {{"S0", "S1"}, {"S1", "R"}, {"R", "S0"}, {"S0", "R"},  {"P", "S1"}, {"S1", "S0"},
+                            {"P", "R"},   {"R", "S1"}, {"S1", "S1"}, {"S1", "R"}, {"R", "R"},  {"S0", "S0"}};
+  for (const Mesh& mesh : {Mesh({3}), Mesh({4}), Mesh({2, 2})}) {
+    std::vector<BatchEntry> entries;
+    for (int i = 0; i < 24; ++i) {
+      const Dims shape{7 + i, 5 + 2 * i};
+      std::vector<Placement> from(mesh.ndim(), Placement::replicate()), to = from;
+      from.back() = parse_placements(pairs[i % 12][0]).front();
+      to.back() = parse_placements(pairs[i % 12][1]).front();
+      entries.push_back({Layout(mesh, from, shape), Layout(mesh, to, shape), i % 2 ? DType::kF32 : DType::kBF16});
+    }
+    for (Transport transport : {Transport::kNvlink, Transport::kAuto}) {
+      PlanOptions o;
+      o.transport = transport;
+      o.topology.peer_access = true;
+      o.topology.ranks_per_node = 4;
+      o.buffers_change = true;
+      std::atomic<Index> checked{0};
+      EXPECT_EQ(run_rank_plans(mesh, entries, o, checked, transport == Transport::kNvlink), 0)
+          << mesh.str() << " " << to_string(transport);
+      EXPECT_GT(checked.load(), 0);
+    }
+  }
 }
 
 TEST(HostBatchProgram, CacheKeysTheWholeList) {

@@ -3,8 +3,8 @@
 Every tensor is planned as it would be alone; the plans run as one batch (one executor, one run): step k of every
 tensor is one exchange, one set of one-sided copies between one ready and one done, small messages coalesced. Members
 whose placements do not change are returned as they are (as DTensor.redistribute returns them), members reshard
-leaves to PyTorch go through PyTorch one by one (counted in stats()). Differentiable: the backward moves every
-gradient back in one batch, with the single call's rules for Partial inputs.
+leaves to PyTorch go through PyTorch one by one (counted in stats()). Differentiable: the backward moves each
+gradient back with the single call's rules for Partial inputs, one call per gradient.
 """
 
 import torch
@@ -217,7 +217,11 @@ class _Many(torch.autograd.Function):
     def backward(ctx, *grads):
         targets = [None if g is None else _backward_placements(g._spec, spec)
                    for g, spec in zip(grads, ctx.input_specs)]
-        moved = _forward(list(grads), ctx.mesh, targets, ctx.strategy, requires_grad=False)
+        # Each gradient moves back by redistribute's single call: a batch run from autograd's backward thread stalled
+        # on 4 processes (4x H200; the forward batch and 2 processes did not), so the batch stays on the forward side
+        # until that is understood.
+        moved = [None if g is None else _autograd.redistribute_forward(g, ctx.mesh, t, ctx.strategy, False)
+                 for g, t in zip(grads, targets)]
         out = []
         for g, m, spec in zip(grads, moved, ctx.input_specs):
             if m is not None and m._spec.placements != spec.placements:  # a normalised Partial dim: Replicate
