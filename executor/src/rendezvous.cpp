@@ -84,8 +84,9 @@ Spec parse_spec(const std::string& text) {
   if (s.host.size() >= 2 && s.host.front() == '[' && s.host.back() == ']') s.host = s.host.substr(1, s.host.size() - 2);
   s.port = rest.substr(colon + 1);
   std::optional<long long> port = parse_integer(s.port);
-  RESHARD_REQUIRE(!s.host.empty() && port && *port > 0 && *port < 65536, "rendezvous '", s.text, "': port '",
-                  printable(s.port), "' is not a port number (1..65535)");
+  RESHARD_REQUIRE(!s.host.empty(), "rendezvous '", s.text, "': empty host; expected tcp:HOST:PORT");
+  RESHARD_REQUIRE(port && *port > 0 && *port < 65536, "rendezvous '", s.text, "': port '", printable(s.port),
+                  "' is not a port number (1..65535)");
   return s;
 }
 
@@ -506,5 +507,7 @@ std::string make_rendezvous_token() {
   }
   return token;
 }
+
+void check_rendezvous_spec(const std::string& spec) { parse_spec(spec); }
 
 }  // namespace reshard

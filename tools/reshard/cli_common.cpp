@@ -7,6 +7,7 @@
 
 #include "reshard/harness.hpp"
 #include "reshard/plan_json.hpp"
+#include "reshard/rendezvous.hpp"
 #include "reshard/text.hpp"
 #include "reshard/tools_text.hpp"
 
@@ -139,7 +140,10 @@ void add_plan_flags(CLI::App& cmd, PlanFlags& flags) {
                  "auto, always or never: run an nvlink step's peer copies as one kernel per rank (small tensors)")
       ->capture_default_str();
   cmd.add_option("--ranks-per-node", flags.ranks_per_node, "Ranks (GPUs) per node, for the cost model")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(CLI::Validator(
+          [](std::string& s) { return s.empty() ? std::string("empty value; expected ranks per node (>= 1)") : ""; },
+          "", "non-empty"));
   cmd.add_option("--profile", flags.profile, "Cost-model profile JSON (default: built-in H100/H200 + IB400)");
   cmd.add_option("--memory-budget", flags.memory_budget, "Workspace limit per rank in bytes (suffixes KiB, MiB, GiB)");
   cmd.add_option("--max-collectives", flags.max_collectives, "Cap on the collective strategy's communication steps");
@@ -262,6 +266,7 @@ LaunchEnvironment launch_environment() {
 
 std::optional<ProcessPlace> process_place(const std::string& rendezvous_flag, const std::string& backend_flag,
                                           const char* command) {
+  if (!rendezvous_flag.empty()) check_rendezvous_spec(rendezvous_flag);  // before anything else is looked at
   const LaunchEnvironment env = launch_environment();
   if (env.world_size <= 1 && rendezvous_flag.empty()) return std::nullopt;
   ProcessPlace place{env, rendezvous_flag.empty() ? env.rendezvous : rendezvous_flag};

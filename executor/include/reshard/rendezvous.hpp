@@ -54,4 +54,8 @@ std::vector<std::byte> rendezvous_fetch(const std::string& spec, int world_size,
 // 32 hex digits from the system's random source: a fresh job token for a launcher to put in every rank's environment.
 std::string make_rendezvous_token();
 
+// kInvalidArgument naming the problem when `spec` is not file:PATH or tcp:HOST:PORT (an unknown scheme, an empty path
+// or host, a port outside 1..65535): what publish and fetch check, for callers that check a flag before anything else.
+void check_rendezvous_spec(const std::string& spec);
+
 }  // namespace reshard
