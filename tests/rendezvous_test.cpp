@@ -149,6 +149,34 @@ TEST(Rendezvous, ListensOnlyOnTheNamedAddress) {
   EXPECT_EQ(rank0.get().joined, 1);
 }
 
+// Rank 0 listens on every address the host name resolves to, or fails naming the one it cannot hold: with an
+// impostor on 127.0.0.1:PORT, rank 0 of tcp:localhost:PORT fails at once instead of listening elsewhere while the
+// other ranks send their token to the impostor.
+TEST(Rendezvous, RankZeroHoldsEveryAddressOfTheNameOrFails) {
+  const int port = free_port();
+  int impostor = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  ::inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+  ASSERT_EQ(::bind(impostor, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+  ASSERT_EQ(::listen(impostor, 4), 0);
+  const std::vector<std::byte> id = secret();
+  try {
+    rendezvous_publish("tcp:localhost:" + std::to_string(port), 2, id, quick("t"));
+    ADD_FAILURE() << "rank 0 started beside an impostor holding 127.0.0.1";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot listen on 127.0.0.1"), std::string::npos) << e.what();
+  }
+  ::close(impostor);
+  // Without the impostor the same name works.
+  const int free = free_port();
+  const std::string spec = "tcp:localhost:" + std::to_string(free);
+  auto rank0 = std::async(std::launch::async, [&] { return rendezvous_publish(spec, 2, id, quick("t")); });
+  EXPECT_EQ(rendezvous_fetch(spec, 2, 1, id.size(), quick("t")), id);
+  EXPECT_EQ(rank0.get().joined, 1);
+}
+
 TEST(Rendezvous, WorldSizeMismatchAndRepeatedRankAreClearErrors) {
   const int port = free_port();
   const std::string spec = "tcp:127.0.0.1:" + std::to_string(port);

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <netdb.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -14,8 +15,10 @@
 #include <cstring>
 #include <optional>
 #include <random>
+#include <string>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include "reshard/error.hpp"
 #include "reshard/text.hpp"
@@ -178,7 +181,17 @@ struct AddrInfo {
 
 // ---- tcp, rank 0 -------------------------------------------------------------------------------------------------
 
-Fd listen_on(const Spec& s) {
+// The numeric address of `a` ("127.0.0.1", "::1"), for messages.
+std::string numeric_host(const addrinfo* a) {
+  char host[NI_MAXHOST] = {};
+  if (::getnameinfo(a->ai_addr, a->ai_addrlen, host, sizeof host, nullptr, 0, NI_NUMERICHOST) != 0) return "?";
+  return host;
+}
+
+// Listens on every address the rendezvous host resolves to (localhost: 127.0.0.1 and ::1 alike), since the other ranks
+// try each of them in turn: an address rank 0 does not hold could be anyone's, and a rank would send its hello, the job
+// token with it, there. Fails naming the first address that cannot be bound (another process holds it).
+std::vector<Fd> listen_on(const Spec& s) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
@@ -187,21 +200,27 @@ Fd listen_on(const Spec& s) {
   if (int rc = ::getaddrinfo(s.host.c_str(), s.port.c_str(), &hints, &res.list); rc != 0 || !res.list)
     fail(ErrorKind::kInvalidArgument,
          cat("rendezvous '", s.text, "': cannot resolve host '", printable(s.host), "': ", ::gai_strerror(rc)));
-  std::string why;
+  std::vector<Fd> out;
+  std::vector<std::string> bound;
   for (addrinfo* a = res.list; a; a = a->ai_next) {
+    const std::string host = numeric_host(a);
+    if (std::find(bound.begin(), bound.end(), host) != bound.end()) continue;
     Fd fd(::socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, a->ai_protocol));
-    if (fd.get() < 0) {
-      why = std::strerror(errno);
-      continue;
-    }
     int one = 1;
-    ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    if (::bind(fd.get(), a->ai_addr, a->ai_addrlen) == 0 && ::listen(fd.get(), 128) == 0) return fd;
-    why = std::strerror(errno);
+    if (fd.get() >= 0) {
+      ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+      if (a->ai_family == AF_INET6) ::setsockopt(fd.get(), IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+    }
+    if (fd.get() < 0 || ::bind(fd.get(), a->ai_addr, a->ai_addrlen) != 0 || ::listen(fd.get(), 128) != 0)
+      fail(ErrorKind::kBackend,
+           cat("rendezvous: rank 0 cannot listen on ", host, " port ", s.port, ", one of the addresses '",
+               printable(s.host), "' resolves to (", std::strerror(errno),
+               "); it must run on the host the rendezvous names, with the port free on every address "
+               "(tcp:0.0.0.0:PORT listens on every IPv4 interface)"));
+    bound.push_back(host);
+    out.push_back(std::move(fd));
   }
-  fail(ErrorKind::kBackend, cat("rendezvous: rank 0 cannot listen on ", printable(s.host), ":", s.port, " (", why,
-                                "); it must run on the host the rendezvous names (tcp:0.0.0.0:PORT listens on every "
-                                "interface)"));
+  return out;
 }
 
 struct Pending {
@@ -219,7 +238,7 @@ class Publisher {
   }
 
   RendezvousStats run(const Spec& s) {
-    Fd server = listen_on(s);
+    const std::vector<Fd> servers = listen_on(s);
     const auto deadline = Clock::now() + options_.timeout;
     while (stats_.joined < world_ - 1) {
       const auto now = Clock::now();
@@ -235,13 +254,16 @@ class Publisher {
           next = std::min(next, pending_[i].deadline);
         }
       }
-      std::vector<pollfd> fds{{server.get(), POLLIN, 0}};
+      std::vector<pollfd> fds;
+      for (const Fd& server : servers) fds.push_back({server.get(), POLLIN, 0});
+      const size_t first = fds.size();
       for (const Pending& p : pending_) fds.push_back({p.fd.get(), POLLIN, 0});
       if (::poll(fds.data(), fds.size(), std::max(1, ms_until(next))) < 0 && errno != EINTR)
         fail(ErrorKind::kBackend, cat("rendezvous: poll failed: ", std::strerror(errno)));
       for (size_t i = pending_.size(); i-- > 0;)
-        if (fds[i + 1].revents) serve(i);
-      if (fds[0].revents & POLLIN) accept_all(server.get());
+        if (fds[first + i].revents) serve(i);
+      for (size_t k = 0; k < first; ++k)
+        if (fds[k].revents & POLLIN) accept_all(servers[k].get());
     }
     return stats_;
   }
