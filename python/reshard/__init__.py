@@ -40,10 +40,12 @@ def _core_layout_json(mesh, placements, shape, ranks):
     )
 
 
-def _rank_list(ranks):
+def _rank_list(ranks, name="ranks"):
     if ranks is None:
         return None
-    return [int(r) for r in ranks]
+    if isinstance(ranks, (str, bytes)):
+        raise TypeError(f"{name} must be a sequence of ints, got {type(ranks).__name__}")
+    return [_args.integer(f"{name}[{i}]", r) for i, r in enumerate(ranks)]
 
 
 def _plan_args(mesh, src, dst, shape, dtype, strategy, memory_budget, transport, ranks_per_node, profile, ranks,
@@ -62,7 +64,7 @@ def _plan_args(mesh, src, dst, shape, dtype, strategy, memory_budget, transport,
     a.fuse = str(fuse)
     a.low_sm = bool(low_sm)
     a.memory_budget = _args.byte_count("memory_budget", memory_budget)
-    a.ranks_per_node = int(ranks_per_node)
+    a.ranks_per_node = _args.integer("ranks_per_node", ranks_per_node, -_args.INT32_MAX - 1)  # range: the CLI's check
     a.profile = None if profile is None else str(profile)
     return a
 
@@ -89,9 +91,9 @@ def plan(mesh, src, dst, shape, dtype="f32", strategy="auto", memory_budget=None
     args.buffers_change = bool(buffers_change)
     if dst_mesh is not None:
         args.dst_mesh = _args.mesh_text(dst_mesh)
-    args.dst_ranks = _rank_list(dst_ranks)
-    args.world_size = None if world_size is None else int(world_size)
-    return _core.make_plan(args, None if rank is None else int(rank))
+    args.dst_ranks = _rank_list(dst_ranks, "dst_ranks")
+    args.world_size = None if world_size is None else _args.integer("world_size", world_size, 1)
+    return _core.make_plan(args, None if rank is None else _args.integer("rank", rank))
 
 
 def _mesh_dims(mesh_text):

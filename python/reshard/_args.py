@@ -20,6 +20,20 @@ def _int_text(value):
     return str(value)
 
 
+INT32_MAX = 2**31 - 1
+
+
+def integer(name, value, lo=0, hi=INT32_MAX):
+    """An integer argument as the CLI takes it: TypeError for anything but an int (a float is never truncated, a bool
+    is never a count), ValueError outside lo..hi; one line each."""
+    if not isinstance(value, numbers.Integral) or isinstance(value, bool):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
+    v = int(value)
+    if not lo <= v <= hi:
+        raise ValueError(f"{name} must be in {lo}..{hi}, got {v}")
+    return v
+
+
 def mesh_text(mesh):
     if isinstance(mesh, str):
         return mesh
@@ -70,6 +84,8 @@ def placements_text(placements):
 
 
 def dtype_name(dtype):
+    if dtype is None:  # numpy.dtype(None) is float64: never a silent default
+        raise TypeError("dtype must be a dtype name, a NumPy dtype or a torch.dtype, got None")
     if isinstance(dtype, str):
         return dtype
     text = str(dtype)

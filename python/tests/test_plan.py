@@ -177,3 +177,17 @@ def test_a_plan_never_initialised_is_refused_not_a_crash():
             use()
     with pytest.raises(TypeError, match="expected a reshard.Plan"):
         reshard.Plan.json(5)
+
+
+def test_python_numbers_are_checked_as_the_cli_checks_them():
+    with pytest.raises(TypeError, match=r"ranks\[0\] must be an int, got float 1.9"):
+        reshard.plan([2], "S0", "R", [8], ranks=[1.9, 0])
+    with pytest.raises(TypeError, match="rank must be an int"):
+        reshard.plan([2], "S0", "R", [8], rank=2.7)
+    with pytest.raises(ValueError, match=r"rank must be in 0\.\.2147483647, got 4294967296"):
+        reshard.plan([2], "S0", "R", [8], rank=2**32)
+    with pytest.raises(ValueError, match="ranks-per-node must be >= 1"):
+        reshard.plan([2], "S0", "R", [8], ranks_per_node=0)
+    with pytest.raises(TypeError, match="got None"):
+        reshard.plan([2], "S0", "R", [8], dtype=None)
+    assert reshard.plan([2], "S0", "R", [8], ranks=[1, 0], rank=1).rank == 1
