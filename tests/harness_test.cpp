@@ -112,6 +112,35 @@ TEST(RunRecord, HostRowsShowDashWhereAFigureDoesNotApply) {
   EXPECT_NE(record_table_row(r).find("25.0%"), std::string::npos);
 }
 
+TEST(RunRecord, RowsInPlaceHaveNoBandwidthAndHostRowsNameTheEmulatedTransport) {
+  const Layout src(Mesh({2}), parse_placements("S0"), Dims{64, 64});
+  RunResult result;
+  result.backend = Backend::kHost;
+  result.timing.median_us = 0.03;  // the loop's own time: nothing ran
+  RunRecord same = make_record(make_plan(src, src, DType::kF32), result, TrafficBound{});
+  EXPECT_TRUE(same.in_place);
+  EXPECT_FALSE(same.algbw_GBps());
+  EXPECT_FALSE(same.busbw_GBps());
+  nlohmann::json j = nlohmann::json::parse(record_json(same));
+  EXPECT_TRUE(j["algbw_GBps"].is_null());
+  EXPECT_TRUE(j["busbw_GBps"].is_null());
+
+  PlanOptions nvlink;
+  nvlink.strategy = Strategy::kP2P;
+  nvlink.transport = Transport::kNvlink;
+  const Plan moved = make_plan(src, src.with_placements(parse_placements("S1")), DType::kF32, nvlink);
+  RunRecord host = make_record(moved, result, TrafficBound{});
+  EXPECT_FALSE(host.in_place);
+  EXPECT_EQ(host.label(), "p2p/nvlink-emulated");
+  EXPECT_NE(record_table_row(host).find(" p2p/nvlink-emulated "), std::string::npos) << record_table_row(host);
+  EXPECT_EQ(record_table_note(host), host_emulation_note());
+  EXPECT_EQ(nlohmann::json::parse(record_json(host))["transport"], "nvlink");  // the plan's transport; backend: host
+  result.backend = Backend::kNccl;
+  RunRecord gpu = make_record(moved, result, TrafficBound{});
+  EXPECT_EQ(gpu.label(), "p2p/nvlink");
+  EXPECT_EQ(record_table_note(gpu), "");
+}
+
 TEST(ToolsText, ByteCountsAndEscaping) {
   using tools::ByteCountError;
   ByteCountError e{};

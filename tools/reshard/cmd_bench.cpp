@@ -113,6 +113,7 @@ std::string header(const SweepLink& link) {
     out +=
         "# algbw = tensor bytes / time; busbw = slowest rank's max(bytes in, bytes out) / time; decimal GB/s; "
         "* = auto's choice\n";
+    out += host_emulation_note();
   }
   return out + record_table_header();
 }

@@ -12,7 +12,15 @@ with its CUDA backend; anything else is left to PyTorch and counted. docs/python
 
 import os
 
-import torch  # first: the process then has PyTorch's NCCL when reshard._cuda loads
+try:
+    import torch  # first: the process then has PyTorch's NCCL when reshard._cuda loads
+except ModuleNotFoundError as _missing:
+    if _missing.name != "torch":
+        raise
+    raise ImportError(
+        "reshard.torch needs PyTorch: install it (pip install torch, a CUDA build with torch.distributed) "
+        "or use reshard without .torch"
+    ) from None
 from torch.distributed.tensor import Shard
 
 from . import _autograd, _dtensor, _layout, _ops, _patch, _runtime
