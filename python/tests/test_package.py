@@ -47,8 +47,9 @@ def test_readme_one_liner_from_another_folder(tmp_path):
     p = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
     plan = json.loads(p.stdout)
-    assert plan["mesh"] == [2, 2] and plan["global_shape"] == [8, 8]
-    assert plan["src"] == ["S0", "S1"] and plan["dst"] == ["S1", "S0"]
+    assert plan["global_shape"] == [8, 8]
+    assert plan["src"] == {"mesh": [2, 2], "placements": ["S0", "S1"]}
+    assert plan["dst"] == {"mesh": [2, 2], "placements": ["S1", "S0"]}
 
 
 @pytest.mark.skipif(importlib.util.find_spec("torch") is not None, reason="PyTorch is installed here")

@@ -18,8 +18,8 @@ except ModuleNotFoundError as _missing:
     if _missing.name != "torch":
         raise
     raise ImportError(
-        "reshard.torch needs PyTorch: install it (pip install torch, a CUDA build with torch.distributed) "
-        "or use reshard without .torch"
+        "reshard.torch needs PyTorch (a CUDA build, with torch.distributed): pip install torch; "
+        "reshard itself works without it"
     ) from None
 from torch.distributed.tensor import Shard
 
