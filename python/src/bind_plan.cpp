@@ -25,6 +25,7 @@ py::object candidates(const Plan& plan) { return py::module_::import("json").att
 void bind_plan(py::module_& m) {
   py::class_<Plan>(m, "Plan", "A plan: the steps that turn every rank's source local tensor into its target one.")
       .def_property_readonly("strategy", [](const Plan& p) { return std::string(to_string(p.strategy())); })
+      .def_property_readonly("transport", [](const Plan& p) { return std::string(to_string(p.transport())); })
       .def_property_readonly("estimated_us", &Plan::estimated_us)
       .def_property_readonly("bytes_moved", &Plan::bytes_moved)
       .def_property_readonly("peak_workspace_bytes", &Plan::peak_workspace_bytes)
