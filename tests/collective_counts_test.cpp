@@ -66,8 +66,8 @@ INSTANTIATE_TEST_SUITE_P(
                       CountCase{{2, 2, 2}, "S1,R,S0", "R,S0,S0", 2}, CountCase{{2, 2, 2}, "S0,S0,S1", "S0,S1,S2", 2},
                       CountCase{{2, 2, 2}, "S0,S1,S0", "S1,S0,S0", 3}),
     [](const auto& param_info) {  // "mesh_2_2_S0_S1_to_S1_S0"
-      std::string name = testing::mesh_name(param_info.param.mesh) + "_" + param_info.param.from + "_to_" +
-                         param_info.param.to;
+      std::string name =
+          testing::mesh_name(param_info.param.mesh) + "_" + param_info.param.from + "_to_" + param_info.param.to;
       for (char& ch : name)
         if (ch == ',') ch = '_';
       return name;

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""The examples of README.md and docs/cli.md run as documented, so the docs cannot drift from the tool.
+"""The examples of README.md and docs/cli.md run as documented, and docs/api.md shows the example programs as they
+are in examples/ (built and run as tests), so the docs cannot drift from the code.
 
 Every fenced block of those files that shows a `reshard` command (or runs the Python package) is preceded by a
 directive, an HTML comment the Markdown does not show:
@@ -13,6 +14,7 @@ directive, an HTML comment the Markdown does not show:
                                 at their memory check after parsing every flag and planning, or, without the GPUs
                                 they need, at that check (exit 2 either way)
   <!-- check: python -->        every `python -c` line runs with the installed package's interpreter and exits 0
+  <!-- check: file PATH -->     the block is the file PATH of the repository, exactly
   <!-- check: skip REASON -->   not run here (e.g. it needs GPUs); the reason is required
 
 Outputs compare line by line, whitespace-separated words, after the documented lines: a line `...` in the docs skips
@@ -32,7 +34,7 @@ import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DOCS = ("README.md", "docs/cli.md")
+DOCS = ("README.md", "docs/cli.md", "docs/api.md")
 DIRECTIVE = re.compile(r"^<!-- check(?::\s*(.*?))?\s*-->$")
 COMMAND_LINE = re.compile(r"^(\$ )?([A-Z_]+=\S* )*(reshard|python3?) ")
 MEASURED_COLUMNS = {"time(us)", "graph(us)", "algbw", "busbw", "%bound"}
@@ -187,6 +189,10 @@ class Checker:
             return self.commands(body)
         if directive == "python":
             return self.python_lines(body)
+        if directive.startswith("file "):
+            with open(os.path.join(ROOT, directive[5:].strip()), encoding="utf-8") as f:
+                text = f.read()
+            return [] if text == "\n".join(body) + "\n" else [f"the block differs from {directive[5:].strip()}"]
         if directive.startswith("skip"):
             return [] if directive[4:].strip() else ["a skip needs a reason"]
         if directive.startswith("$ "):

@@ -8,7 +8,7 @@
 #              `pkg-config --cflags --libs reshard[-planner]`
 # Arguments: MODE, SOURCE_DIR (tests/consumer), BINARY_DIR (the build tree), WORK_DIR, CXX, HAVE_CUDA.
 set(prefix "${WORK_DIR}/prefix")
-set(examples host_redistribute host_batch)  # examples/*.cpp, built against the package by the full consumer
+set(examples host_redistribute host_batch plan_files)  # examples/*.cpp, built against the package by the full consumer
 
 function(run what)
   execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)

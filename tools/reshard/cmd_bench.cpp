@@ -41,8 +41,7 @@ std::string sized_note(const std::vector<SweepCase>& cases, double budget_s) {
     high = std::max(high, case_bytes(c));
   }
   return fmt::format(", sizes {} to {} (the default: what fits in about {} here; --sizes for others)",
-                     human_bytes(static_cast<double>(low)), human_bytes(static_cast<double>(high)),
-                     duration(budget_s));
+                     human_bytes(static_cast<double>(low)), human_bytes(static_cast<double>(high)), duration(budget_s));
 }
 
 struct Flags {

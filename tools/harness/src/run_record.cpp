@@ -42,9 +42,7 @@ std::optional<double> RunRecord::busbw_GBps() const {
   return per_time(static_cast<double>(max_rank_bytes), timing.median_us);
 }
 
-std::string RunRecord::label() const {
-  return strategy + "/" + transport + (emulated(*this) ? "-emulated" : "");
-}
+std::string RunRecord::label() const { return strategy + "/" + transport + (emulated(*this) ? "-emulated" : ""); }
 std::optional<double> RunRecord::percent_of_bound() const {
   if (!bound_us || !(timing.median_us > 0)) return std::nullopt;
   return 100.0 * *bound_us / timing.median_us;
@@ -87,9 +85,8 @@ std::string record_table_header() {
 std::string record_table_row(const RunRecord& r) {
   std::optional<double> pct = r.percent_of_bound();
   return fmt::format(kTableFormat, "  " + r.mesh, r.from, r.to, r.shape, r.dtype,
-                     r.label() + (r.auto_choice ? "*" : ""), r.tensor_bytes,
-                     fmt::format("{:.1f}", r.timing.median_us), cell(r.graph_us, 1), cell(r.algbw_GBps(), 2),
-                     cell(r.busbw_GBps(), 2), cell(r.bound_us, 1),
+                     r.label() + (r.auto_choice ? "*" : ""), r.tensor_bytes, fmt::format("{:.1f}", r.timing.median_us),
+                     cell(r.graph_us, 1), cell(r.algbw_GBps(), 2), cell(r.busbw_GBps(), 2), cell(r.bound_us, 1),
                      pct ? fmt::format("{:.1f}%", *pct) : std::string("-"), fmt::format("{:.1f}", r.estimated_us),
                      r.wrong);
 }

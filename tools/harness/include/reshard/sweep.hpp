@@ -36,7 +36,7 @@ struct SweepOptions {
   // Empty (and no shapes): on GPUs 1 MiB to 1 GiB in x4 steps; on the host backend 16 KiB to 64 MiB, cut to a time
   // budget (time_budget_s).
   std::vector<Index> sizes_bytes;
-  std::vector<Dims> shapes;        // explicit tensor shapes, run instead of sizes when given
+  std::vector<Dims> shapes;  // explicit tensor shapes, run instead of sizes when given
   std::vector<DType> dtypes{DType::kF32, DType::kBF16};
   std::vector<Strategy> strategies{Strategy::kCollective, Strategy::kP2P, Strategy::kHybrid};
   std::vector<Transport> transports{Transport::kNccl, Transport::kNvlink};  // p2p and hybrid run on each available
