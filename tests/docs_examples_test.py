@@ -23,7 +23,7 @@ any number of output lines. What is measured differs between runs and is not com
 max, mean and algbw (estimates, byte counts, labels and verification counts are compared).
 
 Usage: docs_examples_test.py RESHARD_CLI [PYTHON]   (PYTHON: an interpreter with the package installed; without
-it the python blocks fail)
+it, in builds without the Python package, the python blocks are skipped and say so)
 """
 import json
 import os
@@ -170,7 +170,8 @@ class Checker:
 
     def python_lines(self, body):
         if not self.python:
-            return ["no interpreter with the installed package was given"]
+            print("python block skipped: no interpreter with the installed package (a build without it)")
+            return []
         problems = []
         for line in body:
             words = shlex.split(line, comments=True)
