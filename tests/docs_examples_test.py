@@ -29,6 +29,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -217,6 +218,7 @@ def main():
                 continue
             checked += 1
             failures += [f"{path}:{line}: {p}" for p in checker.check(directive, info, body)]
+    shutil.rmtree(checker.tmp, ignore_errors=True)
     for f in failures:
         print(f)
     print(f"docs_examples_test: {checked} blocks checked, {len(failures)} failures")
