@@ -4,11 +4,12 @@
 set -euo pipefail
 
 # The build and tests: compilers, CMake, GoogleTest/benchmark, header libraries, {fmt}; pkgconf for the pkg-config
-# consumer test. The Python package: python3-dev, pybind11-dev, libdlpack-dev; numpy and pytest for its tests.
+# consumer test. The Python package: python3-dev, pybind11-dev, libdlpack-dev; numpy and pytest for its tests; venv,
+# pip, setuptools and wheel to install it as pip does (`pip install --no-build-isolation .`, offline).
 # (ccache is optional: scripts/build.sh uses it when it is installed.)
 packages=(cmake ninja-build g++ make pkgconf libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev
           libcli11-dev libeigen3-dev libfmt-dev clang python3 python3-dev python3-numpy python3-pytest pybind11-dev
-          libdlpack-dev)
+          libdlpack-dev python3-venv python3-pip python3-setuptools python3-wheel)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

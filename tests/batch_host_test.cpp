@@ -76,10 +76,10 @@ TEST_P(HostBatch, OneSidedMembersEveryElement) {
   EXPECT_EQ(r.checked_elements, 3 * expected);
 }
 
-INSTANTIATE_TEST_SUITE_P(Lists, HostBatch, ::testing::ValuesIn(batch_cases()), [](const auto& info) {
+INSTANTIATE_TEST_SUITE_P(Lists, HostBatch, ::testing::ValuesIn(batch_cases()), [](const auto& param_info) {
   std::string name;
-  for (int d : info.param.mesh) name += std::to_string(d) + "x";
-  return name + std::to_string(info.param.tensors) + "t_seed" + std::to_string(info.param.seed);
+  for (int d : param_info.param.mesh) name += std::to_string(d) + "x";
+  return name + std::to_string(param_info.param.tensors) + "t_seed" + std::to_string(param_info.param.seed);
 });
 
 // The lists above cover what a batch must merge: every step kind, plans of several steps next to plans of one,
@@ -139,14 +139,18 @@ TEST(HostBatchProgram, OneExchangeAndCoalescedMessages) {
   LowerOptions off;
   off.coalesce_max_bytes = 0;
   for (const Op& op : lower(batch, 1, off).ops)
-    if (const auto* e = std::get_if<Exchange>(&op.body)) EXPECT_EQ(e->sends.size(), 20u);
+    if (const auto* e = std::get_if<Exchange>(&op.body)) {
+      EXPECT_EQ(e->sends.size(), 20u);
+    }
   std::vector<BatchEntry> both;
   for (int i = 0; i < 5; ++i)
     both.push_back({Layout(mesh, {Placement::shard(1)}, Dims{2, 4, 4}),
                     Layout(mesh, {Placement::shard(2)}, Dims{2, 4, 4}), DType::kI64});
   PlanBatch strided = make_plan_batch(both, o);
   for (const Op& op : lower(strided, 0, off).ops)
-    if (const auto* e = std::get_if<Exchange>(&op.body)) EXPECT_EQ(e->sends.size(), 1u);
+    if (const auto* e = std::get_if<Exchange>(&op.body)) {
+      EXPECT_EQ(e->sends.size(), 1u);
+    }
   RunOptions ro = testing::quick_host_run();
   ro.coalesce_max_bytes = 0;
   for (const PlanBatch* b : {&batch, &strided}) {

@@ -56,7 +56,12 @@ TEST(CliJson, NoValueOrDashIsStandardOutputAndAFileGetsTheSameText) {
     ASSERT_EQ(file.exit_code, 0) << cmd << ": " << file.err;
     nlohmann::json from_file = nlohmann::json::parse(testing::read_file(path));
     EXPECT_TRUE(from_file.is_object()) << cmd;
+    // With the JSON in a file, the table still goes to standard output, as without --json.
+    CliResult plain = run_cli(cmd);
+    ASSERT_EQ(plain.exit_code, 0) << cmd << ": " << plain.err;
+    EXPECT_NE(file.out.find(cmd.substr(0, cmd.find(' '))), std::string::npos) << cmd << ": " << file.out;
     if (cmd.rfind("run", 0) != 0) {
+      EXPECT_EQ(file.out, plain.out) << cmd;
       EXPECT_EQ(from_file, j) << cmd;  // run's timings differ between runs
     }
     std::remove(path.c_str());
@@ -114,7 +119,7 @@ TEST(CliValues, OutOfRangeValuesAreRefused) {
 
 // run and bench (one process per rank under a launcher) read the launcher's environment alike.
 TEST(CliValues, LauncherEnvironmentIsChecked) {
-  for (const std::string command : {"run " + kRequest + " --iters 1", std::string("bench --meshes 4 --sizes 1KiB")}) {
+  for (const std::string& command : {"run " + kRequest + " --iters 1", std::string("bench --meshes 4 --sizes 1KiB")}) {
     const std::string name = command.substr(0, command.find(' '));
     expect_one_line(run_cli(command, "WORLD_SIZE=-3"), 2, "WORLD_SIZE=-3 is out of range");
     expect_one_line(run_cli(command, "WORLD_SIZE="), 2, "WORLD_SIZE is set but empty");

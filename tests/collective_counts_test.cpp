@@ -2,6 +2,7 @@
 // (the floor the planner issue sets), at PyTorch's test sizes and at large sizes.
 #include <gtest/gtest.h>
 
+#include "placement_sets.hpp"
 #include "reshard/planner.hpp"
 #include "simulator.hpp"
 
@@ -63,7 +64,14 @@ INSTANTIATE_TEST_SUITE_P(
                       CountCase{{2, 2}, "S0,S1", "S0,S0", 1}, CountCase{{2, 2, 2}, "S0,S0,S0", "S1,S1,S1", 3},
                       CountCase{{2, 2, 2}, "S0,S1,S2", "S2,S1,S0", 2}, CountCase{{2, 2, 2}, "S1,S0,S0", "R,S0,S0", 1},
                       CountCase{{2, 2, 2}, "S1,R,S0", "R,S0,S0", 2}, CountCase{{2, 2, 2}, "S0,S0,S1", "S0,S1,S2", 2},
-                      CountCase{{2, 2, 2}, "S0,S1,S0", "S1,S0,S0", 3}));
+                      CountCase{{2, 2, 2}, "S0,S1,S0", "S1,S0,S0", 3}),
+    [](const auto& param_info) {  // "mesh_2_2_S0_S1_to_S1_S0"
+      std::string name =
+          testing::mesh_name(param_info.param.mesh) + "_" + param_info.param.from + "_to_" + param_info.param.to;
+      for (char& ch : name)
+        if (ch == ',') ch = '_';
+      return name;
+    });
 
 TEST(CollectiveRoute, SingleCollectiveWhenOneServes) {
   Layout src(Mesh({4}), parse_placements("S0"), Dims{1024, 1024});

@@ -297,8 +297,9 @@ TEST(ConformanceStrided, EveryPyTorchCaseMatches) {
     const auto& c = cases[i];
     std::vector<Placement> placements;
     for (const auto& p : c.at("placements")) placements.push_back(parse_placement(p.get<std::string>()));
-    if (c.contains("torch_placements"))
+    if (c.contains("torch_placements")) {
       EXPECT_EQ(parse_placements(c.at("torch_placements").get<std::string>()), placements) << "case " << i;
+    }
     const Layout layout(Mesh(c.at("mesh").get<std::vector<int>>()), placements,
                         Dims::from(c.at("global_shape").get<std::vector<Index>>()));
     ASSERT_EQ(static_cast<int>(c.at("ranks").size()), layout.mesh().size()) << "case " << i;

@@ -125,7 +125,7 @@ INSTANTIATE_TEST_SUITE_P(
                       MeshPair{"PermutedRanks", "2x2[3,1,2,0]", "2x2"},         // same ranks, other order
                       MeshPair{"SubsetToItself", "2x2[4,5,6,7]/8", "2x2[4,5,6,7]/8"},
                       MeshPair{"PartlyOverlapping", "2x2[0,1,2,3]/6", "2x2[5,4,3,2]/6"}),
-    [](const ::testing::TestParamInfo<MeshPair>& info) { return std::string(info.param.name); });
+    [](const ::testing::TestParamInfo<MeshPair>& param_info) { return std::string(param_info.param.name); });
 
 // Floating Partial targets follow PyTorch's Replicate -> Partial(sum): every rank holds value / group size. Every
 // reduce op, on floating and integer types, as source and as target.
@@ -194,7 +194,9 @@ TEST(CrossMesh, CollectiveAndHybridAreUnavailableWithAReason) {
   const Plan plan = make_plan(src, dst, DType::kF32);
   EXPECT_EQ(plan.strategy(), Strategy::kP2P);
   for (const Candidate& c : plan.candidates())
-    if (c.strategy != Strategy::kP2P) EXPECT_EQ(c.reason, "source and target meshes differ");
+    if (c.strategy != Strategy::kP2P) {
+      EXPECT_EQ(c.reason, "source and target meshes differ");
+    }
   PlanOptions o;
   o.strategy = Strategy::kCollective;
   try {

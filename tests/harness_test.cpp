@@ -8,6 +8,7 @@
 #include "reshard/memory_check.hpp"
 #include "reshard/planner.hpp"
 #include "reshard/run_record.hpp"
+#include "reshard/sweep_estimate.hpp"
 #include "reshard/tools_text.hpp"
 
 namespace reshard {
@@ -110,6 +111,86 @@ TEST(RunRecord, HostRowsShowDashWhereAFigureDoesNotApply) {
   r.bound_us = 1;
   r.timing.median_us = 4;
   EXPECT_NE(record_table_row(r).find("25.0%"), std::string::npos);
+}
+
+TEST(RunRecord, RowsInPlaceHaveNoBandwidthAndHostRowsNameTheEmulatedTransport) {
+  const Layout src(Mesh({2}), parse_placements("S0"), Dims{64, 64});
+  RunResult result;
+  result.backend = Backend::kHost;
+  result.timing.median_us = 0.03;  // the loop's own time: nothing ran
+  RunRecord same = make_record(make_plan(src, src, DType::kF32), result, TrafficBound{});
+  EXPECT_TRUE(same.in_place);
+  EXPECT_FALSE(same.algbw_GBps());
+  EXPECT_FALSE(same.busbw_GBps());
+  nlohmann::json j = nlohmann::json::parse(record_json(same));
+  EXPECT_TRUE(j["algbw_GBps"].is_null());
+  EXPECT_TRUE(j["busbw_GBps"].is_null());
+
+  PlanOptions nvlink;
+  nvlink.strategy = Strategy::kP2P;
+  nvlink.transport = Transport::kNvlink;
+  const Plan moved = make_plan(src, src.with_placements(parse_placements("S1")), DType::kF32, nvlink);
+  RunRecord host = make_record(moved, result, TrafficBound{});
+  EXPECT_FALSE(host.in_place);
+  EXPECT_EQ(host.label(), "p2p/nvlink-emulated");
+  EXPECT_NE(record_table_row(host).find(" p2p/nvlink-emulated "), std::string::npos) << record_table_row(host);
+  EXPECT_EQ(record_table_note(host), host_emulation_note());
+  EXPECT_EQ(nlohmann::json::parse(record_json(host))["transport"], "nvlink");  // the plan's transport; backend: host
+  result.backend = Backend::kNccl;
+  RunRecord gpu = make_record(moved, result, TrafficBound{});
+  EXPECT_EQ(gpu.label(), "p2p/nvlink");
+  EXPECT_EQ(record_table_note(gpu), "");
+}
+
+TEST(SweepEstimate, ALineThroughTwoTimedRunsNeverNegative) {
+  RunCost c = fit_run_cost(1000, 0.01, 5000, 0.05);  // 10 us per byte, no fixed part
+  EXPECT_NEAR(c.fixed_s, 0, 1e-12);
+  EXPECT_NEAR(c.seconds(10000), 0.1, 1e-9);
+  c = fit_run_cost(5000, 0.03, 1000, 0.01);  // either order
+  EXPECT_NEAR(c.fixed_s, 0.005, 1e-9);
+  EXPECT_NEAR(c.per_byte_s, 5e-6, 1e-12);
+  c = fit_run_cost(1000, 0.02, 5000, 0.01);  // the larger run was faster: flat at the slower one
+  EXPECT_EQ(c.per_byte_s, 0);
+  EXPECT_EQ(c.seconds(1 << 30), 0.02);
+  c = fit_run_cost(1000, 0.001, 2000, 0.1);  // a steep line through the origin instead of a negative fixed part
+  EXPECT_GE(c.fixed_s, 0);
+  EXPECT_NEAR(c.seconds(2000), 0.1, 1e-9);
+  c = fit_run_cost(4096, 0.02, 4096, 0.04);  // one probe size: the mean
+  EXPECT_NEAR(c.seconds(123), 0.03, 1e-12);
+}
+
+TEST(SweepEstimate, TheBudgetKeepsTheSmallestSizesThatFitAndProbesSkipIdentities) {
+  SweepOptions o = resolve_sweep([] {
+    SweepOptions in;
+    in.backend = Backend::kHost;
+    in.meshes = {{2}};
+    in.placements = {"S0", "S1"};
+    in.dtypes = {DType::kF32};
+    in.strategies = {Strategy::kP2P};
+    in.transports = {Transport::kNccl};
+    return in;
+  }());
+  ASSERT_TRUE(o.time_budget_s);  // the host backend's default sizes: 16 KiB to 64 MiB, cut to a minute
+  EXPECT_EQ(*o.time_budget_s, 60);
+  EXPECT_EQ(o.sizes_bytes.front(), 16 << 10);
+  EXPECT_EQ(o.sizes_bytes.back(), 64 << 20);
+  const std::vector<SweepCase> cases = sweep_cases(o);
+  ASSERT_EQ(cases.size(), 4 * o.sizes_bytes.size());  // 4 placement pairs per size, one run each
+  const std::vector<size_t> probes = probe_cases(cases, probe_bytes(Backend::kHost));
+  ASSERT_EQ(probes.size(), 2u);
+  EXPECT_NE(cases[probes[0]].from, cases[probes[0]].to);  // S0 -> S0 moves nothing: not a probe
+  EXPECT_EQ(case_bytes(cases[probes[0]]), 16 << 10);
+  EXPECT_EQ(case_bytes(cases[probes[1]]), 4 << 20);
+  const RunCost cost{0.01, 1e-9};  // 10 ms and 1 s per GB
+  // Per size, 4 runs: 16 KiB 0.04 s, ..., 16 MiB 0.107 s, 64 MiB 0.308 s.
+  const double bytes = (16 << 10) + (64 << 10) + (256 << 10) + (1 << 20) + (4 << 20) + (16 << 20) + (64 << 20);
+  EXPECT_NEAR(estimate_sweep_seconds(cases, o, cost), 4 * (7 * 0.01 + 1e-9 * bytes), 1e-9);
+  std::vector<SweepCase> kept = fit_to_budget(cases, o, cost, 0.3);
+  EXPECT_EQ(kept.size(), 4 * 5u);  // up to 4 MiB: 0.22 s; with 16 MiB 0.33 s, over the budget
+  for (const SweepCase& c : kept) EXPECT_LE(case_bytes(c), 4 << 20);
+  kept = fit_to_budget(cases, o, cost, 0.001);
+  EXPECT_EQ(kept.size(), 4u);  // the smallest size always
+  EXPECT_EQ(fit_to_budget(cases, o, cost, 1e9).size(), cases.size());
 }
 
 TEST(ToolsText, ByteCountsAndEscaping) {

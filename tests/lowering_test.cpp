@@ -46,7 +46,9 @@ void check_order(const RankProgram& p, const std::string& where) {
       ASSERT_LT(static_cast<size_t>(dep), i) << where;
       ASSERT_NE(p.ops[dep].lane, p.ops[i].lane) << where << ": op " << i << " waits for its own lane";
     }
-    if (i > 0) ASSERT_GE(p.ops[i].step, p.ops[i - 1].step) << where;
+    if (i > 0) {
+      ASSERT_GE(p.ops[i].step, p.ops[i - 1].step) << where;
+    }
   }
   for (size_t i = 0; i < p.ops.size(); ++i) {
     if (p.ops[i].lane == Lane::kMain) continue;

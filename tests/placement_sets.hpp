@@ -41,7 +41,10 @@ struct MeshCase {
 // A mesh as part of a test's name: "mesh_2_2".
 inline std::string mesh_name(const std::vector<int>& mesh) {
   std::string s = "mesh";
-  for (int m : mesh) s += "_" + std::to_string(m);
+  for (int m : mesh) {
+    s += '_';
+    s += std::to_string(m);
+  }
   return s;
 }
 

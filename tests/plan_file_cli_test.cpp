@@ -108,7 +108,7 @@ TEST_F(PlanFile, EditedPlanWithAnotherSenderIsRefused) {
     }
   ASSERT_TRUE(edited) << made.out;
   std::string file = write("holder", j);
-  for (const std::string cmd : {"plan --load " + file + " " + request, "run --plan " + file + " --backend host"}) {
+  for (const std::string& cmd : {"plan --load " + file + " " + request, "run --plan " + file + " --backend host"}) {
     CliResult r = run_cli(cmd);
     EXPECT_EQ(r.exit_code, 2) << cmd;
     EXPECT_NE(r.err.find("(rank 2 -> 1 of [32:64, 0:24]) is not one the planner assigns"), std::string::npos) << r.err;

@@ -131,7 +131,11 @@ TEST(PlannerRandom, TenThousandRandomCases) {
 
 // The committed calibrated profiles (bench/profiles/h200x2.json, h100x2.json) drive the same checks.
 class PlannerCalibrated : public ::testing::TestWithParam<const char*> {};
-INSTANTIATE_TEST_SUITE_P(Profiles, PlannerCalibrated, ::testing::Values("h200x2.json", "h100x2.json"));
+INSTANTIATE_TEST_SUITE_P(Profiles, PlannerCalibrated, ::testing::Values("h200x2.json", "h100x2.json"),
+                         [](const auto& param_info) {  // the profile's file name without .json: "h200x2"
+                           std::string name = param_info.param;
+                           return name.substr(0, name.find('.'));
+                         });
 
 TEST_P(PlannerCalibrated, EveryPairWithTheCalibratedProfile) {
   PlanOptions base;

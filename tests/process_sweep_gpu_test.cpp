@@ -85,7 +85,9 @@ TEST(GpuProcesses, EveryPairAndStrategyOneProcessPerGpu) {
       ++rows;
       nvlink += c[transport] == "nvlink";
       EXPECT_EQ(c[wrong], "0") << line;
-      if (c[bytes] != "0") EXPECT_NE(c[checked], "0") << line;
+      if (c[bytes] != "0") {
+        EXPECT_NE(c[checked], "0") << line;
+      }
     }
     EXPECT_GE(rows, s.min_rows) << s.flags;
     EXPECT_GT(nvlink, 0) << "no run on the nvlink transport: " << s.flags;

@@ -81,6 +81,8 @@ TEST(BenchCli, ShapesProgressAndDashesForTheHost) {
   EXPECT_NE(r.err.find("reshard bench: " + std::to_string(runs) + " runs (8 cases) on the host backend"),
             std::string::npos)
       << r.err;
+  EXPECT_NE(r.err.find(" on the host backend, estimated "), std::string::npos) << r.err;  // before the first run
+  EXPECT_LT(r.err.find(" estimated "), r.err.find("[1/")) << r.err;
   EXPECT_NE(r.err.find("[1/" + std::to_string(runs) + "] "), std::string::npos) << r.err;
   const std::string n = std::to_string(runs);
   std::string last = "[";

@@ -153,8 +153,7 @@ std::string to_string(const Placement& p) {
     case Placement::Kind::kReplicate:
       return "R";
     case Placement::Kind::kShard:  // without a stream: plans name their routes' placements
-      return p.is_strided() ? "SS" + std::to_string(p.dim()) + "/" + std::to_string(p.split_factor())
-                            : "S" + std::to_string(p.dim());
+      return p.is_strided() ? cat("SS", p.dim(), "/", p.split_factor()) : cat("S", p.dim());
     case Placement::Kind::kPartial:
       return p.op() == ReduceOp::kSum ? std::string("P") : cat("P(", to_string(p.op()), ")");
   }

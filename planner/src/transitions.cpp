@@ -100,6 +100,11 @@ class DimList {
   int* begin() { return v_.data(); }
   int* end() { return v_.data() + n_; }
   std::span<const int> span() const { return {v_.data(), static_cast<size_t>(n_)}; }
+  // Ascending (insertion sort: a handful of dims, and no heap code for the compiler to doubt the bounds of).
+  void sort() {
+    for (int i = 1; i < n_ && i < kMaxDims; ++i)
+      for (int j = i; j > 0 && v_[j - 1] > v_[j]; --j) std::swap(v_[j - 1], v_[j]);
+  }
 
  private:
   std::array<int, kMaxDims> v_{};
@@ -131,7 +136,7 @@ bool covered_per_dim(const A& a_side, const B& b_side, std::span<const int> grou
       else if (!fixed.contains(k))
         fixed.push_back(k);
     }
-    std::sort(fixed.begin(), fixed.end());
+    fixed.sort();
     const IntervalTable ta(a_side, d), tb(b_side, d);
     bool ok = true;
     for_each_assignment(mesh, fixed.span(), Dims(mesh.ndim(), 0), [&](const Dims& c) {

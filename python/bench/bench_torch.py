@@ -112,7 +112,7 @@ def bench_tp_mlp(mesh, steps, warmup, compiled):
         batches = itertools.cycle([tp_mlp.batch(i, 8, 1024, 1024) for i in range(2)])  # two batches, alternating
 
         def step():
-            out = (step_fn or model)(next(batches))
+            out = (model if step_fn is None else step_fn)(next(batches))  # (a compiled module has no truth value)
             out.float().pow(2).mean().backward()
             opt.step()
             opt.zero_grad(set_to_none=True)

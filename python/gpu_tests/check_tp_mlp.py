@@ -4,7 +4,8 @@ loss and every parameter gradient must be the same bits (and placements), in eag
 
 On more than 2 ranks a Partial(sum) of floats is summed in a different order by reshard (rank order) and by NCCL's
 reduce-scatter (ring order), so the last bits can differ; there the check also passes when every loss and gradient is
-within 1e-5 of its tensor's largest magnitude, and the report says which ("equal" bitwise, "close" within rounding).
+within 1e-5 of its tensor's largest magnitude, and the report says which ("equal" bitwise, "close" within rounding)
+and how far: the largest difference in ulps of its tensor's largest magnitude (docs/python.md, "Numerics").
 
     torchrun --nproc-per-node 2 python/gpu_tests/check_tp_mlp.py --out DIR
 
@@ -12,6 +13,7 @@ Results: DIR/tp_mlp.json. Exit status 1 on any difference.
 """
 
 import argparse
+import math
 import pathlib
 import sys
 import time
@@ -94,6 +96,28 @@ def compare(a, b, tolerance=0.0):
     return diffs
 
 
+def ulps_of_scale(x, y):
+    """max |x - y| in ulps of max |x| (in x's dtype): how far two results of differently ordered sums are apart."""
+    if x.numel() == 0:
+        return 0.0
+    scale = x.float().abs().max().item()
+    if scale == 0:
+        return 0.0 if common.same_bits(x, y) else float("inf")
+    ulp = torch.finfo(x.dtype).eps * 2.0 ** math.floor(math.log2(scale))
+    return (x.float() - y.float()).abs().max().item() / ulp
+
+
+def largest_ulps(a, b):
+    """The largest difference in ulps over every step's loss and gradient."""
+    worst = 0.0
+    for (la, ga), (lb, gb) in zip(a, b):
+        worst = max(worst, ulps_of_scale(la, lb))
+        for name, (ta, _) in ga.items():
+            if name in gb and gb[name][0].shape == ta.shape:
+                worst = max(worst, ulps_of_scale(ta, gb[name][0]))
+    return worst
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
@@ -112,9 +136,12 @@ def main():
         close = same or (world > 2 and common.all_ranks_true(not compare(ref, got, tolerance=1e-5)))
         used = got_info["reshard_runs"] > 0 and (not compiled or got_info["traced"] > 0)
         mode_ok = close and used and (not compiled or got_info.get("fullgraph", False))
-        report[mode] = {"equal": same, "close": close, "differences_rank0": diffs[:20], "reshard_used": used,
+        ulps = largest_ulps(ref, got)
+        report[mode] = {"equal": same, "close": close, "largest_ulps_rank0": ulps, "differences_rank0": diffs[:20],
+                        "reshard_used": used,
                         "pytorch": ref_info, "reshard": got_info, "ok": mode_ok}
-        common.log(f"{mode}: equal={same} close={close} reshard_used={used} fullgraph={got_info.get('fullgraph')} "
+        common.log(f"{mode}: equal={same} close={close} largest difference {ulps:.3g} ulps (rank 0) "
+                   f"reshard_used={used} fullgraph={got_info.get('fullgraph')} "
                    f"losses={got_info['losses']}")
         ok = ok and mode_ok
     report["ok"] = ok

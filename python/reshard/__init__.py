@@ -127,6 +127,9 @@ def _host_request(mesh, src, dst, shards, shape, dtype, strategy, memory_budget,
     for r, s in enumerate(shards):
         if s.dtype != np_dtype:
             raise ValueError(f"shard of rank {r} has dtype {s.dtype}; rank 0's has {np_dtype}")
+        if s.ndim != shards[0].ndim:
+            raise ValueError(f"shard of rank {r} has {s.ndim} dims (shape {list(s.shape)}); rank 0's has "
+                             f"{shards[0].ndim}")
     mesh_text = _args.mesh_text(mesh)
     ndim = shards[0].ndim
     src_p = _core.normalize_placements(_args.placements_text(src), ndim)

@@ -44,6 +44,7 @@ auto method(F f) {
 void bind_plan(py::module_& m) {
   py::class_<Plan>(m, "Plan", "A plan: the steps that turn every rank's source local tensor into its target one.")
       .def_property_readonly("strategy", method([](const Plan& p) { return std::string(to_string(p.strategy())); }))
+      .def_property_readonly("transport", method([](const Plan& p) { return std::string(to_string(p.transport())); }))
       .def_property_readonly("estimated_us", method([](const Plan& p) { return p.estimated_us(); }))
       .def_property_readonly("bytes_moved", method([](const Plan& p) { return p.bytes_moved(); }))
       .def_property_readonly("peak_workspace_bytes", method([](const Plan& p) { return p.peak_workspace_bytes(); }))

@@ -80,6 +80,8 @@ def test_json_equals_cli(cli, flags, kwargs):
     assert p.json() == expected
     doc = json.loads(expected)
     assert p.strategy == doc["strategy"]
+    chosen = [c for c in doc["candidates"] if c["strategy"] == p.strategy and c["estimated_us"] == p.estimated_us]
+    assert p.transport in [c["transport"] for c in chosen], (p.transport, chosen)
     assert p.estimated_us == doc["estimated_us"]
     assert p.bytes_moved == doc["bytes_moved"]
     assert p.peak_workspace_bytes == doc["peak_workspace_bytes"]

@@ -129,6 +129,8 @@ def test_bad_input():
         reshard.run_host([2], "S0", "S1", [x, np.zeros((3, 4), np.float32)], shape=[4, 4])
     with pytest.raises(ValueError, match="dtype"):
         reshard.run_host([2], "S0", "S1", [x, x.astype(np.float64)])
+    with pytest.raises(ValueError, match=r"^shard of rank 1 has 1 dims \(shape \[8\]\); rank 0's has 2$"):
+        reshard.run_host([2], "S0", "S1", [x, np.zeros(8, np.float32)])  # rank 1 is the odd one
     with pytest.raises(ValueError, match="unknown placement"):
         reshard.run_host([2], "S0", "X1", [x, x])
     with pytest.raises(ValueError, match="unknown dtype"):

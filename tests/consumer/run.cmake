@@ -3,11 +3,12 @@
 #   planner    the planner-only consumer (planner/), configured with CUDA and NCCL impossible to find
 #   full       the full consumer (full/) through find_package(reshard) and reshard/reshard.hpp, with the examples
 #              (examples/*.cpp) built against the package
+#   host       the host component alone (host/): docs/api.md's host example linked with reshard::host only
 #   pkgconfig  both consumers (and the examples) built by the compiler alone with
 #              `pkg-config --cflags --libs reshard[-planner]`
 # Arguments: MODE, SOURCE_DIR (tests/consumer), BINARY_DIR (the build tree), WORK_DIR, CXX, HAVE_CUDA.
 set(prefix "${WORK_DIR}/prefix")
-set(examples host_redistribute host_batch)  # examples/*.cpp, built against the package by the full consumer
+set(examples host_redistribute host_batch plan_files)  # examples/*.cpp, built against the package by the full consumer
 
 function(run what)
   execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
@@ -45,6 +46,9 @@ if(MODE STREQUAL "install")
 elseif(MODE STREQUAL "planner")
   set(examples)
   consumer(planner -DCMAKE_DISABLE_FIND_PACKAGE_CUDAToolkit=ON -DCMAKE_DISABLE_FIND_PACKAGE_NCCL=ON)
+elseif(MODE STREQUAL "host")
+  set(examples)
+  consumer(host)
 elseif(MODE STREQUAL "full")
   consumer(full)
   if(HAVE_CUDA)

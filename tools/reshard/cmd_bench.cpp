@@ -11,7 +11,9 @@
 #include "cli_common.hpp"
 #include "cli_output.hpp"
 #include "reshard/interrupt.hpp"
+#include "reshard/plan_format.hpp"
 #include "reshard/sweep.hpp"
+#include "reshard/sweep_estimate.hpp"
 #include "reshard/text.hpp"
 #include "reshard/tools_text.hpp"
 
@@ -29,6 +31,17 @@ std::string duration(double seconds) {
   if (s < 60) return fmt::format("{}s", s);
   if (s < 3600) return fmt::format("{}m{:02}s", s / 60, s % 60);
   return fmt::format("{}h{:02}m", s / 3600, (s % 3600) / 60);
+}
+
+// The sizes a time budget kept (the host backend's default sweep).
+std::string sized_note(const std::vector<SweepCase>& cases, double budget_s) {
+  Index low = 0, high = 0;
+  for (const SweepCase& c : cases) {
+    low = low ? std::min(low, case_bytes(c)) : case_bytes(c);
+    high = std::max(high, case_bytes(c));
+  }
+  return fmt::format(", sizes {} to {} (the default: what fits in about {} here; --sizes for others)",
+                     human_bytes(static_cast<double>(low)), human_bytes(static_cast<double>(high)), duration(budget_s));
 }
 
 struct Flags {
@@ -113,6 +126,7 @@ std::string header(const SweepLink& link) {
     out +=
         "# algbw = tensor bytes / time; busbw = slowest rank's max(bytes in, bytes out) / time; decimal GB/s; "
         "* = auto's choice\n";
+    out += host_emulation_note();
   }
   return out + record_table_header();
 }
@@ -192,10 +206,6 @@ Command add_bench_command(CLI::App& app) {
     Output out = Output::standard();
 
     std::vector<SweepCase> cases = sweep_cases(o);
-    if (cases_out) {
-      cases_out->write(sweep_cases_json(cases));
-      cases_out->flush();
-    }
     if (csv) {
       csv->write(record_csv_header());
       csv->flush();
@@ -204,11 +214,16 @@ Command add_bench_command(CLI::App& app) {
     size_t rows = 0;
     bool json_open = false;
     SweepEvents events;
-    events.on_start = [&](const SweepLink& link, size_t runs) {
+    events.on_start = [&](const SweepLink& link, const SweepStart& start) {
       if (!writer) return;
-      fmt::print(stderr, "reshard bench: {} runs ({} cases) on the {} backend{}\n", runs, cases.size(),
-                 to_string(o.backend),
-                 place ? fmt::format(", one process per rank ({} processes)", place->env.world_size) : "");
+      if (cases_out) {
+        cases_out->write(sweep_cases_json(start.cases));
+        cases_out->flush();
+      }
+      fmt::print(stderr, "reshard bench: {} runs ({} cases) on the {} backend{}{}, estimated {}\n", start.runs,
+                 start.cases.size(), to_string(o.backend),
+                 place ? fmt::format(", one process per rank ({} processes)", place->env.world_size) : "",
+                 o.time_budget_s ? sized_note(start.cases, *o.time_budget_s) : "", duration(start.estimate_s));
       if (table) out.write(std::string(o.plan.low_sm ? "# planned in low-SM mode (--low-sm)\n" : "") + header(link));
       if (json) {
         nlohmann::ordered_json l = nullptr;  // the host backend has no link

@@ -32,6 +32,9 @@ Command add_layout_command(CLI::App& app) {
     Layout layout = make_layout(flags->tensor, flags->placements);
     std::optional<int> rank;
     if (cmd->count("--rank")) rank = check_rank("--rank", flags->rank, layout.mesh());
+    // The JSON goes to standard output or to its file; the table and picture to standard output unless the JSON
+    // took it (as `plan`, `run` and `bench` do).
+    bool json_to_stdout = false;
     if (flags->json.given()) {
       if (!rank) {
         Index bytes = layout_json_bytes_estimate(layout);
@@ -40,12 +43,13 @@ Command add_layout_command(CLI::App& app) {
                         human_bytes(static_cast<double>(kMaxJsonBytes)), "); give --rank R for one rank");
       }
       Output out = Output::open(flags->json.path(), "--json");
+      json_to_stdout = out.is_stdout();
       write_layout_json(
           layout, [&](std::string_view piece) { out.write(piece); }, rank);
       out.write("\n");
       out.flush();
-      return 0;
     }
+    if (json_to_stdout) return 0;
     Output out = Output::standard();
     out.write(layout_table(layout, rank));
     out.write("\n");

@@ -64,7 +64,7 @@ std::string report_table(const Plan& plan, const RunResult& result, const RunRec
   out += link_GBps ? fmt::format("bound = that max / {:.1f} GB/s link", *link_GBps)
                    : std::string("bound: none on the host backend (no link; --link-GBps gives one)");
   out += "; GB/s are decimal\n";
-  out += record_table_header() + record_table_row(record);
+  out += record_table_header() + record_table_row(record) + record_table_note(record);
   out += fmt::format("# time per iteration (us): min {:.1f}, median {:.1f}, p90 {:.1f}, max {:.1f}, mean {:.1f}{}\n",
                      t.min_us, t.median_us, t.p90_us, t.max_us, t.mean_us,
                      t.issue_us ? fmt::format("; the host enqueued a call in {:.1f}", *t.issue_us) : "");

@@ -13,7 +13,15 @@ with its CUDA backend; anything else is left to PyTorch and counted. docs/python
 
 import os
 
-import torch  # first: the process then has PyTorch's NCCL when reshard._cuda loads
+try:
+    import torch  # first: the process then has PyTorch's NCCL when reshard._cuda loads
+except ModuleNotFoundError as _missing:
+    if _missing.name != "torch":
+        raise
+    raise ImportError(
+        "reshard.torch needs PyTorch (a CUDA build, with torch.distributed): pip install torch; "
+        "reshard itself works without it"
+    ) from None
 from torch.distributed.tensor import Shard
 
 from . import _autograd, _dtensor, _layout, _many, _ops, _patch, _runtime

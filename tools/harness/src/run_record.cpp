@@ -26,16 +26,23 @@ nlohmann::ordered_json json_number(const std::optional<double>& v) {
 }
 
 constexpr const char* kTableFormat =
-    "{:<8} {:<10} {:<10} {:<14} {:<5} {:<18} {:>13} {:>10} {:>10} {:>9} {:>8} {:>10} {:>7} {:>9} {:>7}\n";
+    "{:<8} {:<10} {:<10} {:<14} {:<5} {:<22} {:>13} {:>10} {:>10} {:>9} {:>8} {:>10} {:>7} {:>9} {:>7}\n";
+
+// The host backend carries out the one-sided (nvlink) transport with its threads in CPU memory.
+bool emulated(const RunRecord& r) { return r.backend == "host" && r.transport == "nvlink"; }
 
 }  // namespace
 
 std::optional<double> RunRecord::algbw_GBps() const {
+  if (in_place) return std::nullopt;
   return per_time(static_cast<double>(tensor_bytes), timing.median_us);
 }
 std::optional<double> RunRecord::busbw_GBps() const {
+  if (in_place) return std::nullopt;
   return per_time(static_cast<double>(max_rank_bytes), timing.median_us);
 }
+
+std::string RunRecord::label() const { return strategy + "/" + transport + (emulated(*this) ? "-emulated" : ""); }
 std::optional<double> RunRecord::percent_of_bound() const {
   if (!bound_us || !(timing.median_us > 0)) return std::nullopt;
   return 100.0 * *bound_us / timing.median_us;
@@ -52,6 +59,7 @@ RunRecord make_record(const Plan& plan, const RunResult& result, const TrafficBo
   r.strategy = std::string(to_string(plan.strategy()));
   r.transport = std::string(to_string(plan.transport()));
   r.backend = std::string(to_string(result.backend));
+  r.in_place = is_identity(plan);
   for (const Step& st : plan.steps()) {
     if (!r.steps.empty()) r.steps += '+';
     r.steps += to_string(st.kind);
@@ -77,11 +85,17 @@ std::string record_table_header() {
 std::string record_table_row(const RunRecord& r) {
   std::optional<double> pct = r.percent_of_bound();
   return fmt::format(kTableFormat, "  " + r.mesh, r.from, r.to, r.shape, r.dtype,
-                     r.strategy + "/" + r.transport + (r.auto_choice ? "*" : ""), r.tensor_bytes,
-                     fmt::format("{:.1f}", r.timing.median_us), cell(r.graph_us, 1), cell(r.algbw_GBps(), 2),
-                     cell(r.busbw_GBps(), 2), cell(r.bound_us, 1),
+                     r.label() + (r.auto_choice ? "*" : ""), r.tensor_bytes, fmt::format("{:.1f}", r.timing.median_us),
+                     cell(r.graph_us, 1), cell(r.algbw_GBps(), 2), cell(r.busbw_GBps(), 2), cell(r.bound_us, 1),
                      pct ? fmt::format("{:.1f}%", *pct) : std::string("-"), fmt::format("{:.1f}", r.estimated_us),
                      r.wrong);
+}
+
+std::string record_table_note(const RunRecord& r) { return emulated(r) ? host_emulation_note() : std::string(); }
+
+std::string host_emulation_note() {
+  return "# nvlink-emulated: the one-sided (nvlink) transport carried out by the host backend's threads in CPU memory "
+         "(no GPU, no NVLink)\n";
 }
 
 std::string record_csv_header() {

@@ -1,6 +1,7 @@
 #include "reshard/sweep.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <map>
 #include <nlohmann/json.hpp>
 
@@ -9,6 +10,7 @@
 #include "reshard/memory_check.hpp"
 #include "reshard/overlap.hpp"
 #include "reshard/plan_cache.hpp"
+#include "reshard/sweep_estimate.hpp"
 
 namespace reshard {
 namespace {
@@ -93,6 +95,48 @@ void check_sweep_memory(const SweepOptions& o, const std::vector<SweepCase>& cas
   check_memory(worst, o.backend, devices);
 }
 
+// The runners of a sweep: in this process one per world size, or the job's one communicator (one process per rank).
+class SweepRunner {
+ public:
+  explicit SweepRunner(const SweepOptions& o) : o_(o) {
+    if (o.process)
+      process_ = std::make_unique<ProcessRunner>(o.process->rank, o.process->world_size, o.process->device,
+                                                 o.process->rendezvous, std::chrono::seconds(120), o.nccl_mode);
+  }
+  RunResult run(const Plan& plan, const RunOptions& ro) {
+    if (process_) return process_->run(plan, ro);
+    const int world = plan.src().mesh().world_size();
+    std::unique_ptr<LocalRunner>& runner = local_[world];
+    if (!runner) runner = std::make_unique<LocalRunner>(o_.backend, world, std::chrono::seconds(120), o_.nccl_mode);
+    return runner->run(plan, ro);
+  }
+
+ private:
+  const SweepOptions& o_;
+  std::map<int, std::unique_ptr<LocalRunner>> local_;
+  std::unique_ptr<ProcessRunner> process_;
+};
+
+// One run of each probe case, timed (wall clock, verification included), and the line through them.
+RunCost probe_run_cost(const SweepOptions& o, const std::vector<SweepCase>& cases, SweepRunner& runner) {
+  std::vector<std::pair<Index, double>> points;
+  for (size_t i : probe_cases(cases, probe_bytes(o.backend))) {
+    throw_if_stop_requested();
+    const Plan plan = plan_case(o, cases[i], cases[i].runs.front());
+    RunOptions ro;
+    ro.iters = o.iters;
+    ro.warmup = o.warmup;
+    const auto start = std::chrono::steady_clock::now();
+    runner.run(plan, ro);
+    points.emplace_back(case_bytes(cases[i]),
+                        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  if (points.empty()) return RunCost{};
+  const auto& [small_bytes, small_s] = points.front();
+  const auto& [large_bytes, large_s] = points.back();
+  return fit_run_cost(small_bytes, small_s, large_bytes, large_s);
+}
+
 }  // namespace
 
 Dims sweep_shape(Index bytes, DType dtype) {
@@ -131,8 +175,12 @@ SweepOptions resolve_sweep(const SweepOptions& in) {
                       "the launcher started ", o.process->world_size, " processes but the meshes span ",
                       std::max(o.between->first.world_size(), o.between->second.world_size()), " ranks");
   }
-  if (o.sizes_bytes.empty() && o.shapes.empty())
-    for (Index s = Index(1) << 20; s <= (Index(1) << 30); s *= 4) o.sizes_bytes.push_back(s);
+  if (o.sizes_bytes.empty() && o.shapes.empty()) {
+    const bool host = o.backend == Backend::kHost;
+    for (Index s = host ? Index(16) << 10 : Index(1) << 20; s <= (host ? Index(64) << 20 : Index(1) << 30); s *= 4)
+      o.sizes_bytes.push_back(s);
+    if (host && !o.time_budget_s) o.time_budget_s = 60;
+  }
   RESHARD_REQUIRE(o.iters >= 1 && o.warmup >= 0, "iterations must be >= 1 and warm-up >= 0");
   return o;
 }
@@ -199,11 +247,11 @@ std::string sweep_cases_json(const std::vector<SweepCase>& cases) {
   return j.dump(1) + "\n";
 }
 
-SweepSummary run_sweep(const SweepOptions& o, const std::vector<SweepCase>& cases, const SweepEvents& events) {
+SweepSummary run_sweep(const SweepOptions& o, std::vector<SweepCase> cases, const SweepEvents& events) {
   // Holds every run's plan, up to kSweepPlans (sweep meshes are one host's GPUs, so plans are small): the runs visit
   // them in the memory check's order, so a cache smaller than the sweep evicts each plan before its run.
   PlanCache plans(std::clamp<size_t>(sweep_runs(cases), 1, kSweepPlans));
-  check_sweep_memory(o, cases, plans);
+  if (!o.time_budget_s) check_sweep_memory(o, cases, plans);  // with a budget: once the cases that fit are known
   SweepLink link;
   link.applies = o.backend == Backend::kNccl;
   link.link_GBps = o.plan.profile.intra_node.p2p.bandwidth_GBps;
@@ -214,24 +262,18 @@ SweepSummary run_sweep(const SweepOptions& o, const std::vector<SweepCase>& case
     link.link_GBps = std::max(link.measured.peer_copy_GBps, link.measured.nccl_p2p_GBps);
     link.copy_GBps = link.measured.device_copy_GBps;
   }
+  SweepRunner runner(o);
+  const RunCost cost = probe_run_cost(o, cases, runner);
+  if (o.time_budget_s) {
+    cases = fit_to_budget(std::move(cases), o, cost, *o.time_budget_s);
+    check_sweep_memory(o, cases, plans);
+  }
   const size_t runs = sweep_runs(cases);
-  if (events.on_start) events.on_start(link, runs);
+  if (events.on_start) events.on_start(link, SweepStart{cases, runs, estimate_sweep_seconds(cases, o, cost)});
 
   SweepSummary summary;
-  std::map<int, std::unique_ptr<LocalRunner>> runners;  // in this process, per world size
-  std::unique_ptr<ProcessRunner> process;               // one process per rank: the job's one communicator
-  if (o.process)
-    process = std::make_unique<ProcessRunner>(o.process->rank, o.process->world_size, o.process->device,
-                                              o.process->rendezvous, std::chrono::seconds(120), o.nccl_mode);
   for (const SweepCase& c : cases) {
     const auto [src, dst] = case_layouts(c);
-    const int world = src.mesh().world_size();
-    auto run = [&](const Plan& plan, const RunOptions& ro) {
-      if (process) return process->run(plan, ro);
-      std::unique_ptr<LocalRunner>& runner = runners[world];
-      if (!runner) runner = std::make_unique<LocalRunner>(o.backend, world, std::chrono::seconds(120), o.nccl_mode);
-      return runner->run(plan, ro);
-    };
     const int es = element_size(c.dtype);
     TrafficBound tb = traffic_bound(src, dst, o.plan.topology, es);
     std::optional<double> bound;
@@ -245,14 +287,14 @@ SweepSummary run_sweep(const SweepOptions& o, const std::vector<SweepCase>& case
       RunOptions ro;
       ro.iters = o.iters;
       ro.warmup = o.warmup;
-      RunResult r = run(plan, ro);
+      RunResult r = runner.run(plan, ro);
       RunRecord row = make_record(plan, r, tb);
       row.auto_choice = c.auto_choice == s;
       row.bound_us = bound;
       if (row.auto_choice && o.backend == Backend::kNccl && row.tensor_bytes <= o.graph_max_bytes) {
         RunOptions g = ro;
         g.cuda_graph = true;
-        RunResult gr = run(plan, g);
+        RunResult gr = runner.run(plan, g);
         row.graph_us = gr.timing.median_us;
         row.wrong += gr.wrong_elements;
         row.checked += gr.checked_elements;

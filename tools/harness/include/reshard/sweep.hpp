@@ -6,8 +6,9 @@
 // link GB/s the larger of a measured cudaMemcpyPeer and NCCL send/recv (NCCL backend only: the host backend has no
 // link, so its rows have no bound and no CUDA-graph time).
 //
-// Every case is planned before the first measurement, so the number of runs is known (progress and ETA) and the
-// memory of the largest run is checked up front (memory_check.hpp).
+// Every case is planned before the first measurement, so the number of runs is known (progress and ETA), the sweep's
+// time is estimated from two runs timed first (sweep_estimate.hpp), and the memory of the largest run is checked up
+// front (memory_check.hpp).
 #pragma once
 
 #include <functional>
@@ -32,8 +33,10 @@ struct SweepOptions {
   // Source and target meshes of one world (`bench --from-mesh ... --to-mesh ...`): the sweep runs between them (source
   // placements over the source mesh's dims, target placements over the target's) instead of on `meshes`.
   std::optional<std::pair<Mesh, Mesh>> between;
-  std::vector<Index> sizes_bytes;  // empty (and no shapes): 1 MiB to 1 GiB in x4 steps
-  std::vector<Dims> shapes;        // explicit tensor shapes, run instead of sizes when given
+  // Empty (and no shapes): on GPUs 1 MiB to 1 GiB in x4 steps; on the host backend 16 KiB to 64 MiB, cut to a time
+  // budget (time_budget_s).
+  std::vector<Index> sizes_bytes;
+  std::vector<Dims> shapes;  // explicit tensor shapes, run instead of sizes when given
   std::vector<DType> dtypes{DType::kF32, DType::kBF16};
   std::vector<Strategy> strategies{Strategy::kCollective, Strategy::kP2P, Strategy::kHybrid};
   std::vector<Transport> transports{Transport::kNccl, Transport::kNvlink};  // p2p and hybrid run on each available
@@ -45,6 +48,10 @@ struct SweepOptions {
   int warmup = 5;
   Index graph_max_bytes = 4 << 20;  // also time CUDA-graph replays of auto's plan up to this size (NCCL)
   bool measure_link = true;
+  // run_sweep keeps the cases of the smallest sizes whose estimated time fits (those of the smallest size always).
+  // resolve_sweep sets it to 60 s for the host backend's default sizes, so that a sweep without flags takes about a
+  // minute on any machine.
+  std::optional<double> time_budget_s;
   // One process per rank (under a launcher), NCCL backend: every process of the job runs the same sweep, each as its
   // rank; every mesh must span the job's world (the default meshes do). Rank 0 measures the link.
   std::optional<SweepProcess> process;
@@ -83,8 +90,15 @@ struct SweepLink {
   bool applies = false;  // false on the host backend: no bound
 };
 
+// What run_sweep knows before its first measurement.
+struct SweepStart {
+  const std::vector<SweepCase>& cases;  // those it runs (time_budget_s may have left out the largest sizes)
+  size_t runs = 0;
+  double estimate_s = 0;  // the sweep's wall time, estimated (sweep_estimate.hpp)
+};
+
 struct SweepEvents {
-  std::function<void(const SweepLink& link, size_t runs)> on_start;  // before the first measurement
+  std::function<void(const SweepLink& link, const SweepStart& start)> on_start;  // before the first measurement
   std::function<void(const RunRecord& row, size_t done, size_t runs)> on_row;
 };
 
@@ -93,9 +107,10 @@ struct SweepSummary {
   Index wrong = 0, checked = 0;
 };
 
-// Checks the largest run's memory, measures the link, then runs every case; `events` get each row as it is made.
-// A stop request (interrupt.hpp) ends it with Interrupted between runs.
-SweepSummary run_sweep(const SweepOptions& resolved, const std::vector<SweepCase>& cases, const SweepEvents& events);
+// Times the probe runs and estimates the sweep (keeping the cases that fit time_budget_s), checks the largest run's
+// memory, measures the link, then runs every case; `events` get each row as it is made. A stop request
+// (interrupt.hpp) ends it with Interrupted between runs.
+SweepSummary run_sweep(const SweepOptions& resolved, std::vector<SweepCase> cases, const SweepEvents& events);
 
 // A 2-D shape of `bytes` / element size elements, as square as powers of two allow.
 Dims sweep_shape(Index bytes, DType dtype);
