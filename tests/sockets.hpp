@@ -26,13 +26,19 @@ inline int free_port() {
   return ntohs(a.sin_port);
 }
 
-// A raw client of 127.0.0.x:port; -1 when the connection is refused.
-inline int raw_connect(int port, const char* ip = "127.0.0.1") {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+// The IPv4 address ip:port.
+inline sockaddr_in ipv4(const char* ip, int port) {
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_port = htons(static_cast<uint16_t>(port));
   ::inet_pton(AF_INET, ip, &a.sin_addr);
+  return a;
+}
+
+// A raw client of 127.0.0.x:port; -1 when the connection is refused.
+inline int raw_connect(int port, const char* ip = "127.0.0.1") {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  const sockaddr_in a = ipv4(ip, port);
   for (int i = 0; i < 200; ++i) {
     if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0) return fd;
     if (errno != ECONNREFUSED) break;

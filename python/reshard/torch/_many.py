@@ -217,9 +217,7 @@ class _Many(torch.autograd.Function):
     def backward(ctx, *grads):
         targets = [None if g is None else _backward_placements(g._spec, spec)
                    for g, spec in zip(grads, ctx.input_specs)]
-        # Each gradient moves back by redistribute's single call: a batch run from autograd's backward thread stalled
-        # on 4 processes (4x H200; the forward batch and 2 processes did not), so the batch stays on the forward side
-        # until that is understood.
+        # Each gradient moves back by redistribute's single call, never as a batch (docs/python.md says why).
         moved = [None if g is None else _autograd.redistribute_forward(g, ctx.mesh, t, ctx.strategy, False)
                  for g, t in zip(grads, targets)]
         out = []
