@@ -139,7 +139,7 @@ TEST(Rendezvous, ListensOnlyOnTheNamedAddress) {
   ::close(probe);
   // 127.0.0.2 is this host too, but not the address named: a socket bound to all interfaces would accept it.
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  const sockaddr_in a = testing::ipv4("127.0.0.2", port);
+  sockaddr_in a = testing::ipv4("127.0.0.2", port);
   EXPECT_NE(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
   ::close(fd);
   EXPECT_EQ(rendezvous_fetch(spec, 2, 1, id.size(), quick("t")), id);
@@ -152,7 +152,7 @@ TEST(Rendezvous, ListensOnlyOnTheNamedAddress) {
 TEST(Rendezvous, RankZeroHoldsEveryAddressOfTheNameOrFails) {
   const int port = free_port();
   int impostor = ::socket(AF_INET, SOCK_STREAM, 0);
-  const sockaddr_in a = testing::ipv4("127.0.0.1", port);
+  sockaddr_in a = testing::ipv4("127.0.0.1", port);
   ASSERT_EQ(::bind(impostor, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
   ASSERT_EQ(::listen(impostor, 4), 0);
   const std::vector<std::byte> id = secret();

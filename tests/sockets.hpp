@@ -38,7 +38,7 @@ inline sockaddr_in ipv4(const char* ip, int port) {
 // A raw client of 127.0.0.x:port; -1 when the connection is refused.
 inline int raw_connect(int port, const char* ip = "127.0.0.1") {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  const sockaddr_in a = ipv4(ip, port);
+  sockaddr_in a = ipv4(ip, port);
   for (int i = 0; i < 200; ++i) {
     if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0) return fd;
     if (errno != ECONNREFUSED) break;
