@@ -378,7 +378,7 @@ TEST(HostExecutor, IdenticalLayoutsRunInPlace) {
       const Layout layout(mesh, ps, Dims{7, 10});
       const Plan plan = make_plan(layout, layout, DType::kI32, options);
       ASSERT_TRUE(is_identity(plan)) << layout.str();
-      ASSERT_TRUE(runs_in_place(PlanBatch::of(plan)));
+      ASSERT_TRUE(runs_in_place(PlanBatch::of(plan), 0));
       HostWorld world(4);
       std::vector<Index> wrong(4, 0);
       run_ranks(

@@ -231,6 +231,18 @@ void Executor::prepare(const Mesh& mesh) {
   // Group communicators, in the program's first-use order (the same on every rank).
   for (const std::vector<int>& dims : program_.communicator_dims) comm_.group(mesh, dims);
   const int es = element_size(program_.dtype);
+  identity_tensor_.assign(input_sizes_.size(), false);
+  if (!program_.identity_tensors.empty()) {
+    Copies whole;  // the batch's program counts bytes (dtype u8)
+    for (int t : program_.identity_tensors) {
+      identity_tensor_.at(static_cast<size_t>(t)) = true;
+      const Index bytes = program_.tensor_output_bytes.at(static_cast<size_t>(t));
+      if (bytes > 0)
+        whole.regions.push_back(CopyRegion{BufferRef{Buffer::kInput, 0, -1, t}, BufferRef{Buffer::kOutput, 0, -1, t},
+                                           Dims{bytes}, Dims{1}, Dims{1}});
+    }
+    identity_copies_ = device_.prepare_copies(whole, es);
+  }
   ops_.resize(program_.ops.size());
   for (size_t i = 0; i < program_.ops.size(); ++i) {
     const Op& op = program_.ops[i];
@@ -348,7 +360,7 @@ void Executor::run(std::span<const ConstBuffer> inputs, std::span<const MutableB
       if (input_sizes_[t] > 0) device_.check_buffer(inputs[t].data, input_sizes_[t], "input");
       if (output_sizes_[t] > 0) device_.check_buffer(outputs[t].data, output_sizes_[t], "output");
     }
-    in_place_ = check_aliasing(inputs, outputs);
+    check_aliasing(inputs, outputs);
     for (size_t t = 0; t < n; ++t) {
       inputs_[t] = inputs[t].data;
       outputs_[t] = outputs[t].data;
@@ -360,8 +372,9 @@ void Executor::run(std::span<const ConstBuffer> inputs, std::span<const MutableB
     constexpr auto bit = [](Buffer b) { return 1u << static_cast<unsigned>(b); };
     auto* work = workspace_ ? static_cast<std::byte*>(workspace_->data()) : nullptr;
     for (size_t t = 0; t < n; ++t) {
-      exposed_inputs_[t] = exposed_kinds_ & bit(Buffer::kInput) ? inputs_[t] : nullptr;
-      exposed_outputs_[t] = exposed_kinds_ & bit(Buffer::kOutput) ? outputs_[t] : nullptr;
+      const bool addressed = !identity_tensor_[t];  // identity tensors have no operations, on any rank
+      exposed_inputs_[t] = addressed && exposed_kinds_ & bit(Buffer::kInput) ? inputs_[t] : nullptr;
+      exposed_outputs_[t] = addressed && exposed_kinds_ & bit(Buffer::kOutput) ? outputs_[t] : nullptr;
       // Tensor t's part of the workspace: from its offset to the next tensor's (null when empty: no address there).
       const std::vector<Index>& offsets = program_.tensor_work_offsets;
       const size_t begin = t < offsets.size() ? static_cast<size_t>(offsets[t]) : 0;
@@ -384,6 +397,7 @@ void Executor::run(std::span<const ConstBuffer> inputs, std::span<const MutableB
                           peers_ ? peers_->tables() : PeerTables{},
                           inputs_.data(),
                           outputs_.data()};
+  if (identity_copies_needed_) identity_copies_->run(bases, stream);
   size_t i = 0;
   const Range run_range(device_, "reshard run");
   for (int step = 0; step < program_.step_count; ++step) {
@@ -416,18 +430,23 @@ void Executor::run(std::span<const ConstBuffer> inputs, std::span<const MutableB
   }
 }
 
-bool Executor::check_aliasing(std::span<const ConstBuffer> inputs, std::span<const MutableBuffer> outputs) const {
-  bool in_place = false;
+void Executor::check_aliasing(std::span<const ConstBuffer> inputs, std::span<const MutableBuffer> outputs) {
+  in_place_ = false;
+  identity_copies_needed_ = false;
   for (size_t t = 0; t < inputs.size(); ++t) {
     const auto in = reinterpret_cast<std::uintptr_t>(inputs[t].data);
     const auto out = reinterpret_cast<std::uintptr_t>(outputs[t].data);
-    if (input_sizes_[t] == 0 || output_sizes_[t] == 0 || in + input_sizes_[t] <= out || out + output_sizes_[t] <= in)
+    const bool identity = identity_ || identity_tensor_[t];
+    if (input_sizes_[t] == 0 || output_sizes_[t] == 0 || in + input_sizes_[t] <= out || out + output_sizes_[t] <= in) {
+      identity_copies_needed_ = identity_copies_needed_ || (identity_tensor_[t] && output_sizes_[t] > 0);
       continue;
-    RESHARD_REQUIRE(identity_ && in == out, "the output buffer overlaps the input buffer on rank ", program_.rank,
-                    "; only a plan between identical layouts runs in place (output == input)");
-    in_place = true;
+    }
+    RESHARD_REQUIRE(
+        identity && in == out, "the output buffer", tensors() == 1 ? "" : cat(" of tensor ", t).c_str(),
+        " overlaps the input buffer on rank ", program_.rank,
+        "; only a plan between identical layouts (or such a tensor of a batch) runs in place (output == input)");
+    in_place_ = identity_;
   }
-  return in_place;
 }
 
 void Executor::wait(StreamHandle stream) {

@@ -254,6 +254,12 @@ RankProgram lower(const PlanBatch& batch, int rank, const LowerOptions& options)
   parts.reserve(batch.size());
   for (size_t t = 0; t < batch.size(); ++t) {
     parts.push_back(lower_parts(batch.plan(t), rank, /*gathers_as_exchanges=*/true, options.one_sided));
+    if (is_identity(batch.plan(t))) {  // no operations and no workspace (RankProgram::identity_tensors)
+      prog.identity_tensors.push_back(static_cast<int>(t));
+      parts.back().steps.clear();
+      parts.back().program.work_elements = 0;
+      continue;
+    }
     prog.one_sided = prog.one_sided || parts.back().program.one_sided;
   }
   Index work = 0;

@@ -4,7 +4,8 @@
 # fresh: python/gpu_tests/check_fresh_buffers.py on every GPU (fresh, reused, freed and reallocated buffers,
 # redistribute_many forward and backward); alloc: the same under expandable segments and cudaMallocAsync, and the
 # Llama-3-8B set under both; model: python/bench/model_sync.py (SETS, default every set); stages: the host time of
-# each stage of a repeat call (python/bench/call_stages.py). Every result verified.
+# each stage of a repeat call (python/bench/call_stages.py); batch: `reshard bench --batch 100` of 1 MiB tensors
+# against one of 100 MiB, S0/S1/R pairs, both transports. Every result verified.
 # Files under $OUT/real_callers.tgz.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -40,6 +41,13 @@ p['nvlink']['copy_engine_min_row_bytes'] = 1 << 40; json.dump(p, open('/tmp/kern
     done
   done
   echo "[$(el) s] rows"; cat "$OUT/rows.txt"
+fi
+if has batch; then
+  timeout 200 $R bench --backend nccl --batch 100 --meshes $N --sizes 1MiB --dtypes f32 --placements S0,S1,R \
+    --strategies collective,p2p --transports nccl,nvlink --iters 50 --warmup 10 --csv "$OUT/batch_100x1MiB.csv" \
+    > "$OUT/batch_100x1MiB.log" 2>&1
+  echo "[$(el) s] batch exit $?"; grep -vE "^#" "$OUT/batch_100x1MiB.log" | cut -c1-140 | head -40
+  grep -E "wrong" "$OUT/batch_100x1MiB.log" | tail -1
 fi
 has stages && torch_job stages 60 python/bench/call_stages.py --out "$OUT" --iters 60
 has model && torch_job model 240 python/bench/model_sync.py --out "$OUT" --sets "${SETS:-llama3_8b,llama3_70b_8l,qwen3_moe_layer}"

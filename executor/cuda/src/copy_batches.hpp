@@ -13,9 +13,10 @@ namespace reshard::cuda {
 // A batch's copy regions cut into tiles (64 KiB of rows each) for the copy kernels, descriptors uploaded once.
 class TileSet {
  public:
-  // Regions cut into tiles of at most `tile_bytes` (a multiple of 16; 64 KiB by default).
+  // Regions cut into tiles of at most `tile_bytes` (a multiple of 16; 64 KiB by default), naming at most `max_bases`
+  // buffers (BaseTable).
   TileSet(Device& device, int ordinal, const std::vector<CopyRegion>& regions, int element_size,
-          long long tile_bytes = 64 * 1024);
+          long long tile_bytes = 64 * 1024, int max_bases = kMaxBases);
   const DeviceCopyRegion* regions() const { return regions_; }
   const DeviceCopyTile* tiles() const { return tiles_; }
   int tile_count() const { return tile_count_; }

@@ -75,8 +75,9 @@ __device__ inline void copy_tile(const DeviceCopyRegion& r, const DeviceCopyTile
 }
 
 // Every block walks tiles grid-stride: tile ti goes to block ti mod gridDim.x.
+template <class Bases>
 __device__ inline void copy_tiles(const DeviceCopyRegion* regions, const DeviceCopyTile* tiles, int tile_count,
-                                  const DeviceBases& bases) {
+                                  const Bases& bases) {
   __shared__ DeviceCopyRegion region;
   __shared__ DeviceCopyTile tile;
   for (int ti = blockIdx.x; ti < tile_count; ti += gridDim.x) {

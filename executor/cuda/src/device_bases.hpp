@@ -16,6 +16,11 @@ namespace reshard::cuda {
 // bases (run time: a few pointer copies, no allocation).
 class BaseTable {
  public:
+  // At most `capacity` codes in all (kMaxBases for the fused and reduction kernels, kMaxCopyBases for copy kernels).
+  explicit BaseTable(int capacity = kMaxBases) : capacity_(capacity) {}
+  // Codes in use: this rank's three and the others named so far.
+  int size() const { return 3 + static_cast<int>(keys_.size()); }
+
   // The code of `ref`'s buffer: 0..2 for this rank's input and output (tensor 0's) and workspace; the next free code
   // (3 and up, at most kMaxBases) for any other: a peer's buffer, another tensor's input or output.
   int code(const BufferRef& ref) {
@@ -23,7 +28,7 @@ class BaseTable {
     const Key k = key_of(ref);
     for (size_t i = 0; i < keys_.size(); ++i)
       if (keys_[i] == k) return 3 + static_cast<int>(i);
-    RESHARD_REQUIRE(3 + static_cast<int>(keys_.size()) < kMaxBases, "a copy batch names more than ", kMaxBases - 3,
+    RESHARD_REQUIRE(size() < capacity_, "a copy batch names more than ", capacity_ - 3,
                     " buffers besides this rank's own");
     keys_.push_back(k);
     return 2 + static_cast<int>(keys_.size());
@@ -40,13 +45,16 @@ class BaseTable {
       for (const Key& x : added) known = known || x == k;
       if (!known) added.push_back(k);
     }
-    if (3 + static_cast<int>(keys_.size() + added.size()) > kMaxBases) return false;
+    if (size() + static_cast<int>(added.size()) > capacity_) return false;
     keys_.insert(keys_.end(), added.begin(), added.end());
     return true;
   }
 
-  DeviceBases fill(const BufferBases& b) const {
-    DeviceBases d;
+  // The kernels' table of a run; Bases must hold size() codes (checked).
+  template <class Bases = DeviceBases>
+  Bases fill(const BufferBases& b) const {
+    RESHARD_REQUIRE(size() <= Bases::kSize, "internal: ", size(), " buffer codes for a table of ", Bases::kSize);
+    Bases d;
     d.ptr[0] = b.input;
     d.ptr[1] = b.output;
     d.ptr[2] = b.work;
@@ -72,21 +80,23 @@ class BaseTable {
   static Key key_of(const BufferRef& r) {
     return Key{r.peer, static_cast<int>(r.buffer), r.buffer == Buffer::kWork && r.peer < 0 ? 0 : r.tensor};
   }
+  int capacity_;
   std::vector<Key> keys_;
 };
 
 // Splits `regions` into consecutive groups whose buffers fit one BaseTable each (a batch program's copies may name
 // more tensors than one launch's table holds). `refs(region)` gives a region's buffer references.
 template <class Region, class Refs>
-std::vector<std::vector<Region>> split_by_bases(const std::vector<Region>& regions, Refs refs) {
+std::vector<std::vector<Region>> split_by_bases(const std::vector<Region>& regions, Refs refs,
+                                                int capacity = kMaxBases) {
   std::vector<std::vector<Region>> groups(1);
-  BaseTable table;
+  BaseTable table(capacity);
   for (const Region& r : regions) {
     const std::vector<BufferRef> names = refs(r);
     if (!table.try_add(names)) {
       groups.emplace_back();
-      table = BaseTable();
-      RESHARD_REQUIRE(table.try_add(names), "a copy region names more than ", kMaxBases - 3, " buffers");
+      table = BaseTable(capacity);
+      RESHARD_REQUIRE(table.try_add(names), "a copy region names more than ", capacity - 3, " buffers");
     }
     groups.back().push_back(r);
   }

@@ -17,7 +17,9 @@ unsigned int alignment_of(long long x) {
 
 }  // namespace
 
-TileSet::TileSet(Device& device, int ordinal, const std::vector<CopyRegion>& regions, int es, long long tile_bytes) {
+TileSet::TileSet(Device& device, int ordinal, const std::vector<CopyRegion>& regions, int es, long long tile_bytes,
+                 int max_bases)
+    : bases_(max_bases) {
   // At most 1 GiB: the kernels index within a tile in 32 bits (copy_tile.cuh).
   RESHARD_REQUIRE(tile_bytes >= 16 && tile_bytes % 16 == 0 && tile_bytes <= (1LL << 30),
                   "copy tiles must be a positive multiple of 16 bytes, at most 1 GiB");
@@ -75,11 +77,16 @@ namespace {
 class KernelCopyBatch : public CopyBatch {
  public:
   KernelCopyBatch(Device& device, int ordinal, const std::vector<CopyRegion>& regions, int es, int max_blocks)
-      : tiles_(device, ordinal, regions, es), max_blocks_(max_blocks) {}
+      : tiles_(device, ordinal, regions, es, 64 * 1024, kMaxCopyBases), max_blocks_(max_blocks) {}
 
   void run(const BufferBases& b, StreamHandle stream) override {
-    RESHARD_CUDA_CHECK(launch_copies(tiles_.regions(), tiles_.tiles(), tiles_.tile_count(), max_blocks_,
-                                     tiles_.bases().fill(b), static_cast<cudaStream_t>(stream)));
+    const auto s = static_cast<cudaStream_t>(stream);
+    if (tiles_.bases().size() <= kMaxBases)
+      RESHARD_CUDA_CHECK(launch_copies(tiles_.regions(), tiles_.tiles(), tiles_.tile_count(), max_blocks_,
+                                       tiles_.bases().fill<DeviceBases>(b), s));
+    else
+      RESHARD_CUDA_CHECK(launch_copies(tiles_.regions(), tiles_.tiles(), tiles_.tile_count(), max_blocks_,
+                                       tiles_.bases().fill<DeviceWideBases>(b), s));
   }
 
  private:
@@ -91,7 +98,12 @@ class KernelCopyBatch : public CopyBatch {
 
 std::unique_ptr<CopyBatch> make_kernel_copies(Device& device, int ordinal, const std::vector<CopyRegion>& regions,
                                               int element_size, int max_blocks) {
-  auto groups = split_by_bases(regions, [](const CopyRegion& r) { return std::vector<BufferRef>{r.src, r.dst}; });
+  auto groups = split_by_bases(
+      regions,
+      [](const CopyRegion& r) {
+        return std::vector<BufferRef>{r.src, r.dst};
+      },
+      kMaxCopyBases);
   if (groups.size() == 1) return std::make_unique<KernelCopyBatch>(device, ordinal, regions, element_size, max_blocks);
   std::vector<std::unique_ptr<CopyBatch>> parts;
   for (const auto& g : groups)

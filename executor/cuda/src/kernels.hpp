@@ -10,6 +10,10 @@ constexpr int kMaxOuterDims = 7;
 // one-sided steps, a batch program's other tensors), codes 3 and up in first-use order (device_bases.hpp).
 constexpr int kMaxPeerSlots = 15;
 constexpr int kMaxBases = 3 * (1 + kMaxPeerSlots);
+// A copy kernel's table may be wide: this rank's three buffers and up to kMaxCopyBases - 3 others, so that one launch
+// copies a step of a batch of hundreds of tensors (8 KiB of kernel parameters; a launch that names at most kMaxBases
+// buffers takes the kernel with the short table).
+constexpr int kMaxCopyBases = 1024;
 
 // One copy region in bytes: rows of `row_bytes` contiguous bytes, indexed row-major over the outer dims.
 struct DeviceCopyRegion {
@@ -30,9 +34,13 @@ struct DeviceCopyTile {
   long long col_begin = 0, col_end = 0;
 };
 
-struct DeviceBases {
-  const void* ptr[kMaxBases] = {};
+template <int N>
+struct DeviceBasesOf {
+  static constexpr int kSize = N;
+  const void* ptr[N] = {};
 };
+using DeviceBases = DeviceBasesOf<kMaxBases>;
+using DeviceWideBases = DeviceBasesOf<kMaxCopyBases>;
 
 // The flags of a fused one-sided step (one kernel per rank per call). Epochs count the step's calls: a call posts its
 // epoch into the peers' slots for this rank (ready to its readers, done to its sources) and waits until its own slots
@@ -68,5 +76,7 @@ cudaError_t load_copy_kernels();
 
 // max_blocks > 0 caps the grid (blocks then walk several tiles), leaving SMs to work running alongside.
 cudaError_t launch_copies(const DeviceCopyRegion* regions, const DeviceCopyTile* tiles, int tile_count, int max_blocks,
-                          DeviceBases bases, cudaStream_t stream);
+                          const DeviceBases& bases, cudaStream_t stream);
+cudaError_t launch_copies(const DeviceCopyRegion* regions, const DeviceCopyTile* tiles, int tile_count, int max_blocks,
+                          const DeviceWideBases& bases, cudaStream_t stream);
 }  // namespace reshard::cuda

@@ -117,8 +117,9 @@ class Executor {
   void prepare(const Mesh& mesh);
   Copies runnable(const Copies& copies) const;  // kernels where the copy engines cannot reach a peer read
   void sizes_and_workspace();
-  // Refuses overlapping input and output buffers, except an identity plan's in place; whether the run is that.
-  bool check_aliasing(std::span<const ConstBuffer> inputs, std::span<const MutableBuffer> outputs) const;
+  // Refuses overlapping input and output buffers, except an identity plan's (or a batch's identity tensor's) in place.
+  // Sets in_place_ (a plan run in place) and identity_copies_needed_ (some identity tensor of a batch is not).
+  void check_aliasing(std::span<const ConstBuffer> inputs, std::span<const MutableBuffer> outputs);
   void execute(size_t index, const BufferBases& bases, StreamHandle stream);
 
   Communicator& comm_;
@@ -135,9 +136,12 @@ class Executor {
   std::vector<void*> exposed_outputs_, exposed_works_;
   unsigned exposed_kinds_ = 0;  // bits of Buffer: the kinds of buffers some rank addresses in its peers
   bool checked_ = false;
-  bool identity_ = false;      // a plan between identical layouts (is_identity)
-  bool in_place_ = false;      // the last checked buffers run it in place: nothing to enqueue
-  bool exposed_ = false;       // this rank's buffers were mapped by its peers (the first run does it)
+  bool identity_ = false;                       // a plan between identical layouts (is_identity)
+  bool in_place_ = false;                       // the last checked buffers run it in place: nothing to enqueue
+  std::vector<bool> identity_tensor_;           // per tensor: listed in RankProgram::identity_tensors
+  std::unique_ptr<CopyBatch> identity_copies_;  // each identity tensor of a batch whole, input to output
+  bool identity_copies_needed_ = false;         // the last checked buffers do not run every identity tensor in place
+  bool exposed_ = false;                        // this rank's buffers were mapped by its peers (the first run does it)
   bool peer_tensors_ = false;  // one-sided steps may address the peers' tensors, not only workspaces (executor.cpp)
   std::vector<OpRuntime> ops_;
   std::vector<StepMarks> marks_;                 // options.trace: per step

@@ -135,6 +135,10 @@ struct RankProgram {
   // A batch's program: where each tensor's part of the workspace starts (bytes). A peer's workspace reference of tensor
   // t (BufferRef::tensor) is relative to that peer's part for t, which may lie elsewhere in its workspace.
   std::vector<Index> tensor_work_offsets;
+  // A batch's program: the tensors between identical layouts (is_identity), in order. They have no operations: run in
+  // place (output == input) they need nothing, as DTensor returns its input for an unchanged placement; otherwise the
+  // executor copies each whole, input to output, in one launch before step 0.
+  std::vector<int> identity_tensors;
   int step_count = 0;
   std::vector<Op> ops;  // in issue order; every side lane's last operation is waited for by a later main-lane one
   std::vector<std::vector<int>> communicator_dims;  // distinct mesh-dim sets of the collectives, in first-use order

@@ -67,12 +67,12 @@ RankOutcome run_host_rank(const PlanBatch& batch, HostWorld& world, int r, const
   RankOutcome out;
   out.workspace = exec.workspace_bytes();
   const size_t n = batch.size();
-  const bool in_place = runs_in_place(batch);
   std::vector<std::vector<std::byte>> inputs(n), outputs(n);
   std::vector<ConstBuffer> in(n);
   std::vector<MutableBuffer> outs(n);
   for (size_t t = 0; t < n; ++t) {
     const Plan& plan = batch.plan(t);
+    const bool in_place = runs_in_place(batch, t);
     inputs[t].resize(exec.input_bytes(t));
     if (!in_place) outputs[t].resize(exec.output_bytes(t));
     fill_local(inputs[t].data(), plan.src(), r, plan.dtype());
@@ -90,7 +90,7 @@ RankOutcome run_host_rank(const PlanBatch& batch, HostWorld& world, int r, const
   };
   for (int poison : {0xA5, 0x5A}) {
     for (size_t t = 0; t < n; ++t) {  // in place, the output is the source: it is filled again instead
-      if (in_place)
+      if (runs_in_place(batch, t))
         fill_local(inputs[t].data(), batch.plan(t).src(), r, batch.plan(t).dtype());
       else if (!outputs[t].empty())
         std::memset(outputs[t].data(), poison, outputs[t].size());

@@ -18,17 +18,17 @@ RankRedistribution::RankRedistribution(PlanBatch batch, Communicator& comm, Cuda
       rank_(comm.rank()),
       stream_(device.ordinal()),
       pattern_(device),
-      exec_(batch_, comm, device, options),
-      in_place_(runs_in_place(batch_)) {
+      exec_(batch_, comm, device, options) {
   for (size_t t = 0; t < batch_.size(); ++t) {
     const Plan& plan = batch_.plan(t);
     Tensor& x = tensors_.emplace_back();
+    x.in_place = runs_in_place(batch_, t);
     x.partial = plan.src().has_partial() || plan.dst().has_partial();
     x.in_box = plan.src().box(rank_);
     x.out_box = plan.dst().box(rank_);
     x.input = device.allocate(exec_.input_bytes(t));
-    if (!in_place_) x.output = device.allocate(exec_.output_bytes(t));
-    DeviceMemory& target = in_place_ ? *x.input : *x.output;
+    if (!x.in_place) x.output = device.allocate(exec_.output_bytes(t));
+    DeviceMemory& target = x.in_place ? *x.input : *x.output;
     fill_source(t);
     inputs_.push_back({x.input->data(), x.input->bytes()});
     outputs_.push_back({target.data(), target.bytes()});
@@ -60,7 +60,7 @@ void RankRedistribution::wait() { exec_.wait(stream_.handle()); }
 
 void RankRedistribution::poison(int byte) {
   for (size_t t = 0; t < tensors_.size(); ++t) {
-    if (in_place_)  // the output is the source: filled again instead
+    if (tensors_[t].in_place)  // the output is the source: filled again instead
       fill_source(t);
     else if (outputs_[t].bytes)
       RESHARD_CUDA_CHECK(cudaMemsetAsync(outputs_[t].data, byte, outputs_[t].bytes, stream_.get()));

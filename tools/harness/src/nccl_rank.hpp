@@ -30,8 +30,8 @@ class RankRedistribution {
   void wait();
   // Releases the executor's pending one-sided waits after a stall (Executor::abandon); what was pending.
   std::string abandon() { return exec_.abandon(); }
-  // Fills the targets with `byte` on stream(), so that an element no run writes is caught; in place (runs_in_place),
-  // fills the sources again instead.
+  // Fills the targets with `byte` on stream(), so that an element no run writes is caught; a tensor in place
+  // (runs_in_place) gets its source filled again instead.
   void poison(int byte);
   // Waits, then counts the targets' elements that differ from the redistributed pattern.
   Index count_wrong();
@@ -41,7 +41,8 @@ class RankRedistribution {
  private:
   // One tensor's buffers.
   struct Tensor {
-    bool partial = false;  // Partial layouts: contributions and expected values are made on the host (pattern.hpp)
+    bool partial = false;   // Partial layouts: contributions and expected values are made on the host (pattern.hpp)
+    bool in_place = false;  // runs_in_place: no target buffer, the source is the output
     Box in_box, out_box;
     std::unique_ptr<DeviceMemory> input, output;  // output: unset in place
   };
@@ -52,7 +53,6 @@ class RankRedistribution {
   CudaStream stream_;
   CudaPatternChecker pattern_;
   Executor exec_;
-  bool in_place_;  // runs_in_place: no target buffers, the sources are the outputs
   std::vector<Tensor> tensors_;
   std::vector<ConstBuffer> inputs_;
   std::vector<MutableBuffer> outputs_;

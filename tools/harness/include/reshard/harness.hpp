@@ -68,10 +68,10 @@ struct RunResult {
   std::vector<StepTime> steps;  // options.trace: per step, the slowest rank's phase times
 };
 
-// Whether the harness runs `batch` in place: one plan between identical layouts (is_identity), its output buffer the
-// input's, as DTensor returns its input for an unchanged placement. Nothing is enqueued; each verification pass fills
-// the source again (instead of poisoning the output) and checks every element.
-inline bool runs_in_place(const PlanBatch& batch) { return batch.size() == 1 && is_identity(batch.plan(0)); }
+// Whether the harness runs tensor t of `batch` in place: a plan between identical layouts (is_identity), its output
+// buffer the input's, as DTensor returns its input for an unchanged placement. Nothing is enqueued for it; each
+// verification pass fills its source again (instead of poisoning the output) and checks every element.
+inline bool runs_in_place(const PlanBatch& batch, size_t t) { return is_identity(batch.plan(t)); }
 
 // Whether `n` ranks can run on local GPUs with NCCL (built with CUDA and at least n GPUs visible).
 bool nccl_available(int n);
