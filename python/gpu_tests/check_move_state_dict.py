@@ -77,7 +77,7 @@ def layout_box(mesh_shape, ranks, placements, shape):
     if me not in ranks:
         return None
     text = [reshard._args.placement_text(p) for p in placements]
-    entry = reshard.layout(list(mesh_shape), text, list(shape), ranks=ranks)["ranks"][ranks.index(me)]
+    entry = reshard.layout(list(mesh_shape), text, list(shape))["ranks"][ranks.index(me)]  # by mesh position
     return entry["local_shape"], entry["global_offset"]
 
 

@@ -223,7 +223,8 @@ def local_shape(mesh_shape, ranks, placements, shape, rank):
     too)."""
     if rank not in ranks:
         return None
-    text = _core.layout_json("x".join(map(str, mesh_shape)), list(ranks), ",".join(placements),
+    # The layout by row-major mesh position (which world ranks sit there does not change a rank's part).
+    text = _core.layout_json("x".join(map(str, mesh_shape)), None, ",".join(placements),
                              "x".join(map(str, shape)) if shape else [])
     return tuple(json.loads(text)["ranks"][ranks.index(rank)]["local_shape"])
 
