@@ -20,6 +20,7 @@ The rules this module follows:
 
 import collections
 import collections.abc
+import functools
 import json
 import re
 
@@ -218,9 +219,10 @@ def _plan_args(t, position, strategy, budget):
     return a
 
 
+@functools.lru_cache(maxsize=65536)
 def local_shape(mesh_shape, ranks, placements, shape, rank):
     """This rank's local shape of a layout (None outside the mesh), as reshard.layout computes it (_StridedShard
-    too)."""
+    too). Arguments are tuples (cached: a repeated sync asks again for every tensor)."""
     if rank not in ranks:
         return None
     # The layout by row-major mesh position (which world ranks sit there does not change a rank's part).
