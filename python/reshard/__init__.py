@@ -106,6 +106,7 @@ def _infer_shape(mesh_text, ranks, placements, shards):
     on every mesh dim that does not shard that dim."""
     dims = _mesh_dims(mesh_text)
     ndim = shards[0].ndim
+
     def sharded_dim(p):  # "S1" and _StridedShard's "SS1/2" shard dim 1
         return int(p.lstrip("S").split("/")[0]) if p.startswith("S") else None
 
