@@ -122,10 +122,10 @@ int run_batch_command(const PlanRequest& req, const BatchFlags& f, RunOptions op
         "plans' sum)\n"
         "# verified {} elements on {} ranks: {}; peak workspace {} per rank\n",
         batch.size(), human_bytes(static_cast<double>(bytes)), r.ranks, to_string(r.backend), t.iterations,
-        groups.size() == 1 ? std::string("one call each")
-                           : fmt::format("{} calls each (groups within the memory budget, times summed)", groups.size()),
-        t.min_us,
-        t.median_us, t.max_us, t.median_us > 0 ? bytes / (t.median_us * 1e3) : 0.0, batch.estimated_us(),
+        groups.size() == 1
+            ? std::string("one call each")
+            : fmt::format("{} calls each (groups within the memory budget, times summed)", groups.size()),
+        t.min_us, t.median_us, t.max_us, t.median_us > 0 ? bytes / (t.median_us * 1e3) : 0.0, batch.estimated_us(),
         r.checked_elements, r.ranks,
         r.wrong_elements == 0 ? std::string("all correct") : fmt::format("{} WRONG", r.wrong_elements),
         human_bytes(static_cast<double>(r.workspace_bytes))));
