@@ -2,7 +2,8 @@
 training ranks -> serving ranks), many tensors in one batch call, into new DTensors or into destinations the receiver
 already owns.
 
-The rules this module follows:
+The rules this module follows (the framework-free ones, with their messages, are reshard/_sync_request.py's, which
+the CPU suite checks):
 - Every rank of the world calls it with the same names, source layouts and target layouts (as for any DTensor
   program). The request is checked on every rank before anything moves: a bad request raises ValueError on every
   rank, one line naming the tensor and the problem. Ranks in neither mesh then return {} at once.
@@ -20,34 +21,32 @@ The rules this module follows:
 
 import collections
 import collections.abc
-import functools
-import json
 import re
 
 import torch
 import torch.distributed as dist
 
 from .. import _args, _core
+from .. import _sync_request as rules
 from . import _layout, _ops, _runtime
 
 _decided = {}  # (members, strategy, budget, every tensor's layouts) -> (PlanArgs list, groups)
 _DECIDED_KEPT = 64
 _runtime.clear_hooks.append(_decided.clear)
-_agreements = collections.Counter()  # members -> calls so far (fresh store keys per call)
+_agreements = collections.Counter()  # members -> syncs so far (fresh store keys per sync)
 
 # Source dtype -> the target dtypes the move converts it to (none: the move keeps the dtype).
 CONVERSIONS = {}
 
 
 class _Tensor:
-    """One tensor of the request: its layouts in reshard's terms and this rank's buffers."""
+    """One tensor of the request: its two sides in reshard's terms (rules.Side) and this rank's buffers."""
 
-    __slots__ = ("name", "src_ranks", "src_shape", "src", "dst_ranks", "dst_shape", "dst", "shape", "dtype", "source",
-                 "dest", "dest_dtensor", "target_mesh", "target_placements")
+    __slots__ = ("name", "src", "dst", "shape", "dtype", "source", "dest", "dest_dtensor", "target_mesh",
+                 "target_placements")
 
     def key(self):
-        return (self.src_ranks, self.src_shape, self.src, self.dst_ranks, self.dst_shape, self.dst, self.shape,
-                self.dtype)
+        return (self.src, self.dst, self.shape, self.dtype)
 
 
 def move_state_dict(sources, targets, *, strategy=None, memory_budget=None, progress=None):
@@ -75,7 +74,7 @@ def move_state_dict(sources, targets, *, strategy=None, memory_budget=None, prog
                               _runtime.settings.memory_budget)
     tensors = _request(sources, targets)
     me = dist.get_rank()
-    members = tuple(sorted(set(tensors[0].src_ranks).union(*(t.dst_ranks for t in tensors)))) if tensors else ()
+    members = rules.members(tensors[0].src, [t.dst for t in tensors]) if tensors else ()
     if me not in members:
         return {}
     key = (members, strategy, budget, tuple(t.key() for t in tensors))
@@ -87,8 +86,9 @@ def move_state_dict(sources, targets, *, strategy=None, memory_budget=None, prog
         _decided[key] = decided
     args, groups = decided
     device = torch.cuda.current_device()
-    problem = _local_problem(tensors, me, device)
-    problem = _agree(members, me, problem)
+    _agreements[members] += 1
+    key_text = f"{rules.PREFIX}/" + "-".join(map(str, members)) + f"/{_agreements[members]}"
+    problem = rules.agree(_runtime._default_store(), key_text, members, me, _local_problem(tensors, me, device))
     if problem:
         raise ValueError(problem)
     from . import _sync_run
@@ -100,20 +100,24 @@ def move_state_dict(sources, targets, *, strategy=None, memory_budget=None, prog
 def _decide(tensors, members, me, strategy, budget):
     """Every tensor's PlanArgs (the planner's refusals raised, naming the tensor: the same on every rank) and the
     groups the memory budget cuts the set into."""
-    position = {r: i for i, r in enumerate(members)}
-    args = [_plan_args(t, position, strategy, budget) for t in tensors]
-    for t, a in zip(tensors, args):
+    args = []
+    for t in tensors:
+        dtype_name, is_complex = _layout.DTYPES[t.dtype]
+        shape = t.shape + ((2,) if is_complex else ())
+        a = _runtime.plan_args(t.src.mesh_shape, t.src.placements, t.dst.placements, shape, dtype_name, strategy)
+        a.memory_budget = budget
+        args.append(rules.between(a, t.src, t.dst, members))
         try:
-            _core.make_plan(a, position[me])
+            _core.make_plan(a, members.index(me))
         except ValueError as e:
-            raise ValueError(f"move_state_dict: tensor '{t.name}': {e}") from None
+            raise ValueError(rules.problem(t.name, str(e))) from None
     if budget is None:
         return args, [list(range(len(tensors)))]
     try:
         return args, _core.budget_groups(args, budget)
     except ValueError as e:  # "tensor i needs ... bytes ...": the tensor by its name
         text = re.sub(r"^tensor (\d+) needs", lambda m: f"tensor '{tensors[int(m.group(1))].name}' needs", str(e))
-        raise ValueError(f"move_state_dict: {text}") from None
+        raise ValueError(f"{rules.PREFIX}: {text}") from None
 
 
 def _request(sources, targets):
@@ -126,31 +130,29 @@ def _request(sources, targets):
     extra = [n for n in targets if n not in sources]
     if missing or extra:
         what = f"no target for '{missing[0]}'" if missing else f"a target for '{extra[0]}', which has no source"
-        raise ValueError(f"move_state_dict: {what} (sources and targets must name the same tensors)")
+        raise ValueError(f"{rules.PREFIX}: {what} (sources and targets must name the same tensors)")
     world = dist.get_world_size()
     out = []
     for name, x in sources.items():
         t = _Tensor()
         t.name = name
         if not isinstance(x, DTensor):
-            raise ValueError(f"move_state_dict: tensor '{name}': the source is a {type(x).__name__}, not a DTensor")
+            raise ValueError(rules.problem(name, f"the source is a {type(x).__name__}, not a DTensor"))
         t.source = x
         t.shape = tuple(int(s) for s in x.shape)
         t.dtype = x.dtype
         if t.dtype not in _layout.DTYPES:
-            raise ValueError(f"move_state_dict: tensor '{name}': dtype {t.dtype} is not one reshard moves")
-        t.src_shape, t.src_ranks = _mesh_of(name, "source", x.device_mesh, world)
-        t.src = _placements(name, "source", x.placements, len(t.shape))
-        if out and (t.src_ranks, t.src_shape) != (out[0].src_ranks, out[0].src_shape):
-            raise ValueError(f"move_state_dict: tensor '{name}': its source mesh {_mesh_str(t)} is not tensor "
-                             f"'{out[0].name}''s {_mesh_str(out[0])} (one source mesh per call)")
+            raise ValueError(rules.problem(name, f"dtype {t.dtype} is not one reshard moves"))
+        t.src = _side(name, "source", x.device_mesh, x.placements, len(t.shape), world)
+        if out:
+            rules.check_source_mesh(name, t.src, out[0].name, out[0].src)
         _target(t, targets[name], world)
         out.append(t)
     return out
 
 
 def _target(t, target, world):
-    """The target's mesh, placements, dtype and destination (t.dest: this rank's local destination or None)."""
+    """The target's side, placements and destination (t.dest: this rank's local destination or None)."""
     from torch.distributed.tensor import DTensor
 
     name = t.name
@@ -167,109 +169,47 @@ def _target(t, target, world):
             # members agree on the first problem.
             t.dest = target[2]
     else:
-        raise ValueError(f"move_state_dict: tensor '{name}': a target is (DeviceMesh, placements), a DTensor, or "
-                         f"(DeviceMesh, placements, tensor); got {type(target).__name__}")
-    t.dst_shape, t.dst_ranks = _mesh_of(name, "target", mesh, world)
+        raise ValueError(rules.problem(name, "a target is (DeviceMesh, placements), a DTensor, or (DeviceMesh, "
+                                             f"placements, tensor); got {type(target).__name__}"))
+    if isinstance(placements, str) or any(isinstance(p, str) for p in placements):
+        placements = _layout.to_torch_placements(placements, len(t.shape))
     t.target_mesh = mesh
-    t.target_placements = tuple(_layout.to_torch_placements(placements, len(t.shape))) if isinstance(
-        placements, str) or any(isinstance(p, str) for p in placements) else tuple(placements)
-    t.dst = _placements(name, "target", t.target_placements, len(t.shape))
-    if shape != t.shape:
-        raise ValueError(f"move_state_dict: tensor '{name}': global shape {list(t.shape)} on the source, "
-                         f"{list(shape)} on the target")
-    if dtype != t.dtype and dtype not in CONVERSIONS.get(t.dtype, ()):
-        raise ValueError(f"move_state_dict: tensor '{name}': {t.dtype} -> {dtype} is not supported (the move keeps "
-                         "the dtype)")
+    t.target_placements = tuple(placements)
+    t.dst = _side(name, "target", mesh, t.target_placements, len(t.shape), world)
+    rules.check_pair(name, t.shape, shape, t.dtype, dtype, CONVERSIONS)
 
 
-def _mesh_of(name, side, mesh, world):
+def _side(name, role, mesh, placements, ndim, world):
     from torch.distributed.device_mesh import DeviceMesh
 
     if not isinstance(mesh, DeviceMesh):
-        raise ValueError(f"move_state_dict: tensor '{name}': the {side} mesh is a {type(mesh).__name__}, not a "
-                         "DeviceMesh")
+        raise ValueError(rules.problem(name, f"the {role} mesh is a {type(mesh).__name__}, not a DeviceMesh"))
     shape, ranks, _ = _ops.mesh_info(mesh)
-    for r in ranks:
-        if not 0 <= r < world:
-            raise ValueError(f"move_state_dict: tensor '{name}': {side} rank {r} is outside the world of {world} ranks")
-    return tuple(shape), tuple(ranks)
-
-
-def _placements(name, side, placements, ndim):
+    rules.check_ranks(name, role, ranks, world)
     try:
-        return tuple(_core.normalize_placements(_args.placements_text(placements), ndim))
+        text = _args.placements_text(placements)
     except ValueError as e:
-        raise ValueError(f"move_state_dict: tensor '{name}': {side} placements: {e}") from None
-
-
-def _mesh_str(t):
-    return "x".join(map(str, t.src_shape)) + str(list(t.src_ranks))
-
-
-def _plan_args(t, position, strategy, budget):
-    """The tensor's PlanArgs in the members' world (rank i: the i-th member)."""
-    dtype_name, is_complex = _layout.DTYPES[t.dtype]
-    shape = t.shape + ((2,) if is_complex else ())
-    a = _runtime.plan_args(t.src_shape, t.src, t.dst, shape, dtype_name, strategy)
-    a.ranks = [position[r] for r in t.src_ranks]
-    a.dst_mesh = "x".join(map(str, t.dst_shape))
-    a.dst_ranks = [position[r] for r in t.dst_ranks]
-    a.world_size = len(position)
-    a.memory_budget = budget
-    return a
-
-
-@functools.lru_cache(maxsize=65536)
-def local_shape(mesh_shape, ranks, placements, shape, rank):
-    """This rank's local shape of a layout (None outside the mesh), as reshard.layout computes it (_StridedShard
-    too). Arguments are tuples (cached: a repeated sync asks again for every tensor)."""
-    if rank not in ranks:
-        return None
-    # The layout by row-major mesh position (which world ranks sit there does not change a rank's part).
-    text = _core.layout_json("x".join(map(str, mesh_shape)), None, ",".join(placements),
-                             "x".join(map(str, shape)) if shape else [])
-    return tuple(json.loads(text)["ranks"][ranks.index(rank)]["local_shape"])
+        raise ValueError(rules.problem(name, f"{role} placements: {e}")) from None
+    return rules.Side(tuple(shape), tuple(ranks), rules.canonical_placements(name, role, text, ndim))
 
 
 def _local_problem(tensors, me, device):
     """The first problem with this rank's own buffers (its source local tensors, its destinations), or ""."""
+    here = f"cuda:{device}"
     for t in tensors:
-        want = local_shape(t.src_shape, t.src_ranks, t.src, t.shape, me)
+        want = rules.local_shape(t.src, t.shape, me)
         if want is not None:
             local = t.source._local_tensor
-            if local.device.type != "cuda" or local.get_device() != device:
-                return (f"move_state_dict: tensor '{t.name}': rank {me}'s source is on {local.device}, not on its GPU "
-                        f"cuda:{device}")
-            if tuple(local.shape) != want:
-                return (f"move_state_dict: tensor '{t.name}': rank {me}'s source local tensor has shape "
-                        f"{list(local.shape)}; the layout gives {list(want)}")
-        want = local_shape(t.dst_shape, t.dst_ranks, t.dst, t.shape, me)
-        if want is None:
-            continue
-        if t.dest is None:
+            text = rules.buffer_problem(t.name, me, "source local tensor", local.shape, want, str(local.device), here)
+            if text:
+                return text
+        want = rules.local_shape(t.dst, t.shape, me)
+        if want is None or t.dest is None:
             continue
         d = t.dest
         if not isinstance(d, torch.Tensor) or type(d).__name__ == "DTensor":
-            return (f"move_state_dict: tensor '{t.name}': rank {me}'s destination is a {type(d).__name__}, not a local "
-                    "torch.Tensor")
-        if tuple(d.shape) != want or d.device.type != "cuda" or d.get_device() != device:
-            return (f"move_state_dict: tensor '{t.name}': rank {me}'s destination has shape {list(d.shape)} on "
-                    f"{d.device}; the target layout gives shape {list(want)} on cuda:{device}")
-        if d.dtype != t.dtype:
-            return (f"move_state_dict: tensor '{t.name}': rank {me}'s destination is {d.dtype}; the source is "
-                    f"{t.dtype} (the move keeps the dtype)")
-    return ""
-
-
-def _agree(members, me, problem):
-    """The first members' problem (in rank order), the same on every member: each publishes its own under a fresh key
-    of the default store and reads every other's."""
-    _agreements[members] += 1
-    prefix = "move_state_dict/" + "-".join(map(str, members)) + f"/{_agreements[members]}/"
-    store = _runtime._default_store()
-    store.set(prefix + str(me), problem)
-    for r in members:
-        text = problem if r == me else bytes(store.get(prefix + str(r))).decode()
+            return rules.problem(t.name, f"rank {me}'s destination is a {type(d).__name__}, not a local torch.Tensor")
+        text = rules.buffer_problem(t.name, me, "destination", d.shape, want, str(d.device), here, d.dtype, t.dtype)
         if text:
             return text
     return ""

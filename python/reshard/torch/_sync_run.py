@@ -13,7 +13,7 @@ stream.
 import torch
 from torch.distributed.tensor._dtensor_spec import DTensorSpec, TensorMeta
 
-from .. import SyncProgress
+from .. import SyncProgress, _sync_request
 from . import _dtensor, _runtime
 
 _prepared = {}  # request key -> BatchRedistributor (calls without a memory budget)
@@ -30,8 +30,6 @@ def _placeholder(device):
 
 
 def run(tensors, args, groups, members, me, device, cache_key, progress):
-    from . import _sync
-
     stream = _runtime.raw_stream(device)
     holder = _placeholder(device).data_ptr()
     results = {}
@@ -49,7 +47,7 @@ def run(tensors, args, groups, members, me, device, cache_key, progress):
         ins, outs, copies_back = [], [], []
         for i in group:
             t = tensors[i]
-            if me in t.src_ranks:
+            if me in t.src.ranks:
                 local = t.source._local_tensor
                 if not local.is_contiguous():
                     local = local.contiguous()
@@ -57,7 +55,7 @@ def run(tensors, args, groups, members, me, device, cache_key, progress):
                 ins.append(local.data_ptr() if local.numel() else holder)
             else:
                 ins.append(holder)
-            shape = _sync.local_shape(t.dst_shape, t.dst_ranks, t.dst, t.shape, me)
+            shape = _sync_request.local_shape(t.dst, t.shape, me)
             if shape is None:
                 outs.append(holder)
                 continue
