@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""The examples of README.md and docs/cli.md run as documented, and docs/api.md shows the example programs as they
-are in examples/ (built and run as tests), so the docs cannot drift from the code.
+"""The examples of README.md, docs/cli.md and docs/cli-measure.md run as documented, and docs/api.md shows the example
+programs as they are in examples/ (built and run as tests), so the docs cannot drift from the code.
 
 Every fenced block of those files that shows a `reshard` command (or runs the Python package) is preceded by a
 directive, an HTML comment the Markdown does not show:
@@ -35,7 +35,7 @@ import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DOCS = ("README.md", "docs/cli.md", "docs/api.md")
+DOCS = ("README.md", "docs/cli.md", "docs/cli-measure.md", "docs/api.md")
 DIRECTIVE = re.compile(r"^<!-- check(?::\s*(.*?))?\s*-->$")
 COMMAND_LINE = re.compile(r"^(\$ )?([A-Z_]+=\S* )*(reshard|python3?) ")
 MEASURED_COLUMNS = {"time(us)", "graph(us)", "algbw", "busbw", "%bound"}

@@ -2,7 +2,8 @@
 # On the GPU machine: build reshard (CUDA) with its Python package, then the GPU checks of reshard.torch and the Python
 # benchmark, each under torchrun with one process per GPU; results and logs under $OUT (default /tmp/reshard-python).
 #   NPROC=2 (GPUs), BUDGET=570 (seconds for everything; a part that would not fit is skipped and says so),
-#   PARTS="redistribute tp_mlp bench example" (which parts), SKIP_BUILD=1 (build-device/ is already built),
+#   PARTS="redistribute tp_mlp move_state_dict bench example" (which parts), SKIP_BUILD=1 (build-device/ is already
+#   built),
 #   RTIME (seconds for check_redistribute.py's cases; default a third of what is left after the build)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -12,7 +13,7 @@ BUDGET=${BUDGET:-570}
 mkdir -p "$OUT"
 start=$SECONDS
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 OMP_NUM_THREADS=4
-PARTS=${PARTS:-redistribute tp_mlp bench example}
+PARTS=${PARTS:-redistribute tp_mlp move_state_dict bench example}
 if [[ "${SKIP_BUILD:-0}" != 1 ]]; then
   bash scripts/device/build.sh > "$OUT/build.log" 2>&1 || { cat "$OUT/build.log"; exit 1; }
   grep -E "reshard: (Python|dlpack|CUDA)" /tmp/configure.log | tee "$OUT/configure.txt"
@@ -36,6 +37,7 @@ export STACKS_EVERY_S=${STACKS_EVERY_S:-120}  # a rank still running then prints
 left=$((BUDGET - (SECONDS - start)))
 part redistribute 60 python/gpu_tests/check_redistribute.py --out "$OUT" --time-limit "${RTIME:-$((left / 3))}"
 part tp_mlp 120 python/gpu_tests/check_tp_mlp.py --out "$OUT"
+part move_state_dict 60 python/gpu_tests/check_move_state_dict.py --out "$OUT"
 part bench 60 python/bench/bench_torch.py --out "$OUT"
 part example 20 python/examples/dtensor_redistribute.py
 cat "$OUT/status.txt"

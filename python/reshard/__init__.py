@@ -10,14 +10,15 @@
 message the `reshard` CLI prints for the same input; docs/python.md has the reference.
 """
 
+import collections as _collections
 import json as _json
 
 import numpy as _np
 
-from . import _args, _shapes
+from . import _args, _between, _shapes
 from ._core import Plan, __version__
 
-__all__ = ["Plan", "layout", "plan", "run_host", "run_host_batch", "__version__"]
+__all__ = ["Plan", "SyncProgress", "layout", "plan", "run_host", "run_host_batch", "__version__"]
 
 
 def layout(mesh, placements, shape, *, ranks=None):
@@ -105,7 +106,11 @@ def _infer_shape(mesh_text, ranks, placements, shards):
     on every mesh dim that does not shard that dim."""
     dims = _mesh_dims(mesh_text)
     ndim = shards[0].ndim
-    sharding = [[m for m, p in enumerate(placements) if p.startswith("S") and int(p[1:]) == d] for d in range(ndim)]
+
+    def sharded_dim(p):  # "S1" and _StridedShard's "SS1/2" shard dim 1
+        return int(p.lstrip("S").split("/")[0]) if p.startswith("S") else None
+
+    sharding = [[m for m, p in enumerate(placements) if sharded_dim(p) == d] for d in range(ndim)]
     shape = [0] * ndim
     for r, shard in enumerate(shards):
         c = _shapes.mesh_coord(r if ranks is None else list(ranks).index(r), dims)
@@ -116,31 +121,47 @@ def _infer_shape(mesh_text, ranks, placements, shards):
 
 
 def _host_request(mesh, src, dst, shards, shape, dtype, strategy, memory_budget, transport, ranks_per_node, ranks, fuse,
-                  low_sm):
+                  low_sm, dst_mesh=None, dst_ranks=None, world_size=None):
     """run_host's arguments checked and converted: (PlanArgs, C-order shards, a function to apply to the outputs)."""
     from . import _core
 
-    shards = [_np.asarray(s, order="C") for s in shards]  # (ascontiguousarray makes 0-d arrays 1-d)
-    if not shards:
-        raise ValueError("run_host needs one shard per rank; none were given")
-    np_dtype = shards[0].dtype
-    for r, s in enumerate(shards):
-        if s.dtype != np_dtype:
-            raise ValueError(f"shard of rank {r} has dtype {s.dtype}; rank 0's has {np_dtype}")
-        if s.ndim != shards[0].ndim:
-            raise ValueError(f"shard of rank {r} has {s.ndim} dims (shape {list(s.shape)}); rank 0's has "
-                             f"{shards[0].ndim}")
     mesh_text = _args.mesh_text(mesh)
-    ndim = shards[0].ndim
+    two = _between.between(mesh_text, ranks, dst_mesh, dst_ranks, world_size)
+    shards = list(shards)
+    if two is not None and len(shards) != two.world:
+        raise ValueError(f"the meshes are in a world of {two.world} ranks but {len(shards)} shards were given (one per "
+                         "world rank, in rank order; None for ranks outside the source mesh)")
+    # Between meshes, ranks outside the source mesh hold nothing: their entries may be None (or empty arrays).
+    holders = range(len(shards)) if two is None else [r for r in two.src_ranks if 0 <= r < len(shards)]
+    for r in holders:
+        shards[r] = _np.asarray(shards[r], order="C")  # (ascontiguousarray makes 0-d arrays 1-d)
+    held = [shards[r] for r in holders]
+    if not held:
+        raise ValueError("run_host needs one shard per rank; none were given")
+    np_dtype = held[0].dtype
+    first = list(holders)[0]
+    for r in holders:
+        s = shards[r]
+        if s.dtype != np_dtype:
+            raise ValueError(f"shard of rank {r} has dtype {s.dtype}; rank {first}'s has {np_dtype}")
+        if s.ndim != held[0].ndim:
+            raise ValueError(f"shard of rank {r} has {s.ndim} dims (shape {list(s.shape)}); rank {first}'s has "
+                             f"{held[0].ndim}")
+    ndim = held[0].ndim
     src_p = _core.normalize_placements(_args.placements_text(src), ndim)
     dst_p = _core.normalize_placements(_args.placements_text(dst), ndim)
     if shape is None:
-        # Check mesh and placements first (the CLI's messages), then add up the shards.
+        # Check mesh and placements first (the CLI's messages), then add up the source shards in mesh order.
         probe_shape = "x".join(["1"] * ndim) if ndim else []
-        layout_ranks = _json.loads(_core.layout_json(mesh_text, _rank_list(ranks), ",".join(src_p), probe_shape))["ranks"]
-        shape = _infer_shape(mesh_text, ranks, src_p, shards) if len(shards) == len(layout_ranks) else [0] * ndim
+        mesh_ranks = None if two is None else two.src_ranks
+        layout_ranks = _json.loads(_core.layout_json(mesh_text, _rank_list(mesh_ranks), ",".join(src_p),
+                                                     probe_shape))["ranks"]
+        in_order = held if two is None else [shards[r] for r in two.src_ranks]
+        shape = _infer_shape(mesh_text, ranks if two is None else None, src_p, in_order) if len(in_order) == len(
+            layout_ranks) else [0] * ndim
     shape_a = _args.shape_arg(shape, allow_scalar=True)
     complex_part = {_np.dtype(_np.complex64): _np.float32, _np.dtype(_np.complex128): _np.float64}.get(np_dtype)
+    plan_ndim = ndim
     if complex_part is not None:
         # Complex values move as their parts, which max and min would compare apart: refused, as for complex64 in C++.
         for p in list(src_p) + list(dst_p):
@@ -148,59 +169,115 @@ def _host_request(mesh, src, dst, shards, shape, dtype, strategy, memory_budget,
                 raise ValueError(f"{p[:-1].replace('P(', 'Partial(')}) is not supported on {np_dtype} tensors: complex "
                                  "values reduce with sum and avg only")
         shape_a = shape_a + "x2" if shape_a else "2"
-        shards = [s.view(complex_part).reshape(s.shape + (2,)) for s in shards]
+        for r in holders:
+            shards[r] = shards[r].view(complex_part).reshape(shards[r].shape + (2,))
+        plan_ndim += 1
         if dtype is None:
             dtype = _np.dtype(complex_part)
+    if two is not None:
+        held_set = set(holders)
+        for r in range(len(shards)):
+            if r not in held_set:
+                if shards[r] is not None and _np.asarray(shards[r]).size:
+                    raise ValueError(f"rank {r} is not in the source mesh but its shard has "
+                                     f"{_np.asarray(shards[r]).size} elements (give None)")
+                shards[r] = _np.empty([0] * plan_ndim, dtype=shards[first].dtype)
     args = _plan_args(mesh_text, ",".join(src_p), ",".join(dst_p), shape_a, np_dtype if dtype is None else dtype,
                       strategy, memory_budget, transport, ranks_per_node, None, ranks, allow_scalar=True, fuse=fuse,
                       low_sm=low_sm)
+    if two is not None:
+        args.dst_mesh = None if dst_mesh is None else _args.mesh_text(dst_mesh)
+        args.dst_ranks = _rank_list(dst_ranks, "dst_ranks")
+        args.world_size = None if world_size is None else _args.integer("world_size", world_size, 1)
+    receivers = None if two is None else set(two.dst_ranks)
 
     def finish(outs):
+        if receivers is not None:
+            outs = [o if r in receivers else None for r, o in enumerate(outs)]
         if complex_part is not None:
-            outs = [o.view(np_dtype).reshape(o.shape[:-1]) for o in outs]
+            outs = [None if o is None else o.view(np_dtype).reshape(o.shape[:-1]) for o in outs]
         return outs
 
     return args, shards, finish
 
 
 def run_host(mesh, src, dst, shards, *, shape=None, dtype=None, strategy="auto", memory_budget=None,
-             transport="auto", ranks_per_node=8, ranks=None, fuse="auto", low_sm=False):
+             transport="auto", ranks_per_node=8, ranks=None, fuse="auto", low_sm=False, dst_mesh=None, dst_ranks=None,
+             world_size=None):
     """Redistributes NumPy shards on the host backend (one thread per rank) through the executor.
 
     shards: one array per rank, in rank order, each that rank's source local tensor (C order is made where needed).
     Returns the target local tensors, one array per rank. shape: the global shape (inferred from the shards when
     omitted); dtype: the element type (default: the arrays'; give "bf16" for bfloat16 bits held in uint16 arrays).
     complex64/complex128 arrays move as pairs of f32/f64 (Partial sums and averages act on both parts).
+    Between two meshes of one world (as plan() takes them: `mesh` and `ranks` the source's, dst_mesh and dst_ranks the
+    target's, world_size): shards has one entry per world rank, None for ranks outside the source mesh; the result
+    has one entry per world rank, None for ranks outside the target mesh.
     """
     from . import _core
 
     args, shards, finish = _host_request(mesh, src, dst, shards, shape, dtype, strategy, memory_budget, transport,
-                                         ranks_per_node, ranks, fuse, low_sm)
+                                         ranks_per_node, ranks, fuse, low_sm, dst_mesh, dst_ranks, world_size)
     return finish(_core.run_host(args, shards))
 
 
+SyncProgress = _collections.namedtuple("SyncProgress", "tensors_done tensors_total bytes_done bytes_total group groups")
+SyncProgress.__doc__ = """Where a batch run in groups stands (run_host_batch's and reshard.torch.move_state_dict's
+progress callback): tensors and bytes (global tensor bytes) done so far, of the total; group (1-based) of groups."""
+
+
 def run_host_batch(mesh, tensors, *, strategy="auto", memory_budget=None, transport="auto", ranks_per_node=8,
-                   ranks=None, fuse="auto", low_sm=False):
-    """Redistributes several tensors on one mesh in one executor call per rank (host backend; a batch).
+                   ranks=None, fuse="auto", low_sm=False, dst_mesh=None, dst_ranks=None, world_size=None,
+                   progress=None):
+    """Redistributes several tensors in one executor call per rank (host backend; a batch).
 
     tensors: a list of dicts, one per tensor, with "src", "dst" and "shards" (one array per rank, as run_host takes)
     and optionally "shape" and "dtype". Every tensor is planned as run_host would plan it (transport auto runs on
     NCCL's path for more than one tensor), then all of them run as one merged program. Returns, per tensor, the
-    target local tensors (one array per rank).
+    target local tensors (one array per rank). dst_mesh, dst_ranks, world_size: every tensor moves between two meshes
+    (as run_host). memory_budget (bytes per rank) holds for the whole set: every tensor is planned within it, and the
+    tensors run in consecutive groups, one executor call each, whose merged programs fit it. progress: called after
+    each group with a SyncProgress.
     """
     from . import _core
 
     if not tensors:
         raise ValueError("run_host_batch needs at least one tensor")
-    all_args, all_shards, finishers = [], [], []
+    all_args, all_shards, finishers, sizes = [], [], [], []
     for i, t in enumerate(tensors):
         unknown = set(t) - {"src", "dst", "shards", "shape", "dtype"}
         if unknown or not {"src", "dst", "shards"} <= set(t):
             raise ValueError(f"tensor {i}: give src, dst, shards and optionally shape and dtype; got {sorted(t)}")
-        args, shards, finish = _host_request(mesh, t["src"], t["dst"], t["shards"], t.get("shape"), t.get("dtype"),
-                                             strategy, memory_budget, transport, ranks_per_node, ranks, fuse, low_sm)
+        try:
+            args, shards, finish = _host_request(mesh, t["src"], t["dst"], t["shards"], t.get("shape"), t.get("dtype"),
+                                                 strategy, memory_budget, transport, ranks_per_node, ranks, fuse,
+                                                 low_sm, dst_mesh, dst_ranks, world_size)
+        except ValueError as e:
+            raise ValueError(f"tensor {i}: {e}") from None
         all_args.append(args)
         all_shards.append(shards)
         finishers.append(finish)
-    outs = _core.run_host_batch(all_args, all_shards)
-    return [finish(o) for finish, o in zip(finishers, outs)]
+        sizes.append(_global_bytes(args))
+    groups = [list(range(len(tensors)))]
+    if memory_budget is not None and len(tensors) > 1:
+        groups = _core.budget_groups(all_args, _args.byte_count("memory_budget", memory_budget))
+    outs = [None] * len(tensors)
+    done = done_bytes = 0
+    for g, members in enumerate(groups):
+        moved = _core.run_host_batch([all_args[t] for t in members], [all_shards[t] for t in members])
+        for t, o in zip(members, moved):
+            outs[t] = finishers[t](o)
+        done += len(members)
+        done_bytes += sum(sizes[t] for t in members)
+        if progress is not None:
+            progress(SyncProgress(done, len(tensors), done_bytes, sum(sizes), g + 1, len(groups)))
+    return outs
+
+
+def _global_bytes(args):
+    from . import _core
+
+    n = 1
+    for v in ([] if isinstance(args.shape, list) else args.shape.split("x")):
+        n *= int(v)
+    return n * _core.dtype_size(args.dtype)

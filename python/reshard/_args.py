@@ -7,7 +7,7 @@ plan` prints for the same text. Accepted forms:
 - mesh: an int, a sequence of ints, or the CLI text "2x2";
 - shape: a sequence of ints or the CLI text "8x8" (an empty sequence is a scalar where the caller allows one);
 - placements: the CLI text "S0,R", a sequence of strings ("S0", "P(avg)", "Shard(1)", ...), or PyTorch placement
-  objects (Replicate(), Shard(d), Partial(op));
+  objects (Replicate(), Shard(d), _StridedShard(d, split_factor=f), Partial(op));
 - dtype: a CLI name (f32, bf16, ...), a PyTorch spelling ("float32"), a NumPy dtype or type, or a torch.dtype.
 """
 
@@ -68,9 +68,11 @@ def placement_text(p):
         return "R"
     if name == "Shard":  # exactly Shard: _StridedShard and other subclasses are not plain chunked sharding
         return f"S{int(p.dim)}"
+    if name == "_StridedShard":  # PyTorch's _StridedShard(dim, split_factor): reshard's SS<dim>/<split factor>
+        return f"SS{int(p.dim)}/{int(p.split_factor)}"
     if name == "Partial":
         return f"P({p.reduce_op})"
-    raise ValueError(f"unsupported placement {p!r}; expected Replicate(), Shard(d) or Partial(op)")
+    raise ValueError(f"unsupported placement {p!r}; expected Replicate(), Shard(d), _StridedShard(d, f) or Partial(op)")
 
 
 def placements_text(placements):

@@ -28,6 +28,9 @@ void bind_layout(py::module_& m) {
       },
       py::arg("placements"), py::arg("tensor_ndim"),
       "Parses placements and resolves negative shard dims: 'S-1,P' -> ['S1', 'P'] for a 2-D tensor.");
+  m.def(
+      "dtype_size", [](const std::string& dtype) { return element_size(parse_dtype(dtype)); }, py::arg("dtype"),
+      "Bytes per element of a dtype given by its CLI name (bf16, f32, ...).");
 }
 
 void bind_buffers(py::module_& m) {

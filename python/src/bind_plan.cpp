@@ -3,6 +3,7 @@
 
 #include "args.hpp"
 #include "bindings.hpp"
+#include "reshard/plan_batch.hpp"
 #include "reshard/plan_format.hpp"
 #include "reshard/plan_json.hpp"
 
@@ -82,6 +83,27 @@ void bind_plan(py::module_& m) {
                     : make_plan(req.src, req.dst, req.dtype, req.options);
       },
       py::arg("args"), py::arg("rank") = py::none(), py::call_guard<py::gil_scoped_release>());
+
+  m.def(
+      "budget_groups",
+      [](const std::vector<PlanArgs>& args, std::optional<Index> budget) {
+        // Global plans (the same groups on every rank), lowered as the executors run them (ExecutorOptions'
+        // defaults: lanes, the default coalescing, pushed one-sided copies).
+        std::vector<std::shared_ptr<const Plan>> plans;
+        for (size_t t = 0; t < args.size(); ++t) {
+          try {
+            const PlanRequest req = make_plan_request(args[t]);
+            plans.push_back(std::make_shared<const Plan>(make_plan(req.src, req.dst, req.dtype, req.options)));
+          } catch (const Error& e) {
+            throw Error(e.kind(), cat("tensor ", t, ": ", e.what()));
+          }
+        }
+        LowerOptions lowering;
+        lowering.one_sided = OneSidedCopies::kPush;
+        return budget_groups(PlanBatch(std::move(plans)), budget, lowering);
+      },
+      py::arg("args"), py::arg("budget"), py::call_guard<py::gil_scoped_release>(),
+      "The tensors (indices) of each consecutive group that fits the memory budget as one batch (plan_batch.hpp).");
 
   py::class_<PlanArgs>(m, "PlanArgs", "Arguments of make_plan, as the Python layer converts them.")
       .def(py::init<>())

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include "reshard/batch_bench.hpp"
@@ -29,15 +31,34 @@ void check_count(const BatchFlags& f) {
                   kMaxBatchTensors, ", got ", f.count);
 }
 
-// --tensor SHAPE:FROM:TO[:DTYPE] on the request's mesh.
+// --tensor SHAPE:FROM:TO[:DTYPE]: FROM on the request's source mesh, TO on its target mesh (the same mesh, or the
+// --to-mesh of a cross-mesh request).
 BatchEntry parse_tensor(const std::string& spec, const PlanRequest& req) {
   const std::vector<std::string_view> parts = split(spec, ':');
   RESHARD_REQUIRE(parts.size() == 3 || parts.size() == 4, "--tensor '", tools::printable(spec),
                   "' must be SHAPE:FROM:TO or SHAPE:FROM:TO:DTYPE (e.g. 64x32:S0:R:bf16)");
   const Dims shape = parse_shape(parts[0]);
-  const Mesh& mesh = req.src.mesh();
-  return BatchEntry{Layout(mesh, parse_placements(parts[1]), shape), Layout(mesh, parse_placements(parts[2]), shape),
+  return BatchEntry{Layout(req.src.mesh(), parse_placements(parts[1]), shape),
+                    Layout(req.dst.mesh(), parse_placements(parts[2]), shape),
                     parts.size() == 4 ? parse_dtype(parts[3]) : req.dtype};
+}
+
+// Every group's run combined: times add up (the groups run one after another), checks add up, the workspace is the
+// largest group's.
+RunResult combine(const std::vector<RunResult>& runs) {
+  RunResult out = runs.front();
+  for (size_t g = 1; g < runs.size(); ++g) {
+    const RunResult& r = runs[g];
+    out.timing.min_us += r.timing.min_us;
+    out.timing.median_us += r.timing.median_us;
+    out.timing.max_us += r.timing.max_us;
+    out.checked_elements += r.checked_elements;
+    out.wrong_elements += r.wrong_elements;
+    out.workspace_bytes = std::max(out.workspace_bytes, r.workspace_bytes);
+    if (out.first_error.empty()) out.first_error = r.first_error;
+  }
+  out.median_us = out.timing.median_us;
+  return out;
 }
 
 }  // namespace
@@ -68,7 +89,13 @@ int run_batch_command(const PlanRequest& req, const BatchFlags& f, RunOptions op
                   kMaxBatchTensors);
   options.coalesce_max_bytes = coalesce_bytes(f);
   const PlanBatch batch = make_plan_batch(entries, req.options);
-  const RunResult r = run_batch(batch, options);
+  // --memory-budget bounds the workspace of the whole set: its tensors run in consecutive groups that each fit.
+  const LowerOptions lowering{options.stage_overlap, options.coalesce_max_bytes, options.one_sided_copies};
+  const std::vector<std::vector<size_t>> groups = budget_groups(batch, req.options.memory_budget_bytes, lowering);
+  std::vector<RunResult> runs;
+  for (const std::vector<size_t>& g : groups)
+    runs.push_back(groups.size() == 1 ? run_batch(batch, options) : run_batch(sub_batch(batch, g), options));
+  const RunResult r = combine(runs);
   Index bytes = 0;
   for (const auto& p : batch.plans()) bytes += p->src().global_volume() * p->element_size();
   const TimingSummary& t = r.timing;
@@ -82,6 +109,7 @@ int run_batch_command(const PlanRequest& req, const BatchFlags& f, RunOptions op
                                 {"max_us", t.max_us},
                                 {"estimated_us", batch.estimated_us()},
                                 {"workspace_bytes", r.workspace_bytes},
+                                {"groups", groups.size()},
                                 {"checked", r.checked_elements},
                                 {"wrong", r.wrong_elements}};
     json->write(j.dump() + "\n");
@@ -89,12 +117,15 @@ int run_batch_command(const PlanRequest& req, const BatchFlags& f, RunOptions op
   }
   if (!json || !json->is_stdout())
     Output::standard().write(fmt::format(
-        "# reshard run: a batch of {} tensors ({} in all) on {} ranks, {} backend, {} timed iterations, one call each\n"
+        "# reshard run: a batch of {} tensors ({} in all) on {} ranks, {} backend, {} timed iterations, {}\n"
         "# time per call (us): min {:.1f}, median {:.1f}, max {:.1f}; algbw {:.2f} GB/s; estimated {:.1f} us (the "
         "plans' sum)\n"
         "# verified {} elements on {} ranks: {}; peak workspace {} per rank\n",
-        batch.size(), human_bytes(static_cast<double>(bytes)), r.ranks, to_string(r.backend), t.iterations, t.min_us,
-        t.median_us, t.max_us, t.median_us > 0 ? bytes / (t.median_us * 1e3) : 0.0, batch.estimated_us(),
+        batch.size(), human_bytes(static_cast<double>(bytes)), r.ranks, to_string(r.backend), t.iterations,
+        groups.size() == 1
+            ? std::string("one call each")
+            : fmt::format("{} calls each (groups within the memory budget, times summed)", groups.size()),
+        t.min_us, t.median_us, t.max_us, t.median_us > 0 ? bytes / (t.median_us * 1e3) : 0.0, batch.estimated_us(),
         r.checked_elements, r.ranks,
         r.wrong_elements == 0 ? std::string("all correct") : fmt::format("{} WRONG", r.wrong_elements),
         human_bytes(static_cast<double>(r.workspace_bytes))));

@@ -145,7 +145,8 @@ void add_plan_flags(CLI::App& cmd, PlanFlags& flags) {
           [](std::string& s) { return s.empty() ? std::string("empty value; expected ranks per node (>= 1)") : ""; },
           "", "non-empty"));
   cmd.add_option("--profile", flags.profile, "Cost-model profile JSON (default: built-in H100/H200 + IB400)");
-  cmd.add_option("--memory-budget", flags.memory_budget, "Workspace limit per rank in bytes (suffixes KiB, MiB, GiB)");
+  cmd.add_option("--memory-budget", flags.memory_budget,
+                 "Workspace limit per rank in bytes (suffixes KiB, MiB, GiB); a batch of run: for the whole set");
   cmd.add_option("--max-collectives", flags.max_collectives, "Cap on the collective strategy's communication steps");
   cmd.add_option("--pipeline-chunk", flags.pipeline_chunk,
                  "Pipeline p2p transfers that need packing in chunks of this many bytes (default 0: off)");

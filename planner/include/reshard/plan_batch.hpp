@@ -78,4 +78,16 @@ PlanBatch batch_from_json(const std::string& text);
 // Lowers one rank's part of the batch (a batch of one: lower(plan)). See the header comment for the merge.
 RankProgram lower(const PlanBatch& batch, int rank, const LowerOptions& options = {});
 
+// One memory budget for a whole set of tensors (a weight sync): the batch's tensors, in order, cut into consecutive
+// groups, each run as a batch of its own one after another. Each group is as long as it can be while its program,
+// lowered with `options`, needs at most `budget` bytes of workspace on every rank of the world; so the staging memory
+// of the whole set is bounded by the budget, not by the budget times the number of tensors. Without a budget: one
+// group of every tensor. The plans must be global (every rank decides the same groups from them); kInvalidArgument,
+// naming the tensor, when one tensor alone needs more than the budget.
+std::vector<std::vector<size_t>> budget_groups(const PlanBatch& batch, std::optional<Index> budget,
+                                               const LowerOptions& options = {});
+
+// The batch of the tensors at `members` of `batch` (in that order).
+PlanBatch sub_batch(const PlanBatch& batch, std::span<const size_t> members);
+
 }  // namespace reshard

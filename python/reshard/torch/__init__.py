@@ -5,6 +5,7 @@
     rt.enable()                                    # every DTensor redistribution of the process through reshard
     with rt.enabled(): ...                         # the same for a block
     ys = rt.redistribute_many([w1, w2], [[Shard(1)], [Replicate()]])   # many tensors of one mesh in one call
+    out = rt.move_state_dict(model_sd, {n: (serve_mesh, [Shard(0)]) for n in model_sd})  # to another mesh (weights)
     rt.stats()                                     # how many went where, and why some stayed with PyTorch
 
 Needs torch with torch.distributed initialized (NCCL, one GPU per process, as torchrun starts it) and reshard built
@@ -27,10 +28,11 @@ from torch.distributed.tensor import Shard
 from . import _autograd, _dtensor, _layout, _many, _ops, _patch, _runtime
 from ._autograd import Redistribute
 from ._many import redistribute_many
+from ._sync import move_state_dict
 from ._ops import redistribute_op
 
-__all__ = ["redistribute", "redistribute_many", "enable", "disable", "enabled", "is_enabled", "stats", "reset_stats",
-           "clear_cache", "configure", "redistribute_op"]
+__all__ = ["redistribute", "redistribute_many", "move_state_dict", "enable", "disable", "enabled", "is_enabled",
+           "stats", "reset_stats", "clear_cache", "configure", "redistribute_op"]
 
 enable = _patch.enable
 disable = _patch.disable

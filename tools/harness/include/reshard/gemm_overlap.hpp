@@ -1,5 +1,5 @@
 // Redistribution beside compute: how much a redistribution and back-to-back GEMMs slow each other down when the same
-// GPUs run both at once (`reshard overlap`, docs/cli.md).
+// GPUs run both at once (`reshard overlap`, docs/cli-measure.md).
 //
 // Every rank is a thread of this process driving GPU r (one NCCL communicator each, as the harness's NCCL runs).
 // On every GPU the redistribution runs on the executor's stream and the GEMMs (cuBLAS, cublasGemmEx) on a second
