@@ -9,6 +9,7 @@
 #include "host_runs.hpp"
 #include "reshard/cost_model.hpp"
 #include "reshard/harness.hpp"
+#include "reshard/plan_batch.hpp"
 #include "reshard/plan_json.hpp"
 #include "reshard/planner.hpp"
 
@@ -135,6 +136,42 @@ TEST(StagedPlans, AStagedStepThatMovesNothingIsRefused) {
     EXPECT_NE(std::string(e.what()).find("step 0 is staged, but it moves no data between ranks"), std::string::npos)
         << e.what();
   }
+}
+
+// Whether a plan's first step reads the caller's tensors in the peers (one-sided, not staged): a run maps them.
+bool maps_callers_tensors(const Plan& p) { return first(p).transport == Transport::kNvlink && !first(p).staged; }
+
+// A batch on changing buffers maps the peers' tensors once per run for all its members, so it prices that mapping
+// once: members that alone would rather stage than pay Profile::nvlink.map_us read the peers' tensors in a batch of
+// enough of them, and a batch of one is its plan alone. Every element checked on the host backend.
+TEST(StagedPlans, ABatchPaysForMappingOnce) {
+  const Layout src(Mesh({2}), parse_placements("S0"), Dims{1024, 1024});
+  const Layout dst = src.with_placements(parse_placements("S1"));
+  PlanOptions o;  // strategy and transport auto
+  o.buffers_change = true;
+  o.profile.nvlink.map_us = 20;
+  PlanOptions mapping_free = o;
+  mapping_free.profile.nvlink.map_us = 0;
+  const Plan alone = make_plan(src, dst, DType::kF32, o);
+  const Plan together = make_plan(src, dst, DType::kF32, mapping_free);
+  ASSERT_FALSE(maps_callers_tensors(alone)) << plan_to_json(alone);
+  ASSERT_TRUE(maps_callers_tensors(together)) << plan_to_json(together);
+  const double saving = alone.estimated_us() - together.estimated_us();
+  ASSERT_GT(saving, 0);
+  const int enough = static_cast<int>(o.profile.nvlink.map_us / saving) + 1;  // enough * saving > map_us
+  for (int n : {1, enough}) {
+    const std::vector<BatchEntry> entries(static_cast<size_t>(n), BatchEntry{src, dst, DType::kF32});
+    const PlanBatch batch = make_plan_batch(entries, o);
+    for (size_t t = 0; t < batch.size(); ++t)
+      EXPECT_EQ(maps_callers_tensors(batch.plan(t)), n == enough) << n << " tensors, tensor " << t;
+    const RunResult r = run_batch(batch, testing::quick_host_run());
+    EXPECT_EQ(r.wrong_elements, 0) << r.first_error;
+    EXPECT_EQ(r.checked_elements, 3 * n * src.global_volume());
+  }
+  // Where mapping is dearer than the whole batch's staging, the members stay as planned alone.
+  o.profile.nvlink.map_us = 2 * enough * saving;
+  const PlanBatch staged = make_plan_batch(std::vector<BatchEntry>(enough, BatchEntry{src, dst, DType::kF32}), o);
+  for (size_t t = 0; t < staged.size(); ++t) EXPECT_FALSE(maps_callers_tensors(staged.plan(t)));
 }
 
 }  // namespace

@@ -6,8 +6,8 @@ them over: fresh tensors from PyTorch's caching allocator on every call, from Py
 Sets (bf16, real model shapes): Llama-3-8B (291 tensors), eight layers of Llama-3-70B (73), one Qwen3-MoE-style layer
 with 128 experts (392). Training layout FSDP2 (Shard(0) on the world's mesh); serving layout tensor parallel: colwise
 weights (q, k, v, gate, up, embedding, lm_head, router) Shard(0), rowwise weights (o, down) Shard(1), norms Replicate.
-Variants, timed in the same run, each over --iters iterations after a warm-up: DTensor.redistribute one by one
-(PyTorch); reshard.torch.redistribute one by one (auto, and transport nccl and nvlink); redistribute_many (auto and
+Variants, timed in the same run, each over --iters iterations after --warmup untimed ones: DTensor.redistribute one by
+one (PyTorch); reshard.torch.redistribute one by one (auto, and transport nccl and nvlink); redistribute_many (auto and
 nccl). Every iteration takes fresh copies of every source tensor (not timed) and the timed part is the whole set, the
 slowest rank's CUDA-event time after a barrier; medians reported. The bound: the most bytes any rank must receive from
 other ranks, over the per-GPU receive bandwidth measured in the same run (every GPU pushing to every other at once,
@@ -110,10 +110,12 @@ def link_gbps(world, rank, mib=256, iters=5):
     return (world - 1) * n / t.item() / 1e9
 
 
-def timed_set(fn, iters):
-    """Median over iterations of the slowest rank's time (us) of fn(fresh) on fresh copies, and the last result."""
+def timed_set(fn, iters, warmup):
+    """Median over iterations of the slowest rank's time (us) of fn(fresh) on fresh copies, after `warmup` untimed
+    ones (the first prepares; the next ones let PyTorch's pool reach the size the set needs, as a training loop's first
+    steps do: until then fresh tensors come from new segments, which one-sided plans map once); and the last result."""
     times, out = [], None
-    for _ in range(iters + 1):
+    for _ in range(iters + warmup):
         args = fn.fresh()
         torch.cuda.synchronize()
         dist.barrier()
@@ -124,7 +126,7 @@ def timed_set(fn, iters):
         torch.cuda.synchronize()
         times.append(start.elapsed_time(end) * 1000.0)
         del args
-    t = torch.tensor(times[1:], device="cuda", dtype=torch.float64)  # the first (preparation) untimed
+    t = torch.tensor(times[warmup:], device="cuda", dtype=torch.float64)
     dist.all_reduce(t, op=dist.ReduceOp.MAX)
     return statistics.median(t.tolist()), out
 
@@ -141,7 +143,7 @@ class Variant:
         return self.run(args, self.targets)
 
 
-def bench_set(name, mesh, world, rank, iters, gbps):
+def bench_set(name, mesh, world, rank, iters, warmup, gbps):
     params = SETS[name]()
     src_p = [Shard(0)]
     sources, targets, need = [], [], [0] * world
@@ -167,7 +169,7 @@ def bench_set(name, mesh, world, rank, iters, gbps):
         if transport:
             rt.configure(transport=transport)
         try:
-            row[f"{label}_us"], out = timed_set(Variant(sources, targets, fn), iters)
+            row[f"{label}_us"], out = timed_set(Variant(sources, targets, fn), iters, warmup)
             results[label] = [o.to_local() for o in out]
         except Exception as e:  # noqa: BLE001 - a variant that fails is reported, the others still run
             row[f"{label}_error"] = f"{type(e).__name__}: {str(e)[:300]}"
@@ -198,7 +200,7 @@ def single_cases(mesh, iters):
             if transport:
                 rt.configure(transport=transport)
             variant = Variant([x], [dst], lambda args, t, fn=fn: [fn(args[0])])
-            row[f"{label}_fresh_us"], out = timed_set(variant, iters)
+            row[f"{label}_fresh_us"], out = timed_set(variant, iters, 1)
             row[f"{label}_reused_us"] = statistics.median(common.time_call(lambda: fn(x), iters, 3)[0])
             row[f"{label}_equal"] = common.all_ranks_true(common.same_bits(out[0].to_local(),
                                                                            x.redistribute(mesh, dst).to_local()))
@@ -226,6 +228,7 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--sets", default=",".join(SETS))
     ap.add_argument("--iters", type=int, default=5)
+    ap.add_argument("--warmup", type=int, default=4, help="untimed calls of each variant of a set first")
     ap.add_argument("--no-single", action="store_true")
     args = ap.parse_args()
     sets = [s for s in args.sets.split(",") if s]
@@ -239,7 +242,7 @@ def main():
     if rank == 0:
         print(f"# {world}x {report['device']}, receive bandwidth per GPU {gbps:.1f} GB/s", flush=True)
     for s in sets:
-        row = bench_set(s, mesh, world, rank, args.iters, gbps)
+        row = bench_set(s, mesh, world, rank, args.iters, args.warmup, gbps)
         report["sets"].append(row)
         if rank == 0:
             print(json.dumps({k: v for k, v in row.items() if k != "stats"}), flush=True)

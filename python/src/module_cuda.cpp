@@ -111,16 +111,20 @@ std::unique_ptr<CudaBatchRedistributor> make_batch_redistributor(std::shared_ptr
   py::gil_scoped_release release;
   RESHARD_CUDA_CHECK(cudaSetDevice(out->device->ordinal()));
   const int rank = out->comm->rank();
-  std::vector<std::shared_ptr<const Plan>> plans;
+  // One set of options for the batch (make_plan_batch prices the members' mapping once for all of them).
+  const PlanOptions& o = reqs.front().options;
+  std::vector<BatchEntry> entries;
   for (size_t t = 0; t < reqs.size(); ++t) {
-    try {
-      plans.push_back(
-          std::make_shared<const Plan>(make_rank_plan(reqs[t].src, reqs[t].dst, reqs[t].dtype, rank, reqs[t].options)));
-    } catch (const Error& e) {
-      throw Error(e.kind(), cat("tensor ", t, ": ", e.what()));
-    }
+    const PlanOptions& mine = reqs[t].options;
+    RESHARD_REQUIRE(mine.strategy == o.strategy && mine.transport == o.transport && mine.fusion == o.fusion &&
+                        mine.buffers_change == o.buffers_change && mine.low_sm == o.low_sm &&
+                        mine.memory_budget_bytes == o.memory_budget_bytes &&
+                        mine.max_collectives == o.max_collectives &&
+                        mine.pipeline_chunk_bytes == o.pipeline_chunk_bytes && mine.profile.name == o.profile.name,
+                    "tensor ", t, ": its plan options differ from tensor 0's; a batch plans every tensor alike");
+    entries.push_back(BatchEntry{reqs[t].src, reqs[t].dst, reqs[t].dtype});
   }
-  out->redistributor = std::make_unique<BatchRedistributor>(PlanBatch(std::move(plans)), *out->comm, *out->device,
+  out->redistributor = std::make_unique<BatchRedistributor>(make_plan_batch(entries, o, rank), *out->comm, *out->device,
                                                             nccl_fallback(std::move(reqs), rank));
   out->in.resize(args.size());
   out->out.resize(args.size());

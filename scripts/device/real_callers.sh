@@ -5,7 +5,8 @@
 # redistribute_many forward and backward); alloc: the same under expandable segments and cudaMallocAsync, and the
 # Llama-3-8B set under both; model: python/bench/model_sync.py (SETS, default every set); stages: the host time of
 # each stage of a repeat call (python/bench/call_stages.py); batch: `reshard bench --batch 100` of 1 MiB tensors
-# against one of 100 MiB, S0/S1/R pairs, both transports. Every result verified.
+# against one of 100 MiB, S0/S1/R pairs, both transports (COALESCE: --coalesce-bytes values); llama_cpp: the moving
+# tensors of the Llama-3-8B set as one traced C++ batch (`reshard run`), both transports. Every result verified.
 # Files under $OUT/real_callers.tgz.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -42,12 +43,26 @@ p['nvlink']['copy_engine_min_row_bytes'] = 1 << 40; json.dump(p, open('/tmp/kern
   done
   echo "[$(el) s] rows"; cat "$OUT/rows.txt"
 fi
-if has batch; then
-  timeout 200 $R bench --backend nccl --batch 100 --meshes $N --sizes 1MiB --dtypes f32 --placements S0,S1,R \
-    --strategies collective,p2p --transports nccl,nvlink --iters 50 --warmup 10 --csv "$OUT/batch_100x1MiB.csv" \
-    > "$OUT/batch_100x1MiB.log" 2>&1
-  echo "[$(el) s] batch exit $?"; grep -vE "^#" "$OUT/batch_100x1MiB.log" | cut -c1-140 | head -40
-  grep -E "wrong" "$OUT/batch_100x1MiB.log" | tail -1
+if has batch; then  # COALESCE: the --coalesce-bytes values to sweep ("default": the flag left out)
+  for cb in ${COALESCE:-default}; do
+    name=batch_100x1MiB extra=()
+    [[ $cb != default ]] && name+=_coalesce$cb extra=(--coalesce-bytes "$cb")
+    timeout 200 $R bench --backend nccl --batch 100 --meshes $N --sizes 1MiB --dtypes f32 --placements S0,S1,R \
+      --strategies collective,p2p --transports nccl,nvlink --iters 50 --warmup 10 --csv "$OUT/$name.csv" \
+      "${extra[@]}" > "$OUT/$name.log" 2>&1
+    echo "[$(el) s] $name exit $?"; grep -vE "^#" "$OUT/$name.log" | cut -c1-140 | head -40
+    grep -E "wrong" "$OUT/$name.log" | tail -1
+  done
+fi
+if has llama_cpp; then  # the Llama-3-8B rowwise and norm tensors (the ones that move) as one C++ batch, traced
+  ts=(--shape 4096x4096 --from S0 --to S1 --dtype bf16)
+  for _ in $(seq 31); do ts+=(--tensor 4096x4096:S0:S1:bf16); done
+  for _ in $(seq 32); do ts+=(--tensor 4096x14336:S0:S1:bf16); done
+  for _ in $(seq 65); do ts+=(--tensor 4096:S0:R:bf16); done
+  for tr in nccl nvlink; do
+    timeout 100 $R run --backend nccl --mesh $N --transport $tr --trace --iters 20 "${ts[@]}" > "$OUT/llama_cpp_$tr.log" 2>&1
+    echo "[$(el) s] llama_cpp $tr exit $?"; grep -vE "^\s*$" "$OUT/llama_cpp_$tr.log" | cut -c1-220 | tail -8
+  done
 fi
 has stages && torch_job stages 60 python/bench/call_stages.py --out "$OUT" --iters 60
 has model && torch_job model 240 python/bench/model_sync.py --out "$OUT" --sets "${SETS:-llama3_8b,llama3_70b_8l,qwen3_moe_layer}"
