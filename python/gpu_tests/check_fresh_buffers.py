@@ -48,8 +48,10 @@ class Checks:
         self.failures = []
 
     def equal(self, what, got, want):
-        ok = common.all_ranks_true(common.same_bits(got.to_local(), want.to_local())
-                                   and got.placements == want.placements)
+        self.ok(what, common.all_ranks_true(common.same_bits(got.to_local(), want.to_local())
+                                            and got.placements == want.placements))
+
+    def ok(self, what, ok):
         if ok:
             self.passed += 1
         else:
@@ -122,9 +124,23 @@ def main():
     rank, world = common.setup()
     mesh = init_device_mesh("cuda", (world,))
     checks = Checks()
-    single_calls(mesh, checks)
-    many_calls(mesh, checks)
+    # Every check under the default settings, then with the nvlink transport forced and mapping priced free (so that
+    # no plan stages its source): one-sided plans on the caller's tensors map them, or, from memory the peers cannot
+    # map, run their NCCL fallback.
+    profile = json.loads((pathlib.Path(__file__).resolve().parents[2] / "bench/profiles/h100x2.json").read_text())
+    profile["nvlink"]["map_us"] = 0
+    mapping_free = pathlib.Path(f"/tmp/reshard_mapping_free_{rank}.json")
+    mapping_free.write_text(json.dumps(profile))
+    for settings in ({"transport": "auto"}, {"transport": "nvlink", "profile": str(mapping_free)}):
+        rt.configure(**settings)
+        single_calls(mesh, checks)
+        many_calls(mesh, checks)
+    rt.configure(transport="auto", profile="")
     stats = rt.stats()
+    conf = os.environ.get("PYTORCH_CUDA_ALLOC_CONF", "")
+    unmappable = "expandable_segments:True" in conf or "cudaMallocAsync" in conf
+    checks.ok(f"fallback runs {stats['fallback_runs']} ({'some' if unmappable else 'none'} expected)",
+              stats["fallback_runs"] > 0 if unmappable else stats["fallback_runs"] == 0)
     summary = {"world": world, "allocator": os.environ.get("PYTORCH_CUDA_ALLOC_CONF", "default"),
                "passed": checks.passed, "failed": checks.failed, "failures": checks.failures[:20], "stats": stats}
     if rank == 0:
