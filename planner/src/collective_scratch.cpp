@@ -1,10 +1,66 @@
 // Every rank's scratch for a collective step, computed once per class of alike ranks (StepPricer::collective_scratch).
 #include <algorithm>
 #include <cstdint>
+#include <vector>
 
+#include "step_geometry.hpp"
 #include "step_pricing.hpp"
+#include "transitions.hpp"
 
 namespace reshard::detail {
+namespace {
+
+// All-gather and reduce-scatter: every member of a group holds the same target box (gather) or source box (scatter),
+// so whether the gathered or scattered buffer lies in place is the group's, and a rank adds only whether its own
+// chunk does. One pass over the ranks and one walk of each group: O(ranks), where classes of ranks that share a
+// scratch could be one per rank (a 1-D mesh's all_gather: every rank its own class, O(ranks^2)). False, `scratch`
+// untouched, where some group's members hold different such boxes.
+bool shared_box_scratch(const RankBoxes& a, const RankBoxes& b, StepKind kind, std::span<const int> dims, int es,
+                        std::vector<Index>& scratch) {
+  const Mesh& mesh = a.layout().mesh();
+  const int n = a.size();
+  if (mesh.size() != n) return false;  // collectives run on a whole world
+  const bool gather = kind == StepKind::kAllGather;
+  const RankBoxes& shared = gather ? b : a;  // one box per group
+  const RankBoxes& chunks = gather ? a : b;  // the members' own chunks
+  bool in_group[kMaxDims] = {};
+  for (int k : dims) in_group[k] = true;
+  int groups = 1;
+  for (int k = 0; k < mesh.ndim(); ++k)
+    if (!in_group[k]) groups *= mesh.dim_size(k);
+  std::vector<int> group_of(n), first(groups, -1);
+  std::vector<Index> chunk(groups, 0);
+  for (int r = 0; r < n; ++r) {
+    const Dims c = mesh.coord_of(r);
+    int g = 0;  // the group: the rank's coordinates off `dims`, row-major
+    for (int k = 0; k < mesh.ndim(); ++k)
+      if (!in_group[k]) g = g * mesh.dim_size(k) + static_cast<int>(c[k]);
+    group_of[r] = g;
+    if (first[g] < 0) {
+      first[g] = r;
+    } else if (!(shared[r] == shared[first[g]])) {
+      return false;
+    }
+    chunk[g] = std::max(chunk[g], chunks.volume(r));
+  }
+  const Index size = mesh.group_size(dims);
+  std::vector<char> in_place(groups);
+  for (int g = 0; g < groups; ++g) {
+    const GroupShape s = gather ? gather_shape(a, b, dims, first[g]) : scatter_shape(a, b, dims, first[g]);
+    in_place[g] = gather ? s.recv_in_place : s.send_in_place;
+  }
+  for (int r = 0; r < n; ++r) {
+    const int g = group_of[r];
+    const bool own_in_place = chunks.volume(r) == chunk[g];
+    CollectiveScratch s;
+    (gather ? s.send : s.recv) = own_in_place ? 0 : chunk[g];
+    (gather ? s.recv : s.send) = in_place[g] ? 0 : chunk[g] * size;
+    scratch[r] = s.total(es);
+  }
+  return true;
+}
+
+}  // namespace
 
 Index StepPricer::rank_collective_scratch(const RankBoxes& a, const RankBoxes& b, StepKind kind,
                                           std::span<const int> dims, int rank) const {
@@ -25,6 +81,7 @@ std::vector<Index> StepPricer::collective_scratch(const RankBoxes& a, const Rank
     for (int r = 0; r < a.size(); ++r) scratch[r] = rank_collective_scratch(a, b, kind, dims, r);
     return scratch;
   }
+  if (kind != StepKind::kAllToAll && shared_box_scratch(a, b, kind, dims, es_, scratch)) return scratch;
   // A rank's scratch depends only on the shapes of its group's boxes and on where they lie relative to each other.
   // Per tensor dim d: where no mesh dim of the group shards d (in a or b), every member's intervals equal the rank's,
   // so its class records their extents and relative offset; otherwise the members' intervals on d are set by the

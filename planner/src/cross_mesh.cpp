@@ -208,6 +208,10 @@ std::vector<Transfer> cross_mesh_transfers(const Layout& a, const Layout& b, con
       all.erase(std::remove_if(all.begin() + static_cast<std::ptrdiff_t>(begin), all.end(),
                                [&](const Transfer& t) { return t.src != *scope_rank; }),
                 all.end());
+    // Bounded as they are listed: at most one receiver's transfers past the limit are ever held.
+    RESHARD_REQUIRE(all.size() <= kMaxPlanTransfers, "the p2p step from mesh ", a.mesh().str(), " to mesh ",
+                    b.mesh().str(), " lists more than ", kMaxPlanTransfers,
+                    " transfers, the most a plan holds (plan one rank's part: --rank R, make_rank_plan)");
   }
   std::stable_sort(all.begin(), all.end(), [](const Transfer& x, const Transfer& y) { return x.src < y.src; });
   return all;

@@ -155,6 +155,16 @@ void OverlapIndex::transfers_into(int dst_rank, std::vector<Transfer>& out) cons
   });
 }
 
+size_t OverlapIndex::transfer_count() const {
+  size_t n = 0;
+  for (int r = 0; r < dst().mesh().world_size(); ++r)
+    visit_into(r, [&](const Transfer&) {
+      ++n;
+      return true;
+    });
+  return n;
+}
+
 std::optional<Transfer> OverlapIndex::first_transfer_into(int dst_rank,
                                                           const std::function<bool(const Transfer&)>& pred) const {
   std::optional<Transfer> found;

@@ -282,6 +282,7 @@ Plan parse_plan(const std::string& text, const Profile* profile) {
     spec.candidates.push_back(std::move(x));
   }
   const json& steps = R::array(j, "steps", "");
+  size_t transfers = 0;  // over all steps, at most kMaxPlanTransfers
   for (size_t i = 0; i < steps.size(); ++i) {
     std::string path = cat("steps[", i, "]");
     const json& s = steps[i];
@@ -297,6 +298,10 @@ Plan parse_plan(const std::string& text, const Profile* profile) {
     x.bytes_moved = R::integer(s, "bytes_moved", path);
     if (x.kind == StepKind::kP2P) {
       const json& ts = R::array(s, "transfers", path);
+      transfers += ts.size();
+      RESHARD_REQUIRE(transfers <= kMaxPlanTransfers, "plan field '", path, ".transfers': the plan holds more than ",
+                      kMaxPlanTransfers, " transfers, the most a plan holds");
+      x.transfers.reserve(ts.size());
       for (size_t t = 0; t < ts.size(); ++t) {
         std::string tp = cat(path, ".transfers[", t, "]");
         Transfer tr;

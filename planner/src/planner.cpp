@@ -400,6 +400,11 @@ class Planner {
       const OverlapIndex& index = cache_.overlap(s.from, s.to);
       s.transfers.clear();
       if (!rank_) {
+        const size_t count = index.transfer_count();
+        RESHARD_REQUIRE(count <= kMaxPlanTransfers, "the global plan's p2p step ", to_string(s.from), " -> ",
+                        to_string(s.to), " on mesh ", index.src().mesh().str(), " lists ", count,
+                        " transfers; a plan holds at most ", kMaxPlanTransfers,
+                        " (plan one rank's part: --rank R, make_rank_plan; or --strategy collective)");
         s.transfers = index.all_transfers();
         continue;
       }

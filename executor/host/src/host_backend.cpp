@@ -1,5 +1,6 @@
 #include "reshard/host_backend.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <exception>
 #include <thread>
@@ -19,73 +20,153 @@ void check_host_ranks(int n, int least) {
 
 }  // namespace
 
-HostWorld::HostWorld(int size, HostWorldOptions options) : size_(size), options_(options) {
-  check_host_ranks(size, 1);
-  released_.assign(size, 0);
+HostWorld::HostWorld(int size, HostWorldOptions options)
+    : size_((check_host_ranks(size, 1), size)), options_(options), inboxes_(size) {}
+
+std::optional<std::string> HostWorld::aborted() const {
+  if (!aborting_.load()) return std::nullopt;
+  std::lock_guard<std::mutex> lock(abort_mutex_);
+  return abort_reason_;
 }
 
 void HostWorld::post_signal(std::uint64_t context, int src, int dst, int phase) {
+  Inbox& in = inboxes_.at(dst);
   {
-    std::lock_guard<std::mutex> lock(mutex_);
-    ++signals_[SignalKey{context, src, dst, phase}];
+    std::lock_guard<std::mutex> lock(in.mutex);
+    ++in.signals[{context, src, phase}];
   }
-  cv_.notify_all();
+  in.ready.notify_all();
 }
 
 void HostWorld::await_signal(std::uint64_t context, int src, int dst, int phase, std::uint64_t count) {
-  std::unique_lock<std::mutex> lock(mutex_);
-  std::uint64_t& have = signals_[SignalKey{context, src, dst, phase}];
+  Inbox& in = inboxes_.at(dst);
+  std::unique_lock<std::mutex> lock(in.mutex);
+  std::uint64_t& have = in.signals[{context, src, phase}];
   bool ready =
-      cv_.wait_for(lock, options_.timeout, [&] { return have >= count || released_[dst] || !abort_reason_.empty(); });
-  if (released_[dst]) return;
-  if (!abort_reason_.empty())
-    fail(ErrorKind::kBackend, cat("rank ", dst, " stopped waiting for rank ", src, ": ", abort_reason_));
+      in.ready.wait_for(lock, options_.timeout, [&] { return have >= count || in.released || aborting_.load(); });
+  if (in.released) return;
+  if (std::optional<std::string> reason = aborted())
+    fail(ErrorKind::kBackend, cat("rank ", dst, " stopped waiting for rank ", src, ": ", *reason));
   if (!ready)
     fail(ErrorKind::kTimeout, cat("rank ", dst, " timed out after ", options_.timeout.count(), " ms waiting for rank ",
                                   src, " to reach the same one-sided step"));
 }
 
 void HostWorld::release_signals(int dst) {
+  Inbox& in = inboxes_.at(dst);
   {
-    std::lock_guard<std::mutex> lock(mutex_);
-    released_.at(dst) = 1;
+    std::lock_guard<std::mutex> lock(in.mutex);
+    in.released = true;
   }
-  cv_.notify_all();
+  in.ready.notify_all();
 }
 
 void HostWorld::post(std::uint64_t context, int src, int dst, const void* data, size_t bytes) {
   std::vector<std::byte> message(bytes);
   if (bytes) std::memcpy(message.data(), data, bytes);
+  Inbox& in = inboxes_.at(dst);
+  bool wake = false;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
-    mailboxes_[Key{context, src, dst}].push_back(std::move(message));
+    std::lock_guard<std::mutex> lock(in.mutex);
+    in.messages.emplace(std::tuple{context, src, in.arrivals++}, std::move(message));
+    wake = in.awaited == From{context, src};
   }
-  cv_.notify_all();
+  if (wake) in.ready.notify_all();
 }
 
 void HostWorld::take(std::uint64_t context, int src, int dst, void* data, size_t bytes) {
-  std::unique_lock<std::mutex> lock(mutex_);
-  auto& box = mailboxes_[Key{context, src, dst}];
-  bool ready = cv_.wait_for(lock, options_.timeout, [&] { return !box.empty() || !abort_reason_.empty(); });
-  if (!abort_reason_.empty())
-    fail(ErrorKind::kBackend, cat("rank ", dst, " stopped waiting for rank ", src, ": ", abort_reason_));
+  Inbox& in = inboxes_.at(dst);
+  std::unique_lock<std::mutex> lock(in.mutex);
+  auto first = in.messages.end();
+  auto arrived = [&] {
+    first = in.messages.lower_bound({context, src, 0});
+    return (first != in.messages.end() && std::get<0>(first->first) == context && std::get<1>(first->first) == src) ||
+           aborting_.load();
+  };
+  bool ready = arrived();
+  if (!ready) {
+    in.awaited = From{context, src};
+    ready = in.ready.wait_for(lock, options_.timeout, arrived);
+    in.awaited.reset();
+  }
+  if (std::optional<std::string> reason = aborted())
+    fail(ErrorKind::kBackend, cat("rank ", dst, " stopped waiting for rank ", src, ": ", *reason));
   if (!ready)
     fail(ErrorKind::kTimeout, cat("rank ", dst, " timed out after ", options_.timeout.count(),
                                   " ms waiting for data from rank ", src, " (did it fail or never post its send?)"));
-  std::vector<std::byte> message = std::move(box.front());
-  box.pop_front();
+  std::vector<std::byte> message = std::move(first->second);
+  in.messages.erase(first);
   if (message.size() != bytes)
     fail(ErrorKind::kBackend,
          cat("rank ", dst, " expected ", bytes, " bytes from rank ", src, " but got ", message.size()));
   if (bytes) std::memcpy(data, message.data(), bytes);
 }
 
+HostWorld::Board& HostWorld::board(std::uint64_t context, int first_member) {
+  std::lock_guard<std::mutex> lock(boards_mutex_);
+  std::unique_ptr<Board>& b = boards_[{context, first_member}];
+  if (!b) b = std::make_unique<Board>();
+  return *b;
+}
+
+void HostWorld::gather(std::uint64_t context, const std::vector<int>& members, int index, const void* send, void* recv,
+                       size_t bytes) {
+  const int n = static_cast<int>(members.size()), rank = members[index];
+  Board& b = board(context, members.front());
+  std::unique_lock<std::mutex> lock(b.mutex);
+  // Waits for `done`; a timeout names the first member that has not arrived in this round.
+  auto wait = [&](const auto& done) {
+    const bool ok = b.ready.wait_for(lock, options_.timeout, [&] { return done() || aborting_.load(); });
+    if (std::optional<std::string> reason = aborted())
+      fail(ErrorKind::kBackend, cat("rank ", rank, " stopped waiting in a collective: ", *reason));
+    if (ok) return;
+    int missing = 0;
+    while (missing < n && b.present[missing]) ++missing;
+    fail(ErrorKind::kTimeout,
+         cat("rank ", rank, " timed out after ", options_.timeout.count(), " ms waiting for data from rank ",
+             members[missing < n ? missing : 0], " in a collective of ", n, " ranks (did it fail or never join?)"));
+  };
+  if (b.present.empty()) b.present.assign(n, 0);
+  wait([&] { return b.readers == 0; });  // the previous round is read
+  const size_t total = bytes * static_cast<size_t>(n);
+  if (b.arrived == 0) b.data.resize(total);
+  if (b.data.size() != total)
+    fail(ErrorKind::kBackend, cat("rank ", rank, " gathers ", bytes, " bytes per member; the other members ",
+                                  b.data.size() / static_cast<size_t>(n)));
+  if (bytes) std::memcpy(b.data.data() + static_cast<size_t>(index) * bytes, send, bytes);
+  b.present[index] = 1;
+  const std::uint64_t round = b.round;
+  if (++b.arrived == n) {
+    b.arrived = 0;
+    std::fill(b.present.begin(), b.present.end(), 0);
+    b.readers = n;
+    ++b.round;
+    b.ready.notify_all();
+  } else {
+    wait([&] { return b.round != round; });
+  }
+  lock.unlock();  // no round writes before every member has read this one
+  if (total) std::memcpy(recv, b.data.data(), total);
+  lock.lock();
+  if (--b.readers == 0) b.ready.notify_all();
+}
+
 void HostWorld::abort(const std::string& reason) {
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    std::lock_guard<std::mutex> lock(abort_mutex_);
     if (abort_reason_.empty()) abort_reason_ = reason.empty() ? "aborted" : reason;
   }
-  cv_.notify_all();
+  aborting_.store(true);
+  // Each waiting place's lock is taken once after the flag is set, so no rank checks it and then misses the wakeup.
+  for (Inbox& in : inboxes_) {
+    { std::lock_guard<std::mutex> lock(in.mutex); }
+    in.ready.notify_all();
+  }
+  std::lock_guard<std::mutex> boards(boards_mutex_);
+  for (auto& [context, b] : boards_) {
+    { std::lock_guard<std::mutex> lock(b->mutex); }
+    b->ready.notify_all();
+  }
 }
 
 // ---- HostCommunicator --------------------------------------------------------------------------------------------
@@ -127,13 +208,7 @@ void HostCommunicator::exchange(std::span<const SendOp> sends, std::span<const R
 }
 
 void HostCommunicator::gather_all(const void* send, void* recv, size_t bytes) {
-  const int n = size(), me = members_[index_];
-  for (int j = 0; j < n; ++j)
-    if (j != index_) world_.post(context_, me, members_[j], send, bytes);
-  auto* out = static_cast<std::byte*>(recv);
-  if (bytes) std::memmove(out + index_ * bytes, send, bytes);
-  for (int j = 0; j < n; ++j)
-    if (j != index_) world_.take(context_, members_[j], me, out + j * bytes, bytes);
+  world_.gather(context_, members_, index_, send, recv, bytes);
 }
 
 void HostCommunicator::all_gather(const void* send, void* recv, size_t bytes_per_rank, StreamHandle) {

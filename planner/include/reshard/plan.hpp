@@ -173,6 +173,12 @@ class Plan {
   std::shared_ptr<detail::PendingCandidates> pending_;  // set: the candidates (s_.candidates is empty)
 };
 
+// The most transfers a plan holds over all its steps (about 160 bytes each: 640 MiB at the limit). A global p2p plan
+// lists one per pair of ranks whose boxes overlap (up to ranks^2): the planner refuses one past this before listing
+// it, and a plan file past it is refused while its steps are read, naming the limit; a rank's plan (make_rank_plan)
+// holds only that rank's transfers.
+inline constexpr size_t kMaxPlanTransfers = size_t(1) << 22;
+
 // Checks a spec: same world size and shape for src and dst (a first step that is p2p where their meshes differ); a
 // continuous chain of steps from src to dst; collective steps that change only their mesh dims with the placement
 // changes their kind allows; p2p transfers whose ranks exist, whose regions lie in the sender's L_i box and the

@@ -10,12 +10,15 @@
 //   });
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -34,8 +37,11 @@ struct HostWorldOptions {
   std::chrono::milliseconds timeout{std::chrono::seconds(60)};  // a receive waiting longer fails with kTimeout
 };
 
-// Shared state of the ranks of one host world: mailboxes keyed by (context, source rank, destination rank),
-// matched in order, as NCCL matches sends and receives between a pair.
+// Shared state of the ranks of one host world: each rank's inbox holds the messages sent to it, matched by (context,
+// source rank) in order, as NCCL matches sends and receives between a pair. Each inbox has its own lock and
+// condition, and a message wakes its destination only when that rank waits for that very (context, source): a
+// world of n ranks whose collectives post n^2 messages neither serialises them on one lock nor wakes n threads per
+// message, and an inbox holds only the messages not yet taken.
 class HostWorld {
  public:
   // kInvalidArgument unless 1 <= size <= kMaxHostRanks.
@@ -48,6 +54,11 @@ class HostWorld {
   void take(std::uint64_t context, int src, int dst, void* data, size_t bytes);
   // Wakes every waiting rank with an error naming `reason`.
   void abort(const std::string& reason);
+  // A gather among `members` (world ranks) of communicator `context`: the member at `index` contributes `bytes` and
+  // receives every member's, in member order, through one shared buffer per round (every member waits for the
+  // others, as a collective does): O(members) wakeups where messages would take members^2.
+  void gather(std::uint64_t context, const std::vector<int>& members, int index, const void* send, void* recv,
+              size_t bytes);
 
   // One-sided ordering flags (the host PeerLink): post() bumps the count of (context, src, dst, phase); await()
   // blocks until that count reaches `count` (kTimeout after the configured time, kBackend when aborted).
@@ -57,16 +68,39 @@ class HostWorld {
   void release_signals(int dst);
 
  private:
-  using Key = std::tuple<std::uint64_t, int, int>;
-  using SignalKey = std::tuple<std::uint64_t, int, int, int>;
+  using From = std::pair<std::uint64_t, int>;  // (context, source rank)
+  struct Inbox {
+    std::mutex mutex;
+    std::condition_variable ready;  // a message or signal for this rank, or an abort
+    // Messages by (context, source, arrival): the first of a (context, source) is the oldest.
+    std::map<std::tuple<std::uint64_t, int, std::uint64_t>, std::vector<std::byte>> messages;
+    std::uint64_t arrivals = 0;
+    std::optional<From> awaited;                                           // what take() waits for
+    std::map<std::tuple<std::uint64_t, int, int>, std::uint64_t> signals;  // by (context, source, phase)
+    bool released = false;
+  };
+  // One group's gathers: a round fills `data`, then every member reads it before the next round writes.
+  struct Board {
+    std::mutex mutex;
+    std::condition_variable ready;
+    std::vector<std::byte> data;
+    std::vector<char> present;  // per member: arrived in this round
+    int arrived = 0, readers = 0;
+    std::uint64_t round = 0;
+  };
+  // The abort reason, when the world was aborted (set once).
+  std::optional<std::string> aborted() const;
+  // The board of a group: its context and first member (the groups of one context are disjoint).
+  Board& board(std::uint64_t context, int first_member);
+
   int size_;
   HostWorldOptions options_;
-  std::mutex mutex_;
-  std::condition_variable cv_;
-  std::map<Key, std::deque<std::vector<std::byte>>> mailboxes_;
-  std::map<SignalKey, std::uint64_t> signals_;
-  std::vector<char> released_;  // per world rank
+  std::vector<Inbox> inboxes_;  // per world rank
+  std::mutex boards_mutex_;
+  std::map<std::pair<std::uint64_t, int>, std::unique_ptr<Board>> boards_;
+  mutable std::mutex abort_mutex_;
   std::string abort_reason_;
+  std::atomic<bool> aborting_{false};
 };
 
 class HostCommunicator : public Communicator {
