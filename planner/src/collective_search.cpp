@@ -18,8 +18,8 @@ constexpr int kCollectiveWeight = 1000;
 
 // Work budget of one search, in rank boxes: every layout whose boxes are computed costs its rank count (the time and
 // memory of a search go there), every edge checked and priced on them kEdgeCost. The budget is a count, not a time,
-// so every rank of a job (each planning on its own) reaches the same decision. At its limit a search has taken about
-// 0.8 s and 80 MB (2 shared cores, 2026-11; docs/planner.md).
+// so every rank of a job (each planning on its own) reaches the same decision. At its limit a search takes about
+// 0.8 s and 80 MB on two cores (docs/planner.md).
 constexpr Index kSearchBudget = Index(1) << 19;
 constexpr Index kEdgeCost = 16;
 constexpr int kCountShift = 5 * kMaxDims;  // bits above the placements hold the number of collectives so far

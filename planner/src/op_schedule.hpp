@@ -48,9 +48,9 @@ struct StepParts {
 inline constexpr Index kOverlapLocalBytes = 4 << 20;
 
 // Low-SM mode (Plan::low_sm: the caller runs compute beside the redistribution) issues copy-engine copies in pieces of
-// at most this many bytes. On one H100 (2026-11-25, bench/probes/local_copy_beside_gemm.cu) a 256 MiB strided local
-// copy issued as one cudaMemcpy2DAsync slowed a bf16 8192^3 GEMM loop beside it by 23% and itself ran at 410 GB/s;
-// issued as 16 copies of 16 MiB it slowed the GEMM by 0-2% and ran at 860-960 GB/s (alone: 1,650 and 1,460 GB/s).
+// at most this many bytes: one large strided copy slows a GEMM beside it by about a quarter and itself runs at a
+// quarter of its rate, pieces of 16 MiB slow the GEMM by at most 2% (bench/probes/local_copy_beside_gemm.cu;
+// docs/planner.md, "Low-SM mode").
 inline constexpr Index kLowSmEngineCopyBytes = 16 << 20;
 
 // Splits every region larger than `max_bytes` along its outermost dim into pieces of at most `max_bytes` (at least

@@ -136,11 +136,9 @@ Profile default_profile() {
       "copy_engine "
       "(contiguous copies on the copy engines): calibrated on 2x H100 (2026-11-27, absolute-error lines). "
       "Run `reshard calibrate` to replace these with values fitted on your machine.";
-  // NCCL within a node: what `reshard calibrate` measured on 2x H100 (2026-11-26, bench/profiles/h100x2.json): each
-  // operation's fitted line (alpha us, GB/s) and its ten measured points, 4 KiB-1 GiB, between which the time is
-  // interpolated. The lines alone underprice 1-64 MiB by up to a quarter (the fits' residuals), which made auto take
-  // NCCL for 64 MiB steps that NVLink runs in two thirds of the time. 2x H200 gave the same within 2-5% (p2p
-  // 11.9/298.9, all_gather 11.7/243.9, reduce_scatter 9.8/242.8, all_reduce 10.2/280.0, all_to_all 11.1/294.7).
+  // NCCL within a node: each operation's fitted line (alpha us, GB/s) and its ten measured points, 4 KiB-1 GiB,
+  // between which the time is interpolated (the lines alone underprice 1-64 MiB by up to a quarter). Where every
+  // figure of this function comes from: docs/planner.md, "Profiles" (Defaults).
   p.intra_node.p2p = measured(10.9, 292.3, {9.4, 10.3, 10.8, 12.6, 18.8, 33.5, 82.5, 252.9, 906.2, 2983.9});
   p.intra_node.all_gather = measured(10.9, 239.9, {9.7, 10.6, 11.0, 11.5, 19.9, 39.6, 96.1, 295.1, 1039.9, 3806.4});
   p.intra_node.reduce_scatter = measured(10.0, 238.5, {8.4, 10.6, 10.0, 11.2, 17.8, 36.4, 97.2, 304.3, 1040.1, 3781.8});
@@ -154,20 +152,12 @@ Profile default_profile() {
   p.p2p_per_peer_us = 1.5;
   p.step_overhead_us = 48.0;
   // The copy kernel on what packs, unpacks and strided local copies copy (rows of a strided block: half the columns of
-  // a square matrix) and the copy engines on a contiguous local copy, as `reshard calibrate` fitted them on 2x H100
-  // (2026-11-27, bench/profiles/h100x2.json; least squares on absolute error: 512 MiB packed in 364 us, 1 GiB copied
-  // by the engines in 717 us, both within 1% of the lines). The relative-error lines before (7.8 us + 1569 and 6 us +
-  // 1839 GB/s) priced a 128 MiB contiguous copy at 79 us against 94 measured. Until 2026-11-27 the defaults were 3 us
-  // + 2100 GB/s for both, a contiguous copy on H200, which priced NCCL's packs at two thirds of their time on H100.
+  // a square matrix) and the copy engines on a contiguous local copy: lines fitted on absolute error.
   p.copy = {7.8, 1505.0};
   p.copy_engine = {5.5, 1510.0};
-  // NVLink one-sided: `reshard calibrate`'s end-to-end fits on 2x H100 (2026-11-26): separate copy-engine copies
-  // 33.4 us + bytes pulled at 405 GB/s (sync_us = 33.4 - the engine call's 4), the smallest separate step 34 us; fused
-  // 16.6 us + bytes pulled and copied at 474 GB/s, the smallest 15 us; since the fused kernel lost its system-scope
-  // fences (fused_kernel.cu), 11.7 us + 475 GB/s, the smallest 10.7 us (calibrated again on 2x H100, 2026-11-26,
-  // bench/results/2026-11-26-h100x2-session13/fused_small). Kernel pulls 326 GB/s (2x H200, 2026-11-23).
-  // With the earlier estimates (sync 8, fused 8 + 300 GB/s) auto ran 4 MiB steps unfused at 33-37 us where fused ones
-  // take 22-25 us (docs/benchmarks.md, "calibrated with the nvlink fields").
+  // NVLink one-sided, end-to-end fits: separate copy-engine copies cost sync_us + the engine call's alpha (4 us) +
+  // bytes pulled at the engines' bandwidth, the smallest separate step step_overhead_us; fused steps the fused line,
+  // the smallest fused_overhead_us; kernel pulls their own bandwidth.
   p.nvlink.copy_engine = {4.0, 405.0};
   p.nvlink.kernel = {4.0, 326.0};
   p.nvlink.sync_us = 29.0;
@@ -180,10 +170,8 @@ Profile default_profile() {
   // slowest rank's host, which a two-sided or staged call never waits for. Priced as what such a call costs more than
   // an NCCL one in a sequence of fresh-tensor calls from Python (docs/planner.md, "Changing buffers").
   p.nvlink.map_us = 100.0;
-  // Low-SM mode (PlanOptions::low_sm): beside a bf16 8192^3 GEMM on 2x H200 (issue 25's measurement), NCCL kernels
-  // moving data slowed the GEMM 12-13 points more than copy engines moving data did (+16.9/+22.8% against
-  // +4.3/+10.6%) and ran 10% slower themselves, while the copy engines were not slowed: an SM-kernel microsecond
-  // counts as 1.10 + 0.12 = 1.22. An estimate from one case until `reshard overlap` measures it per transport.
+  // Low-SM mode (PlanOptions::low_sm): an SM-kernel microsecond counts as 1.10 (the kernel's own slow-down beside a
+  // GEMM) + 0.12 (the GEMM's extra slow-down against copy engines) = 1.22; docs/planner.md, "Low-SM mode".
   p.low_sm_kernel_factor = 1.22;
   return p;
 }

@@ -54,9 +54,9 @@ CopyEngine copy_engine_for(const Box& region, const Box& from, const Box& to, in
 
 // Who copies `region` within one rank, from its tensor holding `from` into one holding `to`: the copy engines when the
 // region is one contiguous block in both (one cudaMemcpyAsync), the copy kernel otherwise. Within one GPU the engines'
-// strided copies (cudaMemcpy2DAsync) are slow: 128 MiB in rows of 4-64 KiB took 163 us on H100 at any row width,
-// where the kernel takes 97-127 us and the engines copy one contiguous block in 94 (2x H100, 2026-11-27,
-// scripts/device/local_copies.sh); between GPUs the engines win from 2 KiB rows. In low-SM plans (beside compute)
+// strided copies (cudaMemcpy2DAsync) are slow: about 1.7x the kernel's time at any row width from 4 KiB, while one
+// contiguous block copies as fast as on the kernel (scripts/device/local_copies.sh measures both); between GPUs the
+// engines win from 2 KiB rows. In low-SM plans (beside compute)
 // local copies follow copy_engine_for's rule instead: there the engines leave the SMs to the compute.
 CopyEngine local_copy_engine_for(const Box& region, const Box& from, const Box& to, int element_size,
                                  Index min_row_bytes, bool low_sm);

@@ -28,7 +28,7 @@ struct PlanOptions {
   std::optional<Index> memory_budget_bytes;  // per rank; unset: no limit
   std::optional<int> max_collectives;        // cap on the collective strategy's communication steps; unset: none
   // p2p transfers that need packing are pipelined in chunks of this many bytes; 0 (the default) runs them whole:
-  // on 2x H200 (2026-11-22) pipelining in 16 or 64 MiB chunks measured slower than one pass (docs/benchmarks.md).
+  // pipelining in 16 or 64 MiB chunks measured slower than one pass (docs/benchmarks.md).
   Index pipeline_chunk_bytes = 0;
   // The caller means to run compute beside the redistribution (low-SM mode): work done by SM kernels (NCCL's
   // collectives and exchanges, pack/unpack/local copy kernels, nvlink kernel pulls and fused kernels) is priced at
