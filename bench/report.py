@@ -442,7 +442,7 @@ def build_report(res, docs):
           "plans (24-41 ms) and for the global [S0,S1] plan; the global [S0,S0,R] plan materialises 64K transfers "
           "(~107 ms). `reshard plan --mesh 16x64 --from S0,S1 --to S1,S0 --ranks-per-node 8` plans in ~40 ms.\n")
     # Partial placements and memory budgets: bench/results/2026-11-22-h200x2-partial-budget/*.txt, lines
-    # "label | reshard run row | verification line" (bench.txt: first campaign; tuning.txt: stage modes and the
+    # "label | reshard run row | verification line" (bench.txt: the first runs; tuning.txt: stage modes and the
     # row-based reduction kernel; budget-auto.txt: auto under a budget with stages priced at their chunk size).
     pb_dir = os.path.join(os.path.dirname(res.rstrip("/")), "2026-11-22-h200x2-partial-budget")
 

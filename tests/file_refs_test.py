@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Every file a comment or a doc names is in the repository (issue 20): paths under the repository's own folders
-(`planner/src/step_geometry.cpp`, `docs/transports.md`) and bare source names (`timed_rank.cpp`) resolve to a tracked
-file, from the root, from the naming file's folder, or as a tail of a tracked path. #include lines, outputs of
-bench/results/ and files of other projects (listed below) are not checked. Runs from the source tree (git ls-files);
-skips (exit 0 with a note) where git or the checkout is missing."""
+(`planner/src/pricing/step_geometry.cpp`, `docs/transports.md`) and bare source names (`timed_rank.cpp`) resolve to a
+tracked file, from the root, from the naming file's folder, or as a tail of a tracked path. #include lines, outputs
+of bench/results/ and files of other projects (listed below) are not checked. Runs from the source tree (git
+ls-files); skips (exit 0 with a note) where git or the checkout is missing."""
 import os
 import re
 import subprocess

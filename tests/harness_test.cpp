@@ -9,6 +9,7 @@
 #include "reshard/planner.hpp"
 #include "reshard/run_record.hpp"
 #include "reshard/sweep_estimate.hpp"
+#include "reshard/text.hpp"
 #include "reshard/tools_text.hpp"
 
 namespace reshard {
@@ -206,7 +207,7 @@ TEST(ToolsText, ByteCountsAndEscaping) {
   EXPECT_EQ(e, ByteCountError::kTooLarge);
   EXPECT_FALSE(tools::parse_byte_count("12QB", &e));
   EXPECT_EQ(e, ByteCountError::kNotANumber);
-  EXPECT_EQ(tools::printable("a\x1b[31mb\n\x7f\x01"), "a\\e[31mb\\n\\x7f\\x01");
+  EXPECT_EQ(printable("a\x1b[31mb\n\x7f\x01"), "a\\e[31mb\\n\\x7f\\x01");
 }
 
 TEST(MemoryLimit, InjectedLimitCapsTheAvailableFigure) {

@@ -5,9 +5,9 @@
 #include <thread>
 #include <vector>
 
-#include "../planner/src/planner_reference.hpp"
 #include "reshard/plan_json.hpp"
 #include "reshard/planner.hpp"
+#include "search/planner_reference.hpp"
 
 namespace reshard {
 namespace {

@@ -2,7 +2,7 @@
 // the rank x rank figures summed cell by cell, and the exchange steps agree with the lowered programs' messages.
 #include <gtest/gtest.h>
 
-#include "../planner/src/plan_traffic.hpp"
+#include "report/plan_traffic.hpp"
 #include "reshard/planner.hpp"
 #include "reshard/program.hpp"
 #include "test_plans.hpp"

@@ -8,10 +8,10 @@
 #include <numeric>
 #include <random>
 
-#include "../planner/src/planner_reference.hpp"
 #include "placement_sets.hpp"
 #include "reshard/plan_json.hpp"
 #include "reshard/planner.hpp"
+#include "search/planner_reference.hpp"
 #include "test_plans.hpp"
 #include "test_tier.hpp"
 

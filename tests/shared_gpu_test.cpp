@@ -39,8 +39,8 @@ OneSidedCopies copies() {
 }
 
 // RESHARD_TEST_GRAPH_CALLS=N: calls captured per CUDA graph (RunOptions::graph_calls), 1 by default here. With ranks
-// sharing a GPU, graphs of several calls of separate-copy nvlink plans stalled (2x H100, 2026-11-26: mesh (4) on two
-// GPUs, 64x64 bf16 S0 -> S1, 10 calls a graph; 1 call a graph passes, as do 10 with one rank per GPU): a known limit,
+// sharing a GPU, graphs of several calls of separate-copy nvlink plans stall (mesh (4) on two GPUs, 64x64 bf16
+// S0 -> S1, 10 calls a graph; 1 call a graph passes, as do 10 with one rank per GPU): a known limit,
 // docs/transports.md. N = 10 reproduces it.
 int graph_calls() {
   const char* v = std::getenv("RESHARD_TEST_GRAPH_CALLS");
@@ -152,9 +152,9 @@ TEST_F(SharedGpu, EveryPairOnMeshes2And3And4And1x2And2x1) {
   std::printf("shared GPU: %lld elements checked\n", static_cast<long long>(checked));
 }
 
-// Mesh (2,2), four ranks on one GPU: its groups finish at different times, which is how the teardown deadlock was found
-// (a rank freeing its buffers synchronised the GPU while its peers were still running; ranks now meet before freeing,
-// run_timed_rank's `finished`). 300 runs in 2.5 s on one H100, 2026-11-23.
+// Mesh (2,2), four ranks on one GPU: its groups finish at different times, so a rank that freed its buffers while its
+// peers were still running would synchronise the GPU under them and deadlock; ranks meet before freeing
+// (run_timed_rank's `finished`).
 TEST_F(SharedGpu, EveryPairOnMesh2x2) { every_pair({2, 2}); }
 
 // Between meshes of one world (ranks outside a mesh hold nothing): every pair of R/S0/S1/P(sum) to R/S0/S1 through

@@ -1,14 +1,15 @@
 // The step geometry's engine rules (peer and local copies) agree with the copy views the lowering builds (box_copy), on
-// every region of random boxes: the planner prices exactly what the executor will run. And group_link's shortcut on row-major meshes
-// agrees with a walk over the groups' members, and the group shapes' one-pass check with the box helpers.
+// every region of random boxes: the planner prices exactly what the executor will run. And group_link's shortcut on
+// row-major meshes agrees with a walk over the groups' members, and the group shapes' one-pass check with the box
+// helpers.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <random>
 
-#include "../planner/src/region_views.hpp"
-#include "../planner/src/step_geometry.hpp"
-#include "../planner/src/transitions.hpp"
+#include "plan/transitions.hpp"
+#include "pricing/region_views.hpp"
+#include "pricing/step_geometry.hpp"
 
 namespace reshard::detail {
 namespace {

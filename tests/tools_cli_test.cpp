@@ -28,11 +28,10 @@ TEST(RunCli, VerifiesOnTheHostBackend) {
 
 // Launcher flags are checked before anything else (issue 46's examples): the message names the problem.
 TEST(RunCli, BadLauncherFlagsAreRefusedNamingTheProblem) {
-  const std::pair<const char*, const char*> cases[] = {
-      {"--rendezvous udp:x", "must be file:PATH or tcp:HOST:PORT"},
-      {"--rendezvous tcp:[]:29999", "empty host"},
-      {"--rendezvous tcp:host:0", "is not a port number"},
-      {"--ranks-per-node ''", "--ranks-per-node: empty value"}};
+  const std::pair<const char*, const char*> cases[] = {{"--rendezvous udp:x", "must be file:PATH or tcp:HOST:PORT"},
+                                                       {"--rendezvous tcp:[]:29999", "empty host"},
+                                                       {"--rendezvous tcp:host:0", "is not a port number"},
+                                                       {"--ranks-per-node ''", "--ranks-per-node: empty value"}};
   for (const auto& [flags, needle] : cases) {
     testing::CliResult r = run_cli(std::string("run --mesh 2 --from S0 --to R --shape 4x4 ") + flags);
     EXPECT_EQ(r.exit_code, 2) << flags << ": " << r.err;

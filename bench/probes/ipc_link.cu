@@ -1,9 +1,7 @@
 // Two GPUs, two processes, both directions at once, each reading or writing the other's memory through CUDA IPC
-// mappings (cudaIpcGetMemHandle / cudaIpcOpenMemHandle), as reshard.torch's one process per GPU does. Measured on
-// 2x H100 (2026-11-27): a two-process 1 GiB f32 S0->R on mesh (2) took 1664 us whether its copies ran on the copy
-// engines or kernels, against 1491 us for the same plan with both ranks in one process (peer access, kernel pulls)
-// and 1478 us for link_split.cu's copy-engine pull and local copy in one process. This probe asks whether the IPC
-// mapping itself is slower, and whether pushing does better than pulling through it.
+// mappings (cudaIpcGetMemHandle / cudaIpcOpenMemHandle), as reshard.torch's one process per GPU does. It asks whether
+// the IPC mapping itself is slower than peer access within one process, and whether pushing does better than pulling
+// through it (docs/transports.md, "Ranks of one process").
 // Modes (each process moves B bytes, at the same time as the other):
 //   pull-ce / push-ce         one cudaMemcpyAsync from the peer's buffer into this GPU's / from this GPU's into the
 //                             peer's

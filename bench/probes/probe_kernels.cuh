@@ -1,4 +1,4 @@
-// Kernels the two-GPU link probes share (link_split.cu, host_lane.cu, ipc_link.cu).
+// Kernels of the two-GPU link probe (ipc_link.cu): copy kernels that read or write a peer's buffer.
 #pragma once
 
 #include <cuda_runtime.h>

@@ -217,13 +217,6 @@ LocalShard Layout::local_shard(int rank) const {
   return s;
 }
 
-std::vector<int> Layout::partial_mesh_dims() const {
-  std::vector<int> dims;
-  for (int k = 0; k < mesh_.ndim(); ++k)
-    if (placements_[k].is_partial()) dims.push_back(k);
-  return dims;
-}
-
 bool Layout::has_partial() const {
   for (const Placement& p : placements_)
     if (p.is_partial()) return true;

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# `reshard calibrate` on the 2-GPU machine (NCCL links, copy kernel, step overhead and, since 2026-11-26, the nvlink
-# fields), then the mesh (2) sweep at 256 KiB-256 MiB f32 (every pair of R/S0/S1, every strategy and transport, auto's
+# `reshard calibrate` on the 2-GPU machine (NCCL links, copy kernel, step overhead and the nvlink fields), then the
+# mesh (2) sweep at 256 KiB-256 MiB f32 (every pair of R/S0/S1, every strategy and transport, auto's
 # choice marked) with the built-in profile and with the calibrated one. Every run verified. One archive under $OUT.
 set -uo pipefail
 cd "$(dirname "$0")/../.."

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# On the 2-GPU machine (2026-11-22 session 2): build; the whole GPU suite (Partial and memory-budget tests
+# On the 2-GPU machine: build; the whole GPU suite (Partial and memory-budget tests
 # included); compute-sanitizer memcheck (API errors inside NCCL not reported: NCCL probes kernel images and peer
 # access and handles the errors itself) and racecheck on reshard's kernels over the light suite; the memory-budget
 # and Partial benchmarks. Logs and CSVs under $OUT.

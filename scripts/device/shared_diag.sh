@@ -2,7 +2,7 @@
 # One call on 2 GPUs: where do ranks sharing GPUs stall (tests/shared_gpu_test.cpp, every run printed)? The three
 # every-pair tests, once per variant, each test in its own process: pushes on 2 GPUs (posts to ranks of the process
 # as stream write-values, the default), a second pass of the same, kernel pulls, every rank on GPU 0 alone, and posts
-# as copy-engine copies (RESHARD_FLAG_POSTS=copy, the default before 2026-11-26). Full logs in shared_diag.tgz; prints
+# as copy-engine copies (RESHARD_FLAG_POSTS=copy). Full logs in shared_diag.tgz; prints
 # per variant and test the result and the run that stalled.
 set -uo pipefail
 cd "$(dirname "$0")/../.."

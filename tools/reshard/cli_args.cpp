@@ -6,7 +6,7 @@
 #include <cctype>
 
 #include "reshard/error.hpp"
-#include "reshard/tools_text.hpp"
+#include "reshard/text.hpp"
 
 namespace reshard::cli {
 namespace {
@@ -59,7 +59,7 @@ void check_options(const CLI::App& app, const std::string& where, int from, int 
     std::string_view name = t.substr(0, t.find('='));
     if (std::find(names.begin(), names.end(), name) != names.end()) continue;
     fail(ErrorKind::kInvalidArgument,
-         fmt::format("unknown option '{}'{}{}", tools::printable(name), where, suggestion(name, names)));
+         fmt::format("unknown option '{}'{}{}", printable(name), where, suggestion(name, names)));
   }
 }
 
@@ -100,8 +100,8 @@ void check_arguments(const CLI::App& app, int argc, const char* const* argv, std
   if (!cmd) {
     std::string list;
     for (const std::string& c : commands) list += (list.empty() ? "" : ", ") + c;
-    fail(ErrorKind::kInvalidArgument, fmt::format("unknown command '{}'{}; the commands are {}", tools::printable(name),
-                                                  suggestion(name, commands), list));
+    fail(ErrorKind::kInvalidArgument,
+         fmt::format("unknown command '{}'{}; the commands are {}", printable(name), suggestion(name, commands), list));
   }
   command = name;
   check_options(*cmd, "", i + 1, argc, argv);

@@ -10,7 +10,6 @@
 #include "reshard/plan_batch.hpp"
 #include "reshard/plan_format.hpp"
 #include "reshard/text.hpp"
-#include "reshard/tools_text.hpp"
 
 namespace reshard::cli {
 namespace {
@@ -35,7 +34,7 @@ void check_count(const BatchFlags& f) {
 // --to-mesh of a cross-mesh request).
 BatchEntry parse_tensor(const std::string& spec, const PlanRequest& req) {
   const std::vector<std::string_view> parts = split(spec, ':');
-  RESHARD_REQUIRE(parts.size() == 3 || parts.size() == 4, "--tensor '", tools::printable(spec),
+  RESHARD_REQUIRE(parts.size() == 3 || parts.size() == 4, "--tensor '", printable(spec),
                   "' must be SHAPE:FROM:TO or SHAPE:FROM:TO:DTYPE (e.g. 64x32:S0:R:bf16)");
   const Dims shape = parse_shape(parts[0]);
   return BatchEntry{Layout(req.src.mesh(), parse_placements(parts[1]), shape),

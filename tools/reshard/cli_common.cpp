@@ -34,7 +34,7 @@ int env_int(const char* name, int fallback, int min, int max, bool& present) {
   RESHARD_REQUIRE(*v, "environment variable ", name, " is set but empty");
   bool overflow = false;
   std::optional<long long> parsed = parse_integer(v, &overflow);
-  RESHARD_REQUIRE(parsed, "environment variable ", name, "='", tools::printable(v), "' ",
+  RESHARD_REQUIRE(parsed, "environment variable ", name, "='", printable(v), "' ",
                   overflow ? "does not fit in 64 bits" : "is not a whole number");
   RESHARD_REQUIRE(*parsed >= min && *parsed <= max, "environment variable ", name, "=", *parsed, " is out of range (",
                   min, "..", max, ")");
@@ -232,7 +232,7 @@ Index parse_bytes(const std::string& flag, const std::string& text) {
   tools::ByteCountError error = tools::ByteCountError::kNone;
   std::optional<Index> bytes = tools::parse_byte_count(text, &error);
   if (bytes) return *bytes;
-  const std::string shown = tools::printable(text);
+  const std::string shown = printable(text);
   switch (error) {
     case tools::ByteCountError::kEmpty:
       fail(ErrorKind::kParse, cat(flag, ": empty value; expected a byte count (e.g. 1048576, 64MiB)"));

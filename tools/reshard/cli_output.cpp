@@ -7,7 +7,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "reshard/tools_text.hpp"
+#include "reshard/text.hpp"
 
 namespace reshard::cli {
 
@@ -22,9 +22,8 @@ Output Output::open(const std::string& path, std::string_view flag) {
   if (path == "-") return standard();
   if (path.empty()) throw WriteFailure(fmt::format("{}: empty file name", flag));
   std::FILE* f = std::fopen(path.c_str(), "w");
-  if (!f)
-    throw WriteFailure(fmt::format("{}: cannot write '{}': {}", flag, tools::printable(path), std::strerror(errno)));
-  return Output(f, "'" + tools::printable(path) + "'", true);
+  if (!f) throw WriteFailure(fmt::format("{}: cannot write '{}': {}", flag, printable(path), std::strerror(errno)));
+  return Output(f, "'" + printable(path) + "'", true);
 }
 
 void Output::failed(int error) const {
@@ -46,10 +45,9 @@ void check_writable(const std::string& path, std::string_view flag) {
   struct stat st {};
   const bool existed = ::stat(path.c_str(), &st) == 0;
   if (existed && S_ISDIR(st.st_mode))
-    throw WriteFailure(fmt::format("{}: cannot write '{}': it is a directory", flag, tools::printable(path)));
+    throw WriteFailure(fmt::format("{}: cannot write '{}': it is a directory", flag, printable(path)));
   std::FILE* f = std::fopen(path.c_str(), "a");
-  if (!f)
-    throw WriteFailure(fmt::format("{}: cannot write '{}': {}", flag, tools::printable(path), std::strerror(errno)));
+  if (!f) throw WriteFailure(fmt::format("{}: cannot write '{}': {}", flag, printable(path), std::strerror(errno)));
   std::fclose(f);
   if (!existed) ::unlink(path.c_str());
 }

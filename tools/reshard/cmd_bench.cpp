@@ -15,7 +15,6 @@
 #include "reshard/sweep.hpp"
 #include "reshard/sweep_estimate.hpp"
 #include "reshard/text.hpp"
-#include "reshard/tools_text.hpp"
 
 namespace reshard::cli {
 namespace {
@@ -106,7 +105,7 @@ SweepOptions sweep_options(const CLI::App& cmd, const Flags& f) {
   o.plan.low_sm = f.low_sm;
   if (!f.pipeline_chunk.empty()) o.plan.pipeline_chunk_bytes = parse_bytes("--pipeline-chunk", f.pipeline_chunk);
   RESHARD_REQUIRE(f.backend == "auto" || f.backend == "nccl" || f.backend == "host",
-                  "--backend must be auto, nccl or host, got '", tools::printable(f.backend), "'");
+                  "--backend must be auto, nccl or host, got '", printable(f.backend), "'");
   o.backend = f.backend == "host" || (f.backend == "auto" && !nccl_available(2)) ? Backend::kHost : Backend::kNccl;
   o.nccl_mode = f.nccl_blocking ? NcclMode::kBlocking : NcclMode::kNonBlocking;
   return o;

@@ -10,7 +10,6 @@
 #include "reshard/gemm_overlap.hpp"
 #include "reshard/plan_format.hpp"
 #include "reshard/text.hpp"
-#include "reshard/tools_text.hpp"
 
 namespace reshard::cli {
 namespace {

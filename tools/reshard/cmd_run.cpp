@@ -15,7 +15,6 @@
 #include "reshard/plan_format.hpp"
 #include "reshard/run_record.hpp"
 #include "reshard/text.hpp"
-#include "reshard/tools_text.hpp"
 
 namespace reshard::cli {
 namespace {
@@ -46,8 +45,8 @@ void parse_fault(const std::string& text, const Mesh& mesh, Backend backend, Run
   std::vector<std::string_view> parts = split(text, ':');
   bool overflow = false;
   std::optional<long long> r = parts.size() == 2 ? parse_integer(parts[0], &overflow) : std::nullopt;
-  RESHARD_REQUIRE(r && (parts[1] == "after-prepare" || parts[1] == "mid-run"), "--inject-fault '",
-                  tools::printable(text), "' must be RANK:after-prepare or RANK:mid-run");
+  RESHARD_REQUIRE(r && (parts[1] == "after-prepare" || parts[1] == "mid-run"), "--inject-fault '", printable(text),
+                  "' must be RANK:after-prepare or RANK:mid-run");
   options.fault_rank = check_rank("--inject-fault", *r, mesh);
   RESHARD_REQUIRE(backend == Backend::kNccl,
                   "--inject-fault needs the nccl backend (it ends a rank's process; host ranks share one process)");
@@ -122,11 +121,11 @@ Command add_run_command(CLI::App& app) {
     RESHARD_REQUIRE(f.warmup >= 0, "--warmup must be >= 0, got ", f.warmup);
     RESHARD_REQUIRE(f.timeout_ms >= 1, "--timeout-ms must be >= 1, got ", f.timeout_ms);
     RESHARD_REQUIRE(f.backend == "auto" || f.backend == "nccl" || f.backend == "host",
-                    "--backend must be auto, nccl or host, got '", tools::printable(f.backend), "'");
+                    "--backend must be auto, nccl or host, got '", printable(f.backend), "'");
     RESHARD_REQUIRE(f.stages == "lanes" || f.stages == "serial", "--stages must be lanes or serial, got '",
-                    tools::printable(f.stages), "'");
+                    printable(f.stages), "'");
     RESHARD_REQUIRE(f.one_sided_copies == "pull" || f.one_sided_copies == "push",
-                    "--one-sided-copies must be pull or push, got '", tools::printable(f.one_sided_copies), "'");
+                    "--one-sided-copies must be pull or push, got '", printable(f.one_sided_copies), "'");
     std::optional<double> link_flag;
     if (cmd->count("--link-GBps")) {
       RESHARD_REQUIRE(std::isfinite(f.link_GBps) && f.link_GBps >= kMinLinkGBps && f.link_GBps <= kMaxLinkGBps,

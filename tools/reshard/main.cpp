@@ -15,7 +15,7 @@
 #include "cli_signals.hpp"
 #include "reshard/error.hpp"
 #include "reshard/interrupt.hpp"
-#include "reshard/tools_text.hpp"
+#include "reshard/text.hpp"
 #include "reshard/version.hpp"
 
 namespace {
@@ -23,7 +23,7 @@ namespace {
 int report(const std::string& command, std::string_view kind, std::string_view message, int code) {
   std::fflush(stdout);
   std::string prefix = command.empty() ? "reshard" : "reshard " + command;
-  fmt::print(stderr, "{}: {}{}\n", prefix, kind, reshard::tools::printable(message));
+  fmt::print(stderr, "{}: {}{}\n", prefix, kind, reshard::printable(message));
   return code;
 }
 

@@ -32,12 +32,6 @@ inline Index checked_add(Index a, Index b, std::string_view what) {
   return r;
 }
 
-inline Index checked_sub(Index a, Index b, std::string_view what) {
-  Index r = 0;
-  if (!try_sub(a, b, r)) fail(ErrorKind::kInvalidArgument, cat(what, " overflows 64-bit integers"));
-  return r;
-}
-
 // a * b * c (e.g. volume x (n - 1) x element size).
 inline Index checked_mul(Index a, Index b, Index c, std::string_view what) {
   return checked_mul(checked_mul(a, b, what), c, what);

@@ -458,9 +458,9 @@ class CudaPeerLink : public PeerLink {
   bool trace_ = false;                           // RESHARD_TRACE_OPS=1: posts and waits as they are enqueued
   // A post to a rank of this process is a stream write-value operation straight into its flag (preceded by the
   // operation's memory fence), not a copy-engine copy from the outbox: such a copy into another GPU's memory can wait
-  // on that GPU's hardware queues, which the stream waits of the ranks there hold (ranks sharing GPUs deadlocked at
-  // their first 4-rank mesh with copies, 2x H100, 2026-11-26). RESHARD_FLAG_POSTS=copy restores the copies (to
-  // measure them); posts to other processes are always copies.
+  // on that GPU's hardware queues, which the stream waits of the ranks there hold (ranks sharing GPUs deadlock with
+  // copies; docs/transports.md). RESHARD_FLAG_POSTS=copy restores the copies (to measure them); posts to other
+  // processes are always copies.
   bool direct_posts_ = true;
   bool direct(int peer) const { return direct_posts_ && cards_[peer].pid == cards_[me_].pid; }
   std::unique_ptr<CudaStream> side_;  // release() only

@@ -18,7 +18,7 @@ __device__ inline unsigned long long now_ns() {
 // the poster's stream wrote (visible at the owner's L2, which serves the peers' loads, once those kernels completed),
 // and "done" announces that the loads from the peers' memory have returned (their values are consumed by the stores
 // into this rank's own buffers before the block counts itself finished). A release post or acquire poll costs a
-// system-scope fence, about 1.5 us each on H100 (bench/probes/fused_latency.cu): half the time of a small call.
+// system-scope fence, microseconds each (bench/probes/fused_latency.cu measures them): half the time of a small call.
 __device__ inline void post(unsigned long long* slot, unsigned long long value) {
   asm volatile("st.relaxed.sys.global.u64 [%0], %1;" ::"l"(slot), "l"(value) : "memory");
 }

@@ -145,14 +145,11 @@ void NcclCommunicator::exchange(std::span<const SendOp> sends, std::span<const R
 }
 
 // The host all-gather's records travel through pinned host memory mapped into the device: the NCCL kernels read and
-// write it directly, with no staging copies from and to pageable memory (on 2 H100s, 2026-11-27, an expose's
-// all-gather beside 1 GiB runs took 26 us at the 10th percentile instead of 35, medians 44-56 us on two machines;
-// the long ones, up to 300 us while a run's copies are in flight, stayed). The staging is allocated once and freed
-// only with the communicator: freeing synchronises the device and, with peer access, its peers. Freed at the end of
-// every call, it hung the first one-sided run on 2 H200s (2026-11-23): a rank still in the run's first all-gather
-// (mapping the peers' buffers) freed its staging while the peer's stream already waited for this rank's first post,
-// which the freeing rank enqueues only after the free returns. Growth keeps the smaller buffers until the end for the
-// same reason.
+// write it directly, with no staging copies from and to pageable memory. The staging is allocated once and freed
+// only with the communicator: freeing synchronises the device and, with peer access, its peers, so a rank still in a
+// run's first all-gather (mapping the peers' buffers) that freed its staging would wait on the peer's stream, which
+// already waits for this rank's first post, enqueued only after the free returns: a hang. Growth keeps the smaller
+// buffers until the end for the same reason.
 struct NcclCommunicator::HostGatherStaging {
   int device = 0;
   cudaStream_t stream = nullptr;

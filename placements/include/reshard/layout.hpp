@@ -78,8 +78,6 @@ class Layout {
   // The indices of tensor dim d held at a mesh coordinate, as ascending disjoint non-adjacent ranges (none when
   // empty). One range unless a _StridedShard shards d.
   std::vector<Interval> ranges(int tensor_dim, const Dims& coord) const;
-  // Mesh dims holding Partial placements.
-  std::vector<int> partial_mesh_dims() const;
   bool has_partial() const;
 
   // "2x2 [S0,S1] 8x8" (the mesh as Mesh::str() prints it)

@@ -9,7 +9,7 @@ the CPU suite checks):
   rank, one line naming the tensor and the problem. Ranks in neither mesh then return {} at once.
 - The ranks of both meshes (the "members": the sorted union of their ranks) run one batch on reshard's communicator of
   the members (position i of the sorted union is rank i of the batch's world); the plans are cross-mesh plans
-  (planner/src/cross_mesh.hpp: ranks only in the source send, ranks only in the target receive).
+  (planner/src/plan/cross_mesh_transfers.hpp: ranks only in the source send, ranks only in the target receive).
 - What only one rank can see (its source local tensor, its destination tensor) is checked there; the members agree on
   the first problem through the default store before anything moves, so it too is raised on every member.
 - memory_budget (bytes per rank, default reshard.torch.configure's) holds for the whole set: the tensors run in

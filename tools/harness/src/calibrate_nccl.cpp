@@ -113,9 +113,8 @@ Calibration calibrate(const CalibrateOptions& in) {
   };
   // Link operations keep their samples for interpolation (NCCL's protocols bend the times away from one line). The
   // copies keep a line, fitted on absolute error: the planner prices copies per rank and candidate, where interpolating
-  // made planning a third slower, and a line through the large sizes prices them within 2% (2x H100), where the
-  // relative fit, pulled by the sizes a back-to-back copy keeps in the L2, priced a 128 MiB contiguous copy at 79 us
-  // against 94 measured.
+  // made planning a third slower, and a line through the large sizes prices them within 2%, where a relative fit is
+  // pulled by the sizes a back-to-back copy keeps in the L2 and prices large copies a sixth too cheap.
   auto add = [&](const std::string& name, AlphaBeta* target, const std::vector<Sample>& samples, bool copy = false) {
     Fit f = fit_alpha_beta(samples, name, copy ? FitError::kAbsolute : FitError::kRelative);
     if (target) {
@@ -190,7 +189,7 @@ Calibration calibrate(const CalibrateOptions& in) {
       const char* to;
       Strategy strategy;
     };
-    // Communicating steps only: local steps pay their copy and nothing more (seen on 2x H200, 2026-11-22).
+    // Communicating steps only: a local step pays its copy and no step overhead.
     for (Case c :
          {Case{"S0", "S1", Strategy::kP2P}, Case{"S0", "R", Strategy::kCollective}, Case{"S1", "S0", Strategy::kP2P}}) {
       for (Dims shape : {Dims{64, 64}, Dims{256, 256}}) {

@@ -153,7 +153,7 @@ std::optional<Index> injected_memory_limit() {
   const char* v = std::getenv(kLimitVariable);
   if (!v || !*v) return std::nullopt;
   std::optional<Index> bytes = tools::parse_byte_count(v);
-  RESHARD_REQUIRE(bytes, kLimitVariable, "='", tools::printable(v), "' is not a byte count (e.g. 1048576, 64MiB)");
+  RESHARD_REQUIRE(bytes, kLimitVariable, "='", printable(v), "' is not a byte count (e.g. 1048576, 64MiB)");
   return bytes;
 }
 

@@ -5,7 +5,6 @@
 #include "reshard/checked_math.hpp"
 #include "reshard/gemm_overlap.hpp"
 #include "reshard/text.hpp"
-#include "reshard/tools_text.hpp"
 
 namespace reshard {
 namespace {
@@ -18,7 +17,7 @@ void require_parse(bool ok, const Parts&... parts) {
 }  // namespace
 
 GemmSpec parse_gemm_spec(std::string_view text, std::string_view flag) {
-  const std::string quoted = cat(flag, " '", tools::printable(text), "'");
+  const std::string quoted = cat(flag, " '", printable(text), "'");
   const std::string form = "MxNxK[:dtype], e.g. 8192x8192x8192:bf16";
   GemmSpec gemm;
   std::string_view dims = text;
@@ -41,7 +40,7 @@ GemmSpec parse_gemm_spec(std::string_view text, std::string_view flag) {
   for (int i = 0; i < 3; ++i) {
     bool overflow = false;
     std::optional<long long> v = parse_integer(parts[i], &overflow);
-    require_parse(v.has_value(), quoted, ": ", names[i], " '", tools::printable(parts[i]), "' ",
+    require_parse(v.has_value(), quoted, ": ", names[i], " '", printable(parts[i]), "' ",
                   overflow ? "does not fit in 64 bits" : "is not a whole number", "; expected ", form);
     require_parse(*v >= 1 && *v <= kMaxGemmExtent, quoted, ": ", names[i], " = ", *v, " is out of range (1..",
                   kMaxGemmExtent, ")");

@@ -1,32 +1,8 @@
 #include "reshard/tools_text.hpp"
 
-#include <fmt/format.h>
-
 #include "reshard/text.hpp"
 
 namespace reshard::tools {
-
-std::string printable(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (char ch : text) {
-    auto c = static_cast<unsigned char>(ch);
-    if (c >= 0x20 && c != 0x7f) {
-      out += ch;
-    } else if (c == '\n') {
-      out += "\\n";
-    } else if (c == '\t') {
-      out += "\\t";
-    } else if (c == '\r') {
-      out += "\\r";
-    } else if (c == 0x1b) {
-      out += "\\e";
-    } else {
-      out += fmt::format("\\x{:02x}", c);
-    }
-  }
-  return out;
-}
 
 std::optional<Index> parse_byte_count(std::string_view text, ByteCountError* error) {
   static const std::pair<const char*, Index> kSuffixes[] = {

@@ -25,8 +25,8 @@ namespace reshard {
 
 struct NcclOptions {
   std::chrono::milliseconds timeout{std::chrono::seconds(120)};  // a call, a setup or a wait() longer than this aborts
-  // Non-blocking communicators return ncclInProgress and are polled; each group then costs a thread handoff
-  // (tens of microseconds measured on H200), so blocking ones, guarded by the watchdog, are the default.
+  // Non-blocking communicators return ncclInProgress and are polled; each group then costs a thread handoff (tens of
+  // microseconds, as much as a small step), so blocking ones, guarded by the watchdog, are the default.
   bool nonblocking = false;
   // On a timeout or an NCCL error, also abort a communicator the caller passed in (owned = false). Off by default:
   // the error is raised and the caller decides; the mesh-dim groups reshard split from it are always aborted.

@@ -1,7 +1,7 @@
 // A host all-gather among the processes (or threads) of one machine through a POSIX shared-memory segment: each rank
 // writes its record into its own slot and publishes a call number; the others copy it out once every rank's number
 // has reached theirs. No device, no network: a few microseconds where NCCL's all-gather, whose kernels queue behind a
-// run's copies on the same links, took 26-300 us (2x H100, 2026-11-27). The NCCL communicator uses it for
+// run's copies on the same links, takes tens to hundreds (docs/transports.md). The NCCL communicator uses it for
 // Communicator::all_gather_host when every rank is on one host (nccl_communicator.cpp).
 //
 // Setup is collective over an existing host all-gather (`Gather`, authenticated by whatever set up the ranks): rank 0

@@ -1,7 +1,7 @@
 // The pacing of a host wait that polls (a stream, a peer's number in shared memory): back to back for the first
 // 2 ms, then one poll per 50 us sleep. A host all-gather or a small redistribution is done within tens of
-// microseconds, and a sleep between polls rounds each such wait up to the scheduler's wake-up (50-110 us per wait,
-// measured on 2x H100, 2026-11-27). The slow checks (errors, the deadline) are due every 50 us either way.
+// microseconds, and a sleep between polls rounds each such wait up to the scheduler's wake-up (50-110 us per wait).
+// The slow checks (errors, the deadline) are due every 50 us either way.
 //
 //   PollPacing pace;
 //   while (!done()) {

@@ -28,7 +28,7 @@ std::string_view to_string(Backend b);
 
 // How the harness's NCCL communicators are created. Non-blocking (the default) returns ncclInProgress from NCCL calls
 // and lets the harness poll them against its timeout; blocking makes each call return when enqueued, which saves a
-// thread handoff per group (tens of microseconds on H200) on small tensors. `reshard run --nccl-blocking` selects it.
+// thread handoff per group (tens of microseconds) on small tensors. `reshard run --nccl-blocking` selects it.
 enum class NcclMode { kNonBlocking, kBlocking };
 std::string_view to_string(NcclMode m);
 

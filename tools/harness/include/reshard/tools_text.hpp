@@ -1,4 +1,4 @@
-// Text helpers of the tools: echoing input safely, and byte counts with binary suffixes.
+// Text helpers of the tools: byte counts with binary suffixes (echoing input safely is core's printable, text.hpp).
 #pragma once
 
 #include <optional>
@@ -8,10 +8,6 @@
 #include "reshard/checked_math.hpp"
 
 namespace reshard::tools {
-
-// The text with control characters escaped (\n, \t, \r, \e, \xNN; also DEL), so that echoing an input never moves
-// the cursor or changes the terminal's colours. (A local helper until core/ has one.)
-std::string printable(std::string_view text);
 
 // "1048576", "64MiB", "2GiB", "512KiB", "8B": bytes; nullopt when not a whole number >= 0 or too large for 64 bits
 // (`error` then says which).
