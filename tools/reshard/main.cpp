@@ -23,7 +23,8 @@ namespace {
 int report(const std::string& command, std::string_view kind, std::string_view message, int code) {
   std::fflush(stdout);
   std::string prefix = command.empty() ? "reshard" : "reshard " + command;
-  fmt::print(stderr, "{}: {}{}\n", prefix, kind, reshard::printable(message));
+  // The whole message, control characters escaped: the error names what it quotes, already shortened.
+  fmt::print(stderr, "{}: {}{}\n", prefix, kind, reshard::printable(message, std::string_view::npos));
   return code;
 }
 
