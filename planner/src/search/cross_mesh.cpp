@@ -8,6 +8,7 @@
 #include "plan/route_text.hpp"
 #include "pricing/step_pricing.hpp"
 #include "reshard/partial.hpp"
+#include "search/request_spec.hpp"
 
 namespace reshard::detail {
 namespace {
@@ -174,18 +175,8 @@ Plan make_cross_mesh_plan(const Layout& src, const Layout& dst, DType dtype, con
     fail(ErrorKind::kInvalidArgument, cat("no plan fits the memory budget of ", options.memory_budget_bytes.value_or(0),
                                           " bytes per rank; the smallest needs ", least));
   }
-  PlanSpec spec;
-  spec.src = src;
-  spec.dst = dst;
-  spec.dtype = dtype;
-  spec.topology = options.topology;
-  spec.profile_name = options.profile.name;
-  spec.memory_budget_bytes = options.memory_budget_bytes;
-  spec.scope_rank = rank;
+  PlanSpec spec = request_spec(src, dst, dtype, options, rank);
   spec.pipeline_chunk_bytes = best->chunk_bytes;
-  spec.low_sm = options.low_sm;
-  spec.buffers_change = options.buffers_change;
-  spec.copy_engine_min_row_bytes = options.profile.nvlink.copy_engine_min_row_bytes;
   spec.strategy = Strategy::kP2P;
   spec.estimated_us = best->summary.estimated_us;
   spec.bytes_moved = best->summary.bytes_moved;

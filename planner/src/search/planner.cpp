@@ -13,6 +13,7 @@
 #include "search/cross_mesh.hpp"
 #include "search/hybrid.hpp"
 #include "search/planner_reference.hpp"
+#include "search/request_spec.hpp"
 #include "search/workspace_peak.hpp"
 
 namespace reshard {
@@ -85,18 +86,8 @@ class Planner {
 
     Built* chosen = &all[choose(all) - all.data()];  // its steps and every summary are moved into the plan
     if (defer) report(*chosen, pricer_);
-    PlanSpec spec;
-    spec.src = src_;
-    spec.dst = dst_;
-    spec.dtype = dtype_;
-    spec.topology = options_.topology;
-    spec.profile_name = options_.profile.name;
-    spec.memory_budget_bytes = options_.memory_budget_bytes;
-    spec.scope_rank = rank_;
+    PlanSpec spec = detail::request_spec(src_, dst_, dtype_, options_, rank_);
     spec.pipeline_chunk_bytes = chosen->chunk_bytes;
-    spec.low_sm = options_.low_sm;
-    spec.buffers_change = options_.buffers_change;
-    spec.copy_engine_min_row_bytes = options_.profile.nvlink.copy_engine_min_row_bytes;
     spec.strategy = chosen->summary.strategy;
     spec.estimated_us = chosen->summary.estimated_us;
     spec.bytes_moved = chosen->summary.bytes_moved;
