@@ -100,20 +100,17 @@ def _mesh_dims(mesh_text):
     return [int(v) for v in mesh_text.split("x")]
 
 
-def _shard_dim(placement):
-    """The tensor dim a canonical placement shards ("S1", or _StridedShard's "SS1/2"), or None."""
-    if not placement.startswith("S"):
-        return None
-    return int(placement.lstrip("S").split("/")[0])
-
-
 def _infer_shape(mesh_text, ranks, placements, shards):
     """The global shape the shards tile: per tensor dim, the local extents summed over the ranks whose coordinates are 0
     on every mesh dim that does not shard that dim (a _StridedShard's ranks, like a Shard's, hold disjoint parts of the
     dim that together make all of it)."""
     dims = _mesh_dims(mesh_text)
     ndim = shards[0].ndim
-    sharding = [[m for m, p in enumerate(placements) if _shard_dim(p) == d] for d in range(ndim)]
+
+    def sharded_dim(p):  # "S1" and _StridedShard's "SS1/2" shard dim 1
+        return int(p.lstrip("S").split("/")[0]) if p.startswith("S") else None
+
+    sharding = [[m for m, p in enumerate(placements) if sharded_dim(p) == d] for d in range(ndim)]
     shape = [0] * ndim
     for r, shard in enumerate(shards):
         c = _shapes.mesh_coord(r if ranks is None else list(ranks).index(r), dims)
