@@ -1,5 +1,5 @@
-// Shared by the fuzz targets: only reshard::Error may escape a parser or the planner; anything else (another
-// exception, a crash, a sanitizer report) is a finding.
+// Shared by the fuzz targets: only reshard::Error may escape a parser or the planner, and never of kind kInternal (a
+// broken invariant); anything else (another exception, a crash, a sanitizer report) is a finding.
 #pragma once
 
 #include <cstdint>
@@ -17,7 +17,11 @@ bool only_reshard_errors(F f) {
   try {
     f();
     return true;
-  } catch (const Error&) {
+  } catch (const Error& e) {
+    if (e.kind() == ErrorKind::kInternal) {
+      std::fprintf(stderr, "internal error: %s\n", e.what());
+      std::abort();
+    }
     return false;  // a clear, expected refusal
   } catch (const std::exception& e) {
     std::fprintf(stderr, "unexpected exception: %s\n", e.what());

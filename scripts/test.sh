@@ -2,7 +2,8 @@
 # Quick start, command 2: install dependencies, build, and run every test suite:
 #   1. release: the release build and all its tests (GPU tests skip where no GPU is; the package consumers; the Python
 #      package pip installed into a fresh virtual environment and its tests run there; the docs' examples run);
-#   2. asan:    the CPU tests again under AddressSanitizer + UndefinedBehaviorSanitizer (preset asan);
+#   2. asan:    the CPU tests again under AddressSanitizer + UndefinedBehaviorSanitizer (preset asan), and the Python
+#               package's hostile-input tests with the instrumented extension (python_asan_tests);
 #   3. fuzz:    every libFuzzer target for 15 s over its seed corpus (preset fuzz, clang).
 # At the end it prints each suite's build and test times (wall clock, and CPU time of all processes).
 #

@@ -103,7 +103,8 @@ def _mesh_dims(mesh_text):
 
 def _infer_shape(mesh_text, ranks, placements, shards):
     """The global shape the shards tile: per tensor dim, the local extents summed over the ranks whose coordinates are 0
-    on every mesh dim that does not shard that dim."""
+    on every mesh dim that does not shard that dim (a _StridedShard's ranks, like a Shard's, hold disjoint parts of the
+    dim that together make all of it)."""
     dims = _mesh_dims(mesh_text)
     ndim = shards[0].ndim
 

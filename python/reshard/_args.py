@@ -21,6 +21,7 @@ def _int_text(value):
 
 
 INT32_MAX = 2**31 - 1
+INT64_MAX = 2**63 - 1  # byte counts are int64 in C++
 
 
 def integer(name, value, lo=0, hi=INT32_MAX):
@@ -106,7 +107,7 @@ def byte_count(name, value):
     if value is None:
         return None
     if isinstance(value, numbers.Integral) and not isinstance(value, bool):
-        return int(value)
+        return integer(name, value, -INT64_MAX - 1, INT64_MAX)
     text = str(value)
     scale = 1
     for suffix, factor in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10), ("B", 1)):
@@ -117,4 +118,4 @@ def byte_count(name, value):
         v = int(text, 10)
     except ValueError:
         raise ValueError(f"{name} '{value}' is not a byte count (e.g. 1048576, 64MiB)") from None
-    return v * scale
+    return integer(name, v * scale, -INT64_MAX - 1, INT64_MAX)

@@ -71,6 +71,12 @@ RankArrays take_shards(const PlanRequest& req, const py::list& shards, const std
     const char kind = a.dtype().kind();
     RESHARD_REQUIRE(holds(kind, req.dtype), which, "shard of rank ", r, " is a NumPy array of ",
                     std::string(py::str(a.dtype())), ", which does not hold ", to_string(req.dtype), " values");
+    // The executor reads elements in this machine's byte order, at addresses aligned to their size.
+    RESHARD_REQUIRE(a.dtype().attr("isnative").cast<bool>(), which, "shard of rank ", r,
+                    " is in non-native byte order (dtype ", std::string(py::str(a.dtype())),
+                    "); convert it with astype(dtype.newbyteorder('='))");
+    RESHARD_REQUIRE(a.attr("flags").attr("aligned").cast<bool>(), which, "shard of rank ", r,
+                    " is not aligned to its element size; pass a copy");
     const Box box = src.box(r);
     Dims got(static_cast<int>(a.ndim()));
     for (int d = 0; d < got.size(); ++d) got[d] = a.shape(d);

@@ -1,24 +1,24 @@
 #include "buffers.hpp"
 
 #include <pybind11/stl.h>
-#ifndef RESHARD_HAVE_DLPACK
-#define RESHARD_HAVE_DLPACK 0
-#endif
-#if RESHARD_HAVE_DLPACK
-#include <dlpack/dlpack.h>
-#endif
 
+#include <cstring>
+#include <optional>
+#include <string_view>
 #include <vector>
 
+#include "dlpack_header.hpp"
 #include "reshard/checked_math.hpp"
 #include "reshard/error.hpp"
+#include "reshard/text.hpp"
 
 namespace py = pybind11;
 
 namespace reshard::python {
 namespace {
 
-constexpr size_t kMaxDims = 64;  // more dims than any tensor library makes: a description claiming more is refused
+// Dims a tensor from Python may have (PyTorch allows 64, NumPy 64).
+constexpr size_t kMaxBufferDims = 64;
 
 // Bytes of a dense row-major tensor; kInvalidArgument when strides are given and are not row-major (a dim of
 // extent 1 may have any stride, as in NumPy and PyTorch).
@@ -26,7 +26,7 @@ size_t dense_bytes(const std::vector<std::int64_t>& shape, const std::vector<std
                    int element_bits, const char* what) {
   RESHARD_REQUIRE(element_bits > 0 && element_bits % 8 == 0, what, ": element size of ", element_bits,
                   " bits is not a whole number of bytes");
-  RESHARD_REQUIRE(shape.size() <= kMaxDims, what, ": ", shape.size(), " dims; at most ", kMaxDims);
+  RESHARD_REQUIRE(shape.size() <= kMaxBufferDims, what, ": ", shape.size(), " dims; at most ", kMaxBufferDims);
   RESHARD_REQUIRE(!strides_elems || strides_elems->size() == shape.size(), what, ": ", strides_elems->size(),
                   " strides for ", shape.size(), " dims");
   Index count = 1;
@@ -48,8 +48,10 @@ size_t dense_bytes(const std::vector<std::int64_t>& shape, const std::vector<std
 #if RESHARD_HAVE_DLPACK
 BufferRef from_dlpack(py::handle obj, std::uintptr_t stream, const char* what) {
   BufferRef buf;
-  py::tuple dev = obj.attr("__dlpack_device__")();
-  const int device_type = dev[0].cast<int>();
+  py::object dev = obj.attr("__dlpack_device__")();
+  RESHARD_REQUIRE(py::isinstance<py::tuple>(dev) && py::len(dev) == 2 && py::isinstance<py::int_>(dev[py::int_(0)]),
+                  what, ": __dlpack_device__ must return (device type, device id)");
+  const int device_type = dev[py::int_(0)].cast<int>();
   py::object capsule;
   if (device_type == kDLCUDA || device_type == kDLCUDAManaged) {
     // DLPack: 1 is the legacy default stream (0 is ambiguous and disallowed).
@@ -62,19 +64,27 @@ BufferRef from_dlpack(py::handle obj, std::uintptr_t stream, const char* what) {
   auto* managed = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(capsule.ptr(), "dltensor"));
   if (!managed) throw py::error_already_set();
   const DLTensor& t = managed->dl_tensor;
-  RESHARD_REQUIRE(t.ndim >= 0 && static_cast<size_t>(t.ndim) <= kMaxDims && (t.ndim == 0 || t.shape != nullptr), what,
-                  ": DLPack tensor with ", t.ndim, " dims", t.ndim > 0 && !t.shape ? " and no shape" : "");
+  RESHARD_REQUIRE(t.ndim >= 0 && static_cast<size_t>(t.ndim) <= kMaxBufferDims && (t.ndim == 0 || t.shape), what,
+                  ": DLPack tensor with ", t.ndim, " dims", t.ndim > 0 && !t.shape ? " and no shape" : "", " (at most ",
+                  kMaxBufferDims, ")");
   std::vector<std::int64_t> shape(t.shape, t.shape + t.ndim);
   std::vector<std::int64_t> strides;
   if (t.strides) strides.assign(t.strides, t.strides + t.ndim);
   buf.element_bits = t.dtype.bits * t.dtype.lanes;
   buf.bytes = dense_bytes(shape, t.strides ? &strides : nullptr, buf.element_bits, what);
   buf.data = static_cast<char*>(t.data) + t.byte_offset;
-  if (t.device.device_type == kDLCPU || t.device.device_type == kDLCUDAHost) {
+  // The device type as the producer wrote it: an integer that need not be one of this header's enumerators.
+  std::int32_t type = 0;
+  static_assert(sizeof(t.device.device_type) == sizeof(type));
+  std::memcpy(&type, &t.device.device_type, sizeof(type));
+  if (type == kDLCPU || type == kDLCUDAHost) {
     buf.memory = MemoryKind::kHost;
-  } else if (t.device.device_type == kDLCUDA || t.device.device_type == kDLCUDAManaged) {
+  } else if (type == kDLCUDA || type == kDLCUDAManaged) {
     buf.memory = MemoryKind::kCuda;
     buf.device = t.device.device_id;
+  } else {
+    fail(ErrorKind::kInvalidArgument, cat(what, ": DLPack device type ", type,
+                                          " is neither host memory nor CUDA (CPU, CUDA host, CUDA, CUDA managed)"));
   }
   // Not consumed (the capsule keeps its name): when it is released, the producer's destructor calls the deleter.
   buf.keepalive = std::move(capsule);
@@ -87,32 +97,65 @@ BufferRef from_dlpack(py::handle, std::uintptr_t, const char* what) {
 }
 #endif
 
-int typestr_bits(const std::string& typestr, const char* what) {
-  RESHARD_REQUIRE(typestr.size() >= 3, what, ": __cuda_array_interface__ typestr '", typestr, "' is malformed");
-  int bytes = 0;
-  try {
-    bytes = std::stoi(typestr.substr(2));
-  } catch (...) {
-    bytes = 0;
+// The element size of a __cuda_array_interface__ typestr: byte order ('<', '>', '|', '='), kind, then bytes ("<f4").
+int typestr_bits(py::handle typestr, const char* what) {
+  RESHARD_REQUIRE(py::isinstance<py::str>(typestr), what, ": __cuda_array_interface__ typestr must be a string");
+  const std::string text = typestr.cast<std::string>();
+  std::optional<long long> bytes = text.size() >= 3 && std::string_view("<>|=").find(text[0]) != std::string_view::npos
+                                       ? parse_integer(std::string_view(text).substr(2))
+                                       : std::nullopt;
+  RESHARD_REQUIRE(bytes && *bytes > 0 && *bytes <= 64, what, ": __cuda_array_interface__ typestr '", printable(text),
+                  "' is malformed");
+  return static_cast<int>(*bytes) * 8;
+}
+
+// A sequence of integers from the interface (shape, strides), each fitting int64; `field` names it in errors.
+std::vector<std::int64_t> cai_integers(py::handle v, const char* field, const char* what) {
+  RESHARD_REQUIRE(py::isinstance<py::tuple>(v) || py::isinstance<py::list>(v), what, ": __cuda_array_interface__ ",
+                  field, " must be a tuple of integers");
+  py::sequence seq = py::reinterpret_borrow<py::sequence>(v);
+  RESHARD_REQUIRE(seq.size() <= kMaxBufferDims, what, ": __cuda_array_interface__ ", field, " has ", seq.size(),
+                  " entries; at most ", kMaxBufferDims);
+  std::vector<std::int64_t> out;
+  for (py::handle x : seq) {
+    RESHARD_REQUIRE(py::isinstance<py::int_>(x) && !py::isinstance<py::bool_>(x), what, ": __cuda_array_interface__ ",
+                    field, " must be a tuple of integers");
+    try {
+      out.push_back(x.cast<std::int64_t>());
+    } catch (const py::cast_error&) {
+      fail(ErrorKind::kInvalidArgument, cat(what, ": __cuda_array_interface__ ", field, " entry out of range"));
+    }
   }
-  RESHARD_REQUIRE(bytes > 0, what, ": __cuda_array_interface__ typestr '", typestr, "' is malformed");
-  return bytes * 8;
+  return out;
 }
 
 BufferRef from_cuda_array_interface(py::handle obj, const char* what) {
   BufferRef buf;
-  py::dict cai = obj.attr("__cuda_array_interface__");
-  py::tuple data = cai["data"];
-  buf.data = reinterpret_cast<void*>(data[0].cast<std::uintptr_t>());
-  buf.readonly = data[1].cast<bool>();
-  auto shape = cai["shape"].cast<std::vector<std::int64_t>>();
-  buf.element_bits = typestr_bits(cai["typestr"].cast<std::string>(), what);
+  py::object iface = obj.attr("__cuda_array_interface__");
+  RESHARD_REQUIRE(py::isinstance<py::dict>(iface), what, ": __cuda_array_interface__ must be a dict");
+  py::dict cai = py::reinterpret_borrow<py::dict>(iface);
+  for (const char* key : {"data", "shape", "typestr"})
+    RESHARD_REQUIRE(cai.contains(key), what, ": __cuda_array_interface__ lacks '", key, "'");
+  RESHARD_REQUIRE(!cai.contains("mask") || cai["mask"].is_none(), what,
+                  ": __cuda_array_interface__ with a mask (a masked array) is not supported");
+  py::object data = cai["data"];
+  RESHARD_REQUIRE(py::isinstance<py::tuple>(data) && py::len(data) == 2 &&
+                      py::isinstance<py::int_>(data[py::int_(0)]) && py::isinstance<py::bool_>(data[py::int_(1)]),
+                  what, ": __cuda_array_interface__ data must be (address, read-only flag)");
+  try {
+    buf.data = reinterpret_cast<void*>(data[py::int_(0)].cast<std::uintptr_t>());
+  } catch (const py::cast_error&) {
+    fail(ErrorKind::kInvalidArgument, cat(what, ": __cuda_array_interface__ data address out of range"));
+  }
+  buf.readonly = data[py::int_(1)].cast<bool>();
+  const std::vector<std::int64_t> shape = cai_integers(cai["shape"], "shape", what);
+  buf.element_bits = typestr_bits(cai["typestr"], what);
   std::vector<std::int64_t> strides;
-  bool has_strides = cai.contains("strides") && !cai["strides"].is_none();
+  const bool has_strides = cai.contains("strides") && !cai["strides"].is_none();
   if (has_strides) {
     // Byte strides: convert to elements (a byte stride that is not a multiple cannot be dense).
     const std::int64_t item = buf.element_bits / 8;
-    for (std::int64_t s : cai["strides"].cast<std::vector<std::int64_t>>()) strides.push_back(s % item ? -1 : s / item);
+    for (std::int64_t s : cai_integers(cai["strides"], "strides", what)) strides.push_back(s % item ? -1 : s / item);
   }
   buf.bytes = dense_bytes(shape, has_strides ? &strides : nullptr, buf.element_bits, what);
   buf.memory = MemoryKind::kCuda;
@@ -128,7 +171,11 @@ bool dlpack_supported() { return RESHARD_HAVE_DLPACK != 0; }
 BufferRef buffer_from(py::handle obj, std::uintptr_t stream, const char* what) {
   if (py::isinstance<py::int_>(obj) && !py::isinstance<py::bool_>(obj)) {
     BufferRef buf;
-    buf.data = reinterpret_cast<void*>(obj.cast<std::uintptr_t>());
+    try {
+      buf.data = reinterpret_cast<void*>(obj.cast<std::uintptr_t>());
+    } catch (const py::cast_error&) {
+      fail(ErrorKind::kInvalidArgument, cat(what, ": a data address must be an integer in 0..2^64-1"));
+    }
     return buf;
   }
   if (py::hasattr(obj, "__cuda_array_interface__")) return from_cuda_array_interface(obj, what);

@@ -15,9 +15,9 @@ namespace reshard::cli {
 namespace {
 
 // The flags that shape a new plan: meaningless with a plan file.
-constexpr const char* kPlanningFlags[] = {"--strategy",        "--transport",      "--fuse",
-                                          "--ranks-per-node",  "--profile",        "--memory-budget",
-                                          "--max-collectives", "--pipeline-chunk", "--low-sm"};
+constexpr const char* kPlanningFlags[] = {
+    "--strategy",      "--transport",       "--fuse",           "--ranks-per-node", "--profile",
+    "--memory-budget", "--max-collectives", "--pipeline-chunk", "--low-sm",         "--buffers-change"};
 
 void require_flag(const CLI::App& cmd, const std::string& value, const char* flag, const char* alternative) {
   if (value.empty() && cmd.count(flag) == 0) {

@@ -178,11 +178,17 @@ class Plan {
 // it, and a plan file past it is refused while its steps are read, naming the limit; a rank's plan (make_rank_plan)
 // holds only that rank's transfers.
 inline constexpr size_t kMaxPlanTransfers = size_t(1) << 22;
+// The work of checking a plan grows with its steps times its world's ranks (each step's boxes, prices and scratch are
+// per rank): validate_plan refuses a plan past this, naming it, before checking any step (16 steps on the largest
+// mesh, kMaxRanks).
+inline constexpr Index kMaxPlanRankSteps = Index(1) << 24;
 
 // Checks a spec: same world size and shape for src and dst (a first step that is p2p where their meshes differ); a
 // continuous chain of steps from src to dst; collective steps that change only their mesh dims with the placement
 // changes their kind allows; p2p transfers whose ranks exist, whose regions lie in the sender's L_i box and the
-// receiver's L_i+1 box, and which tile every receiver's box exactly (for a rank-scoped plan: that rank's box).
+// receiver's L_i+1 box, and which tile every receiver's box exactly (for a rank-scoped plan: that rank's box); at
+// most kMaxPlanRankSteps steps x ranks; a strategy the steps make (a collective plan has no p2p step, a p2p plan no
+// collective one, a hybrid plan a p2p step and a collective step or a local step before the p2p one).
 // kInvalidArgument naming the step otherwise.
 void validate_plan(const PlanSpec& spec);
 

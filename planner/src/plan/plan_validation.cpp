@@ -203,6 +203,9 @@ void validate_plan(const PlanSpec& spec) {
     RESHARD_REQUIRE(*spec.scope_rank >= 0 && *spec.scope_rank < mesh.world_size(), "plan rank ", *spec.scope_rank,
                     " is not in mesh ", mesh.str(), " (ranks 0..", mesh.world_size() - 1, ")");
   RESHARD_REQUIRE(!spec.steps.empty(), "a plan needs at least one step");
+  RESHARD_REQUIRE(static_cast<Index>(spec.steps.size()) <= kMaxPlanRankSteps / mesh.world_size(), "a plan of ",
+                  spec.steps.size(), " steps on ", mesh.world_size(), " ranks is more than ", kMaxPlanRankSteps,
+                  " rank-steps to check (steps x ranks)");
   checked_mul(spec.src.global_volume(), element_size(spec.dtype), "tensor size in bytes");
   validate_metadata(spec);
   RESHARD_REQUIRE(spec.pipeline_chunk_bytes >= 0, "pipeline chunk bytes must be >= 0, got ", spec.pipeline_chunk_bytes);
@@ -278,6 +281,16 @@ void validate_plan(const PlanSpec& spec) {
         !(spec.strategy == Strategy::kCollective && p2p) && !(spec.strategy == Strategy::kP2P && collective), "step ",
         i, " is ", to_string(k), " but the plan's strategy is ", to_string(spec.strategy),
         ": a collective plan has no p2p step and a p2p plan no collective one");
+  }
+  // A hybrid plan mixes them: a p2p step, and a collective step or a local step before the p2p step (its pre steps).
+  if (spec.strategy == Strategy::kHybrid) {
+    bool p2p = false, mixed = false;
+    for (const Step& s : spec.steps) {
+      mixed = mixed || (s.kind != StepKind::kP2P && s.kind != StepKind::kLocal) || (s.kind == StepKind::kLocal && !p2p);
+      p2p = p2p || s.kind == StepKind::kP2P;
+    }
+    RESHARD_REQUIRE(p2p && mixed, "the plan's strategy is hybrid, but its steps make a ", p2p ? "p2p" : "collective",
+                    " plan: a hybrid plan has a p2p step and a collective step, or a local step before the p2p one");
   }
 }
 

@@ -30,7 +30,9 @@ struct BatchBenchRow {
   Index wrong = 0, checked = 0;
 };
 
-// Runs every case of a resolved sweep (sweep.hpp) as above; `on_row` gets each row as it is measured.
+// Runs every case of a resolved sweep (sweep.hpp) as above; `on_row` gets each row as it is measured. Every case is
+// planned first: one that cannot be (a dtype of --batch-dtypes that cannot reduce a Partial) is an error naming it
+// before any row is measured.
 std::vector<BatchBenchRow> run_batch_bench(const SweepOptions& resolved, const std::vector<SweepCase>& cases,
                                            const BatchBenchOptions& options,
                                            const std::function<void(const BatchBenchRow&)>& on_row = {});

@@ -1,0 +1,150 @@
+// Plans at scale: large global plans answer in seconds or are refused naming the limit (kMaxPlanTransfers), plan files
+// past the limits (kMaxPlanRankSteps) are refused before their steps are checked, a plan file's strategy is the one its
+// steps make, and a loaded plan's faults are named however deep in the document they lie.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "expect_error.hpp"
+#include "reshard/plan_json.hpp"
+#include "reshard/planner.hpp"
+
+namespace reshard {
+namespace {
+
+using json = nlohmann::ordered_json;
+using Clock = std::chrono::steady_clock;
+using testing::expect_error;
+
+#if defined(__SANITIZE_ADDRESS__)
+constexpr double kSlowdown = 6;  // the sanitizer build's time bounds are this much looser
+#else
+constexpr double kSlowdown = 1;
+#endif
+
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+json plan_json(const Layout& src, const std::string& to, PlanOptions o = {}) {
+  return json::parse(plan_to_json(make_plan(src, src.with_placements(parse_placements(to)), DType::kF32, o)));
+}
+
+// A collective plan of mesh `ranks` that goes S0 -> R -> S0 -> ... -> R: `pairs` all_gathers with a local step
+// between each two.
+json chain_plan(int ranks, int pairs) {
+  PlanOptions o;
+  o.strategy = Strategy::kCollective;
+  json j = plan_json(Layout(Mesh({ranks}), parse_placements("S0"), Dims{ranks}), "R", o);
+  const json gather = j["steps"][0];
+  json local = {{"kind", "local"},      {"mesh_dims", {0}},    {"from", gather["to"]},
+                {"to", gather["from"]}, {"estimated_us", 1.0}, {"bytes_moved", 0}};
+  json steps = json::array();
+  for (int i = 0; i < pairs; ++i) {
+    steps.push_back(gather);
+    if (i + 1 < pairs) steps.push_back(local);
+  }
+  j["steps"] = std::move(steps);
+  j["candidates"] = json::array();
+  return j;
+}
+
+// The p2p plan S0 -> S1 of a ranks x ranks tensor: one transfer per pair of ranks.
+json all_pairs_plan(int ranks) {
+  PlanOptions o;
+  o.strategy = Strategy::kP2P;
+  return plan_json(Layout(Mesh({ranks}), parse_placements("S0"), Dims{ranks, ranks}), "S1", o);
+}
+
+TEST(PlanScale, LargeGlobalPlansAnswerFastOrAreRefusedNamingTheLimit) {
+  // A 1-D all_gather over 65,536 ranks: its scratch is computed per group (one pass), not per rank over its group.
+  auto start = Clock::now();
+  const Layout wide(Mesh({65536}), parse_placements("S0"), Dims{65536});
+  EXPECT_EQ(make_plan(wide, wide.with_placements(parse_placements("R")), DType::kF32).strategy(),
+            Strategy::kCollective);
+  EXPECT_LT(seconds_since(start), 10 * kSlowdown);
+  // A global p2p plan past kMaxPlanTransfers is refused before its transfers are listed; one rank's part plans.
+  start = Clock::now();
+  const Layout big(Mesh({2100}), parse_placements("S0"), Dims{8400, 8400});
+  PlanOptions o;
+  o.strategy = Strategy::kP2P;
+  expect_error([&] { make_plan(big, big.with_placements(parse_placements("S1")), DType::kF32, o); },
+               ErrorKind::kInvalidArgument, "lists 4410000 transfers; a plan holds at most 4194304");
+  EXPECT_LT(seconds_since(start), 10 * kSlowdown);
+  EXPECT_EQ(
+      make_rank_plan(big, big.with_placements(parse_placements("S1")), DType::kF32, 7, o).steps()[0].transfers.size(),
+      2 * 2100u - 1);  // what rank 7 sends and receives, its local copy once
+}
+
+TEST(PlanScale, RankStepsPastTheLimitAreRefusedBeforeAnyCheck) {
+  // 17 all_gather and local steps on 2^20 ranks: more than 2^24 rank-steps, refused before any step is checked.
+  json j = chain_plan(2, 9);
+  j["src"]["mesh"] = {1 << 20};
+  j["dst"]["mesh"] = {1 << 20};
+  j["global_shape"] = {1 << 20};
+  auto start = Clock::now();
+  expect_error([&] { plan_from_json(j.dump()); }, ErrorKind::kInvalidArgument,
+               "a plan of 17 steps on 1048576 ranks is more than 16777216 rank-steps to check");
+  EXPECT_LT(seconds_since(start), 2 * kSlowdown);
+  // At the limit a plan loads in time linear in its rank-steps: 3 steps on 2^20 ranks.
+  j["steps"] = json::array({j["steps"][0], j["steps"][1], j["steps"][2]});
+  start = Clock::now();
+  EXPECT_EQ(plan_from_json(j.dump()).steps().size(), 3u);
+  EXPECT_LT(seconds_since(start), 10 * kSlowdown);
+}
+
+TEST(PlanScale, TheFirstBadFieldIsNamedHoweverDeep) {
+  json pairs = all_pairs_plan(48);  // 2304 transfers
+  ASSERT_EQ(pairs["steps"][0]["transfers"].size(), 2304u);
+  json bad_type = pairs;
+  bad_type["steps"][0]["transfers"][1000]["src"] = "x";
+  expect_error([&] { plan_from_json(bad_type.dump()); }, ErrorKind::kInvalidArgument,
+               "plan field 'steps[0].transfers[1000].src' must be an integer");
+  // A rank outside the world before a malformed transfer: the earlier one is named.
+  json outside = bad_type;
+  outside["steps"][0]["transfers"][900]["dst"] = 99;
+  expect_error([&] { plan_from_json(outside.dump()); }, ErrorKind::kInvalidArgument,
+               "plan field 'steps[0].transfers[900]': ranks 18 -> 99 outside the mesh's world (ranks 0..47)");
+  json missing = pairs;
+  missing["steps"][0]["transfers"][2303].erase("bytes");
+  expect_error([&] { plan_from_json(missing.dump()); }, ErrorKind::kInvalidArgument, "steps[0].transfers[2303].bytes");
+  json chain = chain_plan(2, 20000);
+  chain["steps"][30001]["kind"] = 5;
+  chain["steps"][39000]["from"] = "S0";  // a later fault: the first one is named
+  expect_error([&] { plan_from_json(chain.dump()); }, ErrorKind::kInvalidArgument, "steps[30001].kind");
+}
+
+TEST(PlanScale, TheStrategyMustBeTheOneTheStepsMake) {
+  // A fused nvlink p2p plan relabelled: refused on load, never shown as a strategy it is not.
+  const Layout src(Mesh({2}), parse_placements("S0"), Dims{8, 8});
+  PlanOptions o;
+  o.strategy = Strategy::kP2P;
+  o.transport = Transport::kNvlink;
+  o.fusion = Fusion::kAlways;
+  json fused = plan_json(src, "S1", o);
+  ASSERT_EQ(fused["steps"][0].value("fused", false), true);
+  EXPECT_EQ(plan_from_json(fused.dump()).strategy(), Strategy::kP2P);
+  json collective = fused;
+  collective["strategy"] = "collective";
+  expect_error([&] { plan_from_json(collective.dump()); }, ErrorKind::kInvalidArgument,
+               "step 0 is p2p but the plan's strategy is collective");
+  json hybrid = fused;
+  hybrid["strategy"] = "hybrid";
+  expect_error([&] { plan_from_json(hybrid.dump()); }, ErrorKind::kInvalidArgument,
+               "the plan's strategy is hybrid, but its steps make a p2p plan");
+  json gathers = chain_plan(2, 1);
+  gathers["strategy"] = "hybrid";
+  expect_error([&] { plan_from_json(gathers.dump()); }, ErrorKind::kInvalidArgument,
+               "the plan's strategy is hybrid, but its steps make a collective plan");
+  // The planner's own plans of every strategy load back as they are.
+  const Layout mesh2x2(Mesh({2, 2}), parse_placements("S0,S1"), Dims{8, 8});
+  for (Strategy s : {Strategy::kCollective, Strategy::kP2P, Strategy::kHybrid}) {
+    PlanOptions p;
+    p.strategy = s;
+    const Plan plan = make_plan(mesh2x2, mesh2x2.with_placements(parse_placements("S1,R")), DType::kF32, p);
+    EXPECT_EQ(plan_from_json(plan_to_json(plan)).strategy(), s) << to_string(s);
+  }
+}
+
+}  // namespace
+}  // namespace reshard
