@@ -268,6 +268,9 @@ Command add_bench_command(CLI::App& app) {
       close_json();  // the rows measured so far stay valid JSON
       fmt::print(stderr, "reshard bench: stopped after {} runs; every row measured is in the outputs\n", rows);
       throw;
+    } catch (...) {
+      close_json();  // whatever stopped the sweep (a stop seen as a rank's error too): the rows stay valid JSON
+      throw;
     }
     close_json();
     if (table)

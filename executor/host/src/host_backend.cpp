@@ -401,7 +401,8 @@ void run_ranks(int n, const std::function<void(int)>& fn, HostWorld* world, cons
     try {
       std::rethrow_exception(errors[r]);
     } catch (const Error& e) {
-      if (std::string(e.what()).find("stopped waiting for rank") == std::string::npos) first = errors[r];
+      // A wait that the abort ended (for a rank's message or in a collective) says "stopped waiting".
+      if (std::string(e.what()).find(" stopped waiting ") == std::string::npos) first = errors[r];
     } catch (...) {
       first = errors[r];
     }
