@@ -8,6 +8,7 @@
 
 #include "cli_runner.hpp"
 #include "reshard/profile.hpp"
+#include "time_bounds.hpp"
 
 namespace reshard {
 namespace {
@@ -16,13 +17,8 @@ using testing::CliResult;
 using testing::run_cli;
 using Clock = std::chrono::steady_clock;
 
-#if defined(__SANITIZE_ADDRESS__)
-constexpr double kSlowdown = 6;  // the sanitizer build's time bounds are this much looser
-#else
-constexpr double kSlowdown = 1;
-#endif
-
-double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+using testing::kSlowdown;
+using testing::seconds_since;
 
 // Exit 2 with one line on stderr that contains `needle`.
 void expect_refused(const CliResult& r, const std::string& needle) {

@@ -10,6 +10,7 @@
 #include "expect_error.hpp"
 #include "reshard/plan_json.hpp"
 #include "reshard/planner.hpp"
+#include "time_bounds.hpp"
 
 namespace reshard {
 namespace {
@@ -18,13 +19,8 @@ using json = nlohmann::ordered_json;
 using Clock = std::chrono::steady_clock;
 using testing::expect_error;
 
-#if defined(__SANITIZE_ADDRESS__)
-constexpr double kSlowdown = 6;  // the sanitizer build's time bounds are this much looser
-#else
-constexpr double kSlowdown = 1;
-#endif
-
-double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+using testing::kSlowdown;
+using testing::seconds_since;
 
 json plan_json(const Layout& src, const std::string& to, PlanOptions o = {}) {
   return json::parse(plan_to_json(make_plan(src, src.with_placements(parse_placements(to)), DType::kF32, o)));
