@@ -1,7 +1,8 @@
 // Plans for callers whose tensors change every call (PlanOptions::buffers_change): a first step on nvlink is staged
 // (every sending rank copies its source tensor into its workspace, where the peers read it) when that local copy costs
-// less than mapping the peers' tensors on every call (Profile::nvlink.map_us), and otherwise carries the mapping's
-// cost; staged plans move every element right, and both survive plan JSON with their figures recomputed.
+// less than mapping the peers' new tensors (Profile::nvlink.map_us per (rank, peer it reads) pair), and otherwise
+// carries the mapping's cost; staged plans move every element right, and both survive plan JSON with their figures
+// recomputed.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -28,7 +29,8 @@ PlanOptions for_changing_buffers(Fusion fusion = Fusion::kAuto) {
 const Step& first(const Plan& p) { return p.steps().front(); }
 
 // The staging copy is one contiguous copy of the largest rank's source tensor on the copy engines; staging wins
-// where it is cheaper than the profile's per-call mapping, and each choice carries its own cost in the estimate.
+// where it is cheaper than mapping (on mesh (2) S0 -> S1 each rank reads one peer: two pairs of map_us), and each
+// choice carries its own cost in the estimate.
 TEST(StagedPlans, StagingIsChosenWhereItCostsLessThanMapping) {
   const Profile profile = default_profile();
   const CostModel model(profile, Topology{});
@@ -41,12 +43,13 @@ TEST(StagedPlans, StagingIsChosenWhereItCostsLessThanMapping) {
     const Plan changing = make_plan(src, dst, DType::kF32, for_changing_buffers(Fusion::kNever));
     const Index tensor = src.local_volume(0) * 4;
     const double staging_us = model.copy_engine_us(tensor);
-    const bool want_staged = staging_us < profile.nvlink.map_us;
-    EXPECT_EQ(want_staged, shape[0] == 1024) << "staging " << staging_us << " us, mapping " << profile.nvlink.map_us;
+    const double mapping_us = 2 * profile.nvlink.map_us;
+    const bool want_staged = staging_us < mapping_us;
+    EXPECT_EQ(want_staged, shape[0] == 1024) << "staging " << staging_us << " us, mapping " << mapping_us;
     EXPECT_EQ(first(changing).staged, want_staged) << plan_to_json(changing);
     EXPECT_FALSE(first(on_fixed).staged);
     EXPECT_TRUE(changing.buffers_change());
-    EXPECT_NEAR(changing.estimated_us(), on_fixed.estimated_us() + (want_staged ? staging_us : profile.nvlink.map_us),
+    EXPECT_NEAR(changing.estimated_us(), on_fixed.estimated_us() + (want_staged ? staging_us : mapping_us),
                 1e-9 * changing.estimated_us());
     // A staged step's workspace holds a copy of the source tensor; an unstaged nvlink step needs none.
     EXPECT_EQ(on_fixed.peak_workspace_bytes(), 0);
@@ -141,37 +144,47 @@ TEST(StagedPlans, AStagedStepThatMovesNothingIsRefused) {
 // Whether a plan's first step reads the caller's tensors in the peers (one-sided, not staged): a run maps them.
 bool maps_callers_tensors(const Plan& p) { return first(p).transport == Transport::kNvlink && !first(p).staged; }
 
-// A batch on changing buffers maps the peers' tensors once per run for all its members, so it prices that mapping
-// once: members that alone would rather stage than pay Profile::nvlink.map_us read the peers' tensors in a batch of
-// enough of them, and a batch of one is its plan alone. Every element checked on the host backend.
-TEST(StagedPlans, ABatchPaysForMappingOnce) {
-  const Layout src(Mesh({2}), parse_placements("S0"), Dims{1024, 1024});
-  const Layout dst = src.with_placements(parse_placements("S1"));
+// Mapping is priced per (rank, peer it reads) pair, so a tensor whose staging costs more than mapping it on mesh (2)
+// (two pairs) stages on mesh (4), where S0 -> S1 has every rank read three peers (twelve pairs).
+TEST(StagedPlans, MappingIsPricedPerRankAndPeerItReads) {
+  PlanOptions o = for_changing_buffers(Fusion::kNever);
+  const CostModel model(o.profile, Topology{});
+  const auto staging_us = [&](const Layout& l) { return model.copy_engine_us(l.local_volume(0) * 4); };
+  const Layout two(Mesh({2}), parse_placements("S0"), Dims{4096, 4096});
+  const Layout four(Mesh({4}), parse_placements("S0"), Dims{4096, 4096});
+  o.profile.nvlink.map_us = staging_us(four) / 6;  // twelve pairs cost twice the staging on (4)
+  ASSERT_GT(staging_us(two), 2 * o.profile.nvlink.map_us);  // two pairs cost less than the staging on (2)
+  const Plan on_two = make_plan(two, two.with_placements(parse_placements("S1")), DType::kF32, o);
+  const Plan on_four = make_plan(four, four.with_placements(parse_placements("S1")), DType::kF32, o);
+  EXPECT_TRUE(maps_callers_tensors(on_two)) << plan_to_json(on_two);
+  EXPECT_FALSE(maps_callers_tensors(on_four)) << plan_to_json(on_four);
+  for (const Plan* p : {&on_two, &on_four}) {
+    const RunResult r = run_plan(*p, testing::quick_host_run());
+    EXPECT_EQ(r.wrong_elements, 0) << r.first_error;
+  }
+}
+
+// A batch on changing buffers plans each member as it would be alone (each fresh tensor is an allocation of its own,
+// opened by every peer that reads it): the same steps, staging and estimates, and every element right.
+TEST(StagedPlans, ABatchPricesMappingPerMember) {
   PlanOptions o;  // strategy and transport auto
   o.buffers_change = true;
-  o.profile.nvlink.map_us = 20;
-  PlanOptions mapping_free = o;
-  mapping_free.profile.nvlink.map_us = 0;
-  const Plan alone = make_plan(src, dst, DType::kF32, o);
-  const Plan together = make_plan(src, dst, DType::kF32, mapping_free);
-  ASSERT_FALSE(maps_callers_tensors(alone)) << plan_to_json(alone);
-  ASSERT_TRUE(maps_callers_tensors(together)) << plan_to_json(together);
-  const double saving = alone.estimated_us() - together.estimated_us();
-  ASSERT_GT(saving, 0);
-  const int enough = static_cast<int>(o.profile.nvlink.map_us / saving) + 1;  // enough * saving > map_us
-  for (int n : {1, enough}) {
-    const std::vector<BatchEntry> entries(static_cast<size_t>(n), BatchEntry{src, dst, DType::kF32});
-    const PlanBatch batch = make_plan_batch(entries, o);
-    for (size_t t = 0; t < batch.size(); ++t)
-      EXPECT_EQ(maps_callers_tensors(batch.plan(t)), n == enough) << n << " tensors, tensor " << t;
-    const RunResult r = run_batch(batch, testing::quick_host_run());
-    EXPECT_EQ(r.wrong_elements, 0) << r.first_error;
-    EXPECT_EQ(r.checked_elements, 3 * n * src.global_volume());
+  std::vector<BatchEntry> entries;
+  for (const Dims& shape : {Dims{1024, 1024}, Dims{64, 48}, Dims{4096, 4096}}) {
+    const Layout src(Mesh({2}), parse_placements("S0"), shape);
+    entries.push_back(BatchEntry{src, src.with_placements(parse_placements("S1")), DType::kF32});
   }
-  // Where mapping is dearer than the whole batch's staging, the members stay as planned alone.
-  o.profile.nvlink.map_us = 2 * enough * saving;
-  const PlanBatch staged = make_plan_batch(std::vector<BatchEntry>(enough, BatchEntry{src, dst, DType::kF32}), o);
-  for (size_t t = 0; t < staged.size(); ++t) EXPECT_FALSE(maps_callers_tensors(staged.plan(t)));
+  const PlanBatch batch = make_plan_batch(entries, o);
+  ASSERT_EQ(batch.size(), entries.size());
+  for (size_t t = 0; t < batch.size(); ++t) {
+    const Plan alone = make_plan(entries[t].src, entries[t].dst, DType::kF32, o);
+    EXPECT_EQ(plan_to_json(batch.plan(t)), plan_to_json(alone)) << "tensor " << t;
+  }
+  const RunResult r = run_batch(batch, testing::quick_host_run());
+  EXPECT_EQ(r.wrong_elements, 0) << r.first_error;
+  Index elements = 0;
+  for (const BatchEntry& e : entries) elements += e.src.global_volume();
+  EXPECT_EQ(r.checked_elements, 3 * elements);
 }
 
 }  // namespace

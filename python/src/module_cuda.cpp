@@ -111,7 +111,7 @@ std::unique_ptr<CudaBatchRedistributor> make_batch_redistributor(std::shared_ptr
   py::gil_scoped_release release;
   RESHARD_CUDA_CHECK(cudaSetDevice(out->device->ordinal()));
   const int rank = out->comm->rank();
-  // One set of options for the batch (make_plan_batch prices the members' mapping once for all of them).
+  // One set of options for the batch: make_plan_batch plans every member alike.
   const PlanOptions& o = reqs.front().options;
   std::vector<BatchEntry> entries;
   for (size_t t = 0; t < reqs.size(); ++t) {

@@ -65,10 +65,9 @@ class PlanBatch {
   std::vector<std::shared_ptr<const Plan>> plans_;
 };
 
-// Plans every entry (make_plan, or make_rank_plan for `rank`) with `options`. Errors name the entry. For tensors that
-// change every call (options.buffers_change) under transport auto, mapping the peers' tensors is paid once per run of
-// the whole batch: the members are also planned with mapping free (Profile::nvlink.map_us 0 in their profile) and that
-// set is kept when its estimates plus one map_us beat the members planned alone.
+// Plans every entry (make_plan, or make_rank_plan for `rank`) with `options`, each as it would be planned alone.
+// Errors name the entry. For tensors that change every call (options.buffers_change) each member pays its own
+// mapping or staging: fresh tensors are allocations of their own, each opened by every peer that reads it.
 PlanBatch make_plan_batch(std::span<const BatchEntry> entries, const PlanOptions& options = {},
                           std::optional<int> rank = std::nullopt);
 

@@ -55,8 +55,8 @@ struct OneSidedProfile {
   AlphaBeta fused;
   double fused_overhead_us = 0;
   long long copy_engine_min_row_bytes = 0;  // regions with shorter contiguous rows (or over 3-D) go to the kernel
-  // Host work of mapping the peers' tensors anew on a call, for callers whose tensors change every call
-  // (PlanOptions::buffers_change): what a one-sided step reading them costs on top, unless it is staged.
+  // Host work of mapping a peer's new tensor, per (rank, peer it reads) pair, for callers whose tensors change every
+  // call (PlanOptions::buffers_change): what a one-sided step reading them costs on top, unless it is staged.
   double map_us = 0;
   friend bool operator==(const OneSidedProfile&, const OneSidedProfile&) = default;
 };

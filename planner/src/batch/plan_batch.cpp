@@ -62,44 +62,15 @@ Plans plan_each(std::span<const BatchEntry> entries, const PlanOptions& o, std::
   return plans;
 }
 
-// Whether a plan's one-sided steps read the caller's tensors in the peers (its first step on nvlink, not staged):
-// with changing buffers, a run maps them.
-bool maps_callers_tensors(const Plan& plan) {
-  const std::vector<Step>& steps = plan.steps();
-  return !steps.empty() && steps[0].transport == Transport::kNvlink && !steps[0].staged;
-}
-
-// What the batch costs per call: every member's estimate with its mapping (`member_map_us` where it maps) taken out,
-// and one mapping for the whole batch where any member maps.
-double batch_cost(const Plans& plans, double member_map_us, double map_us) {
-  double t = 0;
-  bool maps = false;
-  for (const auto& p : plans) {
-    const bool m = maps_callers_tensors(*p);
-    t += p->estimated_us() - (m ? member_map_us : 0.0);
-    maps = maps || m;
-  }
-  return t + (maps ? map_us : 0.0);
-}
-
 }  // namespace
 
 PlanBatch make_plan_batch(std::span<const BatchEntry> entries, const PlanOptions& options, std::optional<int> rank) {
   RESHARD_REQUIRE(!entries.empty(), "a plan batch needs at least one tensor");
   RESHARD_REQUIRE(entries.size() <= kMaxBatchTensors, "a plan batch of ", entries.size(), " tensors; at most ",
                   kMaxBatchTensors);
-  Plans alone = plan_each(entries, options, rank);
-  if (entries.size() == 1 || !options.buffers_change || options.transport != Transport::kAuto)
-    return PlanBatch(std::move(alone));
-  // A batch run on new buffers maps the peers' tensors once for all its members (one exposure per run), so the
-  // mapping is priced once per batch: the members planned with mapping free, plus one Profile::nvlink.map_us, against
-  // the members as planned alone (each priced with its own mapping or staging); the cheaper set runs.
-  const double map_us = options.profile.nvlink.map_us;
-  PlanOptions shared = options;
-  shared.profile.nvlink.map_us = 0;
-  Plans together = plan_each(entries, shared, rank);
-  return PlanBatch(batch_cost(together, 0, map_us) < batch_cost(alone, map_us, map_us) ? std::move(together)
-                                                                                       : std::move(alone));
+  // Members are planned as they would be alone, mapping priced per member included: on a caller's fresh tensors
+  // every member's source is an allocation of its own, which each reading peer opens (Profile::nvlink.map_us).
+  return PlanBatch(plan_each(entries, options, rank));
 }
 
 }  // namespace reshard

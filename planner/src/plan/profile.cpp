@@ -165,10 +165,9 @@ Profile default_profile() {
   p.nvlink.copy_engine_min_row_bytes = 2048;
   p.nvlink.fused = {11.7, 475.0};
   p.nvlink.fused_overhead_us = 10.7;
-  // Mapping the peers' tensors anew on a call (callers whose tensors change every call) is a host all-gather in which
-  // every rank's host meets the others: beyond its own microseconds, a sequence of such calls cannot run ahead of the
-  // slowest rank's host, which a two-sided or staged call never waits for. Priced as what such a call costs more than
-  // an NCCL one in a sequence of fresh-tensor calls from Python (docs/planner.md, "Changing buffers").
+  // Mapping a peer's new tensor (callers whose tensors change every call): per (rank, peer it reads) pair, as the
+  // driver opens one IPC mapping after another across the host's processes, plus the host rendezvous of the exposure
+  // (docs/planner.md, "Changing buffers").
   p.nvlink.map_us = 100.0;
   // Low-SM mode (PlanOptions::low_sm): an SM-kernel microsecond counts as 1.10 (the kernel's own slow-down beside a
   // GEMM) + 0.12 (the GEMM's extra slow-down against copy engines) = 1.22; docs/planner.md, "Low-SM mode".

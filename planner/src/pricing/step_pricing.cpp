@@ -198,11 +198,13 @@ void StepPricer::finish_p2p(const std::vector<RankExchange>& ranks, const Exchan
   const int n = static_cast<int>(ranks.size());
   const bool one_sided = rules.transport == Transport::kNvlink;
   ps.scratch.resize(n);
+  ps.peer_reads = 0;
   double fused_us = 0;  // the step as one kernel per rank (its copies, or its reductions)
   int most_peers = 0;
   for (int r = 0; r < n; ++r) {
     ps.scratch[r] = ranks[r].scratch().total();
     const RankTraffic& t = ranks[r].traffic();
+    if (one_sided) ps.peer_reads += t.peers_in;
     ps.step.estimated_us =
         std::max(ps.step.estimated_us, one_sided ? model_.one_sided_rank_us(t) : model_.exchange_rank_us(t, false));
     if (one_sided) fused_us = std::max(fused_us, model_.fused_rank_us(t));
@@ -224,7 +226,9 @@ void StepPricer::price_source_reads(PricedStep& ps, const RankBoxes& a, std::opt
   Index largest = 0;
   for (int r = 0; r < a.size(); ++r) largest = std::max(largest, staged_source_elements(a, r));
   const double staging_us = model_.copy_engine_us(largest * es_);  // one contiguous copy on the copy engines
-  const double map_us = model_.profile().nvlink.map_us;
+  // Opening a peer's new allocation serialises in the driver across the host's processes: every (rank, peer) pair
+  // that reads pays it in turn.
+  const double map_us = model_.profile().nvlink.map_us * std::max(1, ps.peer_reads);
   s.staged = staged.value_or(staging_us < map_us);
   if (!s.staged) {
     s.estimated_us += map_us;

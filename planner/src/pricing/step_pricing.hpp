@@ -29,6 +29,7 @@ struct PricedStep {
   Step step;
   std::vector<Index> scratch;  // empty until computed (collective steps found by searches)
   std::string unavailable;     // set when the step cannot run (an nvlink step with transfers across nodes)
+  int peer_reads = 0;          // one-sided steps: (rank, peer it reads from) pairs, summed over the ranks
 };
 
 class StepPricer {
@@ -83,7 +84,8 @@ class StepPricer {
   // For callers whose tensors change every call (PlanOptions::buffers_change), a plan's first step when it is an
   // nvlink step that moves data (it reads the caller's source tensor; `a` its source boxes): staged (Step::staged;
   // every rank's scratch holds a copy of its source tensor, staged_source_elements, and the step costs that local
-  // copy more) or not (the step costs the per-call mapping, Profile::nvlink.map_us, more). `staged`: as a loaded plan
+  // copy more) or not (the step costs mapping the peers' new tensors more: Profile::nvlink.map_us per (rank, peer
+  // it reads) pair, PricedStep::peer_reads). `staged`: as a loaded plan
   // says; unset: the cheaper. Other steps are left as they are.
   void price_source_reads(PricedStep& ps, const RankBoxes& a, std::optional<bool> staged = std::nullopt) const;
 
