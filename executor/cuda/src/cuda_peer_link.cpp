@@ -166,6 +166,9 @@ class CudaPeerLink : public PeerLink {
 
   ~CudaPeerLink() override {
     cudaSetDevice(ordinal_);
+    // This link's kernels may still run: they write the peers' flags through the mappings closed below, and a write
+    // lost there leaves a peer waiting for it. So the device finishes first (as the cudaFree below would, too late).
+    cudaDeviceSynchronize();
     for (void* address : flags_mapped_) cudaIpcCloseMemHandle(address);
     side_.reset();
     if (one_) cudaFree(one_);

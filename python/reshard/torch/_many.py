@@ -157,8 +157,21 @@ class _Call:
 
 
 def _forward(dtensors, mesh, targets, strategy, requires_grad):
-    """The redistributed DTensors (None stays None: an unused gradient), deciding anew (the autograd path)."""
-    return _Call(dtensors, mesh, targets, strategy, requires_grad).run(dtensors, requires_grad)
+    """The redistributed DTensors (None stays None: an unused gradient), on the autograd path. Its decisions and
+    prepared batch are kept per list of layouts, as the eager path keeps them: a training step repeats the same list."""
+    try:
+        key = ("autograd", strategy, tuple((x._spec.mesh, x._spec.placements, x._spec.tensor_meta, tuple(t))
+                                           for x, t in zip(dtensors, targets)))
+        call = _calls.get(key)
+    except (AttributeError, TypeError):  # a None member (an unused gradient) or unhashable placements
+        key = call = None
+    if call is None:
+        call = _Call(dtensors, mesh, targets, strategy, requires_grad)
+        if key is not None and not call.uncached:
+            if len(_calls) >= _CALLS_KEPT:
+                _calls.clear()
+            _calls[key] = call
+    return call.run(dtensors, requires_grad)
 
 
 def _run_batch(batch, locals_):
