@@ -88,19 +88,25 @@ def received_bytes(shape, src, dst, world, rank, es):
 
 
 def link_gbps(world, rank, mib=256, iters=5):
-    """Per-GPU receive bandwidth with every GPU pushing `mib` MiB to every other at once (copy engines): each process
-    writes from its GPU into buffers it allocates on the others."""
+    """Per-GPU receive bandwidth with every GPU pushing `mib` MiB to every other at once (copy engines, one stream per
+    peer, so that a GPU receives from all its peers concurrently): each process writes from its GPU into buffers it
+    allocates on the others."""
     n = mib << 20
     src = torch.empty(n, dtype=torch.uint8, device="cuda")
     dsts = {p: torch.empty(n, dtype=torch.uint8, device=f"cuda:{p}") for p in range(world) if p != rank}
+    streams = {p: torch.cuda.Stream() for p in dsts}
     times = []
     for _ in range(iters):
         torch.cuda.synchronize()
         dist.barrier()
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
-        for d in dsts.values():
-            d.copy_(src, non_blocking=True)
+        for p, d in dsts.items():
+            streams[p].wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(streams[p]):
+                d.copy_(src, non_blocking=True)
+        for s in streams.values():
+            torch.cuda.current_stream().wait_stream(s)
         end.record()
         torch.cuda.synchronize()
         times.append(start.elapsed_time(end) / 1000.0)
