@@ -48,6 +48,8 @@ struct PlanArgs {
   std::optional<std::int64_t> memory_budget;
   int ranks_per_node = 8;
   std::optional<std::string> profile;  // path of a profile JSON
+  std::optional<int> max_collectives;
+  std::optional<std::int64_t> pipeline_chunk;
 };
 
 struct PlanRequest {

@@ -6,6 +6,7 @@
 #include "reshard/plan_batch.hpp"
 #include "reshard/plan_format.hpp"
 #include "reshard/plan_json.hpp"
+#include "reshard/plan_option_table.hpp"
 
 namespace py = pybind11;
 
@@ -123,7 +124,17 @@ void bind_plan(py::module_& m) {
       .def_readwrite("buffers_change", &PlanArgs::buffers_change)
       .def_readwrite("memory_budget", &PlanArgs::memory_budget)
       .def_readwrite("ranks_per_node", &PlanArgs::ranks_per_node)
-      .def_readwrite("profile", &PlanArgs::profile);
+      .def_readwrite("profile", &PlanArgs::profile)
+      .def_readwrite("max_collectives", &PlanArgs::max_collectives)
+      .def_readwrite("pipeline_chunk", &PlanArgs::pipeline_chunk);
+  m.def(
+      "plan_option_names",
+      [] {
+        std::vector<std::string> names;
+        for (const PlanOptionSpec& s : plan_option_specs()) names.emplace_back(s.name);
+        return names;
+      },
+      "The plan option table's names (plan_option_table.hpp): the keywords plan() and run_host() accept.");
 }
 
 }  // namespace reshard::python
