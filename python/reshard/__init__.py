@@ -61,17 +61,10 @@ def _plan_args(mesh, src, dst, shape, dtype, strategy, memory_budget, transport,
     a.dst = _args.placements_text(dst)
     a.shape = _args.shape_arg(shape, allow_scalar=allow_scalar)
     a.dtype = _args.dtype_name(dtype)
-    a.strategy = str(strategy)
-    a.transport = str(transport)
-    a.fuse = str(fuse)
-    a.low_sm = bool(low_sm)
-    a.memory_budget = _args.byte_count("memory_budget", memory_budget)
-    a.ranks_per_node = _args.integer("ranks_per_node", ranks_per_node, -_args.INT32_MAX - 1)  # range: the CLI's check
-    a.profile = None if profile is None else str(profile)
-    a.max_collectives = None if max_collectives is None else _args.integer("max_collectives", max_collectives,
-                                                                             -_args.INT32_MAX - 1)
-    a.pipeline_chunk = _args.byte_count("pipeline_chunk", pipeline_chunk)
-    a.buffers_change = bool(buffers_change)
+    a.options = _args.plan_options(strategy=strategy, transport=transport, fuse=fuse, low_sm=low_sm,
+                                   memory_budget=memory_budget, ranks_per_node=ranks_per_node, profile=profile,
+                                   max_collectives=max_collectives, pipeline_chunk=pipeline_chunk,
+                                   buffers_change=buffers_change)
     return a
 
 

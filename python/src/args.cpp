@@ -56,17 +56,7 @@ PlanRequest make_plan_request(const PlanArgs& args) {
   PlanRequest req{Layout(from_mesh, parse_placements(args.src), shape),
                   Layout(to_mesh, parse_placements(args.dst), shape), parse_dtype(args.dtype), PlanOptions{}};
   // Every option through the plan option table, as the CLI sets its flags: the same parsing, ranges and messages.
-  PlanOptions& o = req.options;
-  set_plan_option(o, "strategy", args.strategy);
-  set_plan_option(o, "transport", args.transport);
-  set_plan_option(o, "fuse", args.fuse);
-  set_plan_option(o, "ranks_per_node", std::to_string(args.ranks_per_node));
-  set_plan_option(o, "low_sm", args.low_sm ? "true" : "false");
-  set_plan_option(o, "buffers_change", args.buffers_change ? "true" : "false");
-  if (args.profile) set_plan_option(o, "profile", *args.profile);
-  if (args.memory_budget) set_plan_option(o, "memory_budget", std::to_string(*args.memory_budget));
-  if (args.max_collectives) set_plan_option(o, "max_collectives", std::to_string(*args.max_collectives));
-  if (args.pipeline_chunk) set_plan_option(o, "pipeline_chunk", std::to_string(*args.pipeline_chunk));
+  for (const auto& [name, text] : args.options) set_plan_option(req.options, name, text);
   return req;
 }
 

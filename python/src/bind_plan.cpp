@@ -117,16 +117,7 @@ void bind_plan(py::module_& m) {
       .def_readwrite("dst", &PlanArgs::dst)
       .def_readwrite("shape", &PlanArgs::shape)
       .def_readwrite("dtype", &PlanArgs::dtype)
-      .def_readwrite("strategy", &PlanArgs::strategy)
-      .def_readwrite("transport", &PlanArgs::transport)
-      .def_readwrite("fuse", &PlanArgs::fuse)
-      .def_readwrite("low_sm", &PlanArgs::low_sm)
-      .def_readwrite("buffers_change", &PlanArgs::buffers_change)
-      .def_readwrite("memory_budget", &PlanArgs::memory_budget)
-      .def_readwrite("ranks_per_node", &PlanArgs::ranks_per_node)
-      .def_readwrite("profile", &PlanArgs::profile)
-      .def_readwrite("max_collectives", &PlanArgs::max_collectives)
-      .def_readwrite("pipeline_chunk", &PlanArgs::pipeline_chunk);
+      .def_readwrite("options", &PlanArgs::options);
   m.def(
       "plan_option_names",
       [] {
