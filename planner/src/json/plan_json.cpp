@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "report/node_traffic.hpp"
 #include "json/plan_recompute.hpp"
 #include "plan/json_input.hpp"
 #include "reshard/detail/json_text.hpp"
@@ -188,6 +189,11 @@ std::string plan_to_json(const Plan& plan) {
   j["estimated_us"] = plan.estimated_us();
   j["bytes_moved"] = plan.bytes_moved();
   j["peak_workspace_bytes"] = plan.peak_workspace_bytes();
+  if (detail::spans_nodes(plan)) {  // derived figures: a loaded plan's are recomputed
+    const detail::NodeTraffic nodes = detail::node_traffic(plan);
+    j["inter_node_bytes"] = nodes.crossing;
+    j["min_inter_node_bytes"] = nodes.minimum ? json(*nodes.minimum) : json(nullptr);
+  }
   j["candidates"] = candidates_json(plan);
   json steps = json::array();
   for (const Step& s : plan.steps()) {
