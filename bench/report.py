@@ -473,12 +473,12 @@ def build_report(res, docs):
           "slowdown | p2p / collective under budget (us) | estimated (us) |")
         w("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
         slow = []
-        for label, b_ in auto.items():
-            if not label.endswith(" auto") or " budget " not in label:
+        for case_label, b_ in auto.items():
+            if not case_label.endswith(" auto") or " budget " not in case_label:
                 continue
-            parts = label.split()
+            parts = case_label.split()
             u = auto[f"{parts[0]} {parts[1]} {parts[2]} unlimited auto"]
-            p2, co = auto[label.replace(" auto", " p2p")], auto[label.replace(" auto", " collective")]
+            p2, co = auto[case_label.replace(" auto", " p2p")], auto[case_label.replace(" auto", " collective")]
             slow.append(b_["us"] / u["us"] - 1)
             w(f"| {parts[1]} | {parts[2]} | {parts[4]} | {fmt(u['us'])} | {u['workspace']} | {fmt(b_['us'])} | "
               f"{b_['strategy']} | {b_['workspace']} | {100 * slow[-1]:+.0f}% | {fmt(p2['us'])} / {fmt(co['us'])} | "
@@ -506,10 +506,10 @@ def build_report(res, docs):
         w("| case | collective (us) | p2p (us) | p2p / collective | p2p, first kernel (us) | p2p pipelined 64 MiB (us) | "
           "workspace p2p |")
         w("| --- | --- | --- | --- | --- | --- | --- |")
-        for label, c in tuning.items():
-            if not label.endswith(" collective"):
+        for case_label, c in tuning.items():
+            if not case_label.endswith(" collective"):
                 continue
-            case = label[: -len(" collective")]
+            case = case_label[: -len(" collective")]
             p2 = tuning.get(case + " p2p")
             if not p2:
                 continue
