@@ -16,6 +16,7 @@
 
 #include "random_plan_requests.hpp"
 #include "reshard/planner.hpp"
+#include "square_case.hpp"
 
 namespace reshard {
 namespace {
@@ -59,23 +60,17 @@ long random_cases(int n, unsigned seed, Hash& hash) {
 }
 
 long benchmark_cases(Hash& hash) {
-  struct Case {
-    const char* from;
-    const char* to;
-    std::vector<int> mesh;
-    Index extent;
-  };
-  const Case cases[] = {{"S0,S1", "S1,S0", {2, 2}, 16384},         {"S0,S0", "S1,S1", {2, 2}, 16384},
-                        {"S0,S1", "S1,S0", {4, 4}, 16384},         {"S0,S0", "S1,S1", {4, 4}, 16384},
-                        {"S0,S1", "S1,S0", {8, 8}, 16384},         {"S0,S0", "S1,S1", {8, 8}, 16384},
-                        {"S0,S1,R", "S1,S0,R", {8, 8, 16}, 16384}, {"S0,S0,R", "S1,S1,R", {8, 8, 16}, 16384},
-                        {"S0,S1", "S1,S0", {16, 64}, 16384},       {"S0,S0", "S1,S1", {16, 64}, 16384},
-                        {"S0,S0", "S1,S1", {4, 4}, 1000},          {"S0,S1", "S1,S0", {8, 8}, 999}};
+  const testing::SquareCase cases[] = {
+      {"S0,S1", "S1,S0", {2, 2}, 16384},         {"S0,S0", "S1,S1", {2, 2}, 16384},
+      {"S0,S1", "S1,S0", {4, 4}, 16384},         {"S0,S0", "S1,S1", {4, 4}, 16384},
+      {"S0,S1", "S1,S0", {8, 8}, 16384},         {"S0,S0", "S1,S1", {8, 8}, 16384},
+      {"S0,S1,R", "S1,S0,R", {8, 8, 16}, 16384}, {"S0,S0,R", "S1,S1,R", {8, 8, 16}, 16384},
+      {"S0,S1", "S1,S0", {16, 64}, 16384},       {"S0,S0", "S1,S1", {16, 64}, 16384},
+      {"S0,S0", "S1,S1", {4, 4}, 1000},          {"S0,S1", "S1,S0", {8, 8}, 999}};
   long plans = 0;
-  for (const Case& c : cases) {
-    const Mesh mesh(c.mesh);
-    const Layout src(mesh, parse_placements(c.from), Dims{c.extent, c.extent});
-    const Layout dst(mesh, parse_placements(c.to), Dims{c.extent, c.extent});
+  for (const testing::SquareCase& c : cases) {
+    const auto [src, dst] = testing::layouts(c);
+    const Mesh& mesh = src.mesh();
     for (int rpn : {1, 4, 8, 16}) {
       for (Strategy s : {Strategy::kAuto, Strategy::kCollective, Strategy::kP2P, Strategy::kHybrid}) {
         PlanOptions o;
