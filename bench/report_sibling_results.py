@@ -35,8 +35,8 @@ def write_partial_budget(w, pb_dir):
     first, tuning, auto = (read_runs(os.path.join(pb_dir, name)) for name in ("bench.txt", "tuning.txt", "budget-auto.txt"))
     wrong = sum(r["wrong"] for d in (first, tuning, auto) for r in d.values())
     w("\n## Partial placements and memory budgets (2x H200)\n")
-    w("Runs 2026-11-22 (second session) on the same `nvidia-h200-x2` machine with `scripts/device/partial_budget.sh`, "
-      "`budget_tuning.sh` and `budget_check.sh`: `reshard run --backend nccl --iters 30` (median, slowest rank), "
+    w("Runs 2026-11-22 (second session) on the same `nvidia-h200-x2` machine with one-off device scripts (in git "
+      "history up to bf1dd6e): `reshard run --backend nccl --iters 30` (median, slowest rank), "
       f"every element verified ({len(first) + len(tuning) + len(auto)} runs, {wrong} wrong; files in "
       "`bench/results/2026-11-22-h200x2-partial-budget/`). In the same calls the GPU suite passed with the new "
       "`Gpu.PartialEveryPairAndStrategy` and `Gpu.MemoryBudgetIsHonoured` (7848 verified runs, 0 wrong), and "
