@@ -65,11 +65,60 @@ TEST(PlanScale, LargeGlobalPlansAnswerFastOrAreRefusedNamingTheLimit) {
   PlanOptions o;
   o.strategy = Strategy::kP2P;
   expect_error([&] { make_plan(big, big.with_placements(parse_placements("S1")), DType::kF32, o); },
-               ErrorKind::kInvalidArgument, "lists 4410000 transfers; a plan holds at most 4194304");
+               ErrorKind::kInvalidArgument,
+               "strategy p2p has no plan for 2100 [S0] 8400x8400 -> [S1]: the global plan's p2p step S0 -> S1 on mesh "
+               "2100 lists more than 4194304 transfers; a plan holds at most 4194304");
+  EXPECT_LT(seconds_since(start), 10 * kSlowdown);
+  // Counted only up to the limit: 2^32 pairs of ranks are refused as fast.
+  start = Clock::now();
+  const Layout huge(Mesh({65536}), parse_placements("S0"), Dims{65536, 65536});
+  expect_error([&] { make_plan(huge, huge.with_placements(parse_placements("S1")), DType::kF32, o); },
+               ErrorKind::kInvalidArgument, "on mesh 65536 lists more than 4194304 transfers");
   EXPECT_LT(seconds_since(start), 10 * kSlowdown);
   EXPECT_EQ(
       make_rank_plan(big, big.with_placements(parse_placements("S1")), DType::kF32, 7, o).steps()[0].transfers.size(),
       2 * 2100u - 1);  // what rank 7 sends and receives, its local copy once
+}
+
+TEST(PlanScale, AutoFallsBackFromCandidatesPastTheTransferLimit) {
+  // p2p would list 2100^2 transfers: under auto the collective candidate is chosen, and p2p's reason names the limit.
+  auto start = Clock::now();
+  const Layout big(Mesh({2100}), parse_placements("S0"), Dims{8400, 8400});
+  const Plan plan = make_plan(big, big.with_placements(parse_placements("S1")), DType::kF32);
+  EXPECT_EQ(plan.strategy(), Strategy::kCollective);
+  ASSERT_EQ(plan.steps().size(), 1u);
+  EXPECT_EQ(plan.steps()[0].kind, StepKind::kAllToAll);
+  EXPECT_EQ(plan.bytes_moved(), Index{8400} * 8400 * 4 / 2100 * 2099);  // every rank keeps its own 1/2100th
+  int over_limit = 0;
+  for (const Candidate& c : plan.candidates()) {
+    if (c.strategy != Strategy::kP2P || c.transport != Transport::kNccl) continue;
+    EXPECT_FALSE(c.available);
+    EXPECT_NE(c.reason.find("lists more than 4194304 transfers; a plan holds at most 4194304"), std::string::npos)
+        << c.reason;
+    ++over_limit;
+  }
+  EXPECT_EQ(over_limit, 1);
+  EXPECT_LT(seconds_since(start), 10 * kSlowdown);
+  // One rank's plan holds only its transfers: p2p stays a candidate there (and wins).
+  const Plan mine = make_rank_plan(big, big.with_placements(parse_placements("S1")), DType::kF32, 5);
+  EXPECT_EQ(mine.strategy(), Strategy::kP2P);
+  EXPECT_EQ(mine.steps()[0].transfers.size(), 2 * 2100u - 1);
+}
+
+TEST(PlanScale, AllToAllPastItsPairLimitIsNoEdge) {
+  // An all_to_all over 16,384 ranks (2^28 rank x member pairs to size its scratch) is left out: the collective
+  // route gathers, then slices locally, answered in well under a second (sizing the all_to_all took about 15 s).
+  auto start = Clock::now();
+  const Layout wide(Mesh({16384}), parse_placements("S0"), Dims{65536, 65536});
+  PlanOptions o;
+  o.strategy = Strategy::kCollective;
+  const Plan plan = make_plan(wide, wide.with_placements(parse_placements("S1")), DType::kF32, o);
+  ASSERT_EQ(plan.steps().size(), 2u);
+  EXPECT_EQ(plan.steps()[0].kind, StepKind::kAllGather);
+  EXPECT_EQ(plan.steps()[1].kind, StepKind::kLocal);
+  EXPECT_EQ(to_string(plan.steps()[1].to), "S1");
+  EXPECT_LT(seconds_since(start), 10 * kSlowdown);
+  // Within the limit the all_to_all stays the route (AutoFallsBackFromCandidatesPastTheTransferLimit: 2,100 ranks).
 }
 
 TEST(PlanScale, RankStepsPastTheLimitAreRefusedBeforeAnyCheck) {
