@@ -108,7 +108,7 @@ TEST(PlanScale, AutoFallsBackFromCandidatesPastTheTransferLimit) {
 
 TEST(PlanScale, AllToAllPastItsPairLimitIsNoEdge) {
   // An all_to_all over 16,384 ranks (2^28 rank x member pairs to size its scratch) is left out: the collective
-  // route gathers, then slices locally, answered in well under a second (sizing the all_to_all took about 15 s).
+  // route gathers, then slices locally, answered in well under a second (sizing that all_to_all would take about 15 s).
   auto start = Clock::now();
   const Layout wide(Mesh({16384}), parse_placements("S0"), Dims{65536, 65536});
   PlanOptions o;
@@ -165,8 +165,8 @@ TEST(PlanScale, TheFirstBadFieldIsNamedHoweverDeep) {
 double cpu_seconds_since(std::clock_t start) { return static_cast<double>(std::clock() - start) / CLOCKS_PER_SEC; }
 
 TEST(PlanScale, ThePlannersLargestPlansLoadInTimeLinearInTheirSize) {
-  // The planner's own 262,144-transfer plan for mesh 512 loads back as it was (3.9 s wall and 2.4 s of CPU, 284 MiB,
-  // before transfers were read straight from the text; 1.4 s, 0.9 s and 122 MiB after, 2-core machine).
+  // The planner's own 262,144-transfer plan for mesh 512 loads back as it was, within 3 s of CPU (docs/plan-json.md
+  // gives the measured times).
   PlanOptions o;
   o.strategy = Strategy::kP2P;
   const Layout src(Mesh({512}), parse_placements("S0"), Dims{512, 512});
