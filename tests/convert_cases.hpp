@@ -75,7 +75,7 @@ inline void for_each_converting_plan(const ConvertPair& pair,
         o.transport = t;
         std::optional<Plan> plan;
         try {
-          plan.emplace(make_plan(src, dst, pair.from, pair.to, o));
+          plan.emplace(make_converting_plan(src, dst, pair.from, pair.to, o));
         } catch (const Error& e) {
           // Auto always has a plan; another strategy may have no candidate for the case.
           if (s == Strategy::kAuto || e.kind() != ErrorKind::kInvalidArgument) throw;

@@ -104,7 +104,7 @@ using testing::layout;
 TEST(ConvertingPlans, CarryThePricedTargetDtypeThroughJson) {
   const Layout src = layout("4", "S0", Dims{64, 32}), dst = layout("4", "S1", Dims{64, 32});
   const Plan plain = make_plan(src, dst, DType::kBF16);
-  const Plan plan = make_plan(src, dst, DType::kBF16, DType::kF8E4M3);
+  const Plan plan = make_converting_plan(src, dst, DType::kBF16, DType::kF8E4M3);
   EXPECT_TRUE(plan.converts());
   EXPECT_EQ(plan.target_dtype(), DType::kF8E4M3);
   EXPECT_EQ(plan.target_element_size(), 1);
@@ -118,24 +118,24 @@ TEST(ConvertingPlans, CarryThePricedTargetDtypeThroughJson) {
   EXPECT_DOUBLE_EQ(loaded.estimated_us(), plan.estimated_us());
   EXPECT_EQ(plan_to_json(loaded), text);
   // Equal dtypes: no conversion, no field.
-  const Plan same = make_plan(src, dst, DType::kBF16, DType::kBF16);
+  const Plan same = make_converting_plan(src, dst, DType::kBF16, DType::kBF16);
   EXPECT_FALSE(same.converts());
   EXPECT_EQ(plan_to_json(same).find("to_dtype"), std::string::npos);
 }
 
 TEST(ConvertingPlans, RefuseBadPairsAndPartialTargets) {
   const Layout src = layout("2", "S0", Dims{8, 8}), dst = layout("2", "R", Dims{8, 8});
-  expect_error([&] { make_plan(src, dst, DType::kF32, DType::kI32); }, ErrorKind::kInvalidArgument,
+  expect_error([&] { make_converting_plan(src, dst, DType::kF32, DType::kI32); }, ErrorKind::kInvalidArgument,
                "cannot convert f32 to i32");
-  expect_error([&] { make_plan(src, dst, DType::kC64, DType::kF32); }, ErrorKind::kInvalidArgument,
+  expect_error([&] { make_converting_plan(src, dst, DType::kC64, DType::kF32); }, ErrorKind::kInvalidArgument,
                "cannot convert c64 to f32");
   expect_error(
       [&] {
-        make_plan(src, layout("2", "P", Dims{8, 8}), DType::kF32, DType::kBF16);
+        make_converting_plan(src, layout("2", "P", Dims{8, 8}), DType::kF32, DType::kBF16);
       },
       ErrorKind::kInvalidArgument, "Partial target");
   // The same from a file: a to_dtype the loader cannot take.
-  std::string text = plan_to_json(make_plan(src, dst, DType::kF32, DType::kBF16));
+  std::string text = plan_to_json(make_converting_plan(src, dst, DType::kF32, DType::kBF16));
   const size_t at = text.find("\"to_dtype\": \"bf16\"");
   ASSERT_NE(at, std::string::npos);
   std::string bad = text;
@@ -162,9 +162,9 @@ INSTANTIATE_TEST_SUITE_P(Pairs, ConvertingRuns, ::testing::ValuesIn(testing::kCo
 // Rank-scoped plans run one rank each, as processes do; a plan from JSON runs as the one it came from.
 TEST(ConvertingPlans, RankPlansAndLoadedPlansRun) {
   const Layout src = layout("4", "S0", Dims{9, 6}), dst = layout("4", "S1", Dims{9, 6});
-  const Plan global = make_plan(src, dst, DType::kBF16, DType::kF8E4M3);
+  const Plan global = make_converting_plan(src, dst, DType::kBF16, DType::kF8E4M3);
   for (int r = 0; r < 4; ++r) {
-    const Plan mine = make_rank_plan(src, dst, DType::kBF16, DType::kF8E4M3, r);
+    const Plan mine = make_converting_rank_plan(src, dst, DType::kBF16, DType::kF8E4M3, r);
     EXPECT_EQ(mine.target_dtype(), DType::kF8E4M3);
     EXPECT_EQ(lower(mine, r).output_dtype, DType::kF8E4M3);
     EXPECT_EQ(lower(mine, r).output_elements, lower(global, r).output_elements);
@@ -178,7 +178,7 @@ TEST(ConvertingPlans, RankPlansAndLoadedPlansRun) {
 TEST(ConvertingPlans, BatchesRefuseConversion) {
   const Layout src = layout("2", "S0", Dims{4, 4}), dst = layout("2", "R", Dims{4, 4});
   const Plan plain = make_plan(src, dst, DType::kBF16);
-  const Plan converting = make_plan(src, dst, DType::kBF16, DType::kF32);
+  const Plan converting = make_converting_plan(src, dst, DType::kBF16, DType::kF32);
   const PlanBatch batch({std::make_shared<const Plan>(plain), std::make_shared<const Plan>(converting)});
   expect_error([&] { run_batch(batch, testing::quick_host_run()); }, ErrorKind::kInvalidArgument,
                "batches do not convert");

@@ -208,8 +208,8 @@ PlanRequest make_plan_request(const CLI::App& cmd, const PlanFlags& flags) {
 }
 
 Plan plan_request(const PlanRequest& req, std::optional<int> rank) {
-  return rank ? make_rank_plan(req.src, req.dst, req.dtype, req.to_dtype, *rank, req.options)
-              : make_plan(req.src, req.dst, req.dtype, req.to_dtype, req.options);
+  return rank ? make_converting_rank_plan(req.src, req.dst, req.dtype, req.to_dtype, *rank, req.options)
+              : make_converting_plan(req.src, req.dst, req.dtype, req.to_dtype, req.options);
 }
 
 Plan load_plan_for(const CLI::App& cmd, const PlanFlags& flags, const std::string& path, const char* file_flag) {

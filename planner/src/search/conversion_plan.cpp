@@ -1,4 +1,4 @@
-// Plans that convert the dtype in the move (planner.hpp's make_plan with a to_dtype, with_conversion).
+// Plans that convert the dtype in the move (planner.hpp's make_converting_plan, with_conversion).
 #include "pricing/conversion.hpp"
 #include "reshard/planner.hpp"
 
@@ -19,14 +19,15 @@ Plan with_conversion(const Plan& plan, DType to_dtype, const PlanOptions& option
   return Plan(std::move(spec));
 }
 
-Plan make_plan(const Layout& src, const Layout& dst, DType dtype, DType to_dtype, const PlanOptions& options) {
+Plan make_converting_plan(const Layout& src, const Layout& dst, DType dtype, DType to_dtype,
+                          const PlanOptions& options) {
   if (to_dtype == dtype) return make_plan(src, dst, dtype, options);
   validate_conversion(dst, dtype, to_dtype);
   return with_conversion(make_plan(src, dst, dtype, options), to_dtype, options);
 }
 
-Plan make_rank_plan(const Layout& src, const Layout& dst, DType dtype, DType to_dtype, int rank,
-                    const PlanOptions& options) {
+Plan make_converting_rank_plan(const Layout& src, const Layout& dst, DType dtype, DType to_dtype, int rank,
+                               const PlanOptions& options) {
   if (to_dtype == dtype) return make_rank_plan(src, dst, dtype, rank, options);
   validate_conversion(dst, dtype, to_dtype);
   return with_conversion(make_rank_plan(src, dst, dtype, rank, options), to_dtype, options);

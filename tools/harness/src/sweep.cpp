@@ -52,7 +52,7 @@ std::pair<Layout, Layout> case_layouts(const SweepCase& c) {
 
 Plan plan_case(const SweepOptions& o, const SweepCase& c, SweepRun run) {
   const auto [src, dst] = case_layouts(c);
-  return make_plan(src, dst, c.dtype, o.to_dtype.value_or(c.dtype), plan_options(o, run));
+  return make_converting_plan(src, dst, c.dtype, o.to_dtype.value_or(c.dtype), plan_options(o, run));
 }
 
 // The most plans a sweep keeps between its memory check and its runs (bounds the sweep's host memory).
