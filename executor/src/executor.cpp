@@ -34,10 +34,6 @@ void* mutable_address(const BufferBases& b, const BufferRef& ref, int es) {
   return const_cast<void*>(address_of(b, ref, es));
 }
 
-}  // namespace
-
-namespace {
-
 // The dtype a batch of reductions runs over: its regions' own (a batch program's), else the program's.
 DType reduction_dtype(const std::vector<ReduceRegion>& regions, DType program) {
   return regions.empty() ? program : regions.front().dtype.value_or(program);
@@ -156,6 +152,8 @@ Executor::Executor(const PlanBatch& batch, Communicator& comm, Device& device, E
   RESHARD_REQUIRE(comm.size() == mesh.world_size(), "the communicator has ", comm.size(), " ranks but the ",
                   batch.size() == 1 ? "plan" : "batch", "'s mesh ", mesh.str(), " is in a world of ",
                   mesh.world_size());
+  for (size_t t = 0; t < batch.size() && batch.size() > 1; ++t)
+    RESHARD_REQUIRE(!batch.plan(t).converts(), "tensor ", t, "'s plan converts its dtype: batches do not convert");
   // One-sided steps push or pull as ExecutorOptions::one_sided_copies says (other steps are lowered alike either way).
   program_ = lower(batch, comm.rank(),
                    LowerOptions{options.stage_overlap, options.coalesce_max_bytes, options.one_sided_copies});
@@ -197,7 +195,8 @@ void Executor::sizes_and_workspace() {
   const int es = element_size(program_.dtype);
   if (program_.tensor_input_bytes.empty()) {
     input_sizes_ = {static_cast<size_t>(program_.input_elements) * es};
-    output_sizes_ = {static_cast<size_t>(program_.output_elements) * es};
+    output_sizes_ = {static_cast<size_t>(program_.output_elements) *
+                     static_cast<size_t>(element_size(program_.output_dtype.value_or(program_.dtype)))};
   } else {
     input_sizes_.assign(program_.tensor_input_bytes.begin(), program_.tensor_input_bytes.end());
     output_sizes_.assign(program_.tensor_output_bytes.begin(), program_.tensor_output_bytes.end());
@@ -251,9 +250,13 @@ void Executor::prepare(const Mesh& mesh) {
         [&](const auto& body) {
           using T = std::decay_t<decltype(body)>;
           if constexpr (std::is_same_v<T, Copies>) {
-            rt.batch = device_.prepare_copies(runnable(body), es);
+            rt.batch = program_.output_dtype
+                           ? device_.prepare_copies(runnable(body), program_.dtype, *program_.output_dtype)
+                           : device_.prepare_copies(runnable(body), es);
           } else if constexpr (std::is_same_v<T, Reductions>) {
-            rt.batch = device_.prepare_reductions(body.regions, reduction_dtype(body.regions, program_.dtype));
+            const DType dtype = reduction_dtype(body.regions, program_.dtype);
+            rt.batch = program_.output_dtype ? device_.prepare_reductions(body.regions, dtype, *program_.output_dtype)
+                                             : device_.prepare_reductions(body.regions, dtype);
           } else if constexpr (std::is_same_v<T, Exchange>) {
             rt.sends.resize(body.sends.size());
             rt.recvs.resize(body.recvs.size());
@@ -272,7 +275,10 @@ void Executor::prepare(const Mesh& mesh) {
             }
             RESHARD_REQUIRE(body.regions.empty() || body.reduce.empty(),
                             "internal: a fused step either copies or reduces, not both");
-            rt.batch = peers_->prepare_fused(body, reduction_dtype(body.reduce, program_.dtype), options_.timeout);
+            const DType dtype = reduction_dtype(body.reduce, program_.dtype);
+            rt.batch = program_.output_dtype
+                           ? peers_->prepare_fused(body, dtype, *program_.output_dtype, options_.timeout)
+                           : peers_->prepare_fused(body, dtype, options_.timeout);
             rt.communicates = true;
           }
         },
@@ -396,7 +402,8 @@ void Executor::run(std::span<const ConstBuffer> inputs, std::span<const MutableB
                           workspace_ ? workspace_->data() : nullptr,
                           peers_ ? peers_->tables() : PeerTables{},
                           inputs_.data(),
-                          outputs_.data()};
+                          outputs_.data(),
+                          program_.output_dtype ? element_size(*program_.output_dtype) : 0};
   if (identity_copies_needed_) identity_copies_->run(bases, stream);
   size_t i = 0;
   const Range run_range(device_, "reshard run");

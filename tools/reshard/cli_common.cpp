@@ -129,6 +129,9 @@ void add_plan_flags(CLI::App& cmd, PlanFlags& flags) {
   cmd.add_option("--dtype", flags.dtype,
                  "Element type: f64 f32 f16 bf16 i64 i32 i16 i8 u8 bool f8e4m3 f8e5m2 c64 (or PyTorch's names)")
       ->capture_default_str();
+  cmd.add_option("--to-dtype", flags.to_dtype,
+                 "Target element type (default: --dtype): the move converts on the receiver; floating pairs of f64 f32 "
+                 "f16 bf16 f8e4m3 f8e5m2, as PyTorch's tensor.to(dtype)");
   add_plan_option_flags(cmd, flags.options);
 }
 
@@ -172,9 +175,17 @@ PlanRequest make_plan_request(const CLI::App& cmd, const PlanFlags& flags) {
   const auto [from_mesh, to_mesh] = make_meshes(cmd, flags);
   const Dims shape = parse_shape(flags.tensor.shape);
   PlanRequest req{Layout(from_mesh, parse_placements(flags.from), shape),
-                  Layout(to_mesh, parse_placements(flags.to), shape), parse_dtype(flags.dtype), PlanOptions{}};
+                  Layout(to_mesh, parse_placements(flags.to), shape), parse_dtype(flags.dtype), PlanOptions{},
+                  DType::kF32};
+  req.to_dtype = flags.to_dtype.empty() ? req.dtype : parse_dtype(flags.to_dtype);
+  if (req.to_dtype != req.dtype) validate_conversion(req.dst, req.dtype, req.to_dtype);
   apply_plan_options(flags.options, req.options);
   return req;
+}
+
+Plan plan_request(const PlanRequest& req, std::optional<int> rank) {
+  return rank ? make_converting_rank_plan(req.src, req.dst, req.dtype, req.to_dtype, *rank, req.options)
+              : make_converting_plan(req.src, req.dst, req.dtype, req.to_dtype, req.options);
 }
 
 Plan load_plan_for(const CLI::App& cmd, const PlanFlags& flags, const std::string& path, const char* file_flag) {
@@ -203,6 +214,9 @@ Plan load_plan_for(const CLI::App& cmd, const PlanFlags& flags, const std::strin
   if (!flags.to.empty()) same("--to", to_string(parse_placements(flags.to)), to_string(plan.dst().placements()));
   if (cmd.count("--dtype"))
     same("--dtype", std::string(to_string(parse_dtype(flags.dtype))), std::string(to_string(plan.dtype())));
+  if (cmd.count("--to-dtype"))
+    same("--to-dtype", std::string(to_string(parse_dtype(flags.to_dtype))),
+         std::string(to_string(plan.target_dtype())));
   return plan;
 }
 

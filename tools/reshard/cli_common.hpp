@@ -36,6 +36,7 @@ struct PlanFlags {
   std::string from_mesh, from_ranks, to_mesh, to_ranks;
   int world_size = -1;
   std::string dtype = "f32";
+  std::string to_dtype;  // empty: the target has --dtype
   // The plan options given, by name (plan_option_table.hpp), as their text: set on the request in make_plan_request.
   std::map<std::string, std::string> options;
 };
@@ -44,7 +45,11 @@ struct PlanRequest {
   Layout src, dst;
   DType dtype;
   PlanOptions options;
+  DType to_dtype;  // the target's (--to-dtype; else dtype): checked by make_plan_request
 };
+
+// The plan of a request (make_converting_plan, or make_converting_rank_plan for `rank`), converting to req.to_dtype.
+Plan plan_request(const PlanRequest& req, std::optional<int> rank = std::nullopt);
 
 // Adds the plan flags; --mesh, --shape, --from and --to are checked by make_plan_request (they are optional when a
 // plan file is given instead).

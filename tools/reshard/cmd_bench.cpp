@@ -10,6 +10,7 @@
 #include "cli_batch.hpp"
 #include "cli_common.hpp"
 #include "cli_output.hpp"
+#include "reshard/dtype_convert.hpp"
 #include "reshard/interrupt.hpp"
 #include "reshard/plan_format.hpp"
 #include "reshard/sweep.hpp"
@@ -46,7 +47,7 @@ std::string sized_note(const std::vector<SweepCase>& cases, double budget_s) {
 struct Flags {
   std::string meshes, sizes, shapes, dtypes = "f32,bf16", strategies = "collective,p2p,hybrid",
                                      transports = "nccl,nvlink", placements = "R,S0,S1";
-  std::string backend = "auto", csv, cases, rendezvous;
+  std::string backend = "auto", csv, cases, rendezvous, to_dtype;
   std::map<std::string, std::string> plan_options;  // the plan option table's flags but --strategy and --transport
   JsonFlag json;
   int iters = 20, warmup = 5;
@@ -79,6 +80,12 @@ SweepOptions sweep_options(const CLI::App& cmd, const Flags& f) {
   RESHARD_REQUIRE(o.shapes.empty() || o.sizes_bytes.empty(), "give --sizes or --shapes, not both");
   o.dtypes.clear();
   for (const std::string& d : split_list(f.dtypes)) o.dtypes.push_back(parse_dtype(d));
+  if (!f.to_dtype.empty()) {
+    o.to_dtype = parse_dtype(f.to_dtype);
+    RESHARD_REQUIRE(!f.batch.given(), "--to-dtype runs one tensor at a time: not with --batch");
+    for (DType d : o.dtypes)
+      if (d != *o.to_dtype) require_convertible(d, *o.to_dtype);
+  }
   o.strategies.clear();
   for (const std::string& s : split_list(f.strategies)) {
     Strategy st = parse_strategy(s);
@@ -155,6 +162,8 @@ Command add_bench_command(CLI::App& app) {
   cmd->add_option("--sizes", f->sizes, "Tensor sizes, comma-separated (default 1MiB..1GiB in x4 steps)");
   cmd->add_option("--shapes", f->shapes, "Tensor shapes instead of sizes, comma-separated (e.g. 4096x4096,8x1048576)");
   cmd->add_option("--dtypes", f->dtypes, "Dtypes, comma-separated")->capture_default_str();
+  cmd->add_option("--to-dtype", f->to_dtype,
+                  "Target dtype of every case (converted on the receiver; a case of that dtype is not converted)");
   cmd->add_option("--strategies", f->strategies, "Strategies to run (auto's choice is marked)")->capture_default_str();
   cmd->add_option("--transports", f->transports,
                   "Transports of p2p and hybrid: nccl, nvlink (unavailable across nodes); collectives run on nccl")

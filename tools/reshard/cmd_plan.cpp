@@ -60,9 +60,9 @@ Command add_plan_command(CLI::App& app) {
       PlanRequest req = make_plan_request(*cmd, flags->plan);
       if (cmd->count("--rank")) {
         int rank = check_rank("--rank", flags->rank, req.src.mesh());
-        plan.emplace(make_rank_plan(req.src, req.dst, req.dtype, rank, req.options));
+        plan.emplace(plan_request(req, rank));
       } else {
-        plan.emplace(make_plan(req.src, req.dst, req.dtype, req.options));
+        plan.emplace(plan_request(req));
       }
     }
     if (svg) {

@@ -177,6 +177,8 @@ Command add_run_command(CLI::App& app) {
       RESHARD_REQUIRE(req && !multi_process,
                       "--batch and --tensor plan from the layout flags and run every rank in this "
                       "process: not with --plan or a launcher's WORLD_SIZE");
+      RESHARD_REQUIRE(req->to_dtype == req->dtype,
+                      "--to-dtype runs one tensor at a time: not with --batch or --tensor");
       return run_batch_command(*req, f.batch, options, json);
     }
 
@@ -186,13 +188,13 @@ Command add_run_command(CLI::App& app) {
       if (loaded)
         plan.emplace(std::move(*loaded));
       else
-        plan.emplace(make_rank_plan(req->src, req->dst, req->dtype, env.rank, req->options));
+        plan.emplace(plan_request(*req, env.rank));
       result = run_plan_process(*plan, env.rank, env.world_size, env.local_rank, rendezvous, options);
     } else {
       if (loaded)
         plan.emplace(std::move(*loaded));
       else
-        plan.emplace(make_plan(req->src, req->dst, req->dtype, req->options));
+        plan.emplace(plan_request(*req));
       RESHARD_REQUIRE(!plan->scope_rank(), "--plan '", f.plan_file, "' is rank ", plan->scope_rank().value_or(0),
                       "'s plan; one process runs every rank and needs the global plan (plan --json without --rank)");
       result = run_plan(*plan, options);

@@ -279,4 +279,15 @@ Index count_local_mismatches(const void* data, const Layout& src, const Layout& 
   return wrong;
 }
 
+Index count_local_mismatches(const void* data, const Layout& src, const Layout& dst, int rank, DType dtype,
+                             DType to_dtype) {
+  if (to_dtype == dtype) return count_local_mismatches(data, src, dst, rank, dtype);
+  const Mesh& target_mesh = dst.mesh();
+  for (int k = 0; k < target_mesh.ndim(); ++k)
+    RESHARD_REQUIRE(!dst.placement(k).is_partial() || target_mesh.dim_size(k) == 1,
+                    "a converted target cannot be Partial (mesh dim ", k, ")");
+  if (!target_mesh.contains(rank)) return 0;  // a world rank outside the target mesh holds nothing
+  return count_mismatches(data, dst.box(rank), dst.global_shape(), dtype, to_dtype);
+}
+
 }  // namespace reshard

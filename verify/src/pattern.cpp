@@ -5,6 +5,7 @@
 #include "box_walk.hpp"
 #include "reshard/detail/half.hpp"
 #include "reshard/detail/pattern_bits.hpp"
+#include "reshard/dtype_convert.hpp"
 
 namespace reshard {
 
@@ -23,6 +24,20 @@ Index count_mismatches(const void* data, const Box& box, const Dims& global_shap
   Index wrong = 0;
   detail::for_each_element(box, global_shape, [&](Index local, Index global) {
     std::uint64_t want = detail::pattern_bits(global, dtype), got = 0;
+    std::memcpy(&got, in + local * es, es);
+    if (es < 8) want &= (std::uint64_t(1) << (8 * es)) - 1;
+    wrong += got != want;
+  });
+  return wrong;
+}
+
+Index count_mismatches(const void* data, const Box& box, const Dims& global_shape, DType dtype, DType to_dtype) {
+  if (to_dtype == dtype) return count_mismatches(data, box, global_shape, dtype);
+  const int es = element_size(to_dtype);
+  const auto* in = static_cast<const unsigned char*>(data);
+  Index wrong = 0;
+  detail::for_each_element(box, global_shape, [&](Index local, Index global) {
+    std::uint64_t want = convert_bits(detail::pattern_bits(global, dtype), dtype, to_dtype), got = 0;
     std::memcpy(&got, in + local * es, es);
     if (es < 8) want &= (std::uint64_t(1) << (8 * es)) - 1;
     wrong += got != want;

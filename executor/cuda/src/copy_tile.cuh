@@ -1,7 +1,10 @@
 // The copy kernels' shared device code: a block copies its tiles (internal to the CUDA backend).
 #pragma once
 
+#include <type_traits>
+
 #include "kernels.hpp"
+#include "reshard/dtype_convert.hpp"
 
 namespace reshard::cuda {
 
@@ -31,26 +34,51 @@ __device__ inline void copy_units(long long total, Address at) {
   }
 }
 
+// The byte offsets of row `row` of region `r` (rows indexed row-major over its outer dims) in its source and target.
+__device__ inline void tile_row_offsets(const DeviceCopyRegion& r, long long row, long long& so, long long& dof) {
+  so = 0;
+  dof = 0;
+  const int outer = r.outer_dims;
+  for (int d = outer - 1; d > 0; --d) {
+    long long idx = row % r.outer_shape[d];
+    row /= r.outer_shape[d];
+    so += idx * r.src_stride[d];
+    dof += idx * r.dst_stride[d];
+  }
+  if (outer > 0) {  // the outermost index is what is left (rows lie within the region): no division
+    so += row * r.src_stride[0];
+    dof += row * r.dst_stride[0];
+  }
+}
+
+// Converts one tile of a `convert` region element by element (detail::convert_value): the tile's columns count source
+// bytes, its destination columns start at the same element in the target's bytes. Wide rows: the block walks the rows,
+// its threads stride along each; narrow rows: threads take (row, element) pairs across the tile.
+template <class From, class To>
+__device__ inline void convert_tile(const DeviceCopyRegion& r, const DeviceCopyTile& t, const char* src, char* dst) {
+  const long long per_row = (t.col_end - t.col_begin) / static_cast<long long>(sizeof(From));
+  const long long dst_col = t.col_begin / static_cast<long long>(sizeof(From)) * static_cast<long long>(sizeof(To));
+  auto convert_at = [&](long long row, long long col) {
+    long long so, dof;
+    tile_row_offsets(r, row, so, dof);
+    const From v = reinterpret_cast<const From*>(src + so + t.col_begin)[col];
+    reinterpret_cast<To*>(dst + dof + dst_col)[col] = detail::convert_value<From, To>(v);
+  };
+  if (per_row >= kThreads) {
+    for (long long row = t.row_begin; row < t.row_end; ++row)
+      for (long long col = threadIdx.x; col < per_row; col += kThreads) convert_at(row, col);
+  } else {
+    const long long total = (t.row_end - t.row_begin) * per_row;
+    for (long long u = threadIdx.x; u < total; u += kThreads) convert_at(t.row_begin + u / per_row, u % per_row);
+  }
+}
+
 // Copies one tile with `Unit`-sized accesses. Wide rows: the block walks the rows and its threads stride along
 // each row. Narrow rows: threads take (row, unit) pairs across the tile.
 template <class Unit>
 __device__ inline void copy_tile(const DeviceCopyRegion& r, const DeviceCopyTile& t, const char* src, char* dst) {
   const long long units_per_row = (t.col_end - t.col_begin) / static_cast<long long>(sizeof(Unit));
-  const int outer = r.outer_dims;
-  auto row_offsets = [&](long long row, long long& so, long long& dof) {
-    so = 0;
-    dof = 0;
-    for (int d = outer - 1; d > 0; --d) {
-      long long idx = row % r.outer_shape[d];
-      row /= r.outer_shape[d];
-      so += idx * r.src_stride[d];
-      dof += idx * r.dst_stride[d];
-    }
-    if (outer > 0) {  // the outermost index is what is left (rows lie within the region): no division
-      so += row * r.src_stride[0];
-      dof += row * r.dst_stride[0];
-    }
-  };
+  auto row_offsets = [&](long long row, long long& so, long long& dof) { tile_row_offsets(r, row, so, dof); };
   if (units_per_row >= kThreads) {
     for (long long row = t.row_begin; row < t.row_end; ++row) {
       long long so, dof;
@@ -105,6 +133,30 @@ __device__ inline void copy_tiles(const DeviceCopyRegion* regions, const DeviceC
       copy_tile<unsigned short>(r, t, src, dst);
     else
       copy_tile<unsigned char>(r, t, src, dst);
+  }
+}
+
+// The tiles of a converting batch, grid-stride as copy_tiles: regions marked `convert` element by element, others
+// (a fused step's, where the batch cannot be split) byte by byte; converting batches are few, so their kernels keep
+// one code path each.
+template <class From, class To>
+__device__ inline void convert_tiles(const DeviceCopyRegion* regions, const DeviceCopyTile* tiles, int tile_count,
+                                     const DeviceBases& bases) {
+  __shared__ DeviceCopyRegion region;
+  __shared__ DeviceCopyTile tile;
+  for (int ti = blockIdx.x; ti < tile_count; ti += gridDim.x) {
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      tile = tiles[ti];
+      region = regions[tile.region];
+    }
+    __syncthreads();
+    const char* src = static_cast<const char*>(bases.ptr[region.src_buffer]) + region.src_offset;
+    char* dst = static_cast<char*>(const_cast<void*>(bases.ptr[region.dst_buffer])) + region.dst_offset;
+    if (region.convert)
+      convert_tile<From, To>(region, tile, src, dst);
+    else
+      convert_tile<unsigned char, unsigned char>(region, tile, src, dst);
   }
 }
 

@@ -13,6 +13,7 @@
 #include "kernels.hpp"
 #include "reduce_kernels.hpp"
 #include "reshard/cuda_check.hpp"
+#include "reshard/dtype_convert.hpp"
 
 namespace reshard {
 
@@ -179,6 +180,29 @@ std::unique_ptr<CopyBatch> CudaDevice::prepare_copies(const Copies& copies, int 
   // Copies beside communication run while NCCL kernels move data: cap them at half the SMs.
   const int max_blocks = copies.beside_communication ? std::max(1, sm_count_ / 2) * 2 : 0;
   return cuda::make_kernel_copies(*this, device_, copies.regions, element_size, max_blocks);
+}
+
+// A converting batch: its regions into an output buffer on the pair's converting kernel, the others (if any) on the
+// plain copy kernel, one launch each (the regions of one batch are independent).
+std::unique_ptr<CopyBatch> CudaDevice::prepare_copies(const Copies& copies, DType dtype, DType output_dtype) {
+  if (dtype == output_dtype) return prepare_copies(copies, element_size(dtype));
+  require_convertible(dtype, output_dtype);
+  Copies plain = copies, converting = copies;
+  plain.regions.clear();
+  converting.regions.clear();
+  for (const CopyRegion& r : copies.regions)
+    (r.dst.buffer == Buffer::kOutput ? converting : plain).regions.push_back(r);
+  if (converting.regions.empty()) return prepare_copies(copies, element_size(dtype));
+  RESHARD_REQUIRE(copies.engine == CopyEngine::kKernel,
+                  "internal: copies that convert into the output run on the copy kernel, not the copy engines");
+  const int max_blocks = copies.beside_communication ? std::max(1, sm_count_ / 2) * 2 : 0;
+  std::unique_ptr<CopyBatch> convert =
+      cuda::make_converting_copies(*this, device_, converting.regions, dtype, output_dtype, max_blocks);
+  if (plain.regions.empty()) return convert;
+  std::vector<std::unique_ptr<CopyBatch>> parts;
+  parts.push_back(prepare_copies(plain, element_size(dtype)));
+  parts.push_back(std::move(convert));
+  return std::make_unique<cuda::SplitBatch>(std::move(parts));
 }
 
 std::unique_ptr<PeerLink> CudaDevice::connect_peers(Communicator& comm) {

@@ -177,7 +177,10 @@ class CudaPeerLink : public PeerLink {
     if (error_) cudaFreeHost(error_);
   }
 
-  std::unique_ptr<CopyBatch> prepare_fused(const FusedPeerStep& op, DType dtype,
+  std::unique_ptr<CopyBatch> prepare_fused(const FusedPeerStep& op, DType dtype, std::chrono::milliseconds t) override {
+    return prepare_fused(op, dtype, dtype, t);
+  }
+  std::unique_ptr<CopyBatch> prepare_fused(const FusedPeerStep& op, DType dtype, DType output_dtype,
                                            std::chrono::milliseconds timeout) override {
     RESHARD_REQUIRE(op.slot >= 0 && op.slot < kFusedSlots, "a plan fuses at most ", kFusedSlots,
                     " one-sided steps (step ", op.slot, ")");
@@ -198,8 +201,9 @@ class CudaPeerLink : public PeerLink {
     fill_await(op.done.await, 1, s.await_done, s.await_done_count);
     s.error = error_device_;
     s.timeout_ns = static_cast<unsigned long long>(timeout.count()) * 1000000ull;
-    if (!op.reduce.empty()) return make_fused_reductions(device_, ordinal_, sm_count_, op.reduce, dtype, s);
-    return make_fused_copies(device_, ordinal_, sm_count_, op.regions, element_size(dtype), s);
+    if (!op.reduce.empty())
+      return make_fused_reductions(device_, ordinal_, sm_count_, op.reduce, dtype, output_dtype, s);
+    return make_fused_copies(device_, ordinal_, sm_count_, op.regions, dtype, output_dtype, s);
   }
 
   void check() override {

@@ -6,13 +6,16 @@
 #include "reduce_tiles.hpp"
 #include "reshard/cuda_check.hpp"
 #include "reshard/cuda_device.hpp"
+#include "reshard/dtype_convert.hpp"
 
 namespace reshard {
 namespace cuda {
 
 ReduceTileSet::ReduceTileSet(Device& device, const std::vector<ReduceRegion>& regions, DType dtype,
-                             long long tile_elements)
+                             long long tile_elements, std::optional<DType> output_dtype)
     : as_(detail::reduce_as(dtype)) {
+  const bool converting = output_dtype && *output_dtype != dtype;
+  if (converting) require_convertible(dtype, *output_dtype);  // floating dtypes: one lane
   RESHARD_REQUIRE(tile_elements >= 1, "reduction tiles must hold at least one element");
   // complex64 runs as f32 pairs: every element offset and outer stride doubles, and so does the contiguous row.
   const long long lanes = as_.lanes;
@@ -37,6 +40,10 @@ ReduceTileSet::ReduceTileSet(Device& device, const std::vector<ReduceRegion>& re
     d.src_count = static_cast<int>(r.srcs.size());
     d.op = r.op;
     d.divisor = r.divisor;
+    d.convert = converting && r.dst.buffer == Buffer::kOutput ? 1 : 0;
+    RESHARD_REQUIRE(rs.empty() || d.convert == rs.front().convert,
+                    "internal: a converting batch of reductions mixes regions into the output and elsewhere");
+    converts_ = d.convert == 1;
     d.dst_offset = r.dst.offset * lanes;
     for (int k = 0; k < nd; ++k) {
       d.shape[k] = k == nd - 1 ? r.shape[k] * lanes : r.shape[k];
@@ -81,32 +88,48 @@ ReduceTileSet::ReduceTileSet(Device& device, const std::vector<ReduceRegion>& re
 
 namespace {
 
+// Converting (output_dtype != dtype): the pair's kernel, whose regions into an output buffer store converted.
 class CudaReduceBatch : public CopyBatch {
  public:
-  CudaReduceBatch(CudaDevice& device, const std::vector<ReduceRegion>& regions, DType dtype)
-      : tiles_(device, regions, dtype) {}
+  CudaReduceBatch(CudaDevice& device, const std::vector<ReduceRegion>& regions, DType dtype, DType output_dtype)
+      : tiles_(device, regions, dtype, cuda::kReduceTileElements, output_dtype), output_dtype_(output_dtype) {
+    if (converts()) RESHARD_CUDA_CHECK(cuda::load_converting_reductions(tiles_.kernel_dtype(), output_dtype_));
+  }
 
   void run(const BufferBases& b, StreamHandle stream) override {
-    RESHARD_CUDA_CHECK(cuda::launch_reductions(tiles_.regions(), tiles_.sources(), tiles_.tiles(), tiles_.tile_count(),
-                                               tiles_.kernel_dtype(), tiles_.bases().fill(b),
-                                               static_cast<cudaStream_t>(stream)));
+    const auto s = static_cast<cudaStream_t>(stream);
+    if (converts())
+      RESHARD_CUDA_CHECK(cuda::launch_converting_reductions(tiles_.kernel_dtype(), output_dtype_, tiles_.regions(),
+                                                            tiles_.sources(), tiles_.tiles(), tiles_.tile_count(),
+                                                            tiles_.bases().fill(b), s));
+    else
+      RESHARD_CUDA_CHECK(cuda::launch_reductions(tiles_.regions(), tiles_.sources(), tiles_.tiles(),
+                                                 tiles_.tile_count(), tiles_.kernel_dtype(), tiles_.bases().fill(b),
+                                                 s));
   }
 
  private:
+  bool converts() const { return tiles_.converts(); }
   cuda::ReduceTileSet tiles_;
+  DType output_dtype_;
 };
 
 }  // namespace
 
 std::unique_ptr<CopyBatch> CudaDevice::prepare_reductions(const std::vector<ReduceRegion>& regions, DType dtype) {
+  return prepare_reductions(regions, dtype, dtype);
+}
+
+std::unique_ptr<CopyBatch> CudaDevice::prepare_reductions(const std::vector<ReduceRegion>& regions, DType dtype,
+                                                          DType output_dtype) {
   auto groups = cuda::split_by_bases(regions, [](const ReduceRegion& r) {
     std::vector<BufferRef> refs = r.srcs;
     refs.push_back(r.dst);
     return refs;
   });
-  if (groups.size() == 1) return std::make_unique<CudaReduceBatch>(*this, regions, dtype);
+  if (groups.size() == 1) return std::make_unique<CudaReduceBatch>(*this, regions, dtype, output_dtype);
   std::vector<std::unique_ptr<CopyBatch>> parts;
-  for (const auto& g : groups) parts.push_back(std::make_unique<CudaReduceBatch>(*this, g, dtype));
+  for (const auto& g : groups) parts.push_back(std::make_unique<CudaReduceBatch>(*this, g, dtype, output_dtype));
   return std::make_unique<cuda::SplitBatch>(std::move(parts));
 }
 

@@ -7,6 +7,7 @@
 #include "copy_batches.hpp"
 #include "reduce_tiles.hpp"
 #include "reshard/cuda_check.hpp"
+#include "reshard/dtype_convert.hpp"
 
 namespace reshard::cuda {
 namespace {
@@ -57,52 +58,84 @@ class FusedCall {
   int blocks_;
 };
 
+bool writes_output(const std::vector<CopyRegion>& regions) {
+  return std::any_of(regions.begin(), regions.end(),
+                     [](const CopyRegion& r) { return r.dst.buffer == Buffer::kOutput; });
+}
+
 class FusedCopyBatch : public CopyBatch {
  public:
-  FusedCopyBatch(Device& device, int ordinal, int sm_count, const std::vector<CopyRegion>& regions, int es,
-                 const FusedSync& sync)
-      : tiles_(device, ordinal, regions, es, copy_tile_bytes(regions, es, sm_count)),
-        call_(device, sync, tiles_.tile_count(), sm_count) {}
+  // Converting (dtype != output_dtype, some region into an output buffer): those regions convert, on the pair's
+  // fused kernel.
+  FusedCopyBatch(Device& device, int ordinal, int sm_count, const std::vector<CopyRegion>& regions, DType dtype,
+                 DType output_dtype, const FusedSync& sync)
+      : dtype_(dtype),
+        output_dtype_(writes_output(regions) ? output_dtype : dtype),
+        tiles_(device, ordinal, regions, element_size(dtype), copy_tile_bytes(regions, element_size(dtype), sm_count),
+               kMaxBases, dtype_ != output_dtype_ ? element_size(output_dtype_) : 0),
+        call_(device, sync, tiles_.tile_count(), sm_count) {
+    if (dtype_ != output_dtype_) RESHARD_CUDA_CHECK(load_converting_kernels(dtype_, output_dtype_));
+  }
   void run(const BufferBases& b, StreamHandle stream) override {
-    RESHARD_CUDA_CHECK(launch_fused(tiles_.regions(), tiles_.tiles(), tiles_.tile_count(), call_.blocks(),
-                                    tiles_.bases().fill(b), call_.sync(), static_cast<cudaStream_t>(stream)));
+    const auto s = static_cast<cudaStream_t>(stream);
+    if (dtype_ != output_dtype_)
+      RESHARD_CUDA_CHECK(launch_converting_fused(dtype_, output_dtype_, tiles_.regions(), tiles_.tiles(),
+                                                 tiles_.tile_count(), call_.blocks(), tiles_.bases().fill(b),
+                                                 call_.sync(), s));
+    else
+      RESHARD_CUDA_CHECK(launch_fused(tiles_.regions(), tiles_.tiles(), tiles_.tile_count(), call_.blocks(),
+                                      tiles_.bases().fill(b), call_.sync(), s));
   }
 
  private:
+  DType dtype_, output_dtype_;  // equal: no conversion
   TileSet tiles_;
   FusedCall call_;
 };
 
+// Converting (output_dtype != dtype): the pair's fused kernel, whose regions into an output buffer store converted.
 class FusedReduceBatch : public CopyBatch {
  public:
   FusedReduceBatch(Device& device, int sm_count, const std::vector<ReduceRegion>& regions, DType dtype,
-                   const FusedSync& sync)
-      : tiles_(device, regions, dtype, reduce_tile_elements(regions, dtype, sm_count)),
-        call_(device, sync, tiles_.tile_count(), sm_count) {}
+                   DType output_dtype, const FusedSync& sync)
+      : tiles_(device, regions, dtype, reduce_tile_elements(regions, dtype, sm_count), output_dtype),
+        call_(device, sync, tiles_.tile_count(), sm_count),
+        output_dtype_(output_dtype) {
+    if (converts()) RESHARD_CUDA_CHECK(load_converting_reductions(tiles_.kernel_dtype(), output_dtype_));
+  }
   void run(const BufferBases& b, StreamHandle stream) override {
-    RESHARD_CUDA_CHECK(launch_fused_reductions(tiles_.regions(), tiles_.sources(), tiles_.tiles(), tiles_.tile_count(),
-                                               call_.blocks(), tiles_.kernel_dtype(), tiles_.bases().fill(b),
-                                               call_.sync(), static_cast<cudaStream_t>(stream)));
+    const auto s = static_cast<cudaStream_t>(stream);
+    if (converts())
+      RESHARD_CUDA_CHECK(launch_converting_fused_reductions(tiles_.kernel_dtype(), output_dtype_, tiles_.regions(),
+                                                            tiles_.sources(), tiles_.tiles(), tiles_.tile_count(),
+                                                            call_.blocks(), tiles_.bases().fill(b), call_.sync(), s));
+    else
+      RESHARD_CUDA_CHECK(launch_fused_reductions(tiles_.regions(), tiles_.sources(), tiles_.tiles(),
+                                                 tiles_.tile_count(), call_.blocks(), tiles_.kernel_dtype(),
+                                                 tiles_.bases().fill(b), call_.sync(), s));
   }
 
  private:
+  bool converts() const { return tiles_.converts(); }
   ReduceTileSet tiles_;
   FusedCall call_;
+  DType output_dtype_;
 };
 
 }  // namespace
 
 std::unique_ptr<CopyBatch> make_fused_copies(Device& device, int ordinal, int sm_count,
-                                             const std::vector<CopyRegion>& regions, int element_size,
+                                             const std::vector<CopyRegion>& regions, DType dtype, DType output_dtype,
                                              const FusedSync& sync) {
-  return std::make_unique<FusedCopyBatch>(device, ordinal, sm_count, regions, element_size, sync);
+  if (dtype != output_dtype) require_convertible(dtype, output_dtype);
+  return std::make_unique<FusedCopyBatch>(device, ordinal, sm_count, regions, dtype, output_dtype, sync);
 }
 
 std::unique_ptr<CopyBatch> make_fused_reductions(Device& device, int ordinal, int sm_count,
                                                  const std::vector<ReduceRegion>& regions, DType dtype,
-                                                 const FusedSync& sync) {
+                                                 DType output_dtype, const FusedSync& sync) {
   RESHARD_CUDA_CHECK(cudaSetDevice(ordinal));
-  return std::make_unique<FusedReduceBatch>(device, sm_count, regions, dtype, sync);
+  return std::make_unique<FusedReduceBatch>(device, sm_count, regions, dtype, output_dtype, sync);
 }
 
 }  // namespace reshard::cuda

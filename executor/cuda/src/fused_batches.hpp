@@ -11,11 +11,12 @@
 namespace reshard::cuda {
 
 // `sync` holds the step's flag addresses, error word and timeout; the batch adds its own call counter (state).
+// `output_dtype` != `dtype`: writes into an output buffer convert (RankProgram::output_dtype).
 std::unique_ptr<CopyBatch> make_fused_copies(Device& device, int ordinal, int sm_count,
-                                             const std::vector<CopyRegion>& regions, int element_size,
+                                             const std::vector<CopyRegion>& regions, DType dtype, DType output_dtype,
                                              const FusedSync& sync);
 std::unique_ptr<CopyBatch> make_fused_reductions(Device& device, int ordinal, int sm_count,
                                                  const std::vector<ReduceRegion>& regions, DType dtype,
-                                                 const FusedSync& sync);
+                                                 DType output_dtype, const FusedSync& sync);
 
 }  // namespace reshard::cuda

@@ -18,7 +18,7 @@ unsigned int alignment_of(long long x) {
 }  // namespace
 
 TileSet::TileSet(Device& device, int ordinal, const std::vector<CopyRegion>& regions, int es, long long tile_bytes,
-                 int max_bases)
+                 int max_bases, int output_es)
     : bases_(max_bases) {
   // At most 1 GiB: the kernels index within a tile in 32 bits (copy_tile.cuh).
   RESHARD_REQUIRE(tile_bytes >= 16 && tile_bytes % 16 == 0 && tile_bytes <= (1LL << 30),
@@ -32,15 +32,17 @@ TileSet::TileSet(Device& device, int ordinal, const std::vector<CopyRegion>& reg
     d.src_buffer = bases_.code(r.src);
     d.dst_buffer = bases_.code(r.dst);
     d.outer_dims = nd - 1;
+    d.convert = output_es > 0 && r.dst.buffer == Buffer::kOutput ? 1 : 0;
+    const int des = d.convert ? output_es : es;
     d.src_offset = r.src.offset * es;
-    d.dst_offset = r.dst.offset * es;
+    d.dst_offset = r.dst.offset * des;
     d.row_bytes = r.shape[nd - 1] * es;
     long long align_bits = d.src_offset | d.dst_offset | d.row_bytes;
     long long rows = 1;
     for (int k = 0; k < nd - 1; ++k) {
       d.outer_shape[k] = r.shape[k];
       d.src_stride[k] = r.src_strides[k] * es;
-      d.dst_stride[k] = r.dst_strides[k] * es;
+      d.dst_stride[k] = r.dst_strides[k] * des;
       align_bits |= d.src_stride[k] | d.dst_stride[k];
       rows *= r.shape[k];
     }
@@ -94,7 +96,36 @@ class KernelCopyBatch : public CopyBatch {
   int max_blocks_;
 };
 
+// A converting batch: one launch of the (dtype, output dtype) pair's copy kernel.
+class ConvertingCopyBatch : public CopyBatch {
+ public:
+  ConvertingCopyBatch(Device& device, int ordinal, const std::vector<CopyRegion>& regions, DType dtype,
+                      DType output_dtype, int max_blocks)
+      : tiles_(device, ordinal, regions, element_size(dtype), 64 * 1024, kMaxBases, element_size(output_dtype)),
+        dtype_(dtype),
+        output_dtype_(output_dtype),
+        max_blocks_(max_blocks) {
+    RESHARD_CUDA_CHECK(load_converting_kernels(dtype, output_dtype));
+  }
+
+  void run(const BufferBases& b, StreamHandle stream) override {
+    RESHARD_CUDA_CHECK(launch_converting_copies(dtype_, output_dtype_, tiles_.regions(), tiles_.tiles(),
+                                                tiles_.tile_count(), max_blocks_, tiles_.bases().fill<DeviceBases>(b),
+                                                static_cast<cudaStream_t>(stream)));
+  }
+
+ private:
+  TileSet tiles_;
+  DType dtype_, output_dtype_;
+  int max_blocks_;
+};
+
 }  // namespace
+
+std::unique_ptr<CopyBatch> make_converting_copies(Device& device, int ordinal, const std::vector<CopyRegion>& regions,
+                                                  DType dtype, DType output_dtype, int max_blocks) {
+  return std::make_unique<ConvertingCopyBatch>(device, ordinal, regions, dtype, output_dtype, max_blocks);
+}
 
 std::unique_ptr<CopyBatch> make_kernel_copies(Device& device, int ordinal, const std::vector<CopyRegion>& regions,
                                               int element_size, int max_blocks) {

@@ -3,6 +3,8 @@
 
 #include <cuda_runtime.h>
 
+#include "reshard/dtype.hpp"
+
 namespace reshard::cuda {
 
 constexpr int kMaxOuterDims = 7;
@@ -25,6 +27,9 @@ struct DeviceCopyRegion {
   long long outer_shape[kMaxOuterDims] = {};
   long long src_stride[kMaxOuterDims] = {}, dst_stride[kMaxOuterDims] = {};
   unsigned int align = 1;  // power of two dividing every offset, stride and row length (bytes), at most 16
+  // 1: a region of a converting batch that writes an output buffer: its source elements (row_bytes and the tiles'
+  // columns count their bytes) are stored converted; dst_offset and dst_stride count the output dtype's bytes.
+  int convert = 0;
 };
 
 // A block's share of a region: rows [row_begin, row_end), bytes [col_begin, col_end) of each row.
@@ -79,4 +84,15 @@ cudaError_t launch_copies(const DeviceCopyRegion* regions, const DeviceCopyTile*
                           const DeviceBases& bases, cudaStream_t stream);
 cudaError_t launch_copies(const DeviceCopyRegion* regions, const DeviceCopyTile* tiles, int tile_count, int max_blocks,
                           const DeviceWideBases& bases, cudaStream_t stream);
+
+// Loads the converting kernels of the pair now (as load_copy_kernels; cudaErrorInvalidValue for a pair that does not
+// convert).
+cudaError_t load_converting_kernels(DType from, DType to);
+// The same for a converting batch (convert_kernels.cu): regions marked `convert` store elements of `from` as `to`
+// (reshard/dtype_convert.hpp's rules), the others copy bytes. cudaErrorInvalidValue for a pair that does not convert.
+cudaError_t launch_converting_copies(DType from, DType to, const DeviceCopyRegion* regions, const DeviceCopyTile* tiles,
+                                     int tile_count, int max_blocks, const DeviceBases& bases, cudaStream_t stream);
+cudaError_t launch_converting_fused(DType from, DType to, const DeviceCopyRegion* regions, const DeviceCopyTile* tiles,
+                                    int tile_count, int blocks, DeviceBases bases, const FusedSync& sync,
+                                    cudaStream_t stream);
 }  // namespace reshard::cuda

@@ -22,6 +22,9 @@ struct DeviceReduceRegion {
   long long dst_offset = 0;
   long long shape[kMaxReduceDims] = {};
   long long dst_stride[kMaxReduceDims] = {};
+  // 1: a region of a converting batch that writes an output buffer: the result, rounded to the dtype the kernel runs,
+  // is stored converted to the batch's output dtype (dst_offset and dst_stride count its elements).
+  int convert = 0;
 };
 
 struct DeviceReduceSource {
@@ -52,5 +55,17 @@ cudaError_t launch_fused_reductions(const DeviceReduceRegion* regions, const Dev
 cudaError_t launch_reductions(const DeviceReduceRegion* regions, const DeviceReduceSource* sources,
                               const DeviceReduceTile* tiles, int tile_count, DType dtype, DeviceBases bases,
                               cudaStream_t stream);
+
+// The batched and the fused reductions of a converting batch (convert_reduce_kernels.cu): regions marked `convert`
+// store their results as `to`; cudaErrorInvalidValue for a pair that does not convert. The load_ function loads the
+// pair's two kernels now (as load_reduce_kernels).
+cudaError_t load_converting_reductions(DType from, DType to);
+cudaError_t launch_converting_reductions(DType from, DType to, const DeviceReduceRegion* regions,
+                                         const DeviceReduceSource* sources, const DeviceReduceTile* tiles,
+                                         int tile_count, DeviceBases bases, cudaStream_t stream);
+cudaError_t launch_converting_fused_reductions(DType from, DType to, const DeviceReduceRegion* regions,
+                                               const DeviceReduceSource* sources, const DeviceReduceTile* tiles,
+                                               int tile_count, int blocks, DeviceBases bases, const FusedSync& sync,
+                                               cudaStream_t stream);
 
 }  // namespace reshard::cuda

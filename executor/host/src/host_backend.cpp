@@ -5,6 +5,7 @@
 #include <exception>
 #include <thread>
 
+#include "reshard/dtype_convert.hpp"
 #include "reshard/host_reduce.hpp"
 
 namespace reshard {
@@ -279,9 +280,13 @@ class HostMemory : public DeviceMemory {
   std::unique_ptr<std::byte[]> data_;
 };
 
+// Copies rows of `es`-byte elements; with a conversion (dtype != output_dtype), rows written into an output buffer are
+// converted element by element (dtype_convert.hpp), their offsets in elements of the output dtype (address_of).
 class HostCopyBatch : public CopyBatch {
  public:
   HostCopyBatch(std::vector<CopyRegion> regions, int es) : regions_(std::move(regions)), es_(es) {}
+  HostCopyBatch(std::vector<CopyRegion> regions, DType dtype, DType output_dtype)
+      : regions_(std::move(regions)), es_(element_size(dtype)), dtype_(dtype), output_dtype_(output_dtype) {}
   void run(const BufferBases& b, StreamHandle) override {
     for (const CopyRegion& r : regions_) copy(b, r);
   }
@@ -294,6 +299,8 @@ class HostCopyBatch : public CopyBatch {
     for (int d = 0; d < nd - 1; ++d) rows *= r.shape[d];
     const auto* src = static_cast<const std::byte*>(address_of(b, r.src, es_));
     auto* dst = static_cast<std::byte*>(const_cast<void*>(address_of(b, r.dst, es_)));
+    const bool converts = dtype_ != output_dtype_ && r.dst.buffer == Buffer::kOutput;
+    const int dst_es = converts ? element_size(output_dtype_) : es_;
     Dims idx(nd, 0);
     for (Index i = 0; i < rows; ++i) {
       Index so = 0, dof = 0;
@@ -301,7 +308,10 @@ class HostCopyBatch : public CopyBatch {
         so += idx[d] * r.src_strides[d];
         dof += idx[d] * r.dst_strides[d];
       }
-      std::memmove(dst + dof * es_, src + so * es_, row);
+      if (converts)
+        convert_elements(src + so * es_, dtype_, dst + dof * dst_es, output_dtype_, r.shape[nd - 1]);
+      else
+        std::memmove(dst + dof * es_, src + so * es_, row);
       for (int d = nd - 2; d >= 0; --d) {
         if (++idx[d] < r.shape[d]) break;
         idx[d] = 0;
@@ -310,6 +320,7 @@ class HostCopyBatch : public CopyBatch {
   }
   std::vector<CopyRegion> regions_;
   int es_;
+  DType dtype_ = DType::kU8, output_dtype_ = DType::kU8;  // equal: no conversion
 };
 
 // Host work is done when enqueued: an event only timestamps.
@@ -333,6 +344,11 @@ std::unique_ptr<DeviceEvent> HostDevice::create_event() { return std::make_uniqu
 
 std::unique_ptr<CopyBatch> HostDevice::prepare_copies(const Copies& copies, int element_size) {
   return std::make_unique<HostCopyBatch>(copies.regions, element_size);
+}
+
+std::unique_ptr<CopyBatch> HostDevice::prepare_copies(const Copies& copies, DType dtype, DType output_dtype) {
+  if (dtype != output_dtype) require_convertible(dtype, output_dtype);
+  return std::make_unique<HostCopyBatch>(copies.regions, dtype, output_dtype);
 }
 
 void HostDevice::check_buffer(const void* data, size_t bytes, const char* what) const {

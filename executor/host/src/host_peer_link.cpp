@@ -75,11 +75,17 @@ class HostPeerLink : public PeerLink {
   }
 
   // The host runs a fused step as what it stands for: ready, the copies or the reductions, done.
-  std::unique_ptr<CopyBatch> prepare_fused(const FusedPeerStep& op, DType dtype, std::chrono::milliseconds) override {
+  std::unique_ptr<CopyBatch> prepare_fused(const FusedPeerStep& op, DType dtype,
+                                           std::chrono::milliseconds timeout) override {
+    return prepare_fused(op, dtype, dtype, timeout);
+  }
+  // Converting (backend.hpp): the copies or reductions convert what they write into an output buffer.
+  std::unique_ptr<CopyBatch> prepare_fused(const FusedPeerStep& op, DType dtype, DType output_dtype,
+                                           std::chrono::milliseconds) override {
     HostDevice device;
     return std::make_unique<Fused>(*this, op,
-                                   op.reduce.empty() ? device.prepare_copies(Copies{op.regions}, element_size(dtype))
-                                                     : device.prepare_reductions(op.reduce, dtype));
+                                   op.reduce.empty() ? device.prepare_copies(Copies{op.regions}, dtype, output_dtype)
+                                                     : device.prepare_reductions(op.reduce, dtype, output_dtype));
   }
   void check() override {}  // waits throw on timeout themselves
 

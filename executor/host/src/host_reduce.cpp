@@ -1,11 +1,13 @@
 // The host backend's reduction (reshard/host_reduce.hpp) and HostDevice::prepare_reductions on top of it.
 #include "reshard/host_reduce.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <type_traits>
 
 #include "reshard/detail/half.hpp"
 #include "reshard/detail/reduce_math.hpp"
+#include "reshard/dtype_convert.hpp"
 #include "reshard/host_backend.hpp"
 
 namespace reshard {
@@ -77,14 +79,39 @@ void reduce_typed(std::byte* dst, const Dims& dst_strides, std::span<const HostR
   }
 }
 
+// Writes `shape` elements of `from`, dense row-major at `src`, into `dst` (strides in its elements) as `to`.
+void convert_box(const std::byte* src, DType from, std::byte* dst, const Dims& dst_strides, DType to,
+                 const Dims& shape) {
+  const int nd = shape.size();
+  const Index row = nd ? shape[nd - 1] : 1;
+  const Index rows = row > 0 ? shape.product() / row : 0;
+  const int fes = element_size(from), tes = element_size(to);
+  Dims idx(nd, 0);
+  for (Index i = 0; i < rows; ++i) {
+    Index dof = 0;
+    for (int d = 0; d + 1 < nd; ++d) dof += idx[d] * dst_strides[d];
+    convert_elements(src + i * row * fes, from, dst + dof * tes, to, row);
+    for (int d = nd - 2; d >= 0; --d) {
+      if (++idx[d] < shape[d]) break;
+      idx[d] = 0;
+    }
+  }
+}
+
+// Reduces in `dtype`; with a conversion (output_dtype != dtype), a region written into an output buffer is reduced
+// into a dense scratch box of `dtype` (rounded to it), then stored converted.
 class HostReduceBatch : public CopyBatch {
  public:
-  HostReduceBatch(std::vector<ReduceRegion> regions, DType dtype) : regions_(std::move(regions)), dtype_(dtype) {
+  HostReduceBatch(std::vector<ReduceRegion> regions, DType dtype, DType output_dtype)
+      : regions_(std::move(regions)), dtype_(dtype), output_dtype_(output_dtype) {
+    Index most = 0;
     for (const ReduceRegion& r : regions_) {
       require_reducible(dtype_, r.op);
       RESHARD_REQUIRE(r.srcs.size() == r.src_strides.size(), "reduction region: ", r.srcs.size(), " sources but ",
                       r.src_strides.size(), " stride sets");
+      if (converts(r)) most = std::max(most, r.shape.product());
     }
+    scratch_.resize(static_cast<size_t>(most) * static_cast<size_t>(element_size(dtype_)));
   }
   void run(const BufferBases& b, StreamHandle) override {
     const int es = element_size(dtype_);
@@ -93,13 +120,24 @@ class HostReduceBatch : public CopyBatch {
       srcs.clear();
       for (size_t j = 0; j < r.srcs.size(); ++j)
         srcs.push_back({static_cast<const std::byte*>(address_of(b, r.srcs[j], es)), r.src_strides[j]});
-      host_reduce(const_cast<void*>(address_of(b, r.dst, es)), r.dst_strides, srcs, r.shape, dtype_, r.op, r.divisor);
+      auto* dst = static_cast<std::byte*>(const_cast<void*>(address_of(b, r.dst, es)));
+      if (!converts(r)) {
+        host_reduce(dst, r.dst_strides, srcs, r.shape, dtype_, r.op, r.divisor);
+        continue;
+      }
+      const int nd = r.shape.size();
+      Dims dense(nd, 1);
+      for (int d = nd - 2; d >= 0; --d) dense[d] = dense[d + 1] * r.shape[d + 1];
+      host_reduce(scratch_.data(), dense, srcs, r.shape, dtype_, r.op, r.divisor);
+      convert_box(scratch_.data(), dtype_, dst, r.dst_strides, output_dtype_, r.shape);
     }
   }
 
  private:
+  bool converts(const ReduceRegion& r) const { return output_dtype_ != dtype_ && r.dst.buffer == Buffer::kOutput; }
   std::vector<ReduceRegion> regions_;
-  DType dtype_;
+  DType dtype_, output_dtype_;
+  std::vector<std::byte> scratch_;
 };
 
 }  // namespace
@@ -130,7 +168,13 @@ void host_reduce(void* dst, const void* src, size_t count, DType dtype, ReduceOp
 }
 
 std::unique_ptr<CopyBatch> HostDevice::prepare_reductions(const std::vector<ReduceRegion>& regions, DType dtype) {
-  return std::make_unique<HostReduceBatch>(regions, dtype);
+  return std::make_unique<HostReduceBatch>(regions, dtype, dtype);
+}
+
+std::unique_ptr<CopyBatch> HostDevice::prepare_reductions(const std::vector<ReduceRegion>& regions, DType dtype,
+                                                          DType output_dtype) {
+  if (dtype != output_dtype) require_convertible(dtype, output_dtype);
+  return std::make_unique<HostReduceBatch>(regions, dtype, output_dtype);
 }
 
 }  // namespace reshard

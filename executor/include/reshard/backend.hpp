@@ -113,6 +113,8 @@ struct BufferBases {
   // A batch's program: every tensor's input and output (index: BufferRef::tensor; entry 0 equals input/output).
   const void* const* inputs = nullptr;
   void* const* outputs = nullptr;
+  // Element size of the output buffers when the program converts (RankProgram::output_dtype); 0: as every buffer's.
+  int output_element_size = 0;
 };
 
 // The address of a buffer reference's element 0 (`element_size` bytes per element).
@@ -130,7 +132,8 @@ inline const void* address_of(const BufferBases& b, const BufferRef& ref, int el
   } else {
     base = ref.buffer == Buffer::kInput ? b.input : ref.buffer == Buffer::kOutput ? b.output : b.work;
   }
-  return static_cast<const std::byte*>(base) + ref.offset * element_size;
+  const int es = ref.buffer == Buffer::kOutput && b.output_element_size > 0 ? b.output_element_size : element_size;
+  return static_cast<const std::byte*>(base) + ref.offset * es;
 }
 
 // The buffers a rank offers its peers for one-sided steps: every tensor's input, output and workspace (index: tensor;
@@ -182,6 +185,10 @@ class PeerLink {
   // which the executor checks) as one launch per run; its waits give up after `timeout`, which check() then reports.
   virtual std::unique_ptr<CopyBatch> prepare_fused(const FusedPeerStep& op, DType dtype,
                                                    std::chrono::milliseconds timeout) = 0;
+  // As above, for a program that converts (RankProgram::output_dtype): writes into an output buffer (this rank's or a
+  // peer's) store elements of `output_dtype`. The default refuses a conversion (kInvalidArgument).
+  virtual std::unique_ptr<CopyBatch> prepare_fused(const FusedPeerStep& op, DType dtype, DType output_dtype,
+                                                   std::chrono::milliseconds timeout);
   // kTimeout when a fused step gave up waiting for a peer since the last check (after the stream drained).
   virtual void check() = 0;
 };
@@ -216,6 +223,14 @@ class Device {
   virtual std::unique_ptr<CopyBatch> prepare_copies(const Copies& copies, int element_size) = 0;
   // A batch of elementwise reductions (program.hpp's ReduceRegion) over `dtype`, prepared once, one launch per run.
   virtual std::unique_ptr<CopyBatch> prepare_reductions(const std::vector<ReduceRegion>& regions, DType dtype) = 0;
+  // For a program that converts (RankProgram::output_dtype): copies read elements of `dtype`, and those whose
+  // destination is an output buffer store them as `output_dtype` (dtype_convert.hpp's rules); reductions reduce in
+  // `dtype`, round to it, and store the result converted where they write an output buffer. Engine copies cannot
+  // convert (the lowering puts copies into the output on kernels). The defaults refuse a conversion
+  // (kInvalidArgument) and otherwise call the versions above.
+  virtual std::unique_ptr<CopyBatch> prepare_copies(const Copies& copies, DType dtype, DType output_dtype);
+  virtual std::unique_ptr<CopyBatch> prepare_reductions(const std::vector<ReduceRegion>& regions, DType dtype,
+                                                        DType output_dtype);
   // Whether [data, data + bytes) is memory this device can use (kInvalidArgument naming `what` otherwise).
   virtual void check_buffer(const void* data, size_t bytes, const char* what) const = 0;
   // One-sided access to the other ranks of `comm` (collective over comm). kInvalidArgument, naming the ranks, when

@@ -97,6 +97,11 @@ struct Candidate {
 struct PlanSpec {
   Layout src, dst;
   DType dtype = DType::kF32;
+  // Set: the target's dtype, when it differs from the source's (dtype_convert.hpp's pairs). Every step moves elements
+  // of `dtype`; the writes into the target tensor convert (copies, unpacks and reductions), so a Partial source is
+  // reduced in `dtype` and then converted once. The target may not be Partial then (its contributions would be
+  // converted one by one, and their reduction would not be the converted value).
+  std::optional<DType> to_dtype;
   Topology topology;
   std::string profile_name;
   std::optional<Index> memory_budget_bytes;
@@ -134,6 +139,11 @@ class Plan {
   const Layout& dst() const { return s_.dst; }
   DType dtype() const { return s_.dtype; }
   int element_size() const { return reshard::element_size(s_.dtype); }
+  // The target tensor's dtype (PlanSpec::to_dtype, else dtype()) and its element size.
+  DType target_dtype() const { return s_.to_dtype.value_or(s_.dtype); }
+  int target_element_size() const { return reshard::element_size(target_dtype()); }
+  // Whether the move converts the elements (target_dtype() != dtype()).
+  bool converts() const { return target_dtype() != s_.dtype; }
   const Topology& topology() const { return s_.topology; }
   const std::string& profile_name() const { return s_.profile_name; }
   const std::optional<Index>& memory_budget_bytes() const { return s_.memory_budget_bytes; }
@@ -191,6 +201,10 @@ inline constexpr Index kMaxPlanRankSteps = Index(1) << 24;
 // collective one, a hybrid plan a p2p step and a collective step or a local step before the p2p one).
 // kInvalidArgument naming the step otherwise.
 void validate_plan(const PlanSpec& spec);
+
+// Checks a conversion in the move (PlanSpec::to_dtype): a pair dtype_convert.hpp allows (to_dtype != dtype) and a
+// target that is not Partial on a mesh dim of more than one rank. kInvalidArgument, one line naming the problem.
+void validate_conversion(const Layout& dst, DType dtype, DType to_dtype);
 
 // Whether the plan maps identical layouts (one mesh and shape, the same canonical placements) and moves no byte
 // between ranks, whatever its strategy (a collective plan's local step, a p2p plan's local copies): every rank's target

@@ -24,4 +24,16 @@ Plan make_plan(const Layout& src, const Layout& dst, DType dtype, const PlanOpti
 // nothing quadratic is stored.
 Plan make_rank_plan(const Layout& src, const Layout& dst, DType dtype, int rank, const PlanOptions& options = {});
 
+// Plans whose target has dtype `to_dtype` (PlanSpec::to_dtype; equal to `dtype`: the plans above). The conversion is
+// checked first (validate_conversion), then the move is planned as above and priced with the receiver's conversion
+// (docs/design.md), which is the same for every candidate: the chosen strategy and steps are those of the plain plan.
+// Named apart from make_plan: `make_plan(src, dst, dtype, {})` keeps meaning default options.
+Plan make_converting_plan(const Layout& src, const Layout& dst, DType dtype, DType to_dtype,
+                          const PlanOptions& options = {});
+Plan make_converting_rank_plan(const Layout& src, const Layout& dst, DType dtype, DType to_dtype, int rank,
+                               const PlanOptions& options = {});
+// A plan without conversion made into one that converts into `to_dtype` (as make_converting_plan; `options` give
+// the cost model that prices the conversion). Its candidates are completed first (Plan::candidates()).
+Plan with_conversion(const Plan& plan, DType to_dtype, const PlanOptions& options = {});
+
 }  // namespace reshard

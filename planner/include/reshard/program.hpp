@@ -126,6 +126,10 @@ struct Op {
 struct RankProgram {
   int rank = 0;
   DType dtype = DType::kF32;
+  // Set: the output buffer's dtype (Plan::target_dtype()), different from `dtype`. kOutput references then count
+  // elements of it, and every operation that writes the output converts: copies, reductions and fused steps (the
+  // lowering stages receives and collectives that would land in the output, and copies into it run on kernels).
+  std::optional<DType> output_dtype;
   Index input_elements = 0;   // the rank's source local tensor
   Index output_elements = 0;  // the rank's target local tensor
   Index work_elements = 0;    // workspace the executor allocates at prepare

@@ -193,6 +193,7 @@ std::string plan_to_json(const Plan& plan) {
   j["global_shape"] = plan.src().global_shape().vec();
   j["dtype"] = std::string(to_string(plan.dtype()));
   j["element_size"] = plan.element_size();
+  if (plan.converts()) j["to_dtype"] = std::string(to_string(plan.target_dtype()));
   j["src"] = layout_json(plan.src());
   j["dst"] = layout_json(plan.dst());
   j["ranks_per_node"] = plan.topology().ranks_per_node;
@@ -259,6 +260,7 @@ Plan parse_plan(const std::string& text, const Profile* profile) {
   spec.dtype = parse_dtype(R::string(j, "dtype", ""));
   RESHARD_REQUIRE(R::integer(j, "element_size", "") == element_size(spec.dtype),
                   "plan field 'element_size' does not match dtype ", to_string(spec.dtype));
+  if (j.contains("to_dtype")) spec.to_dtype = parse_dtype(R::string(j, "to_dtype", ""));  // validate_plan checks it
   Index rpn = R::integer(j, "ranks_per_node", "");
   RESHARD_REQUIRE(rpn >= 1 && rpn <= std::numeric_limits<int>::max(), "plan field 'ranks_per_node' must be >= 1, got ",
                   rpn);

@@ -7,6 +7,7 @@
 #include "plan/cross_mesh_transfers.hpp"
 #include "plan/route_text.hpp"
 #include "pricing/chunking.hpp"
+#include "pricing/conversion.hpp"
 #include "pricing/step_pricing.hpp"
 #include "reshard/cost_model.hpp"
 #include "reshard/overlap.hpp"
@@ -130,6 +131,9 @@ void recompute_summary(PlanSpec& spec, const Profile* profile) {
       if (profile) s.estimated_us = price.us;
       step_scratch = pricer.collective_scratch(a, b, s.kind, s.mesh_dims);
     }
+    // A conversion's price is the last step's (pricing/conversion.hpp); kept with the step's estimate otherwise.
+    if (profile && spec.to_dtype && i + 1 == spec.steps.size())
+      s.estimated_us += conversion_us(model, spec.dst, spec.dtype, *spec.to_dtype);
     spec.bytes_moved = checked_add(spec.bytes_moved, s.bytes_moved, "the plan's bytes moved");
     spec.estimated_us += s.estimated_us;
     for (int r = 0; r < n; ++r) {
@@ -145,6 +149,9 @@ void recompute_summary(PlanSpec& spec, const Profile* profile) {
     peak = std::max(peak, elements);
   }
   spec.peak_workspace_bytes = checked_mul(peak, es, "the plan's peak workspace in bytes");
+  if (spec.to_dtype)
+    spec.peak_workspace_bytes = checked_add(spec.peak_workspace_bytes, conversion_staging_bytes(spec.dst, spec.dtype),
+                                            "the plan's peak workspace");
   if (spec.memory_budget_bytes)
     RESHARD_REQUIRE(spec.peak_workspace_bytes <= *spec.memory_budget_bytes, "the plan needs ",
                     spec.peak_workspace_bytes, " bytes of workspace per rank, over its memory budget of ",

@@ -277,14 +277,19 @@ ReduceOp partial_op(const std::vector<Placement>& from, const std::vector<int>& 
 
 // Lowers `steps` (from layout `src` to layout `dst`, step_layout's chain) for `rank`. `transfers[i]` holds the rank's
 // transfers of step i (ignored for steps that are not p2p); staged transfers are pipelined in chunks of `chunk_bytes`.
-LoweredParts lower_steps(const Layout& src, const Layout& dst, const std::vector<Step>& steps, DType dtype, int rank,
-                         const std::vector<RankTransfers>& transfers, Index chunk_bytes, Index engine_min_row_bytes,
-                         bool low_sm, bool gathers_as_exchanges, OneSidedCopies one_sided) {
+// `to_dtype`: the target's dtype; where it differs from `dtype`, nothing lands in the output buffer but through a copy
+// or a reduction, which convert (RankProgram::output_dtype): the last step's receives are staged, its collective
+// receives into scratch.
+LoweredParts lower_steps(const Layout& src, const Layout& dst, const std::vector<Step>& steps, DType dtype,
+                         DType to_dtype, int rank, const std::vector<RankTransfers>& transfers, Index chunk_bytes,
+                         Index engine_min_row_bytes, bool low_sm, bool gathers_as_exchanges, OneSidedCopies one_sided) {
   const int es = element_size(dtype);
   LoweredParts out;
   RankProgram& prog = out.program;
   prog.rank = rank;
   prog.dtype = dtype;
+  const bool converts = to_dtype != dtype;
+  if (converts) prog.output_dtype = to_dtype;
   prog.step_count = static_cast<int>(steps.size());
   std::vector<RankBoxes> layouts;
   for (size_t i = 0; i < steps.size(); ++i) layouts.emplace_back(step_layout(src, dst, steps, i));
@@ -300,19 +305,22 @@ LoweredParts lower_steps(const Layout& src, const Layout& dst, const std::vector
     const RankBoxes &a = layouts[i], &b = layouts[i + 1];
     const StepBuffers buf = step_buffers(workspace, i, steps.size());
     const Box &from = a[rank], &to = b[rank];
+    const bool convert_here = converts && i + 1 == steps.size();  // this step writes the output: it converts
     StepParts ps;
     StageParts collective;
     Index step_scratch = 0;
     // The step as an exchange among the members of its mesh-dim group: an all-to-all, or a gather or reduce-scatter
     // lowered as one (`roles`: the reduce-scatter's Partial roles).
     auto group_exchange = [&](const PartialRoles* roles) {
-      const ExchangeRules rules{Transport::kNccl,     es,    chunk_bytes, roles && roles->contributions > 1,
-                                engine_min_row_bytes, low_sm};
+      const ExchangeRules rules{Transport::kNccl,     es,     chunk_bytes, roles && roles->contributions > 1,
+                                engine_min_row_bytes, low_sm, convert_here};
       return lower_exchange(ps, all_to_all_transfers(a, b, step.mesh_dims, rank, es), a, b, rank, buf, rules, roles);
     };
-    // A collective's scratch: its send area at the start of the step's scratch, its receive area after it.
-    auto collective_areas = [&] {
-      const CollectiveScratch areas = collective_scratch(step.kind, a, b, step.mesh_dims, rank);
+    // A collective's scratch: its send area at the start of the step's scratch, its receive area after it (of
+    // `recv_elements` where given: a receive the step converts out of, instead of in place).
+    auto collective_areas = [&](Index recv_elements = 0) {
+      CollectiveScratch areas = collective_scratch(step.kind, a, b, step.mesh_dims, rank);
+      if (recv_elements > 0) areas.recv = recv_elements;
       step_scratch = areas.total(es);
       return std::pair{BufferRef{Buffer::kWork, buf.scratch_base},
                        BufferRef{Buffer::kWork, buf.scratch_base + aligned_elements(areas.send, es)}};
@@ -320,8 +328,8 @@ LoweredParts lower_steps(const Layout& src, const Layout& dst, const std::vector
     switch (step.kind) {
       case StepKind::kP2P: {
         const PartialRoles roles = partial_roles(a.layout(), b.layout());
-        const ExchangeRules rules{step.transport,       es,    chunk_bytes, roles.contributions > 1,
-                                  engine_min_row_bytes, low_sm};
+        const ExchangeRules rules{step.transport,       es,     chunk_bytes, roles.contributions > 1,
+                                  engine_min_row_bytes, low_sm, convert_here};
         if (step.transport == Transport::kNvlink) {
           prog.one_sided = true;
           // A staged step's peers read the copy of the source tensor at the start of the sender's step scratch.
@@ -369,10 +377,12 @@ LoweredParts lower_steps(const Layout& src, const Layout& dst, const std::vector
           break;
         }
         const GatherGeometry g = gather_geometry(a, b, step.mesh_dims, rank);
-        const auto [send_area, recv_area] = collective_areas();
-        const BufferRef send = g.send_in_place ? buf.in : send_area, recv = g.recv_in_place ? buf.out : recv_area;
+        const bool recv_in_place = g.recv_in_place && !convert_here;
+        const auto [send_area, recv_area] =
+            collective_areas(g.recv_in_place && convert_here ? g.chunk * static_cast<Index>(g.group.size()) : 0);
+        const BufferRef send = g.send_in_place ? buf.in : send_area, recv = recv_in_place ? buf.out : recv_area;
         if (!g.send_in_place && !is_empty(from)) collective.pack.push_back(box_copy(buf.in, from, send, from, from));
-        if (!g.recv_in_place) {
+        if (!recv_in_place) {
           for (size_t j = 0; j < g.group.size(); ++j) {
             const Box& theirs = a[g.group[j]];
             Box region = intersect(theirs, to);
@@ -391,8 +401,9 @@ LoweredParts lower_steps(const Layout& src, const Layout& dst, const std::vector
           break;
         }
         const ScatterGeometry s = scatter_geometry(a, b, step.mesh_dims, rank);
-        const auto [send_area, recv_area] = collective_areas();
-        const BufferRef send = s.send_in_place ? buf.in : send_area, recv = s.recv_in_place ? buf.out : recv_area;
+        const bool recv_in_place = s.recv_in_place && !convert_here;
+        const auto [send_area, recv_area] = collective_areas(s.recv_in_place && convert_here ? s.chunk : 0);
+        const BufferRef send = s.send_in_place ? buf.in : send_area, recv = recv_in_place ? buf.out : recv_area;
         if (!s.send_in_place) {
           for (size_t j = 0; j < s.group.size(); ++j) {
             const Box& theirs = b[s.group[j]];
@@ -401,15 +412,22 @@ LoweredParts lower_steps(const Layout& src, const Layout& dst, const std::vector
             collective.pack.push_back(box_copy(buf.in, from, slot, theirs, theirs));
           }
         }
-        if (!s.recv_in_place && !is_empty(to)) collective.unpack.push_back(box_copy(recv, to, buf.out, to, to));
+        if (!recv_in_place && !is_empty(to)) collective.unpack.push_back(box_copy(recv, to, buf.out, to, to));
         collective.collective = CollectiveOp{
             StepKind::kReduceScatter, step.mesh_dims, send, recv, s.chunk, partial_op(step.from, step.mesh_dims)};
         break;
       }
-      case StepKind::kAllReduce:
+      case StepKind::kAllReduce: {
+        // Converting: reduced into scratch, then copied out (converted) by the unpack.
+        const BufferRef recv = convert_here ? BufferRef{Buffer::kWork, buf.scratch_base} : buf.out;
+        if (convert_here) {
+          step_scratch = aligned_elements(volume(from), es);
+          if (!is_empty(to)) collective.unpack.push_back(box_copy(recv, to, buf.out, to, to));
+        }
         collective.collective = CollectiveOp{
-            StepKind::kAllReduce, step.mesh_dims, buf.in, buf.out, volume(from), partial_op(step.from, step.mesh_dims)};
+            StepKind::kAllReduce, step.mesh_dims, buf.in, recv, volume(from), partial_op(step.from, step.mesh_dims)};
         break;
+      }
     }
     if (collective.collective) {
       ps.stages.push_back(std::move(collective));
@@ -444,8 +462,9 @@ LoweredParts lower_parts(const Plan& plan, int rank, bool gathers_as_exchanges, 
         mine[i].recvs.push_back(t);
     }
   }
-  return lower_steps(plan.src(), plan.dst(), plan.steps(), plan.dtype(), rank, mine, plan.pipeline_chunk_bytes(),
-                     plan.copy_engine_min_row_bytes(), plan.low_sm(), gathers_as_exchanges, one_sided);
+  return lower_steps(plan.src(), plan.dst(), plan.steps(), plan.dtype(), plan.target_dtype(), rank, mine,
+                     plan.pipeline_chunk_bytes(), plan.copy_engine_min_row_bytes(), plan.low_sm(), gathers_as_exchanges,
+                     one_sided);
 }
 
 }  // namespace detail
@@ -462,6 +481,7 @@ RankProgram lower(const Plan& plan, int rank, const LowerOptions& options) {
     }
     detail::schedule_step(std::move(step), static_cast<int>(i), es, options.stage_overlap, prog.ops);
   }
+  if (prog.output_dtype) detail::convert_on_kernels(prog);
   return std::move(prog);
 }
 

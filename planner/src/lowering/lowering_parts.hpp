@@ -23,4 +23,8 @@ struct LoweredParts {
 LoweredParts lower_parts(const Plan& plan, int rank, bool gathers_as_exchanges = false,
                          OneSidedCopies one_sided = OneSidedCopies::kPull);
 
+// A program that converts (RankProgram::output_dtype): its copies into an output buffer move to the copy kernel (the
+// copy engines cannot convert); kInternal if a receive or a collective writes the output.
+void convert_on_kernels(RankProgram& prog);
+
 }  // namespace reshard::detail

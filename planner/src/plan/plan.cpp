@@ -99,10 +99,11 @@ Transport Plan::transport() const {
   return Transport::kNccl;
 }
 
+// A plan that converts the dtype writes every element anew: never an identity.
 bool is_identity(const Plan& plan) {
   const Layout& a = plan.src();
   const Layout& b = plan.dst();
-  return plan.bytes_moved() == 0 && a.mesh() == b.mesh() && a.global_shape() == b.global_shape() &&
+  return !plan.converts() && plan.bytes_moved() == 0 && a.mesh() == b.mesh() && a.global_shape() == b.global_shape() &&
          canonical_placements(a.mesh(), a.placements()) == canonical_placements(b.mesh(), b.placements());
 }
 

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "plan/transitions.hpp"
+#include "reshard/dtype_convert.hpp"
 #include "reshard/partial.hpp"
 #include "reshard/plan.hpp"
 #include "reshard/rank_boxes.hpp"
@@ -183,6 +184,14 @@ void validate_metadata(const PlanSpec& spec) {
 
 }  // namespace
 
+void validate_conversion(const Layout& dst, DType dtype, DType to_dtype) {
+  require_convertible(dtype, to_dtype);
+  for (int k = 0; k < dst.mesh().ndim(); ++k)
+    RESHARD_REQUIRE(!dst.placement(k).is_partial() || dst.mesh().dim_size(k) == 1, "cannot convert ", to_string(dtype),
+                    " to ", to_string(to_dtype), " into a Partial target (mesh dim ", k,
+                    "): its contributions would be converted one by one, and their sum is not the converted value");
+}
+
 void validate_plan(const PlanSpec& spec) {
   // Step 0 starts on the source mesh; every later layout is on the target mesh (the same one unless the plan moves
   // the tensor between meshes, which only its first step, a p2p one, does).
@@ -207,6 +216,7 @@ void validate_plan(const PlanSpec& spec) {
                   spec.steps.size(), " steps on ", mesh.world_size(), " ranks is more than ", kMaxPlanRankSteps,
                   " rank-steps to check (steps x ranks)");
   checked_mul(spec.src.global_volume(), element_size(spec.dtype), "tensor size in bytes");
+  if (spec.to_dtype) validate_conversion(spec.dst, spec.dtype, *spec.to_dtype);
   validate_metadata(spec);
   RESHARD_REQUIRE(spec.pipeline_chunk_bytes >= 0, "pipeline chunk bytes must be >= 0, got ", spec.pipeline_chunk_bytes);
   RESHARD_REQUIRE(spec.copy_engine_min_row_bytes >= 0, "copy-engine minimum row bytes must be >= 0, got ",
@@ -301,6 +311,7 @@ Plan detail::trusted_plan(PlanSpec spec, std::shared_ptr<PendingCandidates> pend
     for (int k = 0; k < l->mesh().ndim(); ++k)
       if (l->placement(k).is_partial() && l->mesh().dim_size(k) > 1)
         require_reducible(spec.dtype, l->placement(k).op());
+  if (spec.to_dtype) validate_conversion(spec.dst, spec.dtype, *spec.to_dtype);
   validate_metadata(spec);
   RESHARD_REQUIRE(spec.copy_engine_min_row_bytes >= 0, "copy-engine minimum row bytes must be >= 0, got ",
                   spec.copy_engine_min_row_bytes);

@@ -60,7 +60,7 @@ Movement movement(const Box& region, const Box& sender_box, const Box& receiver_
     return m;
   }
   m.sender_stages = !is_contiguous_in(sender_box, region);
-  m.receiver_stages = rules.reduces || !is_contiguous_in(receiver_box, region);
+  m.receiver_stages = rules.reduces || rules.receiver_converts || !is_contiguous_in(receiver_box, region);
   m.chunks = chunk_count(region, sender_box, receiver_box, rules.element_size, rules.chunk_bytes, rules.reduces);
   return m;
 }

@@ -9,8 +9,9 @@
 // construction.
 //
 // Transports: nccl stages a transfer on the side where its region is not contiguous (and always on the receiver of
-// a contribution it reduces), and pipelines staged transfers in chunks of `chunk_bytes`; nvlink stages nothing: every
-// region is copied (or reduced) straight from the sender's tensor into the receiver's, in one piece.
+// a contribution it reduces, or of a message it converts), and pipelines staged transfers in chunks of `chunk_bytes`;
+// nvlink stages nothing: every region is copied (or reduced) straight from the sender's tensor into the receiver's, in
+// one piece.
 #pragma once
 
 #include <algorithm>
@@ -38,6 +39,10 @@ struct ExchangeRules {
   bool reduces = false;   // the receiver reduces the contributions of a Partial source instead of copying them
   Index copy_engine_min_row_bytes = 0;  // copies with shorter contiguous rows (or over 3-D) run on a kernel
   bool low_sm = false;                  // planned to run beside compute (local_copy_engine_for)
+  // nccl: the receiver converts the dtype as it writes its tensor (the last step of a plan with a to_dtype), so it
+  // stages every message it receives and its unpack copy converts. Lowering sets it; pricing adds the conversion
+  // separately (conversion.hpp).
+  bool receiver_converts = false;
 };
 
 // How one transfer moves.

@@ -113,6 +113,9 @@ std::string plan_table(const Plan& plan) {
                                to_string(plan.src().global_shape()), to_string(plan.dtype()), human_bytes(tensor_bytes),
                                plan.topology().ranks_per_node, printable(plan.profile_name()));
   if (plan.scope_rank()) os += fmt::format("scope  transfers of rank {} only\n", *plan.scope_rank());
+  if (plan.converts())
+    os += fmt::format("dtype  {} -> {}: converted by the receiver as it writes its target (source bytes on the wire)\n",
+                      to_string(plan.dtype()), to_string(plan.target_dtype()));
   if (plan.low_sm())
     os += "low-SM priced to run beside compute: SM kernels' time x the profile's low_sm_kernel_factor\n";
   os += fmt::format("chose  {}: {:.1f} us estimated, {} moved between ranks, peak workspace {} per rank",

@@ -84,7 +84,7 @@ RankOutcome run_host_rank(const PlanBatch& batch, HostWorld& world, int r, const
   auto verify = [&] {
     for (size_t t = 0; t < n; ++t) {
       const Plan& plan = batch.plan(t);
-      out.wrong += count_local_mismatches(outs[t].data, plan.src(), plan.dst(), r, plan.dtype());
+      out.wrong += count_local_mismatches(outs[t].data, plan.src(), plan.dst(), r, plan.dtype(), plan.target_dtype());
       out.checked += volume(plan.dst().box(r));
     }
   };

@@ -97,7 +97,7 @@ MemoryNeed memory_need(const Plan& plan, Backend backend, std::optional<int> ran
   if (backend == Backend::kHost) {
     for (int r = 0; r < n; ++r) {
       host.add("sources", local_bytes(plan.src(), r, es));
-      host.add("targets", local_bytes(plan.dst(), r, es));
+      host.add("targets", local_bytes(plan.dst(), r, plan.target_element_size()));
       host.add("workspace", workspace);
     }
     Index transient = 0;
@@ -106,7 +106,7 @@ MemoryNeed memory_need(const Plan& plan, Backend backend, std::optional<int> ran
   } else {
     Index worst = 0;
     for (int r = rank.value_or(0); r < (rank ? *rank + 1 : n); ++r) {
-      Index in = local_bytes(plan.src(), r, es), out = local_bytes(plan.dst(), r, es);
+      Index in = local_bytes(plan.src(), r, es), out = local_bytes(plan.dst(), r, plan.target_element_size());
       Index mine = checked_add(checked_add(in, out, "a rank's bytes"), workspace, "a rank's bytes");
       if (mine >= worst) {
         worst = mine;

@@ -73,11 +73,11 @@ Index RankRedistribution::count_wrong() {
   for (size_t t = 0; t < tensors_.size(); ++t) {
     const Plan& plan = batch_.plan(t);
     const Tensor& x = tensors_[t];
-    if (x.partial) {
+    if (x.partial || plan.converts()) {  // checked on the host: contributions, or the converted pattern
       std::vector<unsigned char> host(outputs_[t].bytes);
       if (!host.empty())
         RESHARD_CUDA_CHECK(cudaMemcpy(host.data(), outputs_[t].data, host.size(), cudaMemcpyDeviceToHost));
-      wrong += count_local_mismatches(host.data(), plan.src(), plan.dst(), rank_, plan.dtype());
+      wrong += count_local_mismatches(host.data(), plan.src(), plan.dst(), rank_, plan.dtype(), plan.target_dtype());
     } else {
       wrong += pattern_.count_mismatches(outputs_[t].data, x.out_box, plan.src().global_shape(), plan.dtype(),
                                          stream_.get());

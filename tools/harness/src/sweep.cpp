@@ -52,7 +52,7 @@ std::pair<Layout, Layout> case_layouts(const SweepCase& c) {
 
 Plan plan_case(const SweepOptions& o, const SweepCase& c, SweepRun run) {
   const auto [src, dst] = case_layouts(c);
-  return make_plan(src, dst, c.dtype, plan_options(o, run));
+  return make_converting_plan(src, dst, c.dtype, o.to_dtype.value_or(c.dtype), plan_options(o, run));
 }
 
 // The most plans a sweep keeps between its memory check and its runs (bounds the sweep's host memory).
@@ -62,7 +62,9 @@ constexpr size_t kSweepPlans = 4096;
 std::shared_ptr<const Plan> cached_plan_case(PlanCache& cache, const SweepOptions& o, const SweepCase& c,
                                              SweepRun run) {
   const auto [src, dst] = case_layouts(c);
-  return cache.get_or_plan(src, dst, c.dtype, plan_options(o, run));
+  std::shared_ptr<const Plan> plain = cache.get_or_plan(src, dst, c.dtype, plan_options(o, run));
+  if (!o.to_dtype || *o.to_dtype == c.dtype) return plain;
+  return std::make_shared<const Plan>(with_conversion(*plain, *o.to_dtype, plan_options(o, run)));  // not cached
 }
 
 // Host memory of the largest run, and device memory of the largest rank, over every run of the sweep.

@@ -12,6 +12,9 @@ namespace reshard {
 void fill_pattern(void* data, const Box& box, const Dims& global_shape, DType dtype);
 // Number of elements of `data` (dense over `box`) that differ bitwise from the pattern.
 Index count_mismatches(const void* data, const Box& box, const Dims& global_shape, DType dtype);
+// The same against the pattern of `dtype` converted to `to_dtype` on the host (convert_bits: dtype_convert.hpp's
+// rules), `data` holding elements of `to_dtype`: what a plan that converts must write.
+Index count_mismatches(const void* data, const Box& box, const Dims& global_shape, DType dtype, DType to_dtype);
 // The pattern's value of one element, as a double (for messages; complex64: its real part).
 double pattern_value(Index global_index, DType dtype);
 
@@ -43,6 +46,11 @@ void fill_local(void* data, const Layout& layout, int rank, DType dtype);
 // reduced dims, on created ones the partition of the value. Bit-exact without Partial, for integer types and for
 // max/min; floating sums and averages of Partial placements compare within partial_tolerance().
 Index count_local_mismatches(const void* data, const Layout& src, const Layout& dst, int rank, DType dtype);
+// For a plan that converts `dtype` to `to_dtype` (to_dtype == dtype: the version above): the reduced value of the
+// source (the pattern itself: sums, max and min of the contributions give it exactly) converted on the host, compared
+// bit for bit. A Partial target is refused (kInvalidArgument), as the planner refuses converting into one.
+Index count_local_mismatches(const void* data, const Layout& src, const Layout& dst, int rank, DType dtype,
+                             DType to_dtype);
 
 // |got - want| allowed for floating types when sums or averages of Partial placements are involved:
 // rtol * (magnitude + Q^2), where magnitude is the sum of the contributions' absolute values (|want| without

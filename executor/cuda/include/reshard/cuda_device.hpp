@@ -61,6 +61,10 @@ class CudaDevice : public Device {
   StreamHandle lane(Lane lane) override;
   std::unique_ptr<CopyBatch> prepare_copies(const Copies& copies, int element_size) override;
   std::unique_ptr<CopyBatch> prepare_reductions(const std::vector<ReduceRegion>& regions, DType dtype) override;
+  // Conversions into the output buffers (backend.hpp): the copy kernel and the reduction kernel convert as they store.
+  std::unique_ptr<CopyBatch> prepare_copies(const Copies& copies, DType dtype, DType output_dtype) override;
+  std::unique_ptr<CopyBatch> prepare_reductions(const std::vector<ReduceRegion>& regions, DType dtype,
+                                                DType output_dtype) override;
   void check_buffer(const void* data, size_t bytes, const char* what) const override;
   // Ranks of this host whose GPUs can access each other: peers' buffers mapped directly (same process) or through
   // CUDA IPC (other processes), ordering flags posted by copy engines and awaited by stream memory operations.

@@ -143,6 +143,10 @@ class HostDevice : public Device {
   StreamHandle lane(Lane) override { return nullptr; }
   std::unique_ptr<CopyBatch> prepare_copies(const Copies& copies, int element_size) override;
   std::unique_ptr<CopyBatch> prepare_reductions(const std::vector<ReduceRegion>& regions, DType dtype) override;
+  // Conversions into the output buffers (backend.hpp): element by element, dtype_convert.hpp's rules.
+  std::unique_ptr<CopyBatch> prepare_copies(const Copies& copies, DType dtype, DType output_dtype) override;
+  std::unique_ptr<CopyBatch> prepare_reductions(const std::vector<ReduceRegion>& regions, DType dtype,
+                                                DType output_dtype) override;
   void check_buffer(const void* data, size_t bytes, const char* what) const override;
   // Every rank of a host world shares this process's memory: peers' buffers are plain pointers, and the ordering
   // flags live in the world. `comm` must be a HostCommunicator.

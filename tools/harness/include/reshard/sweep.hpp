@@ -44,6 +44,8 @@ struct SweepOptions {
   Backend backend = Backend::kNccl;
   NcclMode nccl_mode = NcclMode::kNonBlocking;
   PlanOptions plan;  // profile, topology, pipelining
+  // Every case's target dtype (`bench --to-dtype`): its plans convert on the receiver (a case of this dtype: none).
+  std::optional<DType> to_dtype;
   int iters = 20;
   int warmup = 5;
   Index graph_max_bytes = 4 << 20;  // also time CUDA-graph replays of auto's plan up to this size (NCCL)

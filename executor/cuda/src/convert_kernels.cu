@@ -1,0 +1,77 @@
+// The copy kernels of batches that convert the dtype (RankProgram::output_dtype): the batched copy and the fused
+// one-sided step, one instance per (source, target) pair of dtype_convert.hpp's floating dtypes.
+#include <type_traits>
+
+#include "copy_tile.cuh"
+#include "fused_sync.cuh"
+#include "kernels.hpp"
+
+namespace reshard::cuda {
+namespace {
+
+template <class From, class To>
+__global__ void __launch_bounds__(kThreads)
+    converting_copy(const DeviceCopyRegion* regions, const DeviceCopyTile* tiles, int tile_count, DeviceBases bases) {
+  convert_tiles<From, To>(regions, tiles, tile_count, bases);
+}
+
+template <class From, class To>
+__global__ void __launch_bounds__(kThreads, kFusedBlocksPerSm)
+    converting_fused(const DeviceCopyRegion* regions, const DeviceCopyTile* tiles, int tile_count, DeviceBases bases,
+                     FusedSync s) {
+  __shared__ unsigned long long epoch;
+  __shared__ int go;
+  if (threadIdx.x == 0) go = fused_begin(s, epoch);
+  __syncthreads();
+  if (go) convert_tiles<From, To>(regions, tiles, tile_count, bases);
+  __syncthreads();
+  if (threadIdx.x == 0) fused_end(s, epoch);
+}
+
+// Calls f(From{}, To{}) for a pair that converts; cudaErrorInvalidValue otherwise.
+template <class F>
+cudaError_t visit_conversion(DType from, DType to, F&& f) {
+  return visit_dtype(from, [&](auto a) {
+    return visit_dtype(to, [&](auto b) -> cudaError_t {
+      using From = typename std::decay_t<decltype(a)>::type;
+      using To = typename std::decay_t<decltype(b)>::type;
+      if constexpr (detail::kConvertibleElement<From> && detail::kConvertibleElement<To> && !std::is_same_v<From, To>) {
+        return f(From{}, To{});
+      } else {
+        return cudaErrorInvalidValue;
+      }
+    });
+  });
+}
+
+}  // namespace
+
+cudaError_t load_converting_kernels(DType from, DType to) {
+  return visit_conversion(from, to, [&](auto a, auto b) {
+    cudaFuncAttributes attributes{};
+    cudaError_t e = cudaFuncGetAttributes(&attributes, converting_copy<decltype(a), decltype(b)>);
+    return e != cudaSuccess ? e : cudaFuncGetAttributes(&attributes, converting_fused<decltype(a), decltype(b)>);
+  });
+}
+
+cudaError_t launch_converting_copies(DType from, DType to, const DeviceCopyRegion* regions, const DeviceCopyTile* tiles,
+                                     int tile_count, int max_blocks, const DeviceBases& bases, cudaStream_t stream) {
+  return visit_conversion(from, to, [&](auto a, auto b) {
+    if (tile_count == 0) return cudaSuccess;
+    const int blocks = max_blocks > 0 && tile_count > max_blocks ? max_blocks : tile_count;
+    converting_copy<decltype(a), decltype(b)><<<blocks, kThreads, 0, stream>>>(regions, tiles, tile_count, bases);
+    return cudaGetLastError();
+  });
+}
+
+cudaError_t launch_converting_fused(DType from, DType to, const DeviceCopyRegion* regions, const DeviceCopyTile* tiles,
+                                    int tile_count, int blocks, DeviceBases bases, const FusedSync& sync,
+                                    cudaStream_t stream) {
+  return visit_conversion(from, to, [&](auto a, auto b) {
+    const int grid = blocks < 1 ? 1 : blocks;
+    converting_fused<decltype(a), decltype(b)><<<grid, kThreads, 0, stream>>>(regions, tiles, tile_count, bases, sync);
+    return cudaGetLastError();
+  });
+}
+
+}  // namespace reshard::cuda

@@ -1,0 +1,110 @@
+// The reduction kernels of batches that convert the dtype (RankProgram::output_dtype): batched and fused, one instance
+// per (reducible floating source, floating target) pair. Every region of such a batch writes an output buffer (marked
+// `convert`; cuda_reduce.cpp checks): it reduces in the source dtype, rounds to it, then stores the value converted
+// (reshard/dtype_convert.hpp), the value PyTorch's full_tensor().to() gives.
+#include <type_traits>
+
+#include "fused_sync.cuh"
+#include "reduce_kernels.hpp"
+#include "reduce_tile.cuh"
+#include "reshard/dtype_convert.hpp"
+
+namespace reshard::cuda {
+namespace {
+
+constexpr int kUnroll = 8;       // as the batched kernel (reduce_kernels.cu)
+constexpr int kFusedUnroll = 4;  // within the fused kernels' 64 registers a thread for every element size
+
+// Loads as DeviceElement<T>; stores the result rounded to T, then converted to To.
+template <class T, class To>
+struct ConvertingElement {
+  using acc = typename DeviceElement<T>::acc;
+  __device__ static acc load(const void* p, long long i) { return DeviceElement<T>::load(p, i); }
+  __device__ static void store(void* p, long long i, acc a) {
+    T rounded;
+    DeviceElement<T>::store(&rounded, 0, a);
+    static_cast<To*>(p)[i] = detail::convert_value<T, To>(rounded);
+  }
+};
+
+template <int kU, class T, class To>
+__device__ inline void reduce_tiles(const DeviceReduceRegion* regions, const DeviceReduceSource* sources,
+                                    const DeviceReduceTile* tiles, int tile_count, const DeviceBases& bases) {
+  for (int ti = blockIdx.x; ti < tile_count; ti += gridDim.x) {
+    const DeviceReduceTile t = tiles[ti];
+    reduce_tile<ConvertingElement<T, To>, kU>(regions[t.region], sources, t, bases);
+  }
+}
+
+template <class T, class To>
+__global__ void __launch_bounds__(kThreads, 2)
+    converting_reduce(const DeviceReduceRegion* regions, const DeviceReduceSource* sources,
+                      const DeviceReduceTile* tiles, int tile_count, DeviceBases bases) {
+  reduce_tiles<kUnroll, T, To>(regions, sources, tiles, tile_count, bases);
+}
+
+template <class T, class To>
+__global__ void __launch_bounds__(kThreads, kFusedBlocksPerSm)
+    converting_fused_reduce(const DeviceReduceRegion* regions, const DeviceReduceSource* sources,
+                            const DeviceReduceTile* tiles, int tile_count, DeviceBases bases, FusedSync s) {
+  __shared__ unsigned long long epoch;
+  __shared__ int go;
+  if (threadIdx.x == 0) go = fused_begin(s, epoch);
+  __syncthreads();
+  if (go) reduce_tiles<kFusedUnroll, T, To>(regions, sources, tiles, tile_count, bases);
+  __syncthreads();
+  if (threadIdx.x == 0) fused_end(s, epoch);
+}
+
+// Calls f(T{}, To{}) for a reducible floating T and a floating To other than T; cudaErrorInvalidValue otherwise.
+template <class F>
+cudaError_t visit_conversion(DType from, DType to, F&& f) {
+  return visit_dtype(from, [&](auto a) {
+    return visit_dtype(to, [&](auto b) -> cudaError_t {
+      using T = typename std::decay_t<decltype(a)>::type;
+      using To = typename std::decay_t<decltype(b)>::type;
+      if constexpr (detail::kConvertibleElement<T> && detail::kConvertibleElement<To> && !std::is_same_v<T, To> &&
+                    !std::is_void_v<typename detail::Accumulator<T>::type>) {
+        return f(T{}, To{});
+      } else {
+        return cudaErrorInvalidValue;
+      }
+    });
+  });
+}
+
+}  // namespace
+
+cudaError_t load_converting_reductions(DType from, DType to) {
+  return visit_conversion(from, to, [](auto a, auto b) {
+    cudaFuncAttributes attributes{};
+    cudaError_t e = cudaFuncGetAttributes(&attributes, converting_reduce<decltype(a), decltype(b)>);
+    return e != cudaSuccess ? e : cudaFuncGetAttributes(&attributes, converting_fused_reduce<decltype(a), decltype(b)>);
+  });
+}
+
+cudaError_t launch_converting_reductions(DType from, DType to, const DeviceReduceRegion* regions,
+                                         const DeviceReduceSource* sources, const DeviceReduceTile* tiles,
+                                         int tile_count, DeviceBases bases, cudaStream_t stream) {
+  if (tile_count == 0) return cudaSuccess;
+  return visit_conversion(from, to, [&](auto a, auto b) {
+    const int blocks = tile_count < 65535 ? tile_count : 65535;
+    converting_reduce<decltype(a), decltype(b)>
+        <<<blocks, kThreads, 0, stream>>>(regions, sources, tiles, tile_count, bases);
+    return cudaGetLastError();
+  });
+}
+
+cudaError_t launch_converting_fused_reductions(DType from, DType to, const DeviceReduceRegion* regions,
+                                               const DeviceReduceSource* sources, const DeviceReduceTile* tiles,
+                                               int tile_count, int blocks, DeviceBases bases, const FusedSync& sync,
+                                               cudaStream_t stream) {
+  return visit_conversion(from, to, [&](auto a, auto b) {
+    const int grid = blocks < 1 ? 1 : blocks;
+    auto* kernel = converting_fused_reduce<decltype(a), decltype(b)>;
+    kernel<<<grid, kThreads, 0, stream>>>(regions, sources, tiles, tile_count, bases, sync);
+    return cudaGetLastError();
+  });
+}
+
+}  // namespace reshard::cuda
