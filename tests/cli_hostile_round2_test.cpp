@@ -84,7 +84,18 @@ TEST(CliRound2, LargeMeshesAnswerInSecondsOrNameTheLimit) {
   EXPECT_LT(seconds_since(start), 10 * kSlowdown);
   start = Clock::now();
   expect_refused(run_cli("plan --mesh 4096 --from S0 --to S1 --shape 65536x65536 --strategy p2p"),
-                 "lists 16777216 transfers; a plan holds at most 4194304");
+                 "lists more than 4194304 transfers; a plan holds at most 4194304");
+  EXPECT_LT(seconds_since(start), 10 * kSlowdown);
+  // Under auto the p2p candidate past the limit is skipped, and its reason says why; the collective one answers.
+  start = Clock::now();
+  const CliResult square = run_cli("plan --mesh 65536 --from S0 --to S1 --shape 65536x65536");
+  EXPECT_EQ(square.exit_code, 0) << square.err;
+  EXPECT_NE(square.out.find("* collective"), std::string::npos) << square.out;
+  EXPECT_NE(square.out.find("S0 -all_gather[0]-> R -local[0]-> S1"), std::string::npos) << square.out;
+  EXPECT_NE(square.out.find("p2p/nccl        unavailable: the global plan's p2p step S0 -> S1 on mesh 65536 lists more "
+                            "than 4194304 transfers; a plan holds at most 4194304"),
+            std::string::npos)
+      << square.out;
   EXPECT_LT(seconds_since(start), 10 * kSlowdown);
   start = Clock::now();
   const CliResult host = run_cli("run --backend host --mesh 1024 --from S0 --to R --shape 1024 --iters 2 --warmup 0");

@@ -1,40 +1,28 @@
 // The executor on GPUs over NCCL (skipped where fewer than 2 GPUs are visible): every strategy and dtype on meshes
-// (2), (1,2), (2,1), sizes from 0 bytes to 1 GiB, CUDA-graph replay, zero-copy paths, timeouts, bad buffers and
-// one process per rank. Every element of every rank is checked (harness protocol).
+// (2), (1,2), (2,1), sizes from 0 bytes to 1 GiB, CUDA-graph replay, zero-copy paths. Every element of every rank is
+// checked (harness protocol). Failures: executor_gpu_faults_test.cpp; one process per rank:
+// executor_gpu_processes_test.cpp.
 #include <gtest/gtest.h>
 
-#include <cuda_runtime.h>
-#include <nccl.h>
-#include <unistd.h>
 #include <atomic>
-#include <chrono>
 #include <cstdio>
-#include <cstdlib>
-#include <thread>
 #include <vector>
 
-#include "cli_runner.hpp"
+#include "gpu_fixture.hpp"
 #include "placement_sets.hpp"
-#include "reshard/cuda_device.hpp"
 #include "reshard/executor.hpp"
 #include "reshard/harness.hpp"
-#include "reshard/host_backend.hpp"
-#include "reshard/nccl_communicator.hpp"
 #include "reshard/planner.hpp"
-#include "reshard/rendezvous.hpp"
 #include "test_plans.hpp"
 
 namespace reshard {
 namespace {
 
-std::atomic<long long> g_runs{0}, g_checked{0}, g_wrong{0};
-
-// RESHARD_GPU_TESTS_LIGHT=1 (runs under compute-sanitizer): small shapes, one dtype per pair, mesh (2) only, no 1 GiB
-// tensors.
-bool light() {
-  const char* v = std::getenv("RESHARD_GPU_TESTS_LIGHT");
-  return v && *v == '1';
-}
+using testing::g_checked;
+using testing::g_runs;
+using testing::g_wrong;
+using testing::Gpu;
+using testing::light;
 
 class GpuEnvironment : public ::testing::Environment {
  public:
@@ -45,37 +33,6 @@ class GpuEnvironment : public ::testing::Environment {
   }
 };
 const auto* g_env = ::testing::AddGlobalTestEnvironment(new GpuEnvironment);
-
-class Gpu : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    if (local_gpu_count() >= 2) runner_ = new LocalRunner(Backend::kNccl, 2, std::chrono::seconds(60));
-  }
-  static void TearDownTestSuite() {
-    delete runner_;
-    runner_ = nullptr;
-  }
-  void SetUp() override {
-    if (local_gpu_count() < 2) GTEST_SKIP() << "needs 2 GPUs; " << local_gpu_count() << " visible";
-  }
-  static RunResult check(const Plan& plan, RunOptions o = quick()) {
-    RunResult r = runner_->run(plan, o);
-    ++g_runs;
-    g_checked += r.checked_elements;
-    g_wrong += r.wrong_elements;
-    EXPECT_EQ(r.wrong_elements, 0) << plan.src().str() << " -> [" << to_string(plan.dst().placements()) << "] "
-                                   << to_string(plan.dtype()) << " " << to_string(plan.strategy());
-    return r;
-  }
-  static RunOptions quick() {
-    RunOptions o;
-    o.warmup = 0;
-    o.iters = 1;
-    return o;
-  }
-  static LocalRunner* runner_;
-};
-LocalRunner* Gpu::runner_ = nullptr;
 
 std::vector<Plan> plans_for(const Layout& src, const Layout& dst, DType t) {
   std::vector<Plan> plans;
@@ -277,233 +234,6 @@ TEST_F(Gpu, ZeroCopyPathsSendAndReceiveInPlace) {
     EXPECT_EQ(x->recvs[0].buffer.buffer, Buffer::kOutput);
   }
   check(plan);
-}
-
-TEST_F(Gpu, HostPointersAreRejected) {
-  auto comms = make_local_communicators(2, NcclOptions{std::chrono::seconds(30)});
-  Layout src(Mesh({2}), parse_placements("S0"), Dims{64, 64});
-  PlanOptions po;  // p2p over NCCL: no collective at construction (an nvlink plan connects its peers collectively)
-  po.strategy = Strategy::kP2P;
-  po.transport = Transport::kNccl;
-  Plan plan = make_plan(src, src.with_placements(parse_placements("S1")), DType::kF32, po);
-  CudaDevice device(0);
-  Executor exec(plan, *comms[0], device);
-  std::vector<std::byte> host_in(exec.input_bytes()), host_out(exec.output_bytes());
-  try {
-    exec.run({host_in.data(), host_in.size()}, {host_out.data(), host_out.size()}, nullptr);
-    FAIL() << "accepted host memory";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), ErrorKind::kInvalidArgument);
-    EXPECT_NE(std::string(e.what()).find("not device memory"), std::string::npos) << e.what();
-  }
-}
-
-TEST_F(Gpu, ARankThatNeverPostsTimesOutAndAborts) {
-  auto comms = make_local_communicators(2, NcclOptions{std::chrono::seconds(5)});
-  Layout src(Mesh({2}), parse_placements("S0"), Dims{1024, 1024});
-  PlanOptions po;
-  po.strategy = Strategy::kP2P;
-  Plan plan = make_plan(src, src.with_placements(parse_placements("S1")), DType::kF32, po);
-  std::atomic<bool> rank0_done{false};
-  ErrorKind kind = ErrorKind::kInternal;
-  std::string message;
-  auto start = std::chrono::steady_clock::now();
-  std::thread rank1([&] {
-    CudaDevice device(1);
-    Executor exec(plan, *comms[1], device);  // prepares, but never runs its part
-    while (!rank0_done) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  });
-  {
-    CudaDevice device(0);
-    CudaStream stream(0);
-    Executor exec(plan, *comms[0], device, ExecutorOptions{std::chrono::seconds(3)});
-    auto in = device.allocate(exec.input_bytes()), out = device.allocate(exec.output_bytes());
-    try {
-      exec.run({in->data(), in->bytes()}, {out->data(), out->bytes()}, stream.handle());
-      exec.wait(stream.handle());
-    } catch (const Error& e) {
-      kind = e.kind();
-      message = e.what();
-    }
-  }
-  rank0_done = true;
-  rank1.join();
-  comms[1]->abort();  // as a runtime would once a peer has failed
-  EXPECT_EQ(kind, ErrorKind::kTimeout) << message;
-  EXPECT_NE(message.find("aborted"), std::string::npos) << message;
-  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(30));
-}
-
-// One-sided (nvlink) steps: a peer that stops calling run() leaves this rank waiting on its ready flag on the GPU;
-// wait() times out, releases the stream (no endless wait) and reports it.
-TEST_F(Gpu, NvlinkPeerThatStopsArrivingTimesOut) {
-  auto comms = make_local_communicators(2, NcclOptions{std::chrono::seconds(20)});
-  Layout src(Mesh({2}), parse_placements("S0"), Dims{1024, 1024});
-  PlanOptions po;
-  po.strategy = Strategy::kP2P;
-  po.transport = Transport::kNvlink;
-  po.fusion = Fusion::kNever;  // the stream-operation flags, whose pending waits the timeout names
-  Plan plan = make_plan(src, src.with_placements(parse_placements("S1")), DType::kF32, po);
-  ASSERT_EQ(plan.steps()[0].transport, Transport::kNvlink);
-  std::atomic<int> stage{0};
-  ErrorKind kind = ErrorKind::kInternal;
-  std::string message;
-  auto start = std::chrono::steady_clock::now();
-  std::thread rank1([&] {
-    CudaDevice device(1);
-    CudaStream stream(1);
-    Executor exec(plan, *comms[1], device, ExecutorOptions{std::chrono::seconds(3)});
-    auto in = device.allocate(exec.input_bytes()), out = device.allocate(exec.output_bytes());
-    exec.run({in->data(), in->bytes()}, {out->data(), out->bytes()}, stream.handle());  // one run, then it stops
-    exec.wait(stream.handle());
-    stage = 1;
-    while (stage != 2) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  });
-  {
-    CudaDevice device(0);
-    CudaStream stream(0);
-    Executor exec(plan, *comms[0], device, ExecutorOptions{std::chrono::seconds(3)});
-    auto in = device.allocate(exec.input_bytes()), out = device.allocate(exec.output_bytes());
-    try {
-      for (int i = 0; i < 2; ++i) {
-        exec.run({in->data(), in->bytes()}, {out->data(), out->bytes()}, stream.handle());
-        exec.wait(stream.handle());
-      }
-    } catch (const Error& e) {
-      kind = e.kind();
-      message = e.what();
-    }
-    stream.synchronize();  // released: the stream drains instead of waiting forever
-  }
-  while (stage != 1) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  stage = 2;
-  rank1.join();
-  EXPECT_EQ(kind, ErrorKind::kTimeout) << message;
-  // Rank 1 posted once: rank 0's second run waits for its second ready post.
-  EXPECT_NE(message.find("one-sided waits pending on rank 0: ready with rank 1: flag 1, awaited 2"), std::string::npos)
-      << message;
-  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(40));
-}
-
-TEST_F(Gpu, OneProcessPerRank) {
-  for (std::string rendezvous : {std::string("file:/tmp/reshard_mp_") + std::to_string(::getpid()),
-                                 std::string("tcp:127.0.0.1:") + std::to_string(29500 + ::getpid() % 1000)}) {
-    std::string base = "/tmp/reshard_mp_out_" + std::to_string(::getpid());
-    std::string cmd, token = make_rendezvous_token();  // the job token a launcher gives every rank
-    // The file rendezvous runs the nvlink transport (peers' memory through CUDA IPC), the tcp one nccl.
-    const std::string transport = rendezvous.rfind("file:", 0) == 0 ? "nvlink" : "nccl";
-    for (int r = 0; r < 2; ++r) {
-      cmd += "(RESHARD_RENDEZVOUS_TOKEN=" + token + " RANK=" + std::to_string(r) +
-             " WORLD_SIZE=2 LOCAL_RANK=" + std::to_string(r) + " " + testing::cli_path() +
-             " run --mesh 2 --from S0 --to S1 --shape 8192x4096 --dtype bf16 --iters 5 --strategy p2p --transport " +
-             transport + " --rendezvous " + rendezvous + " > " + base + std::to_string(r) + " 2>&1; echo $? > " + base +
-             "rc" + std::to_string(r) + ") & ";
-    }
-    cmd += "wait";
-    ASSERT_EQ(std::system(cmd.c_str()), 0);
-    for (int r = 0; r < 2; ++r) {
-      std::string rc = testing::read_file(base + "rc" + std::to_string(r));
-      EXPECT_EQ(rc, "0\n") << testing::read_file(base + std::to_string(r));
-    }
-    std::string out0 = testing::read_file(base + "0");
-    EXPECT_NE(out0.find("all correct"), std::string::npos) << out0;
-    EXPECT_NE(out0.find("2 ranks, nccl backend"), std::string::npos) << out0;
-    std::printf("%s", out0.c_str());
-    if (rendezvous.rfind("file:", 0) == 0) std::remove(rendezvous.substr(5).c_str());
-  }
-}
-
-TEST_F(Gpu, ARankProcessThatDiesMakesTheOthersFailWithinTheTimeout) {
-  for (const char* point : {"after-prepare", "mid-run"}) {
-    std::string base = "/tmp/reshard_fault_" + std::to_string(::getpid());
-    std::string rendezvous = "file:" + base + "_id_" + point;
-    const std::string transport = std::string(point) == "mid-run" ? "nvlink" : "nccl";
-    std::string cmd = "cd /tmp && ", token = make_rendezvous_token();
-    for (int r = 0; r < 2; ++r) {
-      cmd +=
-          "(RESHARD_RENDEZVOUS_TOKEN=" + token + " RANK=" + std::to_string(r) +
-          " WORLD_SIZE=2 LOCAL_RANK=" + std::to_string(r) + " timeout 90 " + testing::cli_path() +
-          " run --mesh 2 --from S0 --to S1 --shape 4096x4096 --iters 5 --timeout-ms 5000 --strategy p2p --transport " +
-          transport + " --inject-fault 1:" + point + " --rendezvous " + rendezvous + " > " + base + std::to_string(r) +
-          " 2>&1; echo $? > " + base + "rc" + std::to_string(r) + ") & ";
-    }
-    cmd += "wait";
-    auto start = std::chrono::steady_clock::now();
-    ASSERT_EQ(std::system(cmd.c_str()), 0);
-    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    std::string rc0 = testing::read_file(base + "rc0"), rc1 = testing::read_file(base + "rc1");
-    std::string out0 = testing::read_file(base + "0");
-    EXPECT_EQ(rc1, "3\n") << testing::read_file(base + "1");  // the injected crash
-    EXPECT_NE(rc0, "0\n") << out0;                            // the survivor fails ...
-    EXPECT_NE(rc0, "124\n") << out0;                          // ... by itself, not killed by `timeout`
-    EXPECT_LT(seconds, 60) << out0;
-    EXPECT_TRUE(out0.find("timed out") != std::string::npos || out0.find("aborted") != std::string::npos ||
-                out0.find("did not") != std::string::npos || out0.find("blocked") != std::string::npos)
-        << out0;
-    size_t at = out0.rfind("reshard run");
-    std::printf("fault %s: survivor exited %s after %.1f s: %s", point, rc0.c_str(), seconds,
-                out0.substr(at == std::string::npos ? 0 : at).c_str());
-    std::remove(rendezvous.substr(5).c_str());
-  }
-}
-
-// A communicator the caller owns is never aborted by reshard: a timeout raises the error, leaves the communicator
-// usable, and says so (issue 18). The stream is held by a host function until the timeout has fired.
-TEST(GpuNccl, CallersCommunicatorSurvivesATimeout) {
-  if (local_gpu_count() < 2) GTEST_SKIP() << "needs 2 GPUs";
-  ncclComm_t comms[2];
-  int devices[2] = {0, 1};
-  ASSERT_EQ(ncclCommInitAll(comms, 2, devices), ncclSuccess);
-  std::atomic<bool> release{false};
-  {
-    ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
-    NcclOptions options;
-    options.timeout = std::chrono::milliseconds(200);
-    NcclCommunicator wrapped(comms[0], /*owned=*/false, options);
-    cudaStream_t s;
-    ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
-    auto hold = [](void* flag) {
-      while (!static_cast<std::atomic<bool>*>(flag)->load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    };
-    ASSERT_EQ(cudaLaunchHostFunc(s, hold, &release), cudaSuccess);
-    try {
-      wrapped.wait(s, std::chrono::milliseconds(200));
-      ADD_FAILURE() << "wait() returned while the stream was held";
-    } catch (const Error& e) {
-      EXPECT_EQ(e.kind(), ErrorKind::kTimeout);
-      EXPECT_NE(std::string(e.what()).find("left as it is"), std::string::npos) << e.what();
-    }
-    release = true;
-    ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
-    ASSERT_EQ(cudaStreamDestroy(s), cudaSuccess);
-  }
-  // Not aborted: both ranks still all-reduce correctly over it.
-  ncclResult_t state = ncclSuccess;
-  ASSERT_EQ(ncclCommGetAsyncError(comms[0], &state), ncclSuccess);
-  EXPECT_EQ(state, ncclSuccess);
-  float* buf[2];
-  cudaStream_t streams[2];
-  for (int r = 0; r < 2; ++r) {
-    ASSERT_EQ(cudaSetDevice(r), cudaSuccess);
-    ASSERT_EQ(cudaMalloc(&buf[r], 1024 * sizeof(float)), cudaSuccess);
-    std::vector<float> v(1024, static_cast<float>(r + 1));
-    ASSERT_EQ(cudaMemcpy(buf[r], v.data(), v.size() * sizeof(float), cudaMemcpyHostToDevice), cudaSuccess);
-    ASSERT_EQ(cudaStreamCreate(&streams[r]), cudaSuccess);
-  }
-  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
-  for (int r = 0; r < 2; ++r)
-    ASSERT_EQ(ncclAllReduce(buf[r], buf[r], 1024, ncclFloat, ncclSum, comms[r], streams[r]), ncclSuccess);
-  ASSERT_EQ(ncclGroupEnd(), ncclSuccess);
-  for (int r = 0; r < 2; ++r) {
-    ASSERT_EQ(cudaSetDevice(r), cudaSuccess);
-    ASSERT_EQ(cudaStreamSynchronize(streams[r]), cudaSuccess);
-    std::vector<float> v(1024);
-    ASSERT_EQ(cudaMemcpy(v.data(), buf[r], v.size() * sizeof(float), cudaMemcpyDeviceToHost), cudaSuccess);
-    for (float x : v) ASSERT_EQ(x, 3.0f);
-    cudaFree(buf[r]);
-    cudaStreamDestroy(streams[r]);
-  }
-  for (ncclComm_t c : comms) ncclCommDestroy(c);
 }
 
 }  // namespace

@@ -1,16 +1,14 @@
 // The executor on the host backend: every strategy over the planner's exhaustive set, every element of every rank
-// checked (harness protocol: two poisoned runs and a final run); failures and bad input.
+// checked (harness protocol: two poisoned runs and a final run); every dtype, plans from JSON and per-rank plans,
+// identities run in place, the log hook, host reductions and communicator groups. Peer copies:
+// executor_host_peer_copies_test.cpp; failures and bad input: executor_host_failures_test.cpp.
 #include <gtest/gtest.h>
 
-#include <string>
-
-#include <mutex>
-
 #include <atomic>
-#include <cstring>
-#include <thread>
+#include <mutex>
+#include <string>
+#include <vector>
 
-#include "forwarding_peer_link.hpp"
 #include "host_runs.hpp"
 #include "placement_sets.hpp"
 #include "reshard/executor.hpp"
@@ -144,225 +142,6 @@ TEST(HostExecutor, PlansLoadedFromJsonAndRankPlansRun) {
   }
 }
 
-TEST(HostExecutor, ARankThatNeverSendsTimesOutInsteadOfHanging) {
-  Layout src(Mesh({2}), parse_placements("S0"), Dims{64, 64});
-  PlanOptions o;
-  o.strategy = Strategy::kP2P;
-  Plan plan = make_plan(src, src.with_placements(parse_placements("S1")), DType::kF32, o);
-  HostWorld world(2, HostWorldOptions{std::chrono::milliseconds(300)});
-  auto start = std::chrono::steady_clock::now();
-  try {
-    run_ranks(2, [&](int r) {
-      HostCommunicator comm(world, r);
-      HostDevice device;
-      Executor exec(plan, comm, device);
-      if (r == 1) return;  // never posts its send
-      std::vector<std::byte> in(exec.input_bytes()), out(exec.output_bytes());
-      exec.run({in.data(), in.size()}, {out.data(), out.size()}, nullptr);
-    });
-    FAIL() << "rank 0 should have timed out";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), ErrorKind::kTimeout) << e.what();
-    EXPECT_NE(std::string(e.what()).find("waiting for data from rank 1"), std::string::npos) << e.what();
-  }
-  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
-}
-
-// A device whose peer link says its copy engines cannot reach the peers (as CUDA says of ranks in the same process):
-// the executor must run the peer copies of nvlink steps as kernels, with the same result.
-class NoEngineReach : public HostDevice {
- public:
-  explicit NoEngineReach(std::atomic<int>& engine_peer_copies) : engine_peer_copies_(engine_peer_copies) {}
-  std::unique_ptr<PeerLink> connect_peers(Communicator& comm) override {
-    return std::make_unique<Link>(HostDevice::connect_peers(comm));
-  }
-  std::unique_ptr<CopyBatch> prepare_copies(const Copies& copies, int element_size) override {
-    for (const CopyRegion& r : copies.regions)
-      if (r.src.peer >= 0 && copies.engine == CopyEngine::kCopyEngine) ++engine_peer_copies_;
-    return HostDevice::prepare_copies(copies, element_size);
-  }
-
- private:
-  class Link : public testing::ForwardingPeerLink {
-   public:
-    using ForwardingPeerLink::ForwardingPeerLink;
-    bool copy_engines_reach(int) const override { return false; }
-  };
-  std::atomic<int>& engine_peer_copies_;
-};
-
-TEST(HostExecutor, PeerCopiesTheCopyEnginesCannotReachRunAsKernels) {
-  // Rows of 4 KiB: the nvlink lowering gives the peer pulls to the copy engines.
-  Layout src(Mesh({2}), parse_placements("S0"), Dims{64, 1024});
-  Layout dst = src.with_placements(parse_placements("S1"));
-  const Plan plan = testing::p2p_over_nvlink(src, dst, DType::kF32, Fusion::kNever);
-  for (bool reach : {true, false}) {
-    HostWorld world(2);
-    std::atomic<Index> wrong{0};
-    std::atomic<int> engine_peer_copies{0};
-    run_ranks(
-        2,
-        [&](int r) {
-          HostCommunicator comm(world, r);
-          HostDevice plain;
-          NoEngineReach no_reach(engine_peer_copies);
-          Device& device = reach ? static_cast<Device&>(plain) : no_reach;
-          ExecutorOptions pull;  // ranks of one process push by default: this test is about their pulls
-          pull.one_sided_copies = OneSidedCopies::kPull;
-          Executor exec(plan, comm, device, pull);
-          std::vector<std::byte> in(exec.input_bytes()), out(exec.output_bytes(), std::byte{0xA5});
-          fill_pattern(in.data(), src.box(r), src.global_shape(), DType::kF32);
-          exec.run({in.data(), in.size()}, {out.data(), out.size()}, nullptr);
-          wrong += count_mismatches(out.data(), dst.box(r), dst.global_shape(), DType::kF32);
-        },
-        &world);
-    EXPECT_EQ(wrong.load(), 0) << "reach " << reach;
-    EXPECT_TRUE(reach || engine_peer_copies.load() == 0) << engine_peer_copies.load();
-  }
-  // The same plan does give peer copies to the copy engines where they reach (the case above is not vacuous).
-  std::atomic<int> counted{0};
-  HostWorld world(2);
-  run_ranks(
-      2,
-      [&](int r) {
-        HostCommunicator comm(world, r);
-        struct Counting : HostDevice {
-          std::atomic<int>* n;
-          std::unique_ptr<CopyBatch> prepare_copies(const Copies& c, int es) override {
-            for (const CopyRegion& x : c.regions) *n += x.src.peer >= 0 && c.engine == CopyEngine::kCopyEngine;
-            return HostDevice::prepare_copies(c, es);
-          }
-        } device;
-        device.n = &counted;
-        ExecutorOptions pull;
-        pull.one_sided_copies = OneSidedCopies::kPull;
-        Executor exec(plan, comm, device, pull);
-      },
-      &world);
-  EXPECT_GT(counted.load(), 0);
-}
-
-// Ranks sharing a process pull or push (ExecutorOptions::one_sided_copies): pushed, every one-sided step without
-// reductions copies into the readers' tensors instead of out of the sources'. Every placement pair over R/S0/S1/P on
-// meshes (2), (4) and (2,2), sizes 0, 1 and uneven, separate and fused steps, both ways; every element of every rank
-// checked, and the copies counted by direction (pulls write no peer, pushes write peers).
-TEST(HostExecutor, OneSidedStepsEveryPairEveryElementPulledAndPushed) {
-  struct Counting : HostDevice {
-    std::atomic<int>* pushed = nullptr;
-    std::unique_ptr<CopyBatch> prepare_copies(const Copies& c, int es) override {
-      for (const CopyRegion& x : c.regions) *pushed += x.dst.peer >= 0;
-      return HostDevice::prepare_copies(c, es);
-    }
-  };
-  std::atomic<int> pushed_when_pulling{0}, pushed{0};
-  int runs = 0;
-  for (const std::vector<int>& mesh_shape : {std::vector<int>{2}, {4}, {2, 2}}) {
-    const Mesh mesh(mesh_shape);
-    for (const Dims& shape : {Dims{0, 3}, Dims{1, 1}, Dims{7, 10}}) {
-      const std::vector<Placement> options{Placement::replicate(), Placement::shard(0), Placement::shard(1),
-                                           Placement::partial()};
-      for (const auto& from : testing::placement_lists(mesh.ndim(), options)) {
-        for (const auto& to : testing::placement_lists(mesh.ndim(), options)) {
-          const Layout src(mesh, from, shape), dst(mesh, to, shape);
-          for (const auto& [fusion, how] : {std::pair{Fusion::kNever, OneSidedCopies::kPull},
-                                            {Fusion::kNever, OneSidedCopies::kPush},
-                                            {Fusion::kAlways, OneSidedCopies::kPull},
-                                            {Fusion::kAlways, OneSidedCopies::kPush}}) {
-            PlanOptions o;
-            o.strategy = Strategy::kP2P;
-            o.transport = Transport::kNvlink;
-            o.fusion = fusion;
-            const Plan plan = make_plan(src, dst, DType::kF32, o);
-            HostWorld world(mesh.world_size());
-            std::atomic<Index> wrong{0};
-            run_ranks(
-                mesh.world_size(),
-                [&](int r) {
-                  HostCommunicator comm(world, r);
-                  Counting device;
-                  device.pushed = how == OneSidedCopies::kPush ? &pushed : &pushed_when_pulling;
-                  ExecutorOptions eo;
-                  eo.one_sided_copies = how;
-                  Executor exec(plan, comm, device, eo);
-                  std::vector<std::byte> in(exec.input_bytes()), out(exec.output_bytes(), std::byte{0x5A});
-                  fill_local(in.data(), src, r, DType::kF32);
-                  for (int call = 0; call < 2; ++call) {  // a second call reuses the flags and mappings
-                    exec.run({in.data(), in.size()}, {out.data(), out.size()}, nullptr);
-                    wrong += count_local_mismatches(out.data(), src, dst, r, DType::kF32);
-                  }
-                },
-                &world);
-            ASSERT_EQ(wrong.load(), 0) << mesh.str() << " " << to_string(from) << " -> " << to_string(to) << " "
-                                       << to_string(shape) << " fusion " << static_cast<int>(fusion)
-                                       << (how == OneSidedCopies::kPush ? " pushed" : " pulled");
-            ++runs;
-          }
-        }
-      }
-    }
-  }
-  EXPECT_GT(pushed.load(), 0);
-  EXPECT_EQ(pushed_when_pulling.load(), 0);
-  EXPECT_GT(runs, 200);
-}
-
-TEST(HostExecutor, AFailingRankStopsTheOthers) {
-  Layout src(Mesh({4}), parse_placements("S0"), Dims{64, 8});
-  Plan plan = make_plan(src, src.with_placements(parse_placements("S1")), DType::kF32, {});
-  HostWorld world(4, HostWorldOptions{std::chrono::seconds(60)});
-  auto start = std::chrono::steady_clock::now();
-  try {
-    run_ranks(
-        4,
-        [&](int r) {
-          if (r == 2) throw Error(ErrorKind::kBackend, "rank 2 crashed");
-          HostCommunicator comm(world, r);
-          HostDevice device;
-          Executor exec(plan, comm, device);
-          std::vector<std::byte> in(exec.input_bytes()), out(exec.output_bytes());
-          exec.run({in.data(), in.size()}, {out.data(), out.size()}, nullptr);
-        },
-        &world);
-    FAIL() << "expected the failure of rank 2";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("rank 2 crashed"), std::string::npos) << e.what();
-  }
-  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));  // not the 60 s timeout
-}
-
-TEST(HostExecutor, BadBuffersAreRejectedBeforeAnyCommunication) {
-  Layout src(Mesh({2}), parse_placements("S0"), Dims{8, 8});
-  PlanOptions two_sided;  // one-sided plans agree on their steps with every rank first (collective): one rank here
-  two_sided.transport = Transport::kNccl;
-  Plan plan = make_plan(src, src.with_placements(parse_placements("S1")), DType::kF32, two_sided);
-  HostWorld world(2, HostWorldOptions{std::chrono::milliseconds(200)});
-  HostCommunicator comm(world, 0);
-  HostDevice device;
-  Executor exec(plan, comm, device);
-  std::vector<std::byte> in(exec.input_bytes()), out(exec.output_bytes());
-  auto expect = [&](ConstBuffer i, MutableBuffer o, const std::string& needle) {
-    try {
-      exec.run(i, o, nullptr);
-      ADD_FAILURE() << "accepted a bad buffer";
-    } catch (const Error& e) {
-      EXPECT_EQ(e.kind(), ErrorKind::kInvalidArgument);
-      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
-    }
-  };
-  expect({in.data(), in.size() - 1}, {out.data(), out.size()}, "input buffer has 127 bytes");
-  expect({in.data(), in.size()}, {out.data(), 4}, "output buffer has 4 bytes");
-  expect({nullptr, in.size()}, {out.data(), out.size()}, "input buffer is null");
-  // S0 -> S1 is not an identity: it cannot run in place, nor into an output that overlaps the input.
-  std::vector<std::byte> both(2 * in.size());
-  expect({both.data(), in.size()}, {both.data(), out.size()}, "output buffer overlaps the input buffer on rank 0");
-  expect({both.data(), in.size()}, {both.data() + 8, out.size()}, "only a plan between identical layouts");
-  // Nothing was sent: rank 1's receive from rank 0 finds no message.
-  HostCommunicator peer(world, 1);
-  std::vector<std::byte> sink(8);
-  RecvOp recv{0, sink.data(), sink.size()};
-  EXPECT_THROW(peer.exchange({}, std::span<const RecvOp>(&recv, 1), nullptr), Error);
-}
-
 // Identical layouts run in place (output == input) without any work, as DTensor returns its input, whichever strategy
 // planned them (auto, and p2p on both transports, whose step holds local copies only): every pair of identical
 // canonical layouts on a 2x2 mesh, Partial included, every element of every rank checked against the pattern; the
@@ -408,24 +187,6 @@ TEST(HostExecutor, IdenticalLayoutsRunInPlace) {
   const Layout a(Mesh({1, 2}), parse_placements("S0,S1"), Dims{4, 6});
   EXPECT_TRUE(is_identity(make_plan(a, a.with_placements(parse_placements("R,S1")), DType::kF32, {})));
   EXPECT_FALSE(is_identity(make_plan(a, a.with_placements(parse_placements("S0,S0")), DType::kF32, {})));
-}
-
-TEST(HostExecutor, CommunicatorMustSpanTheMesh) {
-  Layout src(Mesh({4}), parse_placements("S0"), Dims{8});
-  Plan plan = make_plan(src, src.with_placements(parse_placements("R")), DType::kF32, {});
-  HostWorld world(2);
-  HostCommunicator comm(world, 0);
-  HostDevice device;
-  EXPECT_THROW(Executor(plan, comm, device), Error);
-  Plan scoped = make_rank_plan(src, src.with_placements(parse_placements("R")), DType::kF32, 3, {});
-  HostWorld four(4);
-  HostCommunicator rank1(four, 1);
-  try {
-    Executor exec(scoped, rank1, device);
-    FAIL() << "ran rank 3's plan on rank 1";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("holds only rank 3's transfers"), std::string::npos) << e.what();
-  }
 }
 
 TEST(HostExecutor, ZeroCopyStepsHaveNoPackingAndAreCorrect) {

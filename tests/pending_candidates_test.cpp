@@ -8,28 +8,19 @@
 #include "reshard/plan_json.hpp"
 #include "reshard/planner.hpp"
 #include "search/planner_reference.hpp"
+#include "square_case.hpp"
 
 namespace reshard {
 namespace {
 
-struct Case {
-  const char* from;
-  const char* to;
-  std::vector<int> mesh;
-  Index extent;
-};
+using Case = testing::SquareCase;
+using testing::layouts;
 
 // Large tensors (p2p wins: the collective and hybrid searches stop at its price), small ones (collectives win).
 const Case kCases[] = {
     {"S0,S0", "S1,S1", {4, 4}, 16384}, {"S0,S1", "S1,S0", {4, 4}, 16384}, {"S0,S0", "S1,S1", {2, 2}, 64},
     {"S0,S1", "S1,S0", {8, 8}, 4096},  {"R,S0", "S0,R", {2, 4}, 1024},    {"P,S1", "S0,S0", {2, 2}, 512},
 };
-
-std::pair<Layout, Layout> layouts(const Case& c) {
-  Mesh mesh(c.mesh);
-  return {Layout(mesh, parse_placements(c.from), Dims{c.extent, c.extent}),
-          Layout(mesh, parse_placements(c.to), Dims{c.extent, c.extent})};
-}
 
 std::vector<PlanOptions> option_sets() {
   std::vector<PlanOptions> out(4);

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <ctime>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -65,11 +66,60 @@ TEST(PlanScale, LargeGlobalPlansAnswerFastOrAreRefusedNamingTheLimit) {
   PlanOptions o;
   o.strategy = Strategy::kP2P;
   expect_error([&] { make_plan(big, big.with_placements(parse_placements("S1")), DType::kF32, o); },
-               ErrorKind::kInvalidArgument, "lists 4410000 transfers; a plan holds at most 4194304");
+               ErrorKind::kInvalidArgument,
+               "strategy p2p has no plan for 2100 [S0] 8400x8400 -> [S1]: the global plan's p2p step S0 -> S1 on mesh "
+               "2100 lists more than 4194304 transfers; a plan holds at most 4194304");
+  EXPECT_LT(seconds_since(start), 10 * kSlowdown);
+  // Counted only up to the limit: 2^32 pairs of ranks are refused as fast.
+  start = Clock::now();
+  const Layout huge(Mesh({65536}), parse_placements("S0"), Dims{65536, 65536});
+  expect_error([&] { make_plan(huge, huge.with_placements(parse_placements("S1")), DType::kF32, o); },
+               ErrorKind::kInvalidArgument, "on mesh 65536 lists more than 4194304 transfers");
   EXPECT_LT(seconds_since(start), 10 * kSlowdown);
   EXPECT_EQ(
       make_rank_plan(big, big.with_placements(parse_placements("S1")), DType::kF32, 7, o).steps()[0].transfers.size(),
       2 * 2100u - 1);  // what rank 7 sends and receives, its local copy once
+}
+
+TEST(PlanScale, AutoFallsBackFromCandidatesPastTheTransferLimit) {
+  // p2p would list 2100^2 transfers: under auto the collective candidate is chosen, and p2p's reason names the limit.
+  auto start = Clock::now();
+  const Layout big(Mesh({2100}), parse_placements("S0"), Dims{8400, 8400});
+  const Plan plan = make_plan(big, big.with_placements(parse_placements("S1")), DType::kF32);
+  EXPECT_EQ(plan.strategy(), Strategy::kCollective);
+  ASSERT_EQ(plan.steps().size(), 1u);
+  EXPECT_EQ(plan.steps()[0].kind, StepKind::kAllToAll);
+  EXPECT_EQ(plan.bytes_moved(), Index{8400} * 8400 * 4 / 2100 * 2099);  // every rank keeps its own 1/2100th
+  int over_limit = 0;
+  for (const Candidate& c : plan.candidates()) {
+    if (c.strategy != Strategy::kP2P || c.transport != Transport::kNccl) continue;
+    EXPECT_FALSE(c.available);
+    EXPECT_NE(c.reason.find("lists more than 4194304 transfers; a plan holds at most 4194304"), std::string::npos)
+        << c.reason;
+    ++over_limit;
+  }
+  EXPECT_EQ(over_limit, 1);
+  EXPECT_LT(seconds_since(start), 10 * kSlowdown);
+  // One rank's plan holds only its transfers: p2p stays a candidate there (and wins).
+  const Plan mine = make_rank_plan(big, big.with_placements(parse_placements("S1")), DType::kF32, 5);
+  EXPECT_EQ(mine.strategy(), Strategy::kP2P);
+  EXPECT_EQ(mine.steps()[0].transfers.size(), 2 * 2100u - 1);
+}
+
+TEST(PlanScale, AllToAllPastItsPairLimitIsNoEdge) {
+  // An all_to_all over 16,384 ranks (2^28 rank x member pairs to size its scratch) is left out: the collective
+  // route gathers, then slices locally, answered in well under a second (sizing that all_to_all would take about 15 s).
+  auto start = Clock::now();
+  const Layout wide(Mesh({16384}), parse_placements("S0"), Dims{65536, 65536});
+  PlanOptions o;
+  o.strategy = Strategy::kCollective;
+  const Plan plan = make_plan(wide, wide.with_placements(parse_placements("S1")), DType::kF32, o);
+  ASSERT_EQ(plan.steps().size(), 2u);
+  EXPECT_EQ(plan.steps()[0].kind, StepKind::kAllGather);
+  EXPECT_EQ(plan.steps()[1].kind, StepKind::kLocal);
+  EXPECT_EQ(to_string(plan.steps()[1].to), "S1");
+  EXPECT_LT(seconds_since(start), 10 * kSlowdown);
+  // Within the limit the all_to_all stays the route (AutoFallsBackFromCandidatesPastTheTransferLimit: 2,100 ranks).
 }
 
 TEST(PlanScale, RankStepsPastTheLimitAreRefusedBeforeAnyCheck) {
@@ -108,6 +158,105 @@ TEST(PlanScale, TheFirstBadFieldIsNamedHoweverDeep) {
   chain["steps"][30001]["kind"] = 5;
   chain["steps"][39000]["from"] = "S0";  // a later fault: the first one is named
   expect_error([&] { plan_from_json(chain.dump()); }, ErrorKind::kInvalidArgument, "steps[30001].kind");
+}
+
+// Process CPU seconds since `start` (std::clock): a bound on the work a load does that other processes on the machine
+// do not stretch.
+double cpu_seconds_since(std::clock_t start) { return static_cast<double>(std::clock() - start) / CLOCKS_PER_SEC; }
+
+TEST(PlanScale, ThePlannersLargestPlanLoadsInTimeLinearInItsSize) {
+  // The planner's own 262,144-transfer plan for mesh 512 loads back as it was, within 3 s of CPU (docs/plan-json.md
+  // gives the measured times).
+  PlanOptions o;
+  o.strategy = Strategy::kP2P;
+  const Layout src(Mesh({512}), parse_placements("S0"), Dims{512, 512});
+  const std::string text = plan_to_json(make_plan(src, src.with_placements(parse_placements("S1")), DType::kF32, o));
+  std::clock_t cpu = std::clock();
+  const Plan plan = plan_from_json(text);
+  EXPECT_LT(cpu_seconds_since(cpu), 3 * kSlowdown);
+  ASSERT_EQ(plan.steps()[0].transfers.size(), 262144u);
+  EXPECT_EQ(plan.steps()[0].transfers[262143].src, 511);
+  EXPECT_EQ(plan.steps()[0].transfers[262143].dst, 511);
+  EXPECT_EQ(plan.bytes_moved(), Index{512} * 511 * 4);  // every pair but a rank's own element
+}
+
+TEST(PlanScale, StepsUpToTheLimitLoadAndAMillionAreRefusedBeforeAnyIsBuilt) {
+  const json chain = chain_plan(2, 32768);
+  ASSERT_EQ(chain["steps"].size(), 65535u);
+  std::clock_t cpu = std::clock();
+  EXPECT_EQ(plan_from_json(chain.dump()).steps().size(), 65535u);
+  EXPECT_LT(cpu_seconds_since(cpu), 3 * kSlowdown);
+  json two = chain;
+  two["steps"] = json::array({chain["steps"][0], chain["steps"][1]});
+  std::string million = two.dump();
+  const std::string pair = two["steps"][0].dump() + "," + two["steps"][1].dump() + ",";
+  const size_t at = million.find("\"steps\":[") + 9;
+  std::string repeated;
+  repeated.reserve(pair.size() * 500000);
+  for (int i = 0; i < 500000; ++i) repeated += pair;  // 1,000,002 steps in all
+  million.insert(at, repeated);
+  cpu = std::clock();
+  expect_error([&] { plan_from_json(million); }, ErrorKind::kInvalidArgument,
+               "plan has more than 65536 steps; at most 65536 are loaded");
+  EXPECT_LT(cpu_seconds_since(cpu), 3 * kSlowdown);
+}
+
+TEST(PlanScale, TransfersLoadAlikeInEveryFormTheDocumentAllows) {
+  const json pairs = all_pairs_plan(8);  // 64 transfers
+  const std::string expected = plan_to_json(plan_from_json(pairs.dump()));
+  auto loads_as_planned = [&](const std::string& text) { EXPECT_EQ(plan_to_json(plan_from_json(text)), expected); };
+  // Members in another order, or more members than the planner writes: read member by member, the same transfers.
+  json other = pairs;
+  json& ts = other["steps"][0]["transfers"];
+  ts[5] = json{{"bytes", ts[5]["bytes"]},
+               {"shape", ts[5]["shape"]},
+               {"global_offset", ts[5]["global_offset"]},
+               {"dst", ts[5]["dst"]},
+               {"src", ts[5]["src"]}};
+  ts[9]["note"] = "extra";
+  loads_as_planned(other.dump());
+  // A repeated member, a repeated transfers array, a repeated steps array: the last one counts, as in the document.
+  std::string text = pairs.dump();
+  const size_t first = text.find("{\"src\":0,");
+  ASSERT_NE(first, std::string::npos);
+  loads_as_planned(std::string(text).insert(first + 1, "\"src\":7,"));
+  const size_t transfers = text.find("\"transfers\":");
+  loads_as_planned(std::string(text).insert(transfers, "\"transfers\":[{\"src\":1},3],"));
+  const size_t steps = text.find("\"steps\":");
+  loads_as_planned(std::string(text).insert(steps, "\"steps\":[{\"transfers\":[1]}],"));
+  // Forms the planner never writes are refused naming the field, wherever the transfer lies.
+  json bad = pairs;
+  bad["steps"][0]["transfers"][3]["global_offset"] = {0, 0, 0, 0, 0, 0, 0, 0, 0};
+  expect_error([&] { plan_from_json(bad.dump()); }, ErrorKind::kInvalidArgument,
+               "plan field 'steps[0].transfers[3].global_offset' has more than 8 entries");
+  bad = pairs;
+  bad["steps"][0]["transfers"][4]["bytes"] = std::uint64_t{1} << 63;
+  expect_error([&] { plan_from_json(bad.dump()); }, ErrorKind::kInvalidArgument,
+               "plan field 'steps[0].transfers[4].bytes' value 9223372036854775808 does not fit in 64 bits");
+  bad = pairs;
+  bad["steps"][0]["transfers"][6]["src"] = 1.0;
+  expect_error([&] { plan_from_json(bad.dump()); }, ErrorKind::kInvalidArgument,
+               "plan field 'steps[0].transfers[6].src' must be an integer, got 1.0");
+  bad = pairs;
+  bad["steps"][0]["transfers"][7] = nullptr;
+  expect_error([&] { plan_from_json(bad.dump()); }, ErrorKind::kInvalidArgument,
+               "plan field 'steps[0].transfers[7]' must be an object");
+  bad = pairs;
+  bad["steps"][0]["transfers"][8]["dst"] = std::int64_t{1} << 40;
+  expect_error([&] { plan_from_json(bad.dump()); }, ErrorKind::kInvalidArgument,
+               "plan field 'steps[0].transfers[8]': ranks 1 -> 1099511627776 outside the mesh's world (ranks 0..7)");
+  bad = pairs;
+  bad["steps"][0]["transfers"][10]["shape"] = {1};
+  expect_error([&] { plan_from_json(bad.dump()); }, ErrorKind::kInvalidArgument,
+               "plan field 'steps[0].transfers[10]': global_offset and shape differ in length");
+  bad = pairs;
+  std::swap(bad["steps"][0]["transfers"][11], bad["steps"][0]["transfers"][12]);  // another order: still the planner's
+  const Plan swapped = plan_from_json(bad.dump());
+  EXPECT_EQ(swapped.steps()[0].transfers[11].dst, 4);
+  EXPECT_EQ(swapped.bytes_moved(), 8 * 7 * 4);
+  bad["steps"][0]["transfers"][12]["global_offset"] = {1, 4};  // the region another transfer of the step holds
+  expect_error([&] { plan_from_json(bad.dump()); }, ErrorKind::kInvalidArgument,
+               "step 0 (p2p) transfer 12 (rank 1 -> 3): region [1:2, 4:5] is not in rank 3's target [0:8, 3:4]");
 }
 
 TEST(PlanScale, TheStrategyMustBeTheOneTheStepsMake) {

@@ -4,11 +4,12 @@
 // sources and targets, several node sizes, transports, memory budgets and pipeline chunks.
 #include <gtest/gtest.h>
 
-#include <algorithm>
-#include <numeric>
 #include <random>
+#include <string>
+#include <vector>
 
 #include "placement_sets.hpp"
+#include "random_plan_requests.hpp"
 #include "reshard/plan_json.hpp"
 #include "reshard/planner.hpp"
 #include "search/planner_reference.hpp"
@@ -19,13 +20,7 @@ namespace reshard {
 namespace {
 
 // The plan's JSON, or the error it raised (both planners must raise the same one).
-std::string outcome(const std::function<Plan()>& plan) {
-  try {
-    return plan_to_json(plan());
-  } catch (const Error& e) {
-    return std::string("error: ") + e.what();
-  }
-}
+using testing::outcome;
 
 // The sanitizer build (ASan + UBSan at -O1, about 20x slower here) runs a sample; the release build runs all 10,000.
 #if defined(__SANITIZE_ADDRESS__)
@@ -43,48 +38,18 @@ constexpr int kCases = kSanitized ? 400 : 10000;
 
 TEST(PlannerEquivalence, FastAndReferencePlansAreIdentical) {
   std::mt19937 rng(20261123);
-  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
-  const DType dtypes[] = {DType::kBF16, DType::kF32, DType::kF64, DType::kU8};
   int class_priced = 0;  // cases whose source is sharded on every mesh dim of size > 1 (the class path)
   for (int i = 0; i < kCases; ++i) {
-    std::vector<int> mesh_shape(pick(1, 4));
-    int ranks = 1;
-    for (int& m : mesh_shape) {
-      m = pick(1, std::max(1, std::min(5, 24 / ranks)));
-      ranks *= m;
-    }
-    std::vector<int> order(ranks);
-    std::iota(order.begin(), order.end(), 0);
-    if (pick(0, 4) == 0) std::shuffle(order.begin(), order.end(), rng);
-    const Mesh mesh = pick(0, 4) == 0 ? Mesh(mesh_shape, order) : Mesh(mesh_shape);
-    const int nd = pick(1, 3);
-    Dims shape(nd);
-    for (int d = 0; d < nd; ++d) shape[d] = pick(0, 3) == 0 ? pick(0, 7) : pick(8, 40);
-    auto random_placements = [&](int partial_weight) {
-      std::vector<Placement> ps;
-      const auto op = static_cast<ReduceOp>(pick(0, 3));
-      for (size_t k = 0; k < mesh_shape.size(); ++k) {
-        const int c = pick(0, nd + partial_weight);
-        ps.push_back(c == 0 ? Placement::replicate() : c <= nd ? Placement::shard(c - 1) : Placement::partial(op));
-      }
-      return ps;
-    };
-    const Layout src(mesh, random_placements(1), shape), dst(mesh, random_placements(pick(0, 1)), shape);
+    const testing::PlanRequest request = testing::random_plan_request(rng, i, testing::RequestRanges{});
+    const Layout &src = request.src, &dst = request.dst;
+    const Mesh& mesh = src.mesh();
+    const std::vector<int>& mesh_shape = mesh.shape();
+    const DType dtype = request.dtype;
+    const PlanOptions& o = request.options;
+    const int rank = request.rank;
     bool sharded = true;
     for (int k = 0; k < mesh.ndim(); ++k) sharded = sharded && !(src.placement(k).is_replicate() && mesh_shape[k] > 1);
     class_priced += sharded;
-    const DType dtype = dtypes[i % 4];
-    PlanOptions o;
-    o.topology.ranks_per_node = pick(1, 8);
-    o.topology.peer_access = pick(0, 5) != 0;
-    const int strategy = pick(0, 7);
-    o.strategy = strategy < 5 ? Strategy::kAuto : static_cast<Strategy>(strategy - 4);
-    if (pick(0, 5) == 0) o.memory_budget_bytes = pick(0, 4000);
-    if (pick(0, 5) == 0) o.pipeline_chunk_bytes = pick(1, 512);
-    o.low_sm = pick(0, 3) == 0;
-    o.buffers_change = pick(0, 3) == 0;
-    o.fusion = static_cast<Fusion>(pick(0, 2));
-    const int rank = pick(0, ranks - 1);
     const std::string what = "case " + std::to_string(i) + ": " + src.str() + " -> [" + to_string(dst.placements()) +
                              "] " + std::string(to_string(o.strategy));
     ASSERT_EQ(outcome([&] { return make_plan(src, dst, dtype, o); }),

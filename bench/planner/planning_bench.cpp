@@ -7,17 +7,13 @@
 
 #include "reshard/plan_cache.hpp"
 #include "reshard/planner.hpp"
+#include "square_case.hpp"
 
 namespace reshard {
 namespace {
 
-// A pair of placements on a mesh, for an extent x extent tensor.
-struct Case {
-  const char* from;
-  const char* to;
-  std::vector<int> mesh;
-  Index extent = 16384;
-};
+using Case = testing::SquareCase;
+using testing::layouts;
 
 const Case kCases[] = {
     {"S0,S1", "S1,S0", {2, 2}},
@@ -34,13 +30,6 @@ const Case kCases[] = {
     {"S0,S1", "S1,S0", {64, 256}, 65536},
     {"S0,S0", "S1,S1", {64, 256}, 65536},
 };
-
-// The case's source and target layouts.
-std::pair<Layout, Layout> layouts(const Case& c) {
-  Mesh mesh(c.mesh);
-  return {Layout(mesh, parse_placements(c.from), Dims{c.extent, c.extent}),
-          Layout(mesh, parse_placements(c.to), Dims{c.extent, c.extent})};
-}
 
 void label(benchmark::State& state, const Case& c) {
   state.SetLabel(Mesh(c.mesh).str() + " [" + c.from + "]->[" + c.to + "]");

@@ -154,4 +154,32 @@ std::string read_text_file(const std::string& path, std::string_view what, std::
   return text;
 }
 
+std::optional<std::int64_t> parse_byte_count(std::string_view text, ByteCountError* error) {
+  static const std::pair<const char*, std::int64_t> kSuffixes[] = {
+      {"GiB", std::int64_t(1) << 30}, {"MiB", std::int64_t(1) << 20}, {"KiB", std::int64_t(1) << 10}, {"B", 1}};
+  auto failed = [&](ByteCountError e) -> std::optional<std::int64_t> {
+    if (error) *error = e;
+    return std::nullopt;
+  };
+  if (text.empty()) return failed(ByteCountError::kEmpty);
+  std::int64_t scale = 1;
+  for (auto [suffix, factor] : kSuffixes) {
+    std::string_view sv(suffix);
+    if (text.size() > sv.size() && text.substr(text.size() - sv.size()) == sv) {
+      text.remove_suffix(sv.size());
+      scale = factor;
+      break;
+    }
+  }
+  bool overflow = false;
+  std::optional<long long> v = parse_integer(text, &overflow);
+  if (overflow) return failed(ByteCountError::kTooLarge);
+  if (!v) return failed(ByteCountError::kNotANumber);
+  if (*v < 0) return failed(ByteCountError::kNegative);
+  std::int64_t out = 0;
+  if (__builtin_mul_overflow(*v, scale, &out)) return failed(ByteCountError::kTooLarge);
+  if (error) *error = ByteCountError::kNone;
+  return out;
+}
+
 }  // namespace reshard

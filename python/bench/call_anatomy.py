@@ -14,7 +14,6 @@ median skew (latest minus earliest rank leaving the barrier), and each rank's me
 Results: DIR/anatomy.json and a table on stdout.
 """
 
-import argparse
 import statistics
 import sys
 import time
@@ -22,7 +21,6 @@ import pathlib
 
 import torch
 import torch.distributed as dist
-from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.tensor import DTensor
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "gpu_tests"))
@@ -71,12 +69,7 @@ def summarise(per_rank):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--out", required=True)
-    ap.add_argument("--iters", type=common.positive, default=40)
-    args = ap.parse_args()
-    rank, world = common.setup()
-    mesh = init_device_mesh("cuda", (world,))
+    args, rank, world, mesh = common.start(iters=40)
     shape = (1024, 1024)
     results = []
     for src, dst in CASES:
@@ -112,10 +105,7 @@ def main():
                            f"(skew {a['skew_us']:5.1f}, host {'/'.join(f'{h:.1f}' for h in a['host_us'])}, event "
                            f"{'/'.join(f'{e:.1f}' for e in a['event_us'])})")
         rt.clear_cache()
-    common.write_json(args.out, "anatomy.json", {"versions": common.versions(), "iters": args.iters,
-                                                 "results": results})
-    dist.barrier()
-    dist.destroy_process_group()
+    common.finish(args.out, "anatomy.json", {"versions": common.versions(), "iters": args.iters, "results": results})
 
 
 if __name__ == "__main__":

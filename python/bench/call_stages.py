@@ -16,7 +16,6 @@ call after the previous one's result was waited for) and "loop" (10 calls back t
 stage: the median over iterations (rank 0's, and the slowest rank's total); the CUDA-event time of the call beside. Every result is compared with DTensor.redistribute's, every element. Results: DIR/call_stages.json.
 """
 
-import argparse
 import pathlib
 import statistics
 import sys
@@ -24,7 +23,6 @@ import time
 
 import torch
 import torch.distributed as dist
-from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.tensor import DTensor
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "gpu_tests"))
@@ -89,12 +87,7 @@ def summarise(rows):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--out", required=True)
-    ap.add_argument("--iters", type=common.positive, default=150)
-    args = ap.parse_args()
-    rank, world = common.setup()
-    mesh = init_device_mesh("cuda", (world,))
+    args, rank, world, mesh = common.start(iters=150)
     results = []
     bound = common.exact_bound(world)
     for src, dst, shape in CASES:
@@ -124,10 +117,8 @@ def main():
             + ", ".join(f"{k} {v:.1f}" for k, v in row[m]["stages_us"].items()) + f"), equal {row[m]['equal']}"
             for m in ("alone", "idle", "loop")))
         rt.clear_cache()
-    common.write_json(args.out, "call_stages.json", {"versions": common.versions(), "iters": args.iters,
-                                                     "results": results})
-    dist.barrier()
-    dist.destroy_process_group()
+    common.finish(args.out, "call_stages.json",
+                  {"versions": common.versions(), "iters": args.iters, "results": results})
 
 
 if __name__ == "__main__":

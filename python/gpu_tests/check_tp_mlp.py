@@ -12,15 +12,12 @@ and how far: the largest difference in ulps of its tensor's largest magnitude (d
 Results: DIR/tp_mlp.json. Exit status 1 on any difference.
 """
 
-import argparse
 import math
 import pathlib
 import sys
 import time
 
 import torch
-import torch.distributed as dist
-from torch.distributed.device_mesh import init_device_mesh
 
 import common
 import reshard.torch as rt
@@ -119,12 +116,7 @@ def largest_ulps(a, b):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--out", required=True)
-    ap.add_argument("--steps", type=common.positive, default=5)
-    args = ap.parse_args()
-    rank, world = common.setup()
-    mesh = init_device_mesh("cuda", (world,))
+    args, rank, world, mesh = common.start(steps=5)
     report = {"versions": common.versions()}
     ok = True
     for mode in ("eager", "compile"):
@@ -145,9 +137,7 @@ def main():
                    f"losses={got_info['losses']}")
         ok = ok and mode_ok
     report["ok"] = ok
-    common.write_json(args.out, "tp_mlp.json", report)
-    dist.barrier()
-    dist.destroy_process_group()
+    common.finish(args.out, "tp_mlp.json", report)
     raise SystemExit(0 if ok else 1)
 
 

@@ -44,6 +44,28 @@ def setup():
     return dist.get_rank(), dist.get_world_size()
 
 
+def start(**counts):
+    """Parses --out DIR and, for each keyword, a count --NAME (see positive) with the keyword's value as its default;
+    initialises torch.distributed (setup) and a 1-D device mesh over every rank. Returns (args, rank, world size,
+    mesh)."""
+    from torch.distributed.device_mesh import init_device_mesh
+
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", required=True)
+    for name, default in counts.items():
+        ap.add_argument(f"--{name}", type=positive, default=default)
+    args = ap.parse_args()
+    rank, world = setup()
+    return args, rank, world, init_device_mesh("cuda", (world,))
+
+
+def finish(out_dir, name, report):
+    """Writes `report` as DIR/name (rank 0), then waits for every rank and ends the process group."""
+    write_json(out_dir, name, report)
+    dist.barrier()
+    dist.destroy_process_group()
+
+
 def placement(text):
     from torch.distributed.tensor import Partial, Replicate, Shard
 

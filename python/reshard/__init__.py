@@ -50,7 +50,8 @@ def _rank_list(ranks, name="ranks"):
 
 
 def _plan_args(mesh, src, dst, shape, dtype, strategy, memory_budget, transport, ranks_per_node, profile, ranks,
-               allow_scalar=False, fuse="auto", low_sm=False):
+               allow_scalar=False, fuse="auto", low_sm=False, max_collectives=None, pipeline_chunk=None,
+               buffers_change=False):
     from . import _core
 
     a = _core.PlanArgs()
@@ -60,19 +61,16 @@ def _plan_args(mesh, src, dst, shape, dtype, strategy, memory_budget, transport,
     a.dst = _args.placements_text(dst)
     a.shape = _args.shape_arg(shape, allow_scalar=allow_scalar)
     a.dtype = _args.dtype_name(dtype)
-    a.strategy = str(strategy)
-    a.transport = str(transport)
-    a.fuse = str(fuse)
-    a.low_sm = bool(low_sm)
-    a.memory_budget = _args.byte_count("memory_budget", memory_budget)
-    a.ranks_per_node = _args.integer("ranks_per_node", ranks_per_node, -_args.INT32_MAX - 1)  # range: the CLI's check
-    a.profile = None if profile is None else str(profile)
+    a.options = _args.plan_options(strategy=strategy, transport=transport, fuse=fuse, low_sm=low_sm,
+                                   memory_budget=memory_budget, ranks_per_node=ranks_per_node, profile=profile,
+                                   max_collectives=max_collectives, pipeline_chunk=pipeline_chunk,
+                                   buffers_change=buffers_change)
     return a
 
 
 def plan(mesh, src, dst, shape, dtype="f32", strategy="auto", memory_budget=None, *, transport="auto",
          ranks_per_node=8, profile=None, ranks=None, rank=None, fuse="auto", low_sm=False, dst_mesh=None,
-         dst_ranks=None, world_size=None, buffers_change=False):
+         dst_ranks=None, world_size=None, buffers_change=False, max_collectives=None, pipeline_chunk=None):
     """Plans a redistribution as `reshard plan` does; returns a Plan.
 
     plan.json() is exactly what `reshard plan --json` prints for the same arguments; plan.strategy,
@@ -80,7 +78,9 @@ def plan(mesh, src, dst, shape, dtype="f32", strategy="auto", memory_budget=None
     memory_budget: bytes per rank (an int, or text such as "64MiB"); profile: path of a cost-model profile JSON;
     rank: plan as that rank needs it (only its own transfers), as `--rank`; fuse: "auto", "always" or "never", as
     `--fuse`; low_sm: price SM kernels for running beside compute, as `--low-sm`; buffers_change: plan for tensors
-    that change every call (a staged first nvlink step where cheaper), as `--buffers-change` and as reshard.torch plans.
+    that change every call (a staged first nvlink step where cheaper), as `--buffers-change` and as reshard.torch plans;
+    max_collectives, pipeline_chunk: as `--max-collectives` and `--pipeline-chunk`. These keywords are the plan option
+    table's (plan_option_table.hpp), which the CLI's flags come from too: the same names, parsing, ranges and messages.
     Between meshes of one world (as `--from-mesh/--from-ranks/--to-mesh/--to-ranks/--world-size`): `mesh` and `ranks`
     are the source's, dst_mesh and dst_ranks the target's (world ranks in row-major coordinate order; unset: 0..n-1),
     world_size defaults to one more than the largest rank of either; plan.src_mesh and plan.dst_mesh print them.
@@ -88,8 +88,8 @@ def plan(mesh, src, dst, shape, dtype="f32", strategy="auto", memory_budget=None
     from . import _core
 
     args = _plan_args(mesh, src, dst, shape, dtype, strategy, memory_budget, transport, ranks_per_node, profile, ranks,
-                      fuse=fuse, low_sm=low_sm)
-    args.buffers_change = bool(buffers_change)
+                      fuse=fuse, low_sm=low_sm, max_collectives=max_collectives, pipeline_chunk=pipeline_chunk,
+                      buffers_change=buffers_change)
     if dst_mesh is not None:
         args.dst_mesh = _args.mesh_text(dst_mesh)
     args.dst_ranks = _rank_list(dst_ranks, "dst_ranks")
@@ -122,9 +122,12 @@ def _infer_shape(mesh_text, ranks, placements, shards):
 
 
 def _host_request(mesh, src, dst, shards, shape, dtype, strategy, memory_budget, transport, ranks_per_node, ranks, fuse,
-                  low_sm, dst_mesh=None, dst_ranks=None, world_size=None):
-    """run_host's arguments checked and converted: (PlanArgs, C-order shards, a function to apply to the outputs)."""
+                  low_sm, dst_mesh=None, dst_ranks=None, world_size=None, options=None):
+    """run_host's arguments checked and converted: (PlanArgs, C-order shards, a function to apply to the outputs).
+    options: profile, max_collectives, pipeline_chunk, buffers_change (the plan option table's other rows)."""
     from . import _core
+
+    options = dict(options or {})
 
     mesh_text = _args.mesh_text(mesh)
     two = _between.between(mesh_text, ranks, dst_mesh, dst_ranks, world_size)
@@ -184,8 +187,8 @@ def _host_request(mesh, src, dst, shards, shape, dtype, strategy, memory_budget,
                                      f"{_np.asarray(shards[r]).size} elements (give None)")
                 shards[r] = _np.empty([0] * plan_ndim, dtype=shards[first].dtype)
     args = _plan_args(mesh_text, ",".join(src_p), ",".join(dst_p), shape_a, np_dtype if dtype is None else dtype,
-                      strategy, memory_budget, transport, ranks_per_node, None, ranks, allow_scalar=True, fuse=fuse,
-                      low_sm=low_sm)
+                      strategy, memory_budget, transport, ranks_per_node, options.pop("profile", None), ranks,
+                      allow_scalar=True, fuse=fuse, low_sm=low_sm, **options)
     if two is not None:
         args.dst_mesh = None if dst_mesh is None else _args.mesh_text(dst_mesh)
         args.dst_ranks = _rank_list(dst_ranks, "dst_ranks")
@@ -204,7 +207,7 @@ def _host_request(mesh, src, dst, shards, shape, dtype, strategy, memory_budget,
 
 def run_host(mesh, src, dst, shards, *, shape=None, dtype=None, strategy="auto", memory_budget=None,
              transport="auto", ranks_per_node=8, ranks=None, fuse="auto", low_sm=False, dst_mesh=None, dst_ranks=None,
-             world_size=None):
+             world_size=None, profile=None, max_collectives=None, pipeline_chunk=None, buffers_change=False):
     """Redistributes NumPy shards on the host backend (one thread per rank) through the executor.
 
     shards: one array per rank, in rank order, each that rank's source local tensor (C order is made where needed).
@@ -213,12 +216,15 @@ def run_host(mesh, src, dst, shards, *, shape=None, dtype=None, strategy="auto",
     complex64/complex128 arrays move as pairs of f32/f64 (Partial sums and averages act on both parts).
     Between two meshes of one world (as plan() takes them: `mesh` and `ranks` the source's, dst_mesh and dst_ranks the
     target's, world_size): shards has one entry per world rank, None for ranks outside the source mesh; the result
-    has one entry per world rank, None for ranks outside the target mesh.
+    has one entry per world rank, None for ranks outside the target mesh. The plan options (strategy to
+    buffers_change) are plan()'s.
     """
     from . import _core
 
+    options = dict(profile=profile, max_collectives=max_collectives, pipeline_chunk=pipeline_chunk,
+                   buffers_change=buffers_change)
     args, shards, finish = _host_request(mesh, src, dst, shards, shape, dtype, strategy, memory_budget, transport,
-                                         ranks_per_node, ranks, fuse, low_sm, dst_mesh, dst_ranks, world_size)
+                                         ranks_per_node, ranks, fuse, low_sm, dst_mesh, dst_ranks, world_size, options)
     return finish(_core.run_host(args, shards))
 
 
@@ -229,7 +235,7 @@ progress callback): tensors and bytes (global tensor bytes) done so far, of the 
 
 def run_host_batch(mesh, tensors, *, strategy="auto", memory_budget=None, transport="auto", ranks_per_node=8,
                    ranks=None, fuse="auto", low_sm=False, dst_mesh=None, dst_ranks=None, world_size=None,
-                   progress=None):
+                   progress=None, profile=None, max_collectives=None, pipeline_chunk=None, buffers_change=False):
     """Redistributes several tensors in one executor call per rank (host backend; a batch).
 
     tensors: a list of dicts, one per tensor, with "src", "dst" and "shards" (one array per rank, as run_host takes)
@@ -238,10 +244,12 @@ def run_host_batch(mesh, tensors, *, strategy="auto", memory_budget=None, transp
     target local tensors (one array per rank). dst_mesh, dst_ranks, world_size: every tensor moves between two meshes
     (as run_host). memory_budget (bytes per rank) holds for the whole set: every tensor is planned within it, and the
     tensors run in consecutive groups, one executor call each, whose merged programs fit it. progress: called after
-    each group with a SyncProgress.
+    each group with a SyncProgress. The plan options (strategy to buffers_change) are plan()'s.
     """
     from . import _core
 
+    options = dict(profile=profile, max_collectives=max_collectives, pipeline_chunk=pipeline_chunk,
+                   buffers_change=buffers_change)
     if not tensors:
         raise ValueError("run_host_batch needs at least one tensor")
     all_args, all_shards, finishers, sizes = [], [], [], []
@@ -252,7 +260,7 @@ def run_host_batch(mesh, tensors, *, strategy="auto", memory_budget=None, transp
         try:
             args, shards, finish = _host_request(mesh, t["src"], t["dst"], t["shards"], t.get("shape"), t.get("dtype"),
                                                  strategy, memory_budget, transport, ranks_per_node, ranks, fuse,
-                                                 low_sm, dst_mesh, dst_ranks, world_size)
+                                                 low_sm, dst_mesh, dst_ranks, world_size, options)
         except ValueError as e:
             raise ValueError(f"tensor {i}: {e}") from None
         all_args.append(args)

@@ -1,6 +1,7 @@
 #include "args.hpp"
 
 #include "reshard/error.hpp"
+#include "reshard/plan_option_table.hpp"
 #include "reshard/profile.hpp"
 
 namespace reshard::python {
@@ -54,18 +55,8 @@ PlanRequest make_plan_request(const PlanArgs& args) {
   Dims shape = make_shape(args.shape);
   PlanRequest req{Layout(from_mesh, parse_placements(args.src), shape),
                   Layout(to_mesh, parse_placements(args.dst), shape), parse_dtype(args.dtype), PlanOptions{}};
-  req.options.strategy = parse_strategy(args.strategy);
-  req.options.transport = parse_transport(args.transport);
-  req.options.fusion = parse_fusion(args.fuse);
-  req.options.low_sm = args.low_sm;
-  req.options.buffers_change = args.buffers_change;
-  RESHARD_REQUIRE(args.ranks_per_node >= 1, "--ranks-per-node must be >= 1, got ", args.ranks_per_node);
-  req.options.topology.ranks_per_node = args.ranks_per_node;
-  if (args.profile) req.options.profile = load_profile(*args.profile);
-  if (args.memory_budget) {
-    RESHARD_REQUIRE(*args.memory_budget >= 0, "--memory-budget must be >= 0 bytes, got ", *args.memory_budget);
-    req.options.memory_budget_bytes = *args.memory_budget;
-  }
+  // Every option through the plan option table, as the CLI sets its flags: the same parsing, ranges and messages.
+  for (const auto& [name, text] : args.options) set_plan_option(req.options, name, text);
   return req;
 }
 

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <variant>
@@ -40,14 +41,9 @@ struct PlanArgs {
   std::string src, dst;
   ShapeArg shape;
   std::string dtype = "f32";
-  std::string strategy = "auto";
-  std::string transport = "auto";
-  std::string fuse = "auto";
-  bool low_sm = false;
-  bool buffers_change = false;  // PlanOptions::buffers_change (reshard.torch: always)
-  std::optional<std::int64_t> memory_budget;
-  int ranks_per_node = 8;
-  std::optional<std::string> profile;  // path of a profile JSON
+  // The plan options given, by the plan option table's names (plan_option_table.hpp), as text; unset ones keep
+  // PlanOptions' defaults.
+  std::map<std::string, std::string> options;
 };
 
 struct PlanRequest {

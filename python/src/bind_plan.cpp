@@ -6,6 +6,7 @@
 #include "reshard/plan_batch.hpp"
 #include "reshard/plan_format.hpp"
 #include "reshard/plan_json.hpp"
+#include "reshard/plan_option_table.hpp"
 
 namespace py = pybind11;
 
@@ -116,14 +117,15 @@ void bind_plan(py::module_& m) {
       .def_readwrite("dst", &PlanArgs::dst)
       .def_readwrite("shape", &PlanArgs::shape)
       .def_readwrite("dtype", &PlanArgs::dtype)
-      .def_readwrite("strategy", &PlanArgs::strategy)
-      .def_readwrite("transport", &PlanArgs::transport)
-      .def_readwrite("fuse", &PlanArgs::fuse)
-      .def_readwrite("low_sm", &PlanArgs::low_sm)
-      .def_readwrite("buffers_change", &PlanArgs::buffers_change)
-      .def_readwrite("memory_budget", &PlanArgs::memory_budget)
-      .def_readwrite("ranks_per_node", &PlanArgs::ranks_per_node)
-      .def_readwrite("profile", &PlanArgs::profile);
+      .def_readwrite("options", &PlanArgs::options);
+  m.def(
+      "plan_option_names",
+      [] {
+        std::vector<std::string> names;
+        for (const PlanOptionSpec& s : plan_option_specs()) names.emplace_back(s.name);
+        return names;
+      },
+      "The plan option table's names (plan_option_table.hpp): the keywords plan() and run_host() accept.");
 }
 
 }  // namespace reshard::python

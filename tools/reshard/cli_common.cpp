@@ -2,22 +2,19 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <limits>
 
 #include "reshard/harness.hpp"
 #include "reshard/plan_json.hpp"
+#include "reshard/plan_option_table.hpp"
 #include "reshard/rendezvous.hpp"
 #include "reshard/text.hpp"
 #include "reshard/tools_text.hpp"
 
 namespace reshard::cli {
 namespace {
-
-// The flags that shape a new plan: meaningless with a plan file.
-constexpr const char* kPlanningFlags[] = {
-    "--strategy",      "--transport",       "--fuse",           "--ranks-per-node", "--profile",
-    "--memory-budget", "--max-collectives", "--pipeline-chunk", "--low-sm",         "--buffers-change"};
 
 void require_flag(const CLI::App& cmd, const std::string& value, const char* flag, const char* alternative) {
   if (value.empty() && cmd.count(flag) == 0) {
@@ -135,30 +132,25 @@ void add_plan_flags(CLI::App& cmd, PlanFlags& flags) {
   cmd.add_option("--to-dtype", flags.to_dtype,
                  "Target element type (default: --dtype): the move converts on the receiver; floating pairs of f64 f32 "
                  "f16 bf16 f8e4m3 f8e5m2, as PyTorch's tensor.to(dtype)");
-  cmd.add_option("--strategy", flags.strategy, "auto, collective, p2p or hybrid")->capture_default_str();
-  cmd.add_option("--transport", flags.transport,
-                 "auto, nccl (two-sided, staged) or nvlink (one-sided peer copies, one host)")
-      ->capture_default_str();
-  cmd.add_option("--fuse", flags.fuse,
-                 "auto, always or never: run an nvlink step's peer copies as one kernel per rank (small tensors)")
-      ->capture_default_str();
-  cmd.add_option("--ranks-per-node", flags.ranks_per_node, "Ranks (GPUs) per node, for the cost model")
-      ->capture_default_str()
-      ->check(CLI::Validator(
-          [](std::string& s) { return s.empty() ? std::string("empty value; expected ranks per node (>= 1)") : ""; },
-          "", "non-empty"));
-  cmd.add_option("--profile", flags.profile, "Cost-model profile JSON (default: built-in H100/H200 + IB400)");
-  cmd.add_option("--memory-budget", flags.memory_budget,
-                 "Workspace limit per rank in bytes (suffixes KiB, MiB, GiB); a batch of run: for the whole set");
-  cmd.add_option("--max-collectives", flags.max_collectives, "Cap on the collective strategy's communication steps");
-  cmd.add_option("--pipeline-chunk", flags.pipeline_chunk,
-                 "Pipeline p2p transfers that need packing in chunks of this many bytes (default 0: off)");
-  cmd.add_flag("--low-sm", flags.low_sm,
-               "Low-SM mode, for a redistribution run beside compute: price SM kernels (NCCL, copy kernels) at the "
-               "profile's low_sm_kernel_factor, so auto prefers copy engines");
-  cmd.add_flag("--buffers-change", flags.buffers_change,
-               "Plan for a caller whose tensors change every call (as reshard.torch's): an nvlink first step is staged "
-               "through the workspace where that is cheaper than mapping the peers' tensors on every call");
+  add_plan_option_flags(cmd, flags.options);
+}
+
+void add_plan_option_flags(CLI::App& cmd, std::map<std::string, std::string>& options,
+                           std::initializer_list<std::string_view> except) {
+  for (const PlanOptionSpec& spec : plan_option_specs()) {
+    if (std::find(except.begin(), except.end(), spec.name) != except.end()) continue;
+    const std::string name(spec.name);
+    if (spec.kind == OptionKind::kSwitch)
+      cmd.add_flag_callback(
+          cli_flag(name), [&options, name] { options[name] = "true"; }, std::string(spec.help));
+    else
+      cmd.add_option_function<std::string>(
+          cli_flag(name), [&options, name](const std::string& v) { options[name] = v; }, std::string(spec.help));
+  }
+}
+
+void apply_plan_options(const std::map<std::string, std::string>& given, PlanOptions& options) {
+  for (const auto& [name, text] : given) set_plan_option(options, name, text);
 }
 
 void add_mesh_pair_flags(CLI::App& cmd, PlanFlags& flags) {
@@ -188,22 +180,7 @@ PlanRequest make_plan_request(const CLI::App& cmd, const PlanFlags& flags) {
                   DType::kF32};
   req.to_dtype = flags.to_dtype.empty() ? req.dtype : parse_dtype(flags.to_dtype);
   if (req.to_dtype != req.dtype) validate_conversion(req.dst, req.dtype, req.to_dtype);
-  req.options.strategy = parse_strategy(flags.strategy);
-  req.options.transport = parse_transport(flags.transport);
-  req.options.fusion = parse_fusion(flags.fuse);
-  RESHARD_REQUIRE(flags.ranks_per_node >= 1, "--ranks-per-node must be >= 1, got ", flags.ranks_per_node);
-  req.options.topology.ranks_per_node = flags.ranks_per_node;
-  if (cmd.count("--profile")) req.options.profile = load_profile(flags.profile);
-  if (cmd.count("--memory-budget"))
-    req.options.memory_budget_bytes = parse_bytes("--memory-budget", flags.memory_budget);
-  if (cmd.count("--pipeline-chunk"))
-    req.options.pipeline_chunk_bytes = parse_bytes("--pipeline-chunk", flags.pipeline_chunk);
-  req.options.low_sm = flags.low_sm;
-  req.options.buffers_change = flags.buffers_change;
-  if (flags.max_collectives != -1) {
-    RESHARD_REQUIRE(flags.max_collectives >= 0, "--max-collectives must be >= 0, got ", flags.max_collectives);
-    req.options.max_collectives = flags.max_collectives;
-  }
+  apply_plan_options(flags.options, req.options);
   return req;
 }
 
@@ -213,9 +190,11 @@ Plan plan_request(const PlanRequest& req, std::optional<int> rank) {
 }
 
 Plan load_plan_for(const CLI::App& cmd, const PlanFlags& flags, const std::string& path, const char* file_flag) {
-  for (const char* flag : kPlanningFlags)
+  for (const PlanOptionSpec& spec : plan_option_specs()) {
+    const std::string flag = cli_flag(spec.name);
     RESHARD_REQUIRE(cmd.count(flag) == 0, flag, " shapes a new plan; it cannot be combined with ", file_flag,
                     " (the plan file fixes it)");
+  }
   Plan plan = load_plan(path);
   auto same = [&](const char* flag, const std::string& given, const std::string& in_plan) {
     RESHARD_REQUIRE(given == in_plan, file_flag, " '", path, "' is a plan for ", flag, " ", in_plan, ", not ", given);

@@ -4,8 +4,11 @@
 
 #include <CLI/CLI.hpp>
 #include <functional>
+#include <initializer_list>
+#include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "reshard/layout.hpp"
 #include "reshard/planner.hpp"
@@ -34,16 +37,8 @@ struct PlanFlags {
   int world_size = -1;
   std::string dtype = "f32";
   std::string to_dtype;  // empty: the target has --dtype
-  std::string strategy = "auto";
-  std::string transport = "auto";
-  std::string fuse = "auto";
-  int ranks_per_node = 8;
-  std::string profile;
-  std::string memory_budget;
-  int max_collectives = -1;
-  std::string pipeline_chunk;
-  bool low_sm = false;
-  bool buffers_change = false;
+  // The plan options given, by name (plan_option_table.hpp), as their text: set on the request in make_plan_request.
+  std::map<std::string, std::string> options;
 };
 
 struct PlanRequest {
@@ -59,6 +54,12 @@ Plan plan_request(const PlanRequest& req, std::optional<int> rank = std::nullopt
 // Adds the plan flags; --mesh, --shape, --from and --to are checked by make_plan_request (they are optional when a
 // plan file is given instead).
 void add_plan_flags(CLI::App& cmd, PlanFlags& flags);
+// One flag per row of the plan option table (plan_option_table.hpp) but those named in `except`, recorded into
+// `options` by name.
+void add_plan_option_flags(CLI::App& cmd, std::map<std::string, std::string>& options,
+                           std::initializer_list<std::string_view> except = {});
+// Sets every option in `given` on `options` (through the table).
+void apply_plan_options(const std::map<std::string, std::string>& given, PlanOptions& options);
 // Adds --from-mesh, --from-ranks, --to-mesh, --to-ranks and --world-size (part of the plan flags; also bench's).
 void add_mesh_pair_flags(CLI::App& cmd, PlanFlags& flags);
 // Whether any of those flags was given.

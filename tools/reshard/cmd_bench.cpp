@@ -47,11 +47,11 @@ std::string sized_note(const std::vector<SweepCase>& cases, double budget_s) {
 struct Flags {
   std::string meshes, sizes, shapes, dtypes = "f32,bf16", strategies = "collective,p2p,hybrid",
                                      transports = "nccl,nvlink", placements = "R,S0,S1";
-  std::string backend = "auto", profile, csv, cases, pipeline_chunk, rendezvous, to_dtype;
+  std::string backend = "auto", csv, cases, rendezvous, to_dtype;
+  std::map<std::string, std::string> plan_options;  // the plan option table's flags but --strategy and --transport
   JsonFlag json;
-  int iters = 20, warmup = 5, ranks_per_node = 8;
+  int iters = 20, warmup = 5;
   bool nccl_blocking = false;
-  bool low_sm = false;
   BatchFlags batch;
   PlanFlags between;  // --from-mesh, --from-ranks, --to-mesh, --to-ranks, --world-size
 };
@@ -106,11 +106,7 @@ SweepOptions sweep_options(const CLI::App& cmd, const Flags& f) {
   RESHARD_REQUIRE(f.warmup >= 0, "--warmup must be >= 0, got ", f.warmup);
   o.iters = f.iters;
   o.warmup = f.warmup;
-  RESHARD_REQUIRE(f.ranks_per_node >= 1, "--ranks-per-node must be >= 1, got ", f.ranks_per_node);
-  o.plan.topology.ranks_per_node = f.ranks_per_node;
-  if (!f.profile.empty()) o.plan.profile = load_profile(f.profile);
-  o.plan.low_sm = f.low_sm;
-  if (!f.pipeline_chunk.empty()) o.plan.pipeline_chunk_bytes = parse_bytes("--pipeline-chunk", f.pipeline_chunk);
+  apply_plan_options(f.plan_options, o.plan);
   RESHARD_REQUIRE(f.backend == "auto" || f.backend == "nccl" || f.backend == "host",
                   "--backend must be auto, nccl or host, got '", printable(f.backend), "'");
   o.backend = f.backend == "host" || (f.backend == "auto" && !nccl_available(2)) ? Backend::kHost : Backend::kNccl;
@@ -176,11 +172,8 @@ Command add_bench_command(CLI::App& app) {
   cmd->add_option("--backend", f->backend, "auto, nccl or host")->capture_default_str();
   cmd->add_option("--iters", f->iters, "Timed iterations per run")->capture_default_str();
   cmd->add_option("--warmup", f->warmup, "Untimed iterations first")->capture_default_str();
-  cmd->add_option("--ranks-per-node", f->ranks_per_node, "Ranks per node, for the cost model")->capture_default_str();
-  cmd->add_option("--profile", f->profile, "Cost-model profile JSON");
-  cmd->add_option("--pipeline-chunk", f->pipeline_chunk, "Pipeline chunk bytes (0: off)");
-  cmd->add_flag("--low-sm", f->low_sm,
-                "Plan in low-SM mode (SM kernels priced at the profile's low_sm_kernel_factor; see plan --help)");
+  // The sweep runs every strategy and transport of --strategies and --transports; the other plan options apply to all.
+  add_plan_option_flags(*cmd, f->plan_options, {"strategy", "transport"});
   cmd->add_flag("--nccl-blocking", f->nccl_blocking, "Blocking NCCL communicators (default: non-blocking)");
   cmd->add_option("--csv", f->csv, "Write the rows as CSV, each as it is measured");
   add_json_flag(*cmd, f->json, "The link figures and the rows, each row as it is measured,");

@@ -1,5 +1,5 @@
-// Small text helpers shared by the parsers: splitting on a separator, whole-number parsing, reading a file, and
-// making echoed input safe to print.
+// Small text helpers shared by the parsers: splitting on a separator, whole-number and byte-count parsing, reading a
+// file, and making echoed input safe to print.
 #pragma once
 
 #include <cstdint>
@@ -20,6 +20,11 @@ std::optional<long long> parse_integer(std::string_view text, bool* overflow = n
 // The whole text as a base-10 integer, or a kParse error naming `what` and the text: "<what>: empty value",
 // "<what> '<text>' does not fit in 64 bits", "<what> '<text>' is not a whole number".
 long long parse_integer_or_fail(std::string_view text, std::string_view what);
+
+// "1048576", "64MiB", "2GiB", "512KiB", "8B": bytes; nullopt when not a whole number >= 0 or too large for 64 bits
+// (`error` then says which).
+enum class ByteCountError { kNone, kEmpty, kNotANumber, kNegative, kTooLarge };
+std::optional<std::int64_t> parse_byte_count(std::string_view text, ByteCountError* error = nullptr);
 
 // Input text made safe to echo in a one-line message: control characters (C0, DEL, C1 as UTF-8) and bytes that are
 // not UTF-8 become escapes (\n, \t, \r, \e, \xHH), so an input can neither break the line nor drive the terminal;

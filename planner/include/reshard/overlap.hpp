@@ -28,6 +28,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -59,8 +60,10 @@ class OverlapIndex {
   void transfers_from(int src_rank, std::vector<Transfer>& out) const;
   // Every transfer, sorted by (src, dst).
   std::vector<Transfer> all_transfers() const;
-  // How many all_transfers() holds, counted without holding them (as long to count as to list).
-  size_t transfer_count() const;
+  // How many all_transfers() holds, counted without holding them (as long to count as to list). Counting stops once
+  // the count passes `limit`: a result above `limit` means "more than `limit`", in time O(limit) however many there
+  // are.
+  size_t transfer_count(size_t limit = std::numeric_limits<size_t>::max()) const;
   // The transfer from `src_rank` to `dst_rank` (the local copy when they are equal), if the rule makes one: a rank
   // holds one block, so there is at most one. O(ndim) plus the holder choice.
   std::optional<Transfer> transfer_between(int src_rank, int dst_rank) const;

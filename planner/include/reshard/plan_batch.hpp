@@ -67,7 +67,9 @@ class PlanBatch {
 
 // Plans every entry (make_plan, or make_rank_plan for `rank`) with `options`, each as it would be planned alone.
 // Errors name the entry. For tensors that change every call (options.buffers_change) each member pays its own
-// mapping or staging: fresh tensors are allocations of their own, each opened by every peer that reads it.
+// mapping or staging: fresh tensors are allocations of their own, each opened by every peer that reads it. Under
+// transport auto a member that would stage runs on NCCL instead (a batch step stages every source before any peer
+// reads one).
 PlanBatch make_plan_batch(std::span<const BatchEntry> entries, const PlanOptions& options = {},
                           std::optional<int> rank = std::nullopt);
 

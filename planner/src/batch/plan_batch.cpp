@@ -70,7 +70,18 @@ PlanBatch make_plan_batch(std::span<const BatchEntry> entries, const PlanOptions
                   kMaxBatchTensors);
   // Members are planned as they would be alone, mapping priced per member included: on a caller's fresh tensors
   // every member's source is an allocation of its own, which each reading peer opens (Profile::nvlink.map_us).
-  return PlanBatch(plan_each(entries, options, rank));
+  Plans plans = plan_each(entries, options, rank);
+  if (!options.buffers_change || options.transport != Transport::kAuto) return PlanBatch(std::move(plans));
+  // A member that would stage its source runs on NCCL instead: a batch step stages every member's source before any
+  // peer reads one (one ready for all members), where NCCL's exchanges read the sources in place.
+  PlanOptions nccl = options;
+  nccl.transport = Transport::kNccl;
+  for (size_t i = 0; i < plans.size(); ++i) {
+    const std::vector<Step>& steps = plans[i]->steps();
+    if (steps.empty() || !steps[0].staged) continue;
+    plans[i] = plan_each(entries.subspan(i, 1), nccl, rank).front();
+  }
+  return PlanBatch(std::move(plans));
 }
 
 }  // namespace reshard

@@ -1,7 +1,10 @@
 #include "reshard/plan_json.hpp"
 
+#include <algorithm>
+#include <limits>
 #include <nlohmann/json.hpp>
 
+#include "report/node_traffic.hpp"
 #include "json/plan_recompute.hpp"
 #include "plan/json_input.hpp"
 #include "reshard/detail/json_text.hpp"
@@ -129,6 +132,22 @@ struct Reader {
   }
 };
 
+// A transfer of a p2p step, named `path`: from the document's element `t`, or the one read while parsing (`pre`).
+Transfer read_transfer(const json& t, const std::string& path, Index world, const Transfer* pre = nullptr) {
+  const Index src = pre ? pre->src : Reader::integer(t, "src", path);
+  const Index dst = pre ? pre->dst : Reader::integer(t, "dst", path);
+  RESHARD_REQUIRE(src >= 0 && src < world && dst >= 0 && dst < world, "plan field '", path, "': ranks ", src, " -> ",
+                  dst, " outside the mesh's world (ranks 0..", world - 1, ")");
+  Transfer tr;
+  tr.src = static_cast<int>(src);
+  tr.dst = static_cast<int>(dst);
+  tr.region = pre ? pre->region : Box{Reader::dims(t, "global_offset", path), Reader::dims(t, "shape", path)};
+  RESHARD_REQUIRE(tr.region.offset.size() == tr.region.shape.size(), "plan field '", path,
+                  "': global_offset and shape differ in length");
+  tr.bytes = pre ? pre->bytes : Reader::integer(t, "bytes", path);
+  return tr;
+}
+
 // A step's or candidate's transport: nccl or nvlink (absent in plans written before transports: nccl).
 Transport read_transport(const json& obj, const std::string& path) {
   const Transport t = parse_transport(Reader::string(obj, "transport", path));
@@ -189,6 +208,11 @@ std::string plan_to_json(const Plan& plan) {
   j["estimated_us"] = plan.estimated_us();
   j["bytes_moved"] = plan.bytes_moved();
   j["peak_workspace_bytes"] = plan.peak_workspace_bytes();
+  if (detail::spans_nodes(plan)) {  // derived figures: a loaded plan's are recomputed
+    const detail::NodeTraffic nodes = detail::node_traffic(plan);
+    j["inter_node_bytes"] = nodes.crossing;
+    j["min_inter_node_bytes"] = nodes.minimum ? json(*nodes.minimum) : json(nullptr);
+  }
   j["candidates"] = candidates_json(plan);
   json steps = json::array();
   for (const Step& s : plan.steps()) {
@@ -222,7 +246,8 @@ std::string plan_to_json(const Plan& plan) {
 namespace {
 
 Plan parse_plan(const std::string& text, const Profile* profile) {
-  const json j = detail::parse_json_input(text, "plan", detail::JsonArrayLimit{"steps", kMaxPlanFileSteps});
+  detail::PlanTransfersRead read;  // the transfers in the planner's form, read while parsing
+  const json j = detail::parse_json_input(text, "plan", detail::JsonArrayLimit{"steps", kMaxPlanFileSteps}, &read);
   if (!j.is_object()) fail(ErrorKind::kInvalidArgument, "plan must be a JSON object");
   using R = Reader;
   std::string schema = R::string(j, "schema", "");
@@ -303,21 +328,29 @@ Plan parse_plan(const std::string& text, const Profile* profile) {
       transfers += ts.size();
       RESHARD_REQUIRE(transfers <= kMaxPlanTransfers, "plan field '", path, ".transfers': the plan holds more than ",
                       kMaxPlanTransfers, " transfers, the most a plan holds");
-      x.transfers.reserve(ts.size());
-      for (size_t t = 0; t < ts.size(); ++t) {
-        std::string tp = cat(path, ".transfers[", t, "]");
-        Transfer tr;
-        Index src = R::integer(ts[t], "src", tp), dst = R::integer(ts[t], "dst", tp);
-        const Index world = spec.src.mesh().world_size();
-        RESHARD_REQUIRE(src >= 0 && src < world && dst >= 0 && dst < world, "plan field '", tp, "': ranks ", src,
-                        " -> ", dst, " outside the mesh's world (ranks 0..", world - 1, ")");
-        tr.src = static_cast<int>(src);
-        tr.dst = static_cast<int>(dst);
-        tr.region = Box{R::dims(ts[t], "global_offset", tp), R::dims(ts[t], "shape", tp)};
-        RESHARD_REQUIRE(tr.region.offset.size() == tr.region.shape.size(), "plan field '", tp,
-                        "': global_offset and shape differ in length");
-        tr.bytes = R::integer(ts[t], "bytes", tp);
-        x.transfers.push_back(tr);
+      // Transfers read while parsing get the checks read_transfer makes as it reads the others, in the same order;
+      // one that fails them is refused by read_transfer, naming its field.
+      const Index world = spec.src.mesh().world_size();
+      const auto check = [&](size_t t, const Transfer& tr) {
+        if (tr.src < 0 || tr.src >= world || tr.dst < 0 || tr.dst >= world ||
+            tr.region.offset.size() != tr.region.shape.size())
+          read_transfer(ts[t], cat(path, ".transfers[", t, "]"), world, &tr);
+      };
+      detail::PlanTransfersRead::Step* pre = i < read.steps.size() ? &read.steps[i] : nullptr;
+      if (pre && pre->read.size() != ts.size()) pre = nullptr;
+      if (pre && std::all_of(pre->read.begin(), pre->read.end(), [](char r) { return r != 0; })) {
+        x.transfers = std::move(pre->transfers);  // every one read while parsing: kept where it is
+        for (size_t t = 0; t < x.transfers.size(); ++t) check(t, x.transfers[t]);
+      } else {
+        x.transfers.reserve(ts.size());
+        for (size_t t = 0; t < ts.size(); ++t) {
+          if (pre && pre->read[t]) {
+            check(t, pre->transfers[t]);
+            x.transfers.push_back(pre->transfers[t]);
+          } else {
+            x.transfers.push_back(read_transfer(ts[t], cat(path, ".transfers[", t, "]"), world));
+          }
+        }
       }
     } else if (s.contains("transfers")) {
       fail(ErrorKind::kInvalidArgument, cat("plan field '", path, ".transfers' is only allowed on p2p steps"));
@@ -331,7 +364,8 @@ Plan parse_plan(const std::string& text, const Profile* profile) {
   const Profile by_name = default_profile();
   if (!profile && spec.profile_name == by_name.name) profile = &by_name;
   detail::recompute_summary(spec, profile);
-  return Plan(std::move(spec));
+  // validate_plan passed and the recomputation changed only figures: trusted_plan checks those (validate_metadata).
+  return detail::trusted_plan(std::move(spec));
 }
 
 Plan load_plan_file(const std::string& path, const Profile* profile) {

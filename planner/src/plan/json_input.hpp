@@ -6,8 +6,10 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "reshard/checked_math.hpp"
+#include "reshard/plan.hpp"
 
 namespace reshard::detail {
 
@@ -21,11 +23,25 @@ struct JsonArrayLimit {
   size_t max_elements = 0;
 };
 
-// Parses `text` for `what` ("plan", "profile"). kParse "<what> is not valid JSON: ..." for bad syntax and numbers
-// beyond double's range, "<what> nests arrays or objects deeper than 64 levels" past the limit; kInvalidArgument
-// "<what> has N <key>; at most M" past `limit`.
+// The transfers of a plan's steps (steps[i].transfers[k]) read straight from the text, with no JSON value each: an
+// element that is an object of exactly the members src, dst, bytes (integers) and global_offset, shape (arrays of at
+// most kMaxDims integers), every integer within int64, is read here and stands as null in the document; any other
+// element stays in the document as it is, for the caller to read member by member and refuse naming the member.
+struct PlanTransfersRead {
+  struct Step {
+    std::vector<Transfer> transfers;  // one per element of the step's transfers array, in order
+    std::vector<char> read;           // whether that element was read here (else: the document's element)
+  };
+  std::vector<Step> steps;  // by step index; a step without a transfers array has none
+};
+
+// Parses `text` for `what` ("plan", "profile"), the limits checked first. kParse "<what> is not
+// valid JSON: ..." for bad syntax and numbers beyond double's range, "<what> nests arrays or objects deeper than 64
+// levels" past the limit; kInvalidArgument "<what> has more than M <key>; at most M are loaded" past `limit`. With
+// `transfers`, a plan's transfers are read into it as described there.
 nlohmann::ordered_json parse_json_input(const std::string& text, std::string_view what,
-                                        std::optional<JsonArrayLimit> limit = std::nullopt);
+                                        std::optional<JsonArrayLimit> limit = std::nullopt,
+                                        PlanTransfersRead* transfers = nullptr);
 
 // A JSON integer as int64: nullopt when `v` is not an integer; kInvalidArgument "<field> value N does not fit in 64
 // bits" for integers (or integral floats such as 1e30) outside int64.

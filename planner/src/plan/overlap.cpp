@@ -155,13 +155,10 @@ void OverlapIndex::transfers_into(int dst_rank, std::vector<Transfer>& out) cons
   });
 }
 
-size_t OverlapIndex::transfer_count() const {
+size_t OverlapIndex::transfer_count(size_t limit) const {
   size_t n = 0;
-  for (int r = 0; r < dst().mesh().world_size(); ++r)
-    visit_into(r, [&](const Transfer&) {
-      ++n;
-      return true;
-    });
+  for (int r = 0; r < dst().mesh().world_size() && n <= limit; ++r)
+    visit_into(r, [&](const Transfer&) { return ++n <= limit; });
   return n;
 }
 

@@ -58,10 +58,9 @@ struct Movement {
 CopyEngine copy_engine_for(const Box& region, const Box& from, const Box& to, int element_size, Index min_row_bytes);
 
 // Who copies `region` within one rank, from its tensor holding `from` into one holding `to`: the copy engines when the
-// region is one contiguous block in both (one cudaMemcpyAsync), the copy kernel otherwise. Within one GPU the engines'
-// strided copies (cudaMemcpy2DAsync) are slow: about 1.7x the kernel's time at any row width from 4 KiB, while one
-// contiguous block copies as fast as on the kernel (scripts/device/local_copies.sh measures both); between GPUs the
-// engines win from 2 KiB rows. In low-SM plans (beside compute)
+// region is one contiguous block in both (one cudaMemcpyAsync), the copy kernel otherwise, as within one GPU the
+// engines' strided copies (cudaMemcpy2DAsync) run slower than the kernel at any row width while a contiguous block
+// copies as fast (between GPUs the engines win from 2 KiB rows; docs/transports.md). In low-SM plans (beside compute)
 // local copies follow copy_engine_for's rule instead: there the engines leave the SMs to the compute.
 CopyEngine local_copy_engine_for(const Box& region, const Box& from, const Box& to, int element_size,
                                  Index min_row_bytes, bool low_sm);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "report/node_traffic.hpp"
 #include "report/plan_traffic.hpp"
 #include "reshard/plan_format.hpp"
 #include "reshard/program.hpp"
@@ -124,6 +125,13 @@ std::string plan_table(const Plan& plan) {
   if (plan.memory_budget_bytes())
     os += fmt::format(" (budget {})", human_bytes(static_cast<double>(*plan.memory_budget_bytes())));
   os += "\n";
+  if (detail::spans_nodes(plan)) {
+    const detail::NodeTraffic nodes = detail::node_traffic(plan);
+    os += fmt::format("nodes  {} cross between nodes; the layouts need {}\n",
+                      human_bytes(static_cast<double>(nodes.crossing)),
+                      nodes.minimum ? cat(human_bytes(static_cast<double>(*nodes.minimum)), " at least")
+                                    : std::string("(not computed: a Partial source or a very large world)"));
+  }
   const Stages stages = pipeline_stages(plan);
   if (plan.pipeline_chunk_bytes() > 0) {
     const int most = *std::max_element(stages.per_step.begin(), stages.per_step.end());

@@ -4,9 +4,7 @@
 #include <map>
 
 namespace reshard::detail {
-namespace {
 
-// Which group over `dims` a rank belongs to: its coordinates on the other mesh dims, row-major.
 Index group_id(const Mesh& mesh, int rank, const std::vector<int>& dims) {
   const Dims c = mesh.coord_of(rank);
   Index key = 0;
@@ -14,6 +12,8 @@ Index group_id(const Mesh& mesh, int rank, const std::vector<int>& dims) {
     if (std::find(dims.begin(), dims.end(), d) == dims.end()) key = key * mesh.shape()[d] + c[d];
   return key;
 }
+
+namespace {
 
 Index groups(const Mesh& mesh, const std::vector<int>& dims) {
   return mesh.size() / std::max(1, mesh.group_size(dims));

@@ -13,6 +13,9 @@
 
 namespace reshard::detail {
 
+// Which group over `dims` a rank belongs to: its coordinates on the other mesh dims, row-major.
+Index group_id(const Mesh& mesh, int rank, const std::vector<int>& dims);
+
 struct RankTraffic {
   std::vector<double> out, in;  // per rank, over all steps, local copies excluded
 };

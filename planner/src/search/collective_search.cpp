@@ -22,6 +22,10 @@ constexpr int kCollectiveWeight = 1000;
 // 0.8 s and 80 MB on two cores (docs/planner.md).
 constexpr Index kSearchBudget = Index(1) << 19;
 constexpr Index kEdgeCost = 16;
+// The most (rank, group member) pairs of an all_to_all step the search takes: a plan's workspace sizes every rank's
+// all_to_all scratch from its whole group (each rank's regions from and to every member), which is ranks x group size
+// visits, about 4 s at this limit on two cores (a group of 8,192 ranks); a larger all_to_all is not an edge.
+constexpr Index kMaxAllToAllPairs = Index(1) << 26;
 constexpr int kCountShift = 5 * kMaxDims;  // bits above the placements hold the number of collectives so far
 
 // 5 bits per mesh dim: R, S(d), P(op), then the _StridedShard placements of the source and target (numbered per
@@ -112,6 +116,8 @@ class Search {
 
   // Whether the search stopped at its work budget (run() then returned nullopt).
   bool exhausted() const { return exhausted_; }
+  // Whether an all_to_all edge was left out for its size (kMaxAllToAllPairs).
+  bool skipped_all_to_all() const { return skipped_all_to_all_; }
   Index work() const { return work_; }
   // Whether a pruned search may have chosen otherwise than the full one (run it again unpruned). A pruned search
   // checks and prices a communication step only once the heap reaches its floor (cost so far + the step's floor), so
@@ -277,6 +283,11 @@ class Search {
     if (exhausted_) return;
     std::optional<StepKind> kind = transition_kind(from, to, dims);
     if (!kind) return;
+    if (*kind == StepKind::kAllToAll &&
+        static_cast<Index>(src_.mesh().size()) * src_.mesh().group_size(dims) > kMaxAllToAllPairs) {
+      skipped_all_to_all_ = true;
+      return;
+    }
     if (!reduction_exact(src_.mesh(), from, to, dst_.placements(), pricer_.dtype(), true)) return;
     Key to_key = key_of(to);
     if (max_collectives_) {
@@ -421,6 +432,7 @@ class Search {
   std::vector<Placement> strided_;  // the _StridedShard placements of the source and target, by code
   Index work_ = 0;
   bool exhausted_ = false;
+  bool skipped_all_to_all_ = false;  // skipped_all_to_all()
   bool prune_ = false;
   bool bounded_ = false;                                        // goal_cost_ started at a caller's bound
   Key goal_ = 0;                                                // the target's placements key
@@ -445,8 +457,11 @@ std::optional<Route> finish(const Search& search, std::optional<Route> r, const 
                   src.mesh().str(), " with a ", src.ndim(),
                   "-D tensor; choose --strategy p2p or hybrid, or cap --max-collectives");
   else if (!r && reason)
-    *reason = max_collectives ? cat("no chain of at most ", *max_collectives, " collectives reaches the target")
-                              : std::string("no chain of collectives reaches the target");
+    *reason = cat(max_collectives ? cat("no chain of at most ", *max_collectives, " collectives reaches the target")
+                                  : std::string("no chain of collectives reaches the target"),
+                  search.skipped_all_to_all() ? cat(" (all_to_all steps over more than ", kMaxAllToAllPairs,
+                                                    " rank x group member pairs are not planned)")
+                                              : std::string());
   return r;
 }
 

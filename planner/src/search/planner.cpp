@@ -226,7 +226,31 @@ class Planner {
         break;
     }
     b.summary.transport = t;
+    if (b.summary.available && !rank_) {
+      std::string over = over_transfer_limit(b.steps);
+      if (!over.empty()) b = unavailable(s, std::move(over));
+      b.summary.transport = t;
+    }
     return b;
+  }
+
+  // A global plan lists every transfer of its p2p steps: a candidate whose steps would list more than
+  // kMaxPlanTransfers is unavailable, for the reason returned (empty when it fits). Counted up to the limit only, in
+  // time O(kMaxPlanTransfers) however many pairs of ranks a step joins; a rank's plan holds only its own transfers.
+  std::string over_transfer_limit(const std::vector<detail::PricedStep>& steps) {
+    size_t total = 0;
+    for (const detail::PricedStep& ps : steps) {
+      const Step& s = ps.step;
+      if (s.kind != StepKind::kP2P) continue;
+      const OverlapIndex& index = cache_.overlap(s.from, s.to);
+      total += index.transfer_count(kMaxPlanTransfers - std::min(total, kMaxPlanTransfers));
+      if (total > kMaxPlanTransfers)
+        return cat("the global plan's p2p step ", to_string(s.from), " -> ", to_string(s.to), " on mesh ",
+                   index.src().mesh().str(), " lists more than ", kMaxPlanTransfers,
+                   " transfers; a plan holds at most ", kMaxPlanTransfers,
+                   " (plan one rank's part: --rank R, make_rank_plan; or --strategy collective)");
+    }
+    return {};
   }
 
   // Candidates over the memory budget are rebuilt with their exchanges pipelined in ever smaller chunks, whose
@@ -390,12 +414,7 @@ class Planner {
       if (s.kind != StepKind::kP2P) continue;
       const OverlapIndex& index = cache_.overlap(s.from, s.to);
       s.transfers.clear();
-      if (!rank_) {
-        const size_t count = index.transfer_count();
-        RESHARD_REQUIRE(count <= kMaxPlanTransfers, "the global plan's p2p step ", to_string(s.from), " -> ",
-                        to_string(s.to), " on mesh ", index.src().mesh().str(), " lists ", count,
-                        " transfers; a plan holds at most ", kMaxPlanTransfers,
-                        " (plan one rank's part: --rank R, make_rank_plan; or --strategy collective)");
+      if (!rank_) {  // within kMaxPlanTransfers: build_strategy checked the candidate
         s.transfers = index.all_transfers();
         continue;
       }

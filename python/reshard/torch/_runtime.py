@@ -167,14 +167,12 @@ def plan_args(mesh_shape, src, dst, shape, dtype_name, strategy):
     a.dst = ",".join(dst)
     a.shape = "x".join(map(str, shape)) if shape else []
     a.dtype = dtype_name
-    a.strategy = strategy
-    a.transport = settings.transport
-    a.fuse = settings.fuse
-    a.low_sm = bool(settings.low_sm)
-    a.buffers_change = True  # PyTorch hands new tensors on every call: stage small nvlink steps (PlanOptions)
-    a.memory_budget = _args.byte_count("memory_budget", settings.memory_budget)
-    a.ranks_per_node = int(settings.ranks_per_node or _ranks_per_node())
-    a.profile = settings.profile
+    # PyTorch hands new tensors on every call: buffers_change (stage small nvlink steps, PlanOptions).
+    a.options = _args.plan_options(strategy=strategy, transport=settings.transport, fuse=settings.fuse,
+                                   low_sm=bool(settings.low_sm), buffers_change=True,
+                                   memory_budget=settings.memory_budget,
+                                   ranks_per_node=int(settings.ranks_per_node or _ranks_per_node()),
+                                   profile=settings.profile or None)
     return a
 
 

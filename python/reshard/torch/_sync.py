@@ -105,7 +105,7 @@ def _decide(tensors, members, me, strategy, budget):
         dtype_name, is_complex = _layout.DTYPES[t.dtype]
         shape = t.shape + ((2,) if is_complex else ())
         a = _runtime.plan_args(t.src.mesh_shape, t.src.placements, t.dst.placements, shape, dtype_name, strategy)
-        a.memory_budget = budget
+        a.options = {**a.options, **_args.plan_options(memory_budget=budget)}
         args.append(rules.between(a, t.src, t.dst, members))
         try:
             _core.make_plan(a, members.index(me))
