@@ -104,7 +104,7 @@ INSTANTIATE_TEST_SUITE_P(Meshes, CrossMeshBatch,
                                            CrossCase{"same_ranks", "2x2", "4", 17},
                                            CrossCase{"overlapping", "2[0,1]/4", "3[1,2,3]/4", 12},
                                            CrossCase{"three_d", "2x1x2[4,5,6,7]/8", "2x2[0,1,2,3]/8", 9}),
-                         [](const auto& info) { return std::string(info.param.name); });
+                         [](const auto& param_info) { return std::string(param_info.param.name); });
 
 // Partial(sum) sources on NCCL: each receiver stages both contributions of its box (8 KiB).
 TEST(CrossMeshBatchBudget, ATensorOverTheBudgetAloneIsRefused) {

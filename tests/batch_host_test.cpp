@@ -66,7 +66,9 @@ TEST_P(HostBatch, OneSidedMembersEveryElement) {
     plans.push_back(random_plan(rng, mesh, /*one_sided=*/true));
     for (const Step& s : plans.back()->steps()) one_sided += s.transport == Transport::kNvlink;
   }
-  if (c.tensors >= 7 && mesh.size() > 1) EXPECT_GT(one_sided, 0) << "no one-sided member drawn";
+  if (c.tensors >= 7 && mesh.size() > 1) {
+    EXPECT_GT(one_sided, 0) << "no one-sided member drawn";
+  }
   PlanBatch batch(plans);
   Index expected = 0;
   for (const auto& p : plans)
@@ -337,7 +339,9 @@ Index run_rank_plans(const Mesh& mesh, const std::vector<BatchEntry>& entries, c
         const PlanBatch batch = make_plan_batch(entries, o, r);
         int staged = 0;
         for (const auto& p : batch.plans()) staged += !p->steps().empty() && p->steps().front().staged;
-        if (expect_staged) EXPECT_GT(staged, 0) << "no staged member on rank " << r;
+        if (expect_staged) {
+          EXPECT_GT(staged, 0) << "no staged member on rank " << r;
+        }
         HostCommunicator comm(world, r);
         HostDevice device;
         ExecutorOptions eo;

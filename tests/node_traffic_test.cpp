@@ -31,7 +31,7 @@ Index brute_minimum(const Layout& a, const Layout& b, int ranks_per_node, int es
         rest /= shape[d];
       }
       auto in = [&](const Box& box) {
-        for (size_t d = 0; d < shape.size(); ++d)
+        for (int d = 0; d < shape.size(); ++d)
           if (at[d] < box.offset[d] || at[d] >= box.offset[d] + box.shape[d]) return false;
         return true;
       };
