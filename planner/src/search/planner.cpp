@@ -227,16 +227,14 @@ class Planner {
     }
     b.summary.transport = t;
     if (b.summary.available && !rank_) {
-      std::string over = over_transfer_limit(b.steps);
-      if (!over.empty()) b = unavailable(s, std::move(over));
+      if (std::string over = over_transfer_limit(b.steps); !over.empty()) b = unavailable(s, std::move(over));
       b.summary.transport = t;
     }
     return b;
   }
 
-  // A global plan lists every transfer of its p2p steps: a candidate whose steps would list more than
-  // kMaxPlanTransfers is unavailable, for the reason returned (empty when it fits). Counted up to the limit only, in
-  // time O(kMaxPlanTransfers) however many pairs of ranks a step joins; a rank's plan holds only its own transfers.
+  // A global plan lists every transfer of its p2p steps: a candidate whose steps would list more than kMaxPlanTransfers
+  // is unavailable, for the reason returned (empty when it fits); counted up to the limit only, in O(the limit).
   std::string over_transfer_limit(const std::vector<detail::PricedStep>& steps) {
     size_t total = 0;
     for (const detail::PricedStep& ps : steps) {
