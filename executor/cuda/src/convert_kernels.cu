@@ -2,6 +2,7 @@
 // one-sided step, one instance per (source, target) pair of dtype_convert.hpp's floating dtypes.
 #include <type_traits>
 
+#include "convert_visit.hpp"
 #include "copy_tile.cuh"
 #include "fused_sync.cuh"
 #include "kernels.hpp"
@@ -26,22 +27,6 @@ __global__ void __launch_bounds__(kThreads, kFusedBlocksPerSm)
   if (go) convert_tiles<From, To>(regions, tiles, tile_count, bases);
   __syncthreads();
   if (threadIdx.x == 0) fused_end(s, epoch);
-}
-
-// Calls f(From{}, To{}) for a pair that converts; cudaErrorInvalidValue otherwise.
-template <class F>
-cudaError_t visit_conversion(DType from, DType to, F&& f) {
-  return visit_dtype(from, [&](auto a) {
-    return visit_dtype(to, [&](auto b) -> cudaError_t {
-      using From = typename std::decay_t<decltype(a)>::type;
-      using To = typename std::decay_t<decltype(b)>::type;
-      if constexpr (detail::kConvertibleElement<From> && detail::kConvertibleElement<To> && !std::is_same_v<From, To>) {
-        return f(From{}, To{});
-      } else {
-        return cudaErrorInvalidValue;
-      }
-    });
-  });
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 // (reshard/dtype_convert.hpp), the value PyTorch's full_tensor().to() gives.
 #include <type_traits>
 
+#include "convert_visit.hpp"
 #include "fused_sync.cuh"
 #include "reduce_kernels.hpp"
 #include "reduce_tile.cuh"
@@ -56,27 +57,14 @@ __global__ void __launch_bounds__(kThreads, kFusedBlocksPerSm)
   if (threadIdx.x == 0) fused_end(s, epoch);
 }
 
-// Calls f(T{}, To{}) for a reducible floating T and a floating To other than T; cudaErrorInvalidValue otherwise.
-template <class F>
-cudaError_t visit_conversion(DType from, DType to, F&& f) {
-  return visit_dtype(from, [&](auto a) {
-    return visit_dtype(to, [&](auto b) -> cudaError_t {
-      using T = typename std::decay_t<decltype(a)>::type;
-      using To = typename std::decay_t<decltype(b)>::type;
-      if constexpr (detail::kConvertibleElement<T> && detail::kConvertibleElement<To> && !std::is_same_v<T, To> &&
-                    !std::is_void_v<typename detail::Accumulator<T>::type>) {
-        return f(T{}, To{});
-      } else {
-        return cudaErrorInvalidValue;
-      }
-    });
-  });
-}
+// Element types a reduction accumulates (the reducible floating types).
+template <class T>
+struct Reducible : std::bool_constant<!std::is_void_v<typename detail::Accumulator<T>::type>> {};
 
 }  // namespace
 
 cudaError_t load_converting_reductions(DType from, DType to) {
-  return visit_conversion(from, to, [](auto a, auto b) {
+  return visit_conversion<Reducible>(from, to, [](auto a, auto b) {
     cudaFuncAttributes attributes{};
     cudaError_t e = cudaFuncGetAttributes(&attributes, converting_reduce<decltype(a), decltype(b)>);
     return e != cudaSuccess ? e : cudaFuncGetAttributes(&attributes, converting_fused_reduce<decltype(a), decltype(b)>);
@@ -87,7 +75,7 @@ cudaError_t launch_converting_reductions(DType from, DType to, const DeviceReduc
                                          const DeviceReduceSource* sources, const DeviceReduceTile* tiles,
                                          int tile_count, DeviceBases bases, cudaStream_t stream) {
   if (tile_count == 0) return cudaSuccess;
-  return visit_conversion(from, to, [&](auto a, auto b) {
+  return visit_conversion<Reducible>(from, to, [&](auto a, auto b) {
     const int blocks = tile_count < 65535 ? tile_count : 65535;
     converting_reduce<decltype(a), decltype(b)>
         <<<blocks, kThreads, 0, stream>>>(regions, sources, tiles, tile_count, bases);
@@ -99,7 +87,7 @@ cudaError_t launch_converting_fused_reductions(DType from, DType to, const Devic
                                                const DeviceReduceSource* sources, const DeviceReduceTile* tiles,
                                                int tile_count, int blocks, DeviceBases bases, const FusedSync& sync,
                                                cudaStream_t stream) {
-  return visit_conversion(from, to, [&](auto a, auto b) {
+  return visit_conversion<Reducible>(from, to, [&](auto a, auto b) {
     const int grid = blocks < 1 ? 1 : blocks;
     auto* kernel = converting_fused_reduce<decltype(a), decltype(b)>;
     kernel<<<grid, kThreads, 0, stream>>>(regions, sources, tiles, tile_count, bases, sync);
