@@ -105,13 +105,17 @@ def many_calls(mesh, checks):
         args = xs if round_ == 0 else [fresh(x) for x in xs]
         for j, (got, want) in enumerate(zip(rt.redistribute_many(args, targets), wants)):
             checks.equal(f"redistribute_many round {round_} member {j}", got, want)
-    # Backward: the gradients moved back in one batch equal PyTorch's, member by member.
+    # Backward: the gradients moved back equal PyTorch's, member by member. Each output's gradient is a dense tensor of
+    # distinct small integers (a misplaced element shows; a constant gradient would hide it), the same global tensor
+    # sliced by the output's placements on every rank.
     leaves = [fresh(x).detach().requires_grad_(x.dtype.is_floating_point) for x in xs]
     theirs = [fresh(x).detach().requires_grad_(x.dtype.is_floating_point) for x in xs]
     outs = rt.redistribute_many(leaves, targets)
     ref = [x.redistribute(mesh, t) for x, t in zip(theirs, targets)]
-    sum(o.to_local().float().sum() * (k + 1) for k, o in enumerate(outs)).backward()
-    sum(o.to_local().float().sum() * (k + 1) for k, o in enumerate(ref)).backward()
+    weights = [common.local_of(common.make_global(tuple(o.shape), torch.float32, 900 + k, 16), mesh, o.placements, 0,
+                               None) for k, o in enumerate(outs)]
+    sum((o.to_local().float() * w).sum() for o, w in zip(outs, weights)).backward()
+    sum((o.to_local().float() * w).sum() for o, w in zip(ref, weights)).backward()
     for j, (a, b) in enumerate(zip(leaves, theirs)):
         if a.grad is not None or b.grad is not None:
             checks.equal(f"redistribute_many backward member {j}", a.grad, b.grad)
