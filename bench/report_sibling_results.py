@@ -114,7 +114,7 @@ def write_four_gpus(w, x4):
     checked = sum(int(r["checked"]) for r in rows4)
     bad = sum(int(r["wrong"]) for r in rows4)
     w(f"Run 2026-11-22 on the `nvidia-h200-x4` machine (4x H200, every pair NV18; machine.txt dated {open(os.path.join(x4, 'machine.txt')).readline().strip()}) "
-      "with `scripts/device/four_gpu.sh`: `reshard bench --meshes 4,2x2 --sizes 4MiB,64MiB,256MiB,1GiB --dtypes bf16 "
+      "with the `four_gpu` device script (in git history at 08444dd): `reshard bench --meshes 4,2x2 --sizes 4MiB,64MiB,256MiB,1GiB --dtypes bf16 "
       "--profile bench/profiles/h200x2.json` (every pair of R, S0, S1; each strategy; every element verified) and "
       "`torchrun --nproc-per-node 4 bench/pytorch_baseline.py` on the same cases in the same call. "
       f"{len(rows4)} reshard runs, {checked} elements checked, **{bad} wrong**; "

@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
-# On the 2-GPU machine, one call: build; the nvlink deadlock probe (one hardware queue per device, in process and one
-# process per rank); nccl vs nvlink vs auto on the acceptance cases, one process per rank as deployed (in process,
-# nvlink pulls run as kernels: docs/transports.md); the link measured for the bound; the overlap run; PyTorch's
+# On the 2-GPU machine, one call: build; nccl vs nvlink vs auto on the acceptance cases, one process per rank as
+# deployed (in process, nvlink pulls run as kernels: docs/transports.md); the link measured for the bound; the overlap run; PyTorch's
 # redistribute on the same cases. The GPU suite and compute-sanitizer are gpu_suite.sh's. Files under $OUT.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -12,9 +11,6 @@ bash scripts/device/build.sh -DCMAKE_CXX_FLAGS=-g > "$OUT/build.txt" 2>&1 || { t
 { date -u; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; nvidia-smi topo -m
   python3 -c 'import torch; print("torch", torch.__version__, "nccl", torch.cuda.nccl.version())'; } > "$OUT/machine.txt" 2>&1
 echo "[$(el) s] built"
-N=3 WAIT=8 TIMEOUT_MS=3000 SKIP_TEST=1 PROBE_UNTIL_S=150 CASES="--from S0 --to R --shape 256x256" \
-  VARIANTS="connections1 push+connections1 mp+connections1 push" bash scripts/device/hang_probe.sh 2>&1 | grep -E "stalls in|exit"
-echo "[$(el) s] probes"
 # One process per rank (lib.sh's two_processes); rank 0's row.
 source scripts/device/lib.sh
 b() { two_processes "$OUT/bench.txt" "$@"; }
