@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # On the 2-GPU machine, one call: build; nccl vs nvlink vs auto on the acceptance cases, one process per rank as
-# deployed (in process, nvlink pulls run as kernels: docs/transports.md); the link measured for the bound; the overlap run; PyTorch's
-# redistribute on the same cases. The GPU suite and compute-sanitizer are gpu_suite.sh's. Files under $OUT.
+# deployed (in process, nvlink pulls run as kernels: docs/transports.md); the link measured for the bound; the overlap
+# run; PyTorch's redistribute on the same cases. The GPU suite and compute-sanitizer are gpu_suite.sh's. Files under $OUT.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
