@@ -70,7 +70,8 @@ def _plan_args(mesh, src, dst, shape, dtype, strategy, memory_budget, transport,
 
 def plan(mesh, src, dst, shape, dtype="f32", strategy="auto", memory_budget=None, *, transport="auto",
          ranks_per_node=8, profile=None, ranks=None, rank=None, fuse="auto", low_sm=False, dst_mesh=None,
-         dst_ranks=None, world_size=None, buffers_change=False, max_collectives=None, pipeline_chunk=None):
+         dst_ranks=None, world_size=None, buffers_change=False, max_collectives=None, pipeline_chunk=None,
+         to_dtype=None):
     """Plans a redistribution as `reshard plan` does; returns a Plan.
 
     plan.json() is exactly what `reshard plan --json` prints for the same arguments; plan.strategy,
@@ -84,6 +85,8 @@ def plan(mesh, src, dst, shape, dtype="f32", strategy="auto", memory_budget=None
     Between meshes of one world (as `--from-mesh/--from-ranks/--to-mesh/--to-ranks/--world-size`): `mesh` and `ranks`
     are the source's, dst_mesh and dst_ranks the target's (world ranks in row-major coordinate order; unset: 0..n-1),
     world_size defaults to one more than the largest rank of either; plan.src_mesh and plan.dst_mesh print them.
+    to_dtype: the target's element type when it differs from dtype (a floating type; as `--to-dtype`): every element
+    converted as `tensor.to(to_dtype)` converts it, by the kernel that writes the target; plan.to_dtype names it.
     """
     from . import _core
 
@@ -94,6 +97,7 @@ def plan(mesh, src, dst, shape, dtype="f32", strategy="auto", memory_budget=None
         args.dst_mesh = _args.mesh_text(dst_mesh)
     args.dst_ranks = _rank_list(dst_ranks, "dst_ranks")
     args.world_size = None if world_size is None else _args.integer("world_size", world_size, 1)
+    args.to_dtype = None if to_dtype is None else _args.dtype_name(to_dtype)
     return _core.make_plan(args, None if rank is None else _args.integer("rank", rank))
 
 
@@ -207,7 +211,8 @@ def _host_request(mesh, src, dst, shards, shape, dtype, strategy, memory_budget,
 
 def run_host(mesh, src, dst, shards, *, shape=None, dtype=None, strategy="auto", memory_budget=None,
              transport="auto", ranks_per_node=8, ranks=None, fuse="auto", low_sm=False, dst_mesh=None, dst_ranks=None,
-             world_size=None, profile=None, max_collectives=None, pipeline_chunk=None, buffers_change=False):
+             world_size=None, profile=None, max_collectives=None, pipeline_chunk=None, buffers_change=False,
+             to_dtype=None):
     """Redistributes NumPy shards on the host backend (one thread per rank) through the executor.
 
     shards: one array per rank, in rank order, each that rank's source local tensor (C order is made where needed).
@@ -217,7 +222,8 @@ def run_host(mesh, src, dst, shards, *, shape=None, dtype=None, strategy="auto",
     Between two meshes of one world (as plan() takes them: `mesh` and `ranks` the source's, dst_mesh and dst_ranks the
     target's, world_size): shards has one entry per world rank, None for ranks outside the source mesh; the result
     has one entry per world rank, None for ranks outside the target mesh. The plan options (strategy to
-    buffers_change) are plan()'s.
+    buffers_change) are plan()'s. to_dtype: the targets' element type, as plan()'s (the result arrays are float64,
+    float32 or float16, or for bf16 and fp8 targets their bits in uint16 and uint8 arrays).
     """
     from . import _core
 
@@ -225,6 +231,7 @@ def run_host(mesh, src, dst, shards, *, shape=None, dtype=None, strategy="auto",
                    buffers_change=buffers_change)
     args, shards, finish = _host_request(mesh, src, dst, shards, shape, dtype, strategy, memory_budget, transport,
                                          ranks_per_node, ranks, fuse, low_sm, dst_mesh, dst_ranks, world_size, options)
+    args.to_dtype = None if to_dtype is None else _args.dtype_name(to_dtype)
     return finish(_core.run_host(args, shards))
 
 

@@ -53,11 +53,25 @@ std::pair<Mesh, Mesh> make_meshes(const PlanArgs& args) {
 PlanRequest make_plan_request(const PlanArgs& args) {
   const auto [from_mesh, to_mesh] = make_meshes(args);
   Dims shape = make_shape(args.shape);
+  const DType dtype = parse_dtype(args.dtype);
   PlanRequest req{Layout(from_mesh, parse_placements(args.src), shape),
-                  Layout(to_mesh, parse_placements(args.dst), shape), parse_dtype(args.dtype), PlanOptions{}};
+                  Layout(to_mesh, parse_placements(args.dst), shape), dtype,
+                  args.to_dtype ? parse_dtype(*args.to_dtype) : dtype, PlanOptions{}};
+  if (req.to_dtype != req.dtype) validate_conversion(req.dst, req.dtype, req.to_dtype);
   // Every option through the plan option table, as the CLI sets its flags: the same parsing, ranges and messages.
   for (const auto& [name, text] : args.options) set_plan_option(req.options, name, text);
   return req;
+}
+
+PlanRequest make_batch_request(const PlanArgs& args, size_t t) {
+  try {
+    PlanRequest req = make_plan_request(args);
+    RESHARD_REQUIRE(req.to_dtype == req.dtype, "converts ", to_string(req.dtype), " to ", to_string(req.to_dtype),
+                    ", which a batch does not do; move it alone");
+    return req;
+  } catch (const Error& e) {
+    throw Error(e.kind(), cat("tensor ", t, ": ", e.what()));
+  }
 }
 
 }  // namespace reshard::python

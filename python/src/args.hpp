@@ -41,17 +41,16 @@ struct PlanArgs {
   std::string src, dst;
   ShapeArg shape;
   std::string dtype = "f32";
+  std::optional<std::string> to_dtype;  // the target's element type (a converting plan); unset: dtype
   // The plan options given, by the plan option table's names (plan_option_table.hpp), as text; unset ones keep
   // PlanOptions' defaults.
   std::map<std::string, std::string> options;
 };
 
-struct PlanRequest {
-  Layout src, dst;
-  DType dtype;
-  PlanOptions options;
-};
-
+// The request the arguments name; a conversion (to_dtype) is checked here (validate_conversion).
 PlanRequest make_plan_request(const PlanArgs& args);
+// Tensor t of a batch: make_plan_request's request, its errors prefixed "tensor t: "; kInvalidArgument when it
+// converts (to_dtype), which batches do not.
+PlanRequest make_batch_request(const PlanArgs& args, size_t t);
 
 }  // namespace reshard::python

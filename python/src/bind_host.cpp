@@ -43,6 +43,25 @@ bool holds(char kind, DType d) {
   return false;
 }
 
+// The NumPy dtype of a converted target's arrays: floats as floats, bf16 and fp8 as their bits (unsigned integers).
+py::dtype numpy_dtype(DType d) {
+  switch (d) {
+    case DType::kF64:
+      return py::dtype("float64");
+    case DType::kF32:
+      return py::dtype("float32");
+    case DType::kF16:
+      return py::dtype("float16");
+    case DType::kBF16:
+      return py::dtype("uint16");
+    case DType::kF8E4M3:
+    case DType::kF8E5M2:
+      return py::dtype("uint8");
+    default:  // validate_conversion admits floating targets only
+      fail(ErrorKind::kInternal, cat("no NumPy dtype for a converted target of ", to_string(d)));
+  }
+}
+
 // Every rank's source shard checked against the layout (NumPy, C order, element size, shape), with the target arrays
 // allocated: what run_host and run_host_batch hand the executor.
 struct RankArrays {
@@ -84,7 +103,7 @@ RankArrays take_shards(const PlanRequest& req, const py::list& shards, const std
                     src.str(), " gives rank ", r, " shape ", shape_text(box.shape));
     const Box out_box = dst.box(r);
     std::vector<py::ssize_t> out_shape(out_box.shape.begin(), out_box.shape.end());
-    py::array o(a.dtype(), out_shape);
+    py::array o(req.to_dtype == req.dtype ? a.dtype() : numpy_dtype(req.to_dtype), out_shape);
     out.in_ptrs[r] = a.data();
     out.out_ptrs[r] = o.mutable_data();
     out.inputs.push_back(std::move(a));
@@ -119,7 +138,7 @@ py::list run_host(const PlanArgs& args, const py::list& shards) {
   RankArrays arrays = take_shards(req, shards, "");
   {
     py::gil_scoped_release release;
-    const Plan plan = make_plan(req.src, req.dst, req.dtype, req.options);
+    const Plan plan = plan_request(req);
     on_host_ranks(n, [&](int r, HostCommunicator& comm, HostDevice& device) {
       Redistributor redistributor(plan, comm, device);
       redistributor.run(arrays.in_ptrs[r], arrays.out_ptrs[r], nullptr);
@@ -139,11 +158,7 @@ py::list run_host_batch(const std::vector<PlanArgs>& args, const py::list& shard
   std::vector<RankArrays> arrays;
   for (size_t t = 0; t < args.size(); ++t) {
     const std::string which = cat("tensor ", t, ": ");
-    try {
-      reqs.push_back(make_plan_request(args[t]));
-    } catch (const Error& e) {
-      throw Error(e.kind(), which + e.what());
-    }
+    reqs.push_back(make_batch_request(args[t], t));
     RESHARD_REQUIRE(py::isinstance<py::list>(shard_lists[t]), which, "the shards are not a list");
     arrays.push_back(take_shards(reqs.back(), py::reinterpret_borrow<py::list>(shard_lists[t]), which));
   }

@@ -51,6 +51,8 @@ void bind_plan(py::module_& m) {
       .def_property_readonly("bytes_moved", method([](const Plan& p) { return p.bytes_moved(); }))
       .def_property_readonly("peak_workspace_bytes", method([](const Plan& p) { return p.peak_workspace_bytes(); }))
       .def_property_readonly("dtype", method([](const Plan& p) { return std::string(to_string(p.dtype())); }))
+      .def_property_readonly("to_dtype",
+                             method([](const Plan& p) { return std::string(to_string(p.target_dtype())); }))
       .def_property_readonly("mesh", method([](const Plan& p) { return p.src().mesh().shape(); }))
       .def_property_readonly("src_mesh", method([](const Plan& p) { return p.src().mesh().str(); }))
       .def_property_readonly("dst_mesh", method([](const Plan& p) { return p.dst().mesh().str(); }))
@@ -79,9 +81,7 @@ void bind_plan(py::module_& m) {
   m.def(
       "make_plan",
       [](PlanArgs args, std::optional<int> rank) {
-        PlanRequest req = make_plan_request(args);
-        return rank ? make_rank_plan(req.src, req.dst, req.dtype, *rank, req.options)
-                    : make_plan(req.src, req.dst, req.dtype, req.options);
+        return plan_request(make_plan_request(args), rank);
       },
       py::arg("args"), py::arg("rank") = py::none(), py::call_guard<py::gil_scoped_release>());
 
@@ -92,8 +92,8 @@ void bind_plan(py::module_& m) {
         // defaults: lanes, the default coalescing, pushed one-sided copies).
         std::vector<std::shared_ptr<const Plan>> plans;
         for (size_t t = 0; t < args.size(); ++t) {
+          const PlanRequest req = make_batch_request(args[t], t);
           try {
-            const PlanRequest req = make_plan_request(args[t]);
             plans.push_back(std::make_shared<const Plan>(make_plan(req.src, req.dst, req.dtype, req.options)));
           } catch (const Error& e) {
             throw Error(e.kind(), cat("tensor ", t, ": ", e.what()));
@@ -117,6 +117,7 @@ void bind_plan(py::module_& m) {
       .def_readwrite("dst", &PlanArgs::dst)
       .def_readwrite("shape", &PlanArgs::shape)
       .def_readwrite("dtype", &PlanArgs::dtype)
+      .def_readwrite("to_dtype", &PlanArgs::to_dtype)
       .def_readwrite("options", &PlanArgs::options);
   m.def(
       "plan_option_names",

@@ -75,9 +75,11 @@ std::unique_ptr<CudaRedistributor> make_redistributor(std::shared_ptr<NcclCommun
   py::gil_scoped_release release;
   RESHARD_CUDA_CHECK(cudaSetDevice(out->device->ordinal()));
   const int rank = out->comm->rank();
-  Plan plan = make_rank_plan(req.src, req.dst, req.dtype, rank, req.options);
-  out->redistributor =
-      std::make_unique<Redistributor>(std::move(plan), *out->comm, *out->device, nccl_fallback({req}, rank));
+  Plan plan = plan_request(req, rank);
+  // A converting plan has no fallback (batches do not convert): on memory the peers cannot map it fails.
+  const bool converts = plan.converts();
+  out->redistributor = std::make_unique<Redistributor>(std::move(plan), *out->comm, *out->device,
+                                                       converts ? FallbackPlans{} : nccl_fallback({req}, rank));
   return out;
 }
 
@@ -96,11 +98,7 @@ std::unique_ptr<CudaBatchRedistributor> make_batch_redistributor(std::shared_ptr
   RESHARD_REQUIRE(!args.empty(), "a batch needs at least one tensor");
   std::vector<PlanRequest> reqs;
   for (size_t t = 0; t < args.size(); ++t) {
-    try {
-      reqs.push_back(make_plan_request(args[t]));
-    } catch (const Error& e) {
-      throw Error(e.kind(), cat("tensor ", t, ": ", e.what()));
-    }
+    reqs.push_back(make_batch_request(args[t], t));
     RESHARD_REQUIRE(reqs.back().src.mesh().world_size() == comm->size(), "tensor ", t, ": mesh ",
                     reqs.back().src.mesh().str(), " has ", reqs.back().src.mesh().world_size(),
                     " ranks but the communicator has ", comm->size());

@@ -160,3 +160,68 @@ def test_max_and_min_of_complex_partials_are_refused():
             reshard.run_host([2], f"P({op})", "R", [z, z])
     summed = reshard.run_host([2], "P", "R", [z, z])
     assert all(np.array_equal(s, 2 * z) for s in summed)
+
+
+# dtype conversion in the move (to_dtype): every element of every rank's target equals the global tensor converted
+# (values exact in every target type here: halves in [-8, 8], so conversion is exact and the check is bit for bit;
+# rounding is tests/dtype_convert_test.cpp's).
+def e4m3_codes(values):
+    """The float8_e4m3fn bits of exactly representable values."""
+    codes = np.arange(256, dtype=np.uint8)
+    sign = np.where(codes & 0x80, -1.0, 1.0)
+    exp = (codes >> 3) & 0xF
+    man = (codes & 0x7).astype(np.float64)
+    table = sign * np.where(exp == 0, man / 8 * 2.0**-6, (1 + man / 8) * 2.0 ** (exp.astype(np.float64) - 7))
+    table[(exp == 15) & (codes & 0x7 == 7)] = np.nan
+    table[0x80] = np.nan  # -0: values equal to 0 take +0's code
+    lookup = {float(v): np.uint8(c) for c, v in enumerate(table) if not np.isnan(v)}
+    return np.vectorize(lambda v: lookup[float(v)], otypes=[np.uint8])(values)
+
+
+def converted(g, to):
+    """The global tensor g (float64 values) in the target type as run_host returns it (bf16 and fp8 as bits)."""
+    if to == "bf16":
+        return (g.astype(np.float32).view(np.uint32) >> 16).astype(np.uint16)
+    if to == "f8e4m3":
+        return e4m3_codes(g)
+    return g.astype({"f64": np.float64, "f32": np.float32, "f16": np.float16}[to])
+
+
+CONVERSIONS = [("f32", "f16"), ("f64", "f32"), ("f32", "bf16"), ("bf16", "f32"), ("f32", "f8e4m3"), ("f16", "f64")]
+
+
+@pytest.mark.parametrize("pair", CONVERSIONS, ids=lambda p: f"{p[0]}_to_{p[1]}")
+@pytest.mark.parametrize("mesh", [[2], [2, 2], [3]], ids=lambda m: "x".join(map(str, m)))
+def test_conversion_in_the_move(pair, mesh):
+    src_type, to = pair
+    checked = 0
+    for src, dst in itertools.product(layouts(mesh), repeat=2):
+        if "P" in dst:
+            continue  # a Partial target is refused (test_conversion_refusals)
+        shape = [3, 5]
+        rng = np.random.default_rng(zlib.crc32(repr((mesh, src, dst, pair)).encode()))
+        g = global_tensor(shape, np.float64, rng) / 2.5  # integers in [-20, 20) -> multiples of 0.4...
+        g = np.round(g * 2) / 2  # ... made halves in [-8, 8]
+        if src_type == "bf16":
+            shards = [s.astype(np.float32).view(np.uint32) >> 16 for s in source_shards(mesh, src, g, rng)]
+            shards = [s.astype(np.uint16) for s in shards]
+        else:
+            shards = source_shards(mesh, src, g.astype({"f64": np.float64, "f32": np.float32,
+                                                          "f16": np.float16}[src_type]), rng)
+        outs = reshard.run_host(mesh, src, dst, shards, shape=shape, dtype=src_type, to_dtype=to)
+        checked += check_result(mesh, dst, converted(g, to), outs)
+    assert checked > 0
+
+
+def test_conversion_plan_and_refusals():
+    p = reshard.plan([2], "S0", "S1", [8, 8], "bf16", to_dtype="f8e4m3")
+    assert (p.dtype, p.to_dtype) == ("bf16", "f8e4m3")
+    assert '"to_dtype": "f8e4m3"' in p.json()
+    assert reshard.plan([2], "S0", "S1", [8, 8], "f32").to_dtype == "f32"
+    with pytest.raises(ValueError, match="i32"):
+        reshard.plan([2], "S0", "S1", [8, 8], "f32", to_dtype="i32")
+    with pytest.raises(ValueError, match="Partial"):
+        reshard.plan([2], "S0", "P", [8, 8], "f32", to_dtype="f16")
+    shards = [np.zeros((4, 8), np.float32), np.zeros((4, 8), np.float32)]
+    with pytest.raises(ValueError, match="dtype"):
+        reshard.run_host([2], "S0", "S1", shards, to_dtype="not-a-dtype")

@@ -174,18 +174,13 @@ PlanRequest make_plan_request(const CLI::App& cmd, const PlanFlags& flags) {
   require_flag(cmd, flags.tensor.shape, "--shape", alt);
   const auto [from_mesh, to_mesh] = make_meshes(cmd, flags);
   const Dims shape = parse_shape(flags.tensor.shape);
+  const DType dtype = parse_dtype(flags.dtype);
   PlanRequest req{Layout(from_mesh, parse_placements(flags.from), shape),
-                  Layout(to_mesh, parse_placements(flags.to), shape), parse_dtype(flags.dtype), PlanOptions{},
-                  DType::kF32};
-  req.to_dtype = flags.to_dtype.empty() ? req.dtype : parse_dtype(flags.to_dtype);
+                  Layout(to_mesh, parse_placements(flags.to), shape), dtype,
+                  flags.to_dtype.empty() ? dtype : parse_dtype(flags.to_dtype), PlanOptions{}};
   if (req.to_dtype != req.dtype) validate_conversion(req.dst, req.dtype, req.to_dtype);
   apply_plan_options(flags.options, req.options);
   return req;
-}
-
-Plan plan_request(const PlanRequest& req, std::optional<int> rank) {
-  return rank ? make_converting_rank_plan(req.src, req.dst, req.dtype, req.to_dtype, *rank, req.options)
-              : make_converting_plan(req.src, req.dst, req.dtype, req.to_dtype, req.options);
 }
 
 Plan load_plan_for(const CLI::App& cmd, const PlanFlags& flags, const std::string& path, const char* file_flag) {

@@ -41,16 +41,6 @@ struct PlanFlags {
   std::map<std::string, std::string> options;
 };
 
-struct PlanRequest {
-  Layout src, dst;
-  DType dtype;
-  PlanOptions options;
-  DType to_dtype;  // the target's (--to-dtype; else dtype): checked by make_plan_request
-};
-
-// The plan of a request (make_converting_plan, or make_converting_rank_plan for `rank`), converting to req.to_dtype.
-Plan plan_request(const PlanRequest& req, std::optional<int> rank = std::nullopt);
-
 // Adds the plan flags; --mesh, --shape, --from and --to are checked by make_plan_request (they are optional when a
 // plan file is given instead).
 void add_plan_flags(CLI::App& cmd, PlanFlags& flags);

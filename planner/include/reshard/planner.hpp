@@ -9,6 +9,8 @@
 // the cheapest candidate whose peak workspace fits the memory budget. The planner never touches a GPU.
 #pragma once
 
+#include <optional>
+
 #include "reshard/plan.hpp"
 #include "reshard/plan_options.hpp"
 
@@ -35,5 +37,16 @@ Plan make_converting_rank_plan(const Layout& src, const Layout& dst, DType dtype
 // A plan without conversion made into one that converts into `to_dtype` (as make_converting_plan; `options` give
 // the cost model that prices the conversion). Its candidates are completed first (Plan::candidates()).
 Plan with_conversion(const Plan& plan, DType to_dtype, const PlanOptions& options = {});
+
+// One redistribution as the front ends (the CLI, the Python bindings) take it from their callers: the layouts, the
+// source's element type, the target's (to_dtype equal to dtype: no conversion) and the plan options.
+struct PlanRequest {
+  Layout src, dst;
+  DType dtype;
+  DType to_dtype;
+  PlanOptions options;
+};
+// The request's plan: make_converting_plan, or make_converting_rank_plan for `rank`.
+Plan plan_request(const PlanRequest& req, std::optional<int> rank = std::nullopt);
 
 }  // namespace reshard

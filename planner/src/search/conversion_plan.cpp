@@ -33,4 +33,9 @@ Plan make_converting_rank_plan(const Layout& src, const Layout& dst, DType dtype
   return with_conversion(make_rank_plan(src, dst, dtype, rank, options), to_dtype, options);
 }
 
+Plan plan_request(const PlanRequest& req, std::optional<int> rank) {
+  return rank ? make_converting_rank_plan(req.src, req.dst, req.dtype, req.to_dtype, *rank, req.options)
+              : make_converting_plan(req.src, req.dst, req.dtype, req.to_dtype, req.options);
+}
+
 }  // namespace reshard
