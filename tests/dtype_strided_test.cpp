@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstring>
 #include <optional>
+#include <iterator>
 #include <set>
 
 #include "host_runs.hpp"
@@ -18,6 +19,7 @@
 #include "reshard/plan_json.hpp"
 #include "reshard/planner.hpp"
 #include "test_plans.hpp"
+#include "test_tier.hpp"
 
 namespace reshard {
 namespace {
@@ -96,6 +98,8 @@ TEST(ByteDTypes, PatternIsValidAndVaries) {
 // Every pair of R/S0/S1 placements on meshes (2), (3), (2,2), sizes uneven, 0 and 1, every strategy.
 TEST(ByteDTypes, EveryPlacementPairEveryStrategyEveryElement) {
   int runs = 0;
+  const long long stride = testing::sanitizer_stride(std::size(kByteDTypes));
+  long long index = 0;
   for (const std::vector<int>& m : {std::vector<int>{2}, std::vector<int>{3}, std::vector<int>{2, 2}}) {
     const Mesh mesh(m);
     const auto placements = all_placements(mesh.ndim(), 2);
@@ -104,6 +108,7 @@ TEST(ByteDTypes, EveryPlacementPairEveryStrategyEveryElement) {
         for (const auto& to : placements) {
           const Layout src(mesh, from, shape), dst(mesh, to, shape);
           for (DType t : kByteDTypes) {
+            if (!testing::in_tier(index++, stride)) continue;
             for (Strategy s : {Strategy::kCollective, Strategy::kP2P, Strategy::kHybrid}) {  // auto picks one
               if (std::optional<Index> wrong = run(src, dst, t, s)) {
                 ++runs;
@@ -116,7 +121,7 @@ TEST(ByteDTypes, EveryPlacementPairEveryStrategyEveryElement) {
       }
     }
   }
-  EXPECT_GT(runs, 2000);
+  EXPECT_GT(runs, 2000 / stride);
 }
 
 // complex64 reduces as pairs of f32 (PyTorch allows Partial sum and avg on it): reduction, reduce_scatter and the
@@ -186,6 +191,8 @@ TEST(StridedShard, OneBoxLayoutsEveryPairEveryStrategyEveryElement) {
       {{2, 2, 2}, "R,SS0/2,S0", {{8, 3}}},
   };
   int runs = 0;
+  const long long stride = testing::sanitizer_stride(2);
+  long long index = 0;
   for (const Case& c : cases) {
     const Mesh mesh(c.mesh);
     for (const Dims& shape : c.shapes) {
@@ -194,6 +201,7 @@ TEST(StridedShard, OneBoxLayoutsEveryPairEveryStrategyEveryElement) {
       for (const auto& other : all_placements(mesh.ndim(), 2)) {
         const Layout plain(mesh, other, shape);
         for (const auto& [src, dst] : {std::pair{strided, plain}, std::pair{plain, strided}}) {
+          if (!testing::in_tier(index++, stride)) continue;
           for (Strategy s : kStrategies) {
             if (std::optional<Index> wrong = run(src, dst, DType::kF32, s)) {
               ++runs;
@@ -204,7 +212,7 @@ TEST(StridedShard, OneBoxLayoutsEveryPairEveryStrategyEveryElement) {
       }
     }
   }
-  EXPECT_GT(runs, 300);
+  EXPECT_GT(runs, 300 / stride);
 }
 
 // The FSDP2 + TP gather to a full replica goes through collectives only: one all_gather over both mesh dims

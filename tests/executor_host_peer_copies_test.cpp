@@ -15,6 +15,7 @@
 #include "reshard/pattern.hpp"
 #include "reshard/planner.hpp"
 #include "test_plans.hpp"
+#include "test_tier.hpp"
 
 namespace reshard {
 namespace {
@@ -106,6 +107,8 @@ TEST(HostExecutor, OneSidedStepsEveryPairEveryElementPulledAndPushed) {
   };
   std::atomic<int> pushed_when_pulling{0}, pushed{0};
   int runs = 0;
+  const long long stride = testing::sanitizer_stride(4);  // 4 placements per mesh dim
+  long long index = 0;
   for (const std::vector<int>& mesh_shape : {std::vector<int>{2}, {4}, {2, 2}}) {
     const Mesh mesh(mesh_shape);
     for (const Dims& shape : {Dims{0, 3}, Dims{1, 1}, Dims{7, 10}}) {
@@ -113,6 +116,7 @@ TEST(HostExecutor, OneSidedStepsEveryPairEveryElementPulledAndPushed) {
                                            Placement::partial()};
       for (const auto& from : testing::placement_lists(mesh.ndim(), options)) {
         for (const auto& to : testing::placement_lists(mesh.ndim(), options)) {
+          if (!testing::in_tier(index++, stride)) continue;
           const Layout src(mesh, from, shape), dst(mesh, to, shape);
           for (const auto& [fusion, how] : {std::pair{Fusion::kNever, OneSidedCopies::kPull},
                                             {Fusion::kNever, OneSidedCopies::kPush},
