@@ -6,8 +6,8 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
-#include <optional>
 #include <iterator>
+#include <optional>
 #include <set>
 
 #include "host_runs.hpp"

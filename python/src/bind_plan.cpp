@@ -51,8 +51,7 @@ void bind_plan(py::module_& m) {
       .def_property_readonly("bytes_moved", method([](const Plan& p) { return p.bytes_moved(); }))
       .def_property_readonly("peak_workspace_bytes", method([](const Plan& p) { return p.peak_workspace_bytes(); }))
       .def_property_readonly("dtype", method([](const Plan& p) { return std::string(to_string(p.dtype())); }))
-      .def_property_readonly("to_dtype",
-                             method([](const Plan& p) { return std::string(to_string(p.target_dtype())); }))
+      .def_property_readonly("to_dtype", method([](const Plan& p) { return std::string(to_string(p.target_dtype())); }))
       .def_property_readonly("mesh", method([](const Plan& p) { return p.src().mesh().shape(); }))
       .def_property_readonly("src_mesh", method([](const Plan& p) { return p.src().mesh().str(); }))
       .def_property_readonly("dst_mesh", method([](const Plan& p) { return p.dst().mesh().str(); }))
@@ -79,10 +78,7 @@ void bind_plan(py::module_& m) {
            }));
 
   m.def(
-      "make_plan",
-      [](PlanArgs args, std::optional<int> rank) {
-        return plan_request(make_plan_request(args), rank);
-      },
+      "make_plan", [](PlanArgs args, std::optional<int> rank) { return plan_request(make_plan_request(args), rank); },
       py::arg("args"), py::arg("rank") = py::none(), py::call_guard<py::gil_scoped_release>());
 
   m.def(

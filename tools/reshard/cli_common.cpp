@@ -141,7 +141,8 @@ void add_plan_option_flags(CLI::App& cmd, std::map<std::string, std::string>& op
     if (std::find(except.begin(), except.end(), spec.name) != except.end()) continue;
     const std::string name(spec.name);
     if (spec.kind == OptionKind::kSwitch)
-      cmd.add_flag_callback(cli_flag(name), [&options, name] { options[name] = "true"; }, std::string(spec.help));
+      cmd.add_flag_callback(
+          cli_flag(name), [&options, name] { options[name] = "true"; }, std::string(spec.help));
     else
       cmd.add_option_function<std::string>(
           cli_flag(name), [&options, name](const std::string& v) { options[name] = v; }, std::string(spec.help));
