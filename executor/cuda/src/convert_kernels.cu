@@ -20,13 +20,7 @@ template <class From, class To>
 __global__ void __launch_bounds__(kThreads, kFusedBlocksPerSm)
     converting_fused(const DeviceCopyRegion* regions, const DeviceCopyTile* tiles, int tile_count, DeviceBases bases,
                      FusedSync s) {
-  __shared__ unsigned long long epoch;
-  __shared__ int go;
-  if (threadIdx.x == 0) go = fused_begin(s, epoch);
-  __syncthreads();
-  if (go) convert_tiles<From, To>(regions, tiles, tile_count, bases);
-  __syncthreads();
-  if (threadIdx.x == 0) fused_end(s, epoch);
+  fused_step(s, [&] { convert_tiles<From, To>(regions, tiles, tile_count, bases); });
 }
 
 }  // namespace

@@ -48,13 +48,7 @@ template <class T, class To>
 __global__ void __launch_bounds__(kThreads, kFusedBlocksPerSm)
     converting_fused_reduce(const DeviceReduceRegion* regions, const DeviceReduceSource* sources,
                             const DeviceReduceTile* tiles, int tile_count, DeviceBases bases, FusedSync s) {
-  __shared__ unsigned long long epoch;
-  __shared__ int go;
-  if (threadIdx.x == 0) go = fused_begin(s, epoch);
-  __syncthreads();
-  if (go) reduce_tiles<kFusedUnroll, T, To>(regions, sources, tiles, tile_count, bases);
-  __syncthreads();
-  if (threadIdx.x == 0) fused_end(s, epoch);
+  fused_step(s, [&] { reduce_tiles<kFusedUnroll, T, To>(regions, sources, tiles, tile_count, bases); });
 }
 
 // Element types a reduction accumulates (the reducible floating types).

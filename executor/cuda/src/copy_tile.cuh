@@ -102,46 +102,12 @@ __device__ inline void copy_tile(const DeviceCopyRegion& r, const DeviceCopyTile
   }
 }
 
-// Every block walks tiles grid-stride: tile ti goes to block ti mod gridDim.x.
-template <class Bases>
-__device__ inline void copy_tiles(const DeviceCopyRegion* regions, const DeviceCopyTile* tiles, int tile_count,
-                                  const Bases& bases) {
-  __shared__ DeviceCopyRegion region;
-  __shared__ DeviceCopyTile tile;
-  for (int ti = blockIdx.x; ti < tile_count; ti += gridDim.x) {
-    __syncthreads();
-    if (threadIdx.x == 0) {
-      tile = tiles[ti];
-      region = regions[tile.region];
-    }
-    __syncthreads();
-    const DeviceCopyRegion& r = region;  // read from shared memory: registers are short (64 a thread)
-    const DeviceCopyTile& t = tile;
-    const char* src = static_cast<const char*>(bases.ptr[r.src_buffer]) + r.src_offset;
-    char* dst = static_cast<char*>(const_cast<void*>(bases.ptr[r.dst_buffer])) + r.dst_offset;
-    // The widest unit that every address and length of this tile allows (block-uniform).
-    unsigned long long a = r.align | reinterpret_cast<unsigned long long>(src) |
-                           reinterpret_cast<unsigned long long>(dst) | static_cast<unsigned long long>(t.col_begin) |
-                           static_cast<unsigned long long>(t.col_end);
-    if ((a & 15) == 0)
-      copy_tile<uint4>(r, t, src, dst);
-    else if ((a & 7) == 0)
-      copy_tile<uint2>(r, t, src, dst);
-    else if ((a & 3) == 0)
-      copy_tile<unsigned int>(r, t, src, dst);
-    else if ((a & 1) == 0)
-      copy_tile<unsigned short>(r, t, src, dst);
-    else
-      copy_tile<unsigned char>(r, t, src, dst);
-  }
-}
-
-// The tiles of a converting batch, grid-stride as copy_tiles: regions marked `convert` element by element, others
-// (a fused step's, where the batch cannot be split) byte by byte; converting batches are few, so their kernels keep
-// one code path each.
-template <class From, class To>
-__device__ inline void convert_tiles(const DeviceCopyRegion* regions, const DeviceCopyTile* tiles, int tile_count,
-                                     const DeviceBases& bases) {
+// Every block walks tiles grid-stride (tile ti goes to block ti mod gridDim.x), each tile and its region read into
+// shared memory (registers are short: 64 a thread); body(region, tile, src, dst) copies it, src and dst the region's
+// first bytes.
+template <class Bases, class Body>
+__device__ inline void for_each_tile(const DeviceCopyRegion* regions, const DeviceCopyTile* tiles, int tile_count,
+                                     const Bases& bases, Body body) {
   __shared__ DeviceCopyRegion region;
   __shared__ DeviceCopyTile tile;
   for (int ti = blockIdx.x; ti < tile_count; ti += gridDim.x) {
@@ -153,11 +119,44 @@ __device__ inline void convert_tiles(const DeviceCopyRegion* regions, const Devi
     __syncthreads();
     const char* src = static_cast<const char*>(bases.ptr[region.src_buffer]) + region.src_offset;
     char* dst = static_cast<char*>(const_cast<void*>(bases.ptr[region.dst_buffer])) + region.dst_offset;
-    if (region.convert)
-      convert_tile<From, To>(region, tile, src, dst);
-    else
-      convert_tile<unsigned char, unsigned char>(region, tile, src, dst);
+    body(region, tile, src, dst);
   }
+}
+
+template <class Bases>
+__device__ inline void copy_tiles(const DeviceCopyRegion* regions, const DeviceCopyTile* tiles, int tile_count,
+                                  const Bases& bases) {
+  for_each_tile(regions, tiles, tile_count, bases,
+                [](const DeviceCopyRegion& r, const DeviceCopyTile& t, const char* src, char* dst) {
+                  // The widest unit that every address and length of this tile allows (block-uniform).
+                  unsigned long long a =
+                      r.align | reinterpret_cast<unsigned long long>(src) | reinterpret_cast<unsigned long long>(dst) |
+                      static_cast<unsigned long long>(t.col_begin) | static_cast<unsigned long long>(t.col_end);
+                  if ((a & 15) == 0)
+                    copy_tile<uint4>(r, t, src, dst);
+                  else if ((a & 7) == 0)
+                    copy_tile<uint2>(r, t, src, dst);
+                  else if ((a & 3) == 0)
+                    copy_tile<unsigned int>(r, t, src, dst);
+                  else if ((a & 1) == 0)
+                    copy_tile<unsigned short>(r, t, src, dst);
+                  else
+                    copy_tile<unsigned char>(r, t, src, dst);
+                });
+}
+
+// The tiles of a converting batch: regions marked `convert` element by element, others (a fused step's, where the
+// batch cannot be split) byte by byte; converting batches are few, so their kernels keep one code path each.
+template <class From, class To>
+__device__ inline void convert_tiles(const DeviceCopyRegion* regions, const DeviceCopyTile* tiles, int tile_count,
+                                     const DeviceBases& bases) {
+  for_each_tile(regions, tiles, tile_count, bases,
+                [](const DeviceCopyRegion& r, const DeviceCopyTile& t, const char* src, char* dst) {
+                  if (r.convert)
+                    convert_tile<From, To>(r, t, src, dst);
+                  else
+                    convert_tile<unsigned char, unsigned char>(r, t, src, dst);
+                });
 }
 
 }  // namespace reshard::cuda

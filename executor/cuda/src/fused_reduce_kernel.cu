@@ -16,18 +16,12 @@ template <class T>
 __global__ void __launch_bounds__(kThreads, kFusedBlocksPerSm)
     fused_reduce(const DeviceReduceRegion* regions, const DeviceReduceSource* sources, const DeviceReduceTile* tiles,
                  int tile_count, DeviceBases bases, FusedSync s) {
-  __shared__ unsigned long long epoch;
-  __shared__ int go;
-  if (threadIdx.x == 0) go = fused_begin(s, epoch);
-  __syncthreads();
-  if (go) {
+  fused_step(s, [&] {
     for (int ti = blockIdx.x; ti < tile_count; ti += gridDim.x) {
       const DeviceReduceTile t = tiles[ti];
       reduce_tile<DeviceElement<T>, kFusedUnroll<T>>(regions[t.region], sources, t, bases);
     }
-  }
-  __syncthreads();
-  if (threadIdx.x == 0) fused_end(s, epoch);
+  });
 }
 
 }  // namespace

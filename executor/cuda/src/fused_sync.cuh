@@ -66,4 +66,17 @@ __device__ inline void fused_end(const FusedSync& s, unsigned long long epoch) {
   *reinterpret_cast<volatile unsigned long long*>(&s.state[0]) = epoch;
 }
 
+// A fused kernel's block: fused_begin on thread 0, body() on every thread when the sources arrived in time, then
+// fused_end on thread 0 (each behind a __syncthreads).
+template <class Body>
+__device__ inline void fused_step(const FusedSync& s, Body body) {
+  __shared__ unsigned long long epoch;
+  __shared__ int go;
+  if (threadIdx.x == 0) go = fused_begin(s, epoch);
+  __syncthreads();
+  if (go) body();
+  __syncthreads();
+  if (threadIdx.x == 0) fused_end(s, epoch);
+}
+
 }  // namespace reshard::cuda
