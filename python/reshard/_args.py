@@ -121,24 +121,28 @@ def byte_count(name, value):
     return integer(name, v * scale, -INT64_MAX - 1, INT64_MAX)
 
 
-# The plan option table's kinds of value (plan_option_table.hpp), by name: how a keyword becomes the CLI's text.
-_SWITCHES = ("low_sm", "buffers_change")
-_BYTE_COUNTS = ("memory_budget", "pipeline_chunk")
-_COUNTS = ("ranks_per_node", "max_collectives")
+_kinds = None  # the plan option table's kind of value per name (plan_option_table.hpp), read once
 
 
 def plan_options(**given):
     """The plan options given as keywords (None: left at the default), as the text the plan option table parses:
-    {name: text}. Counts and byte counts are checked as integers here first (TypeError for a float or a bool)."""
+    {name: text}, each by its kind of value in the table. Counts and byte counts are checked as integers here first
+    (TypeError for a float or a bool)."""
+    global _kinds
+    if _kinds is None:
+        from . import _core
+
+        _kinds = _core.plan_option_kinds()
     out = {}
     for name, value in given.items():
         if value is None:
             continue
-        if name in _SWITCHES:
+        kind = _kinds.get(name)
+        if kind == "switch":
             out[name] = "true" if value else "false"
-        elif name in _BYTE_COUNTS:
+        elif kind == "byte_count":
             out[name] = str(byte_count(name, value))
-        elif name in _COUNTS:
+        elif kind == "count":
             out[name] = str(integer(name, value, -INT32_MAX - 1))  # range: the table's check, in the CLI's words
         else:
             out[name] = str(value)

@@ -1,6 +1,8 @@
 // Plans: make_plan with the CLI's options, and the Plan object (JSON, table, SVG, prices).
 #include <pybind11/stl.h>
 
+#include <map>
+
 #include "args.hpp"
 #include "bindings.hpp"
 #include "reshard/plan_batch.hpp"
@@ -123,6 +125,21 @@ void bind_plan(py::module_& m) {
         return names;
       },
       "The plan option table's names (plan_option_table.hpp): the keywords plan() and run_host() accept.");
+  m.def(
+      "plan_option_kinds",
+      [] {
+        std::map<std::string, std::string> kinds;
+        for (const PlanOptionSpec& s : plan_option_specs()) {
+          const char* kind = s.kind == OptionKind::kChoice      ? "choice"
+                             : s.kind == OptionKind::kByteCount ? "byte_count"
+                             : s.kind == OptionKind::kCount     ? "count"
+                             : s.kind == OptionKind::kSwitch    ? "switch"
+                                                                : "path";
+          kinds.emplace(s.name, kind);
+        }
+        return kinds;
+      },
+      "The plan option table's kind of value per name: choice, byte_count, count, switch or path.");
 }
 
 }  // namespace reshard::python
