@@ -80,7 +80,8 @@ if [[ " $suites " == *" asan "* ]]; then
   asan_tier=$RESHARD_TEST_TIER
   [[ $asan_tier == fast ]] && asan_tier=sanitizer
   RESHARD_TEST_TIER=$asan_tier ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
-    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 timed "asan: tests" ctest --test-dir build-asan --output-on-failure --timeout 1800 -j "$jobs" -E "^package_"
+    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    timed "asan: tests" ctest --test-dir build-asan --output-on-failure --timeout 1800 -j "$jobs" -E "^package_"
 fi
 if [[ " $suites " == *" fuzz "* ]]; then
   echo "== fuzz smoke"
