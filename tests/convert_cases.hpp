@@ -4,11 +4,14 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "reshard/layout_format.hpp"
+#include "reshard/plan_batch.hpp"
 #include "reshard/planner.hpp"
 #include "reshard/text.hpp"
 
@@ -84,6 +87,36 @@ inline void for_each_converting_plan(const ConvertPair& pair,
         f(*plan, cat(c.from_mesh, " ", c.from, " -> ", c.to_mesh, " ", c.to, " ", to_string(c.shape), " ",
                      to_string(pair.from), " -> ", to_string(pair.to), " ", to_string(s), "/", to_string(t), " (",
                      to_string(plan->strategy()), ")"));
+      }
+    }
+  }
+}
+
+// Calls f(batch, description) for every source mesh of kConvertCases (whose ranks fit `max_world`): its cases
+// converting `pair` as one batch (make_plan_batch), planned with strategies auto and p2p on both transports; fp8
+// sources skip Partial cases.
+inline void for_each_converting_batch(const ConvertPair& pair,
+                                      const std::function<void(const PlanBatch&, const std::string&)>& f,
+                                      int max_world = 1 << 20) {
+  std::vector<std::string> meshes;
+  for (const ConvertCase& c : kConvertCases)
+    if (std::find(meshes.begin(), meshes.end(), c.from_mesh) == meshes.end()) meshes.emplace_back(c.from_mesh);
+  for (const std::string& mesh : meshes) {
+    std::vector<BatchEntry> entries;
+    for (const ConvertCase& c : kConvertCases) {
+      const Layout src = layout(c.from_mesh, c.from, c.shape), dst = layout(c.to_mesh, c.to, c.shape);
+      if (mesh != c.from_mesh || src.mesh().world_size() > max_world) continue;
+      if (src.has_partial() && !reducible(pair.from, ReduceOp::kSum)) continue;
+      entries.push_back(BatchEntry{src, dst, pair.from, pair.to});
+    }
+    if (entries.empty()) continue;
+    for (Strategy s : {Strategy::kAuto, Strategy::kP2P}) {
+      for (Transport t : {Transport::kNccl, Transport::kNvlink}) {
+        PlanOptions o;
+        o.strategy = s;
+        o.transport = t;
+        f(make_plan_batch(entries, o), cat("mesh ", mesh, ": ", entries.size(), " tensors ", to_string(pair.from),
+                                           " -> ", to_string(pair.to), " ", to_string(s), "/", to_string(t)));
       }
     }
   }

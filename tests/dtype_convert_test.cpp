@@ -23,6 +23,7 @@
 #include "reshard/harness.hpp"
 #include "reshard/layout_format.hpp"
 #include "reshard/plan_json.hpp"
+#include "reshard/plan_batch.hpp"
 #include "reshard/planner.hpp"
 
 namespace reshard {
@@ -174,14 +175,33 @@ TEST(ConvertingPlans, RankPlansAndLoadedPlansRun) {
   EXPECT_GT(r.checked_elements, 0);
 }
 
-// A batch does not convert: its executor refuses a member that does.
-TEST(ConvertingPlans, BatchesRefuseConversion) {
+// A batch converts when every member converts one pair: every source mesh's cases as one batch, every element of
+// every member on every rank checked.
+TEST_P(ConvertingRuns, BatchesOfEveryLayout) {
+  testing::for_each_converting_batch(GetParam(), [](const PlanBatch& batch, const std::string& what) {
+    const RunResult r = run_batch(batch, testing::quick_host_run());
+    EXPECT_EQ(r.wrong_elements, 0) << what << ": " << r.first_error;
+    EXPECT_GT(r.checked_elements, 0) << what;
+  });
+}
+
+// A batch mixing conversions (or a conversion and a plain move) is refused, naming the member; one pair is taken.
+TEST(ConvertingPlans, BatchesConvertOnePair) {
   const Layout src = layout("2", "S0", Dims{4, 4}), dst = layout("2", "R", Dims{4, 4});
-  const Plan plain = make_plan(src, dst, DType::kBF16);
-  const Plan converting = make_converting_plan(src, dst, DType::kBF16, DType::kF32);
-  const PlanBatch batch({std::make_shared<const Plan>(plain), std::make_shared<const Plan>(converting)});
-  expect_error([&] { run_batch(batch, testing::quick_host_run()); }, ErrorKind::kInvalidArgument,
-               "batches do not convert");
+  const auto plain = std::make_shared<const Plan>(make_plan(src, dst, DType::kBF16));
+  const auto to_f32 = std::make_shared<const Plan>(make_converting_plan(src, dst, DType::kBF16, DType::kF32));
+  const auto to_f16 = std::make_shared<const Plan>(make_converting_plan(src, dst, DType::kBF16, DType::kF16));
+  expect_error([&] { PlanBatch({plain, to_f32}); }, ErrorKind::kInvalidArgument,
+               "tensor 1 of the batch moves bf16 to f32, tensor 0 bf16 to bf16: a batch converts only when every "
+               "member converts the same pair");
+  expect_error([&] { PlanBatch({to_f32, to_f16}); }, ErrorKind::kInvalidArgument, "tensor 1 of the batch moves bf16 to f16");
+  const PlanBatch batch({to_f32, to_f32});
+  EXPECT_TRUE(batch.converts());
+  const RankProgram p = lower(batch, 0);
+  EXPECT_EQ(p.dtype, DType::kBF16);
+  EXPECT_EQ(p.output_dtype, DType::kF32);
+  EXPECT_EQ(p.tensor_output_bytes, (std::vector<Index>{64, 64}));
+  EXPECT_EQ(p.tensor_input_bytes, (std::vector<Index>{16, 16}));
 }
 
 // The CLI: --to-dtype on plan, run and bench; bad pairs exit 2 with one line.
@@ -212,6 +232,7 @@ TEST(ConvertingCli, PlanRunAndBenchTakeToDtype) {
   std::remove(file.c_str());
 }
 
+// Bad pairs exit 2 with one line; a converting batch runs, a batch mixing pairs exits 2 naming the tensor.
 TEST(ConvertingCli, BadPairsExitTwoWithOneLine) {
   using testing::run_cli;
   const std::string layout = " --mesh 2 --from S0 --to R --shape 8x8";
@@ -225,9 +246,14 @@ TEST(ConvertingCli, BadPairsExitTwoWithOneLine) {
   testing::CliResult r = run_cli("plan --mesh 2 --from S0 --to P --shape 8x8 --dtype f32 --to-dtype bf16");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("Partial target"), std::string::npos) << r.err;
-  r = run_cli("run --backend host --batch 2" + layout + " --dtype f32 --to-dtype bf16");
+  // A batch converts one pair: every tensor to --to-dtype; a tensor already of that dtype is refused by name.
+  r = run_cli("run --backend host --iters 1 --warmup 0 --batch 2" + layout + " --dtype f32 --to-dtype bf16");
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("all correct"), std::string::npos) << r.out;
+  r = run_cli("run --backend host --iters 1 --warmup 0 --batch 1 --tensor 4x4:S0:R:bf16" + layout +
+              " --dtype f32 --to-dtype bf16");
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find("--to-dtype runs one tensor at a time"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("tensor 1 of the batch moves bf16 to bf16, tensor 0 f32 to bf16"), std::string::npos) << r.err;
   r = run_cli("bench --backend host --meshes 2 --shapes 8x8 --dtypes i32 --to-dtype f32");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("cannot convert i32 to f32"), std::string::npos) << r.err;

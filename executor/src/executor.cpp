@@ -152,8 +152,6 @@ Executor::Executor(const PlanBatch& batch, Communicator& comm, Device& device, E
   RESHARD_REQUIRE(comm.size() == mesh.world_size(), "the communicator has ", comm.size(), " ranks but the ",
                   batch.size() == 1 ? "plan" : "batch", "'s mesh ", mesh.str(), " is in a world of ",
                   mesh.world_size());
-  for (size_t t = 0; t < batch.size() && batch.size() > 1; ++t)
-    RESHARD_REQUIRE(!batch.plan(t).converts(), "tensor ", t, "'s plan converts its dtype: batches do not convert");
   // One-sided steps push or pull as ExecutorOptions::one_sided_copies says (other steps are lowered alike either way).
   program_ = lower(batch, comm.rank(),
                    LowerOptions{options.stage_overlap, options.coalesce_max_bytes, options.one_sided_copies});

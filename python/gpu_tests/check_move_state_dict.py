@@ -1,9 +1,11 @@
 """reshard.torch.move_state_dict on GPUs: sets of DTensors moved between meshes of one world (disjoint, overlapping and
 identical rank sets, permuted ranks, 1-D to 3-D meshes), uneven shapes, Partial sources, FSDP2 + TP's _StridedShard,
 into new DTensors and into destinations the receiver owns (DTensors and plain local tensors, dense and strided), under
-a memory budget with a progress callback; every element of every target rank compared with the global tensor; bad
-requests raise one-line ValueErrors naming the tensor on every rank; ranks in neither mesh return at once; a repeated
-sync into existing destinations allocates nothing.
+a memory budget with a progress callback; dtype conversion in the move (bf16 sources to fp8 e4m3/e5m2, f16, f32 and
+kept, in one call: one batch per pair), compared bit for bit with PyTorch's .to(dtype) of the global tensor; every
+element of every target rank compared with the global tensor; bad requests raise one-line ValueErrors naming the
+tensor on every rank; ranks in neither mesh return at once; a repeated sync into existing destinations allocates
+nothing.
 
     torchrun --nproc-per-node 2 python/gpu_tests/check_move_state_dict.py [--out DIR]
     torchrun --nproc-per-node 4 python/gpu_tests/check_move_state_dict.py [--out DIR]
@@ -202,6 +204,58 @@ def sync_case(checks, world, pair, meshes, which, dtype, seed):
                                                  and seen[-1].group == seen[-1].groups))
 
 
+# Target dtypes of a converting sync, by tensor (bf16 sources): cast to fp8, widened, kept.
+TARGET_DTYPES = dict(zip(SHAPES, [torch.float8_e4m3fn, torch.float16, torch.float32, torch.bfloat16,
+                                  torch.float8_e5m2, torch.float8_e4m3fn]))
+
+
+def conversion_case(checks, world, pair, meshes, which, seed):
+    """bf16 sources converted on the way (dtype= for new targets and local tensors; the DTensor's own dtype in place):
+    random normal values (rounding exercised), integers for Partial sources (exact sums, then one rounding)."""
+    name, sshape, sranks, tshape, tranks = pair
+    if which == "strided" and (len(sshape) != 2 or _StridedShard is None):
+        return
+    smesh, tmesh = meshes
+    bound = common.exact_bound(world)
+    fulls, sources, targets, tplacements = {}, {}, {}, {}
+    for i, (key, shape) in enumerate(SHAPES.items()):
+        if which == "partial":
+            full = common.make_global(shape, torch.bfloat16, seed + i, bound)
+        else:
+            full = common.random_like_global(shape, torch.float32, seed + i).to(torch.bfloat16)
+        sp = source_placements(len(sshape), len(shape), which)
+        fulls[key] = full.to(TARGET_DTYPES[key])
+        sources[key] = source_dtensor(full, smesh, sshape, sranks, sp, seed + i, bound)
+        tplacements[key] = target_placements(len(tshape), len(shape), i)
+        targets[key] = (tmesh, tplacements[key])
+    what = f"{name} {which} bf16 -> fp8/f16/f32/bf16"
+    out = rt.move_state_dict(sources, targets, dtype=TARGET_DTYPES)
+    check_targets(checks, what + " fresh", out, fulls, tshape, tranks, tplacements)
+    me = dist.get_rank()
+    if me in tranks:
+        for v in out.values():
+            v.to_local().zero_()
+        into = dict(out)
+        plain = {k: torch.zeros_like(v.to_local()) for k, v in out.items()}
+    else:
+        into = {k: (tmesh, tplacements[k]) for k in fulls}
+        plain = {k: None for k in fulls}
+    back = rt.move_state_dict(sources, into, dtype=None if me in tranks else TARGET_DTYPES)
+    check_targets(checks, what + " into DTensors", back, fulls, tshape, tranks, tplacements)
+    local_out = rt.move_state_dict(sources, {k: (tmesh, tplacements[k], plain[k]) for k in fulls},
+                                   dtype=TARGET_DTYPES)
+    check_targets(checks, what + " into local tensors", local_out, fulls, tshape, tranks, tplacements)
+    torch.cuda.synchronize()
+    before = torch.cuda.memory_allocated()
+    rt.move_state_dict(sources, into, dtype=None if me in tranks else TARGET_DTYPES)
+    torch.cuda.synchronize()
+    checks.ok(what + " repeat allocates nothing", torch.cuda.memory_allocated() == before)
+    seen = []
+    budget_out = rt.move_state_dict(sources, targets, dtype=TARGET_DTYPES, memory_budget="1MiB",
+                                    progress=seen.append)
+    check_targets(checks, what + " 1MiB budget", budget_out, fulls, tshape, tranks, tplacements)
+
+
 def bad_requests(checks, world):
     """Each bad request raises ValueError on every rank, naming the tensor."""
     smesh = mesh_of((world // 2,), list(range(world // 2)))
@@ -225,9 +279,18 @@ def bad_requests(checks, world):
     other = DTensor.from_local(torch.zeros(1, 8, dtype=torch.bfloat16, device="cuda"), tmesh, [Replicate()],
                                run_check=False, shape=(17, 8), stride=(8, 1))
     expect("mismatched global shapes", {"w": other}, "global shape")
-    f32 = DTensor.from_local(torch.zeros(16, 8, device="cuda"), tmesh, [Replicate()], run_check=False,
-                             shape=(16, 8), stride=(8, 1))
-    expect("unsupported dtype pair", {"w": f32}, "is not supported")
+    i32 = DTensor.from_local(torch.zeros(16, 8, dtype=torch.int32, device="cuda"), tmesh, [Replicate()],
+                             run_check=False, shape=(16, 8), stride=(8, 1))
+    expect("unsupported dtype pair", {"w": i32}, "is not a conversion the move makes")
+    f16 = torch.zeros(16 // len(tranks), 8, dtype=torch.float16, device="cuda") if me in tranks else None
+    try:
+        rt.move_state_dict({"w": src}, {"w": (tmesh, [Shard(0)], f16) if me in tranks else (tmesh, [Shard(0)])},
+                           dtype=torch.float8_e4m3fn)
+        raised = ""
+    except ValueError as e:
+        raised = str(e)
+    checks.ok("bad request: destination of another dtype than dtype=",
+              "'w'" in raised and "the target's dtype is torch.float8_e4m3fn" in raised)
     wrong = torch.zeros(3, 3, dtype=torch.bfloat16, device="cuda") if me == tranks[-1] else None
     expect("destination of the wrong shape (one rank's)", {"w": (tmesh, [Shard(0)], wrong) if me in tranks else
                                                            (tmesh, [Shard(0)])}, "destination has shape")
@@ -251,6 +314,7 @@ def main():
             for dtype in (torch.bfloat16, torch.float32):
                 seed = zlib.crc32(f"{p[0]} {which}".encode()) % 1000
                 sync_case(checks, world, p, meshes, which, dtype, seed)
+            conversion_case(checks, world, p, meshes, which, zlib.crc32(f"{p[0]} {which} convert".encode()) % 1000)
     bad_requests(checks, world)
     common.log(f"move_state_dict: {checks.passed} checks passed, {checks.failed} failed")
     if a.out:

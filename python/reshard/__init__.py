@@ -246,8 +246,10 @@ def run_host_batch(mesh, tensors, *, strategy="auto", memory_budget=None, transp
     """Redistributes several tensors in one executor call per rank (host backend; a batch).
 
     tensors: a list of dicts, one per tensor, with "src", "dst" and "shards" (one array per rank, as run_host takes)
-    and optionally "shape" and "dtype". Every tensor is planned as run_host would plan it (transport auto runs on
-    NCCL's path for more than one tensor), then all of them run as one merged program. Returns, per tensor, the
+    and optionally "shape", "dtype" and "to_dtype" (as run_host's). Every tensor is planned as run_host would plan it
+    (transport auto runs on NCCL's path for more than one tensor), then all of them run as one merged program (a batch
+    converts one dtype pair for all its members: tensors converting another pair, and those keeping their dtype, run
+    as batches of their own, one executor call each). Returns, per tensor, the
     target local tensors (one array per rank). dst_mesh, dst_ranks, world_size: every tensor moves between two meshes
     (as run_host). memory_budget (bytes per rank) holds for the whole set: every tensor is planned within it, and the
     tensors run in consecutive groups, one executor call each, whose merged programs fit it. progress: called after
@@ -261,22 +263,28 @@ def run_host_batch(mesh, tensors, *, strategy="auto", memory_budget=None, transp
         raise ValueError("run_host_batch needs at least one tensor")
     all_args, all_shards, finishers, sizes = [], [], [], []
     for i, t in enumerate(tensors):
-        unknown = set(t) - {"src", "dst", "shards", "shape", "dtype"}
+        unknown = set(t) - {"src", "dst", "shards", "shape", "dtype", "to_dtype"}
         if unknown or not {"src", "dst", "shards"} <= set(t):
-            raise ValueError(f"tensor {i}: give src, dst, shards and optionally shape and dtype; got {sorted(t)}")
+            raise ValueError(f"tensor {i}: give src, dst, shards and optionally shape, dtype and to_dtype; got "
+                             f"{sorted(t)}")
         try:
             args, shards, finish = _host_request(mesh, t["src"], t["dst"], t["shards"], t.get("shape"), t.get("dtype"),
                                                  strategy, memory_budget, transport, ranks_per_node, ranks, fuse,
                                                  low_sm, dst_mesh, dst_ranks, world_size, options)
         except ValueError as e:
             raise ValueError(f"tensor {i}: {e}") from None
+        if t.get("to_dtype") is not None:
+            args.to_dtype = _args.dtype_name(t["to_dtype"])
         all_args.append(args)
         all_shards.append(shards)
         finishers.append(finish)
         sizes.append(_global_bytes(args))
-    groups = [list(range(len(tensors)))]
+    from . import _sync_request
+
+    groups = _sync_request.conversion_classes([(a.dtype, a.to_dtype or a.dtype) for a in all_args])
     if memory_budget is not None and len(tensors) > 1:
-        groups = _core.budget_groups(all_args, _args.byte_count("memory_budget", memory_budget))
+        budget = _args.byte_count("memory_budget", memory_budget)
+        groups = [[c[i] for i in g] for c in groups for g in _core.budget_groups([all_args[i] for i in c], budget)]
     outs = [None] * len(tensors)
     done = done_bytes = 0
     for g, members in enumerate(groups):

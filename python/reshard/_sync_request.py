@@ -38,7 +38,8 @@ def check_pair(name, src_shape, dst_shape, src_dtype, dst_dtype, conversions):
         raise ValueError(problem(name, f"global shape {list(src_shape)} on the source, {list(dst_shape)} on the "
                                        "target"))
     if dst_dtype != src_dtype and dst_dtype not in conversions.get(src_dtype, ()):
-        raise ValueError(problem(name, f"{src_dtype} -> {dst_dtype} is not supported (the move keeps the dtype)"))
+        raise ValueError(problem(name, f"{src_dtype} -> {dst_dtype} is not a conversion the move makes (floating "
+                                       "sources to another floating type or fp8)"))
 
 
 def check_source_mesh(name, side, first_name, first_side):
@@ -87,14 +88,23 @@ def local_shape(side, shape, rank):
     return tuple(json.loads(text)["ranks"][side.ranks.index(rank)]["local_shape"])
 
 
+def conversion_classes(keys):
+    """The tensors (indices) of each batch a set runs as, given each tensor's (dtype, target dtype): a batch converts
+    only when every member converts one same pair (plan_batch.hpp), so the tensors that keep their dtype form one
+    class and those converting each pair another, in the order of each class's first tensor."""
+    classes = {}
+    for i, (dtype, to_dtype) in enumerate(keys):
+        classes.setdefault(None if dtype == to_dtype else (dtype, to_dtype), []).append(i)
+    return list(classes.values())
+
+
 def buffer_problem(name, rank, role, shape, want_shape, device, want_device, dtype=None, want_dtype=None):
     """The problem with one of this rank's buffers ("" when none): its shape, device and (destinations) dtype."""
     if tuple(shape) != tuple(want_shape) or device != want_device:
         return problem(name, f"rank {rank}'s {role} has shape {list(shape)} on {device}; the layout gives shape "
                              f"{list(want_shape)} on {want_device}")
     if dtype != want_dtype:
-        return problem(name, f"rank {rank}'s {role} is {dtype}; the source is {want_dtype} (the move keeps the "
-                             "dtype)")
+        return problem(name, f"rank {rank}'s {role} is {dtype}; the target's dtype is {want_dtype}")
     return ""
 
 

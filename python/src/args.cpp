@@ -65,10 +65,7 @@ PlanRequest make_plan_request(const PlanArgs& args) {
 
 PlanRequest make_batch_request(const PlanArgs& args, size_t t) {
   try {
-    PlanRequest req = make_plan_request(args);
-    RESHARD_REQUIRE(req.to_dtype == req.dtype, "converts ", to_string(req.dtype), " to ", to_string(req.to_dtype),
-                    ", which a batch does not do; move it alone");
-    return req;
+    return make_plan_request(args);
   } catch (const Error& e) {
     throw Error(e.kind(), cat("tensor ", t, ": ", e.what()));
   }

@@ -49,8 +49,8 @@ struct PlanArgs {
 
 // The request the arguments name; a conversion (to_dtype) is checked here (validate_conversion).
 PlanRequest make_plan_request(const PlanArgs& args);
-// Tensor t of a batch: make_plan_request's request, its errors prefixed "tensor t: "; kInvalidArgument when it
-// converts (to_dtype), which batches do not.
+// Tensor t of a batch: make_plan_request's request, its errors prefixed "tensor t: " (a batch converts only when
+// every member converts the same pair: PlanBatch's rule, checked when the batch is made).
 PlanRequest make_batch_request(const PlanArgs& args, size_t t);
 
 }  // namespace reshard::python

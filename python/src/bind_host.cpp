@@ -170,7 +170,8 @@ py::list run_host_batch(const std::vector<PlanArgs>& args, const py::list& shard
       PlanOptions o = reqs[t].options;
       if (reqs.size() > 1 && o.transport == Transport::kAuto) o.transport = Transport::kNccl;
       try {
-        plans.push_back(std::make_shared<const Plan>(make_plan(reqs[t].src, reqs[t].dst, reqs[t].dtype, o)));
+        const PlanRequest& q = reqs[t];
+        plans.push_back(std::make_shared<const Plan>(plan_request(PlanRequest{q.src, q.dst, q.dtype, q.to_dtype, o})));
       } catch (const Error& e) {
         throw Error(e.kind(), cat("tensor ", t, ": ", e.what()));
       }

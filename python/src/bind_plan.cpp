@@ -92,7 +92,7 @@ void bind_plan(py::module_& m) {
         for (size_t t = 0; t < args.size(); ++t) {
           const PlanRequest req = make_batch_request(args[t], t);
           try {
-            plans.push_back(std::make_shared<const Plan>(make_plan(req.src, req.dst, req.dtype, req.options)));
+            plans.push_back(std::make_shared<const Plan>(plan_request(req)));
           } catch (const Error& e) {
             throw Error(e.kind(), cat("tensor ", t, ": ", e.what()));
           }

@@ -58,7 +58,7 @@ FallbackPlans nccl_fallback(std::vector<PlanRequest> reqs, int rank) {
     for (const PlanRequest& r : reqs) {
       PlanOptions o = r.options;
       o.transport = Transport::kNccl;
-      plans.push_back(std::make_shared<const Plan>(make_rank_plan(r.src, r.dst, r.dtype, rank, o)));
+      plans.push_back(std::make_shared<const Plan>(plan_request(PlanRequest{r.src, r.dst, r.dtype, r.to_dtype, o}, rank)));
     }
     return PlanBatch(std::move(plans));
   };
@@ -76,10 +76,8 @@ std::unique_ptr<CudaRedistributor> make_redistributor(std::shared_ptr<NcclCommun
   RESHARD_CUDA_CHECK(cudaSetDevice(out->device->ordinal()));
   const int rank = out->comm->rank();
   Plan plan = plan_request(req, rank);
-  // A converting plan has no fallback (batches do not convert): on memory the peers cannot map it fails.
-  const bool converts = plan.converts();
-  out->redistributor = std::make_unique<Redistributor>(std::move(plan), *out->comm, *out->device,
-                                                       converts ? FallbackPlans{} : nccl_fallback({req}, rank));
+  out->redistributor =
+      std::make_unique<Redistributor>(std::move(plan), *out->comm, *out->device, nccl_fallback({req}, rank));
   return out;
 }
 
@@ -120,7 +118,7 @@ std::unique_ptr<CudaBatchRedistributor> make_batch_redistributor(std::shared_ptr
                         mine.max_collectives == o.max_collectives &&
                         mine.pipeline_chunk_bytes == o.pipeline_chunk_bytes && mine.profile.name == o.profile.name,
                     "tensor ", t, ": its plan options differ from tensor 0's; a batch plans every tensor alike");
-    entries.push_back(BatchEntry{reqs[t].src, reqs[t].dst, reqs[t].dtype});
+    entries.push_back(BatchEntry{reqs[t].src, reqs[t].dst, reqs[t].dtype, reqs[t].to_dtype});
   }
   out->redistributor = std::make_unique<BatchRedistributor>(make_plan_batch(entries, o, rank), *out->comm, *out->device,
                                                             nccl_fallback(std::move(reqs), rank));

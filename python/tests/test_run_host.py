@@ -225,3 +225,37 @@ def test_conversion_plan_and_refusals():
     shards = [np.zeros((4, 8), np.float32), np.zeros((4, 8), np.float32)]
     with pytest.raises(ValueError, match="dtype"):
         reshard.run_host([2], "S0", "S1", shards, to_dtype="not-a-dtype")
+
+
+def source_of(g, src_type, mesh, src, rng):
+    """The source shards of g (halves) in src_type, bf16 as its bits."""
+    if src_type == "bf16":
+        return [(s.astype(np.float32).view(np.uint32) >> 16).astype(np.uint16) for s in source_shards(mesh, src, g, rng)]
+    return source_shards(mesh, src, g.astype({"f64": np.float64, "f32": np.float32, "f16": np.float16}[src_type]), rng)
+
+
+@pytest.mark.parametrize("mesh", [[2], [2, 2]], ids=lambda m: "x".join(map(str, m)))
+def test_conversion_in_batches(mesh):
+    """A set mixing two conversion pairs and tensors that keep their dtype: run_host_batch runs one batch per pair and
+    one for the rest; every element of every member checked."""
+    rng = np.random.default_rng(len(mesh))
+    pairs = [("bf16", "f8e4m3"), ("f32", "f32"), ("f32", "bf16"), ("bf16", "f8e4m3"), ("f16", "f16"), ("f32", "bf16")]
+    lays = [lay for lay in layouts(mesh)]
+    tensors, expected = [], []
+    for i, (src_type, to) in enumerate(pairs * 2):
+        src, dst = lays[(3 * i) % len(lays)], lays[(5 * i + 1) % len(lays)]
+        if "P" in dst and to != src_type:
+            dst = ["R"] * len(mesh)
+        shape = [3 + i % 3, 5]
+        g = np.round(global_tensor(shape, np.float64, rng) / 2.5 * 2) / 2  # halves in [-8, 8]: exact in every type
+        t = {"src": src, "dst": dst, "shards": source_of(g, src_type, mesh, src, rng), "shape": shape,
+             "dtype": src_type}
+        if to != src_type:
+            t["to_dtype"] = to
+        tensors.append(t)
+        expected.append((dst, converted(g, to) if to != src_type else converted(g, src_type)))
+    progress = []
+    outs = reshard.run_host_batch(mesh, tensors, progress=progress.append)
+    assert [p.groups for p in progress] == [3, 3, 3]
+    checked = sum(check_result(mesh, dst, want, o) for (dst, want), o in zip(expected, outs))
+    assert checked > 0

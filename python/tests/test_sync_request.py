@@ -20,7 +20,7 @@ def test_bad_requests_name_the_tensor_in_one_line():
         (lambda: rules.check_pair("w", (8, 6), (8, 4), "bf16", "bf16", {}),
          "tensor 'w': global shape [8, 6] on the source, [8, 4] on the target"),
         (lambda: rules.check_pair("w", (8, 6), (8, 6), "bf16", "f32", {}),
-         "tensor 'w': bf16 -> f32 is not supported (the move keeps the dtype)"),
+         "tensor 'w': bf16 -> f32 is not a conversion the move makes"),
         (lambda: rules.check_source_mesh("b", rules.Side((4,), (0, 1, 2, 3), ("R",)), "w", TRAIN),
          "tensor 'b': its source mesh 4[0, 1, 2, 3] is not tensor 'w''s 2[0, 1] (one source mesh per call)"),
         (lambda: rules.canonical_placements("w", "target", "S7", 2), "tensor 'w': target placements: shard dim 7"),
@@ -69,7 +69,14 @@ def test_buffer_problems():
     assert text == ("move_state_dict: tensor 'w': rank 3's destination has shape [3, 3] on cuda:1; the layout gives "
                     "shape [4, 4] on cuda:1")
     text = rules.buffer_problem("w", 3, "destination", (4, 4), (4, 4), "cuda:1", "cuda:1", "f32", "bf16")
-    assert text.endswith("rank 3's destination is f32; the source is bf16 (the move keeps the dtype)")
+    assert text.endswith("rank 3's destination is f32; the target's dtype is bf16")
+
+
+def test_conversion_classes():
+    """One batch per conversion pair, one for every tensor that keeps its dtype, in first-tensor order."""
+    keys = [("bf16", "f8e4m3"), ("f32", "f32"), ("bf16", "bf16"), ("bf16", "f8e4m3"), ("f32", "bf16")]
+    assert rules.conversion_classes(keys) == [[0, 3], [1, 2], [4]]
+    assert rules.conversion_classes([]) == []
 
 
 class _Store:

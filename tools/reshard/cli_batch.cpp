@@ -84,6 +84,9 @@ int run_batch_command(const PlanRequest& req, const BatchFlags& f, RunOptions op
   for (int i = 0; i < f.count; ++i)
     entries.push_back({req.src, req.dst, dtypes.empty() ? req.dtype : dtypes[i % dtypes.size()]});
   for (const std::string& spec : f.tensors) entries.push_back(parse_tensor(spec, req));
+  // --to-dtype: every tensor converts to it (a batch converts one pair: PlanBatch refuses others, naming the tensor).
+  if (req.to_dtype != req.dtype)
+    for (BatchEntry& e : entries) e.to_dtype = req.to_dtype;
   RESHARD_REQUIRE(entries.size() <= kMaxBatchTensors, "a batch of ", entries.size(), " tensors; at most ",
                   kMaxBatchTensors);
   options.coalesce_max_bytes = coalesce_bytes(f);

@@ -177,8 +177,6 @@ Command add_run_command(CLI::App& app) {
       RESHARD_REQUIRE(req && !multi_process,
                       "--batch and --tensor plan from the layout flags and run every rank in this "
                       "process: not with --plan or a launcher's WORLD_SIZE");
-      RESHARD_REQUIRE(req->to_dtype == req->dtype,
-                      "--to-dtype runs one tensor at a time: not with --batch or --tensor");
       return run_batch_command(*req, f.batch, options, json);
     }
 

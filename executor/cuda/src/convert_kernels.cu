@@ -10,10 +10,21 @@
 namespace reshard::cuda {
 namespace {
 
-template <class From, class To>
+template <class From, class To, class Bases>
 __global__ void __launch_bounds__(kThreads)
-    converting_copy(const DeviceCopyRegion* regions, const DeviceCopyTile* tiles, int tile_count, DeviceBases bases) {
+    converting_copy(const DeviceCopyRegion* regions, const DeviceCopyTile* tiles, int tile_count, Bases bases) {
   convert_tiles<From, To>(regions, tiles, tile_count, bases);
+}
+
+template <class Bases>
+cudaError_t launch(DType from, DType to, const DeviceCopyRegion* regions, const DeviceCopyTile* tiles, int tile_count,
+                   int max_blocks, const Bases& bases, cudaStream_t stream) {
+  return visit_conversion(from, to, [&](auto a, auto b) {
+    if (tile_count == 0) return cudaSuccess;
+    const int blocks = max_blocks > 0 && tile_count > max_blocks ? max_blocks : tile_count;
+    converting_copy<decltype(a), decltype(b), Bases><<<blocks, kThreads, 0, stream>>>(regions, tiles, tile_count, bases);
+    return cudaGetLastError();
+  });
 }
 
 template <class From, class To>
@@ -28,19 +39,22 @@ __global__ void __launch_bounds__(kThreads, kFusedBlocksPerSm)
 cudaError_t load_converting_kernels(DType from, DType to) {
   return visit_conversion(from, to, [&](auto a, auto b) {
     cudaFuncAttributes attributes{};
-    cudaError_t e = cudaFuncGetAttributes(&attributes, converting_copy<decltype(a), decltype(b)>);
+    cudaError_t e = cudaFuncGetAttributes(&attributes, converting_copy<decltype(a), decltype(b), DeviceBases>);
+    if (e == cudaSuccess)
+      e = cudaFuncGetAttributes(&attributes, converting_copy<decltype(a), decltype(b), DeviceWideBases>);
     return e != cudaSuccess ? e : cudaFuncGetAttributes(&attributes, converting_fused<decltype(a), decltype(b)>);
   });
 }
 
 cudaError_t launch_converting_copies(DType from, DType to, const DeviceCopyRegion* regions, const DeviceCopyTile* tiles,
                                      int tile_count, int max_blocks, const DeviceBases& bases, cudaStream_t stream) {
-  return visit_conversion(from, to, [&](auto a, auto b) {
-    if (tile_count == 0) return cudaSuccess;
-    const int blocks = max_blocks > 0 && tile_count > max_blocks ? max_blocks : tile_count;
-    converting_copy<decltype(a), decltype(b)><<<blocks, kThreads, 0, stream>>>(regions, tiles, tile_count, bases);
-    return cudaGetLastError();
-  });
+  return launch(from, to, regions, tiles, tile_count, max_blocks, bases, stream);
+}
+
+cudaError_t launch_converting_copies(DType from, DType to, const DeviceCopyRegion* regions, const DeviceCopyTile* tiles,
+                                     int tile_count, int max_blocks, const DeviceWideBases& bases,
+                                     cudaStream_t stream) {
+  return launch(from, to, regions, tiles, tile_count, max_blocks, bases, stream);
 }
 
 cudaError_t launch_converting_fused(DType from, DType to, const DeviceCopyRegion* regions, const DeviceCopyTile* tiles,

@@ -35,7 +35,7 @@ class TileSet {
 // Copies on SM kernels, one launch per run; max_blocks > 0 caps the grid (copies beside communication).
 std::unique_ptr<CopyBatch> make_kernel_copies(Device& device, int ordinal, const std::vector<CopyRegion>& regions,
                                               int element_size, int max_blocks);
-// Copies of a converting batch (DeviceCopyRegion::convert): one launch of the pair's kernel; at most kMaxBases buffers.
+// Copies of a converting batch (DeviceCopyRegion::convert): one launch of the pair's kernel; at most kMaxCopyBases buffers.
 std::unique_ptr<CopyBatch> make_converting_copies(Device& device, int ordinal, const std::vector<CopyRegion>& regions,
                                                   DType dtype, DType output_dtype, int max_blocks);
 

@@ -147,9 +147,9 @@ __device__ inline void copy_tiles(const DeviceCopyRegion* regions, const DeviceC
 
 // The tiles of a converting batch: regions marked `convert` element by element, others (a fused step's, where the
 // batch cannot be split) byte by byte; converting batches are few, so their kernels keep one code path each.
-template <class From, class To>
+template <class From, class To, class Bases>
 __device__ inline void convert_tiles(const DeviceCopyRegion* regions, const DeviceCopyTile* tiles, int tile_count,
-                                     const DeviceBases& bases) {
+                                     const Bases& bases) {
   for_each_tile(regions, tiles, tile_count, bases,
                 [](const DeviceCopyRegion& r, const DeviceCopyTile& t, const char* src, char* dst) {
                   if (r.convert)

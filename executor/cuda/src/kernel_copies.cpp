@@ -101,7 +101,7 @@ class ConvertingCopyBatch : public CopyBatch {
  public:
   ConvertingCopyBatch(Device& device, int ordinal, const std::vector<CopyRegion>& regions, DType dtype,
                       DType output_dtype, int max_blocks)
-      : tiles_(device, ordinal, regions, element_size(dtype), 64 * 1024, kMaxBases, element_size(output_dtype)),
+      : tiles_(device, ordinal, regions, element_size(dtype), 64 * 1024, kMaxCopyBases, element_size(output_dtype)),
         dtype_(dtype),
         output_dtype_(output_dtype),
         max_blocks_(max_blocks) {
@@ -109,9 +109,15 @@ class ConvertingCopyBatch : public CopyBatch {
   }
 
   void run(const BufferBases& b, StreamHandle stream) override {
-    RESHARD_CUDA_CHECK(launch_converting_copies(dtype_, output_dtype_, tiles_.regions(), tiles_.tiles(),
-                                                tiles_.tile_count(), max_blocks_, tiles_.bases().fill<DeviceBases>(b),
-                                                static_cast<cudaStream_t>(stream)));
+    const auto s = static_cast<cudaStream_t>(stream);
+    if (tiles_.bases().size() <= kMaxBases)
+      RESHARD_CUDA_CHECK(launch_converting_copies(dtype_, output_dtype_, tiles_.regions(), tiles_.tiles(),
+                                                  tiles_.tile_count(), max_blocks_,
+                                                  tiles_.bases().fill<DeviceBases>(b), s));
+    else
+      RESHARD_CUDA_CHECK(launch_converting_copies(dtype_, output_dtype_, tiles_.regions(), tiles_.tiles(),
+                                                  tiles_.tile_count(), max_blocks_,
+                                                  tiles_.bases().fill<DeviceWideBases>(b), s));
   }
 
  private:

@@ -21,8 +21,13 @@
 // steps run unfused) and reductions after one ready, before one done, in which each rank meets every rank it copies to
 // or from in any member; members on NCCL in the same step run just before them.
 //
+// A batch converts dtypes as a whole (BatchEntry::to_dtype): when one member converts, every member converts the same
+// pair (one dtype to one target dtype), and the batch's program counts elements of that dtype instead of bytes, its
+// output elements of the target dtype, converted as a converting plan's are (RankProgram::output_dtype). A set with
+// several pairs runs as one batch per pair.
+//
 // Limits: every plan on the same mesh and of the same scope (all global, or all scoped to one rank); at most
-// kMaxBatchTensors tensors. A batch of one is exactly its plan.
+// kMaxBatchTensors tensors; one conversion for all or none. A batch of one is exactly its plan.
 #pragma once
 
 #include <memory>
@@ -38,10 +43,11 @@ namespace reshard {
 
 inline constexpr size_t kMaxBatchTensors = 65536;
 
-// One tensor of a batch: what make_plan takes.
+// One tensor of a batch: what make_converting_plan takes (to_dtype unset: the target keeps dtype).
 struct BatchEntry {
   Layout src, dst;
   DType dtype = DType::kF32;
+  std::optional<DType> to_dtype;
 };
 
 class PlanBatch {
@@ -60,6 +66,8 @@ class PlanBatch {
   // Sums over the plans.
   double estimated_us() const;
   Index bytes_moved() const;
+  // Whether the members convert (every one the same pair: plan(0).dtype() to plan(0).target_dtype()).
+  bool converts() const { return plans_.front()->converts(); }
 
  private:
   std::vector<std::shared_ptr<const Plan>> plans_;

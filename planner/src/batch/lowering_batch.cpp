@@ -6,7 +6,9 @@
 // Units: the batch's program has dtype u8: copies and exchanges count bytes (a copy region of element size e is the
 // same region over bytes: innermost extent and outer strides times e). Reductions and collectives keep their tensor's
 // dtype (set on the operation) and count its elements; every workspace offset they use is a multiple of 256 bytes plus
-// a multiple of their element size.
+// a multiple of their element size. A converting batch (every member converts one pair, PlanBatch::converts) keeps
+// its members' dtype instead: everything counts elements of it, outputs elements of the target dtype, and every
+// copy into an output runs on the converting copy kernel (convert_on_kernels), as in a converting plan's program.
 #include <algorithm>
 #include <iterator>
 #include <map>
@@ -28,7 +30,8 @@ constexpr Index kRunAlign =
 
 Index align_up(Index x, Index a) { return checked_add(x, a - 1, "a batch's workspace") / a * a; }
 
-// Where tensor `tensor`'s buffers lie in the batch: its element size and its workspace's byte offset.
+// Where tensor `tensor`'s buffers lie in the batch: its element size in program units and its workspace's offset in
+// them.
 struct Place {
   int tensor = 0;
   int es = 1;
@@ -187,18 +190,19 @@ void relocate(BufferRef& r, const std::unordered_map<Index, Index>& moved, int e
 }
 
 // One merged exchange stage's messages coalesced (see coalesce), its packs and unpacks pointed at the new areas.
-void coalesce_stage(StageParts& s, Index max_bytes, Index staging_base, Index& cursor) {
+void coalesce_stage(StageParts& s, Index max_bytes, Index staging_base, Index& cursor, int unit) {
   std::unordered_map<Index, Index> moved;
   std::vector<CopyRegion> packs, unpacks;
-  s.sends = coalesce(s.sends, s.sends_staging, true, max_bytes, staging_base, cursor, moved, packs);
-  s.recvs = coalesce(s.recvs, s.recvs_staging, false, max_bytes, staging_base, cursor, moved, unpacks);
+  const Index max_units = max_bytes / unit;
+  s.sends = coalesce(s.sends, s.sends_staging, true, max_units, staging_base, cursor, moved, packs);
+  s.recvs = coalesce(s.recvs, s.recvs_staging, false, max_units, staging_base, cursor, moved, unpacks);
   s.sends_staging.assign(s.sends.size(), 0);
   s.recvs_staging.assign(s.recvs.size(), 0);
   if (!moved.empty()) {
     for (CopyRegion& c : s.pack) relocate(c.dst, moved, 1);
     for (CopyRegion& c : s.unpack) relocate(c.src, moved, 1);
     for (ReduceRegion& r : s.reduce)
-      for (BufferRef& src : r.srcs) relocate(src, moved, element_size(*r.dtype));
+      for (BufferRef& src : r.srcs) relocate(src, moved, element_size(*r.dtype) / unit);
   }
   append(s.pack, packs);
   append(s.unpack, unpacks);
@@ -223,7 +227,7 @@ void merge_one_sided(OneSidedParts& to, OneSidedParts& from, std::vector<int>& p
       partners.insert(partners.end(), list->begin(), list->end());
 }
 
-void merged_syncs(OneSidedParts& one, std::vector<int> partners) {
+void merged_syncs(OneSidedParts& one, std::vector<int> partners, int unit) {
   std::sort(partners.begin(), partners.end());
   partners.erase(std::unique(partners.begin(), partners.end()), partners.end());
   one.ready = PeerSync{SyncPhase::kReady, partners, partners};
@@ -233,7 +237,7 @@ void merged_syncs(OneSidedParts& one, std::vector<int> partners) {
   if (one.engine_copies.size() > kEngineCopiesPerStep) {
     std::vector<CopyRegion> engines;
     for (CopyRegion& c : one.engine_copies)
-      (c.shape.product() <= kKernelPeerCopyBytes ? one.kernel_copies : engines).push_back(std::move(c));
+      (c.shape.product() * unit <= kKernelPeerCopyBytes ? one.kernel_copies : engines).push_back(std::move(c));
     one.engine_copies = std::move(engines);
   }
   std::stable_sort(one.reduce.begin(), one.reduce.end(),
@@ -248,7 +252,9 @@ RankProgram lower(const PlanBatch& batch, int rank, const LowerOptions& options)
   using namespace detail;
   RankProgram prog;
   prog.rank = rank;
-  prog.dtype = DType::kU8;
+  prog.dtype = batch.converts() ? batch.plan(0).dtype() : DType::kU8;
+  if (batch.converts()) prog.output_dtype = batch.plan(0).target_dtype();
+  const int unit = element_size(prog.dtype);  // bytes per program unit
   std::vector<LoweredParts> parts;
   std::vector<Place> places(batch.size());
   parts.reserve(batch.size());
@@ -264,20 +270,23 @@ RankProgram lower(const PlanBatch& batch, int rank, const LowerOptions& options)
   }
   Index work = 0;
   for (size_t t = 0; t < batch.size(); ++t) {
-    const int es = element_size(parts[t].program.dtype);
+    const int es = element_size(parts[t].program.dtype) / unit;
     places[t] = Place{static_cast<int>(t), es, work};
-    prog.tensor_work_offsets.push_back(work);
+    prog.tensor_work_offsets.push_back(checked_mul(work, unit, "a batch's workspace"));
     work = align_up(checked_add(work, checked_mul(parts[t].program.work_elements, es, "a batch's workspace"),
                                 "a batch's workspace"),
                     kWorkAlign);
   }
   for (size_t t = 0; t < batch.size(); ++t) {
     const RankProgram& p = parts[t].program;
-    const int es = element_size(p.dtype);
+    const int es = element_size(p.dtype), out_es = element_size(p.output_dtype.value_or(p.dtype));
     prog.tensor_input_bytes.push_back(checked_mul(p.input_elements, es, "a tensor's size"));
-    prog.tensor_output_bytes.push_back(checked_mul(p.output_elements, es, "a tensor's size"));
-    prog.input_elements = checked_add(prog.input_elements, prog.tensor_input_bytes.back(), "a batch's size");
-    prog.output_elements = checked_add(prog.output_elements, prog.tensor_output_bytes.back(), "a batch's size");
+    prog.tensor_output_bytes.push_back(checked_mul(p.output_elements, out_es, "a tensor's size"));
+    // The batch's totals in its units: bytes, or a converting batch's elements (of the dtype in, of the target out).
+    prog.input_elements =
+        checked_add(prog.input_elements, checked_mul(p.input_elements, es, "a tensor's size") / unit, "a batch's size");
+    prog.output_elements = checked_add(
+        prog.output_elements, batch.converts() ? p.output_elements : prog.tensor_output_bytes.back(), "a batch's size");
   }
   const Index staging_base = work;
   Index staging_peak = 0;
@@ -316,7 +325,7 @@ RankProgram lower(const PlanBatch& batch, int rank, const LowerOptions& options)
     }
     Index cursor = 0;
     for (StageParts& s : exchanges) {
-      coalesce_stage(s, options.coalesce_max_bytes, staging_base, cursor);
+      coalesce_stage(s, options.coalesce_max_bytes, staging_base, cursor, unit);
       std::stable_sort(s.reduce.begin(), s.reduce.end(),
                        [](const ReduceRegion& a, const ReduceRegion& b) { return *a.dtype < *b.dtype; });
     }
@@ -328,23 +337,24 @@ RankProgram lower(const PlanBatch& batch, int rank, const LowerOptions& options)
     merged.stages = std::move(exchanges);
     append(merged.stages, collectives);
     if (!one) {
-      schedule_step(std::move(merged), k, 1, options.stage_overlap, prog.ops);
+      schedule_step(std::move(merged), k, unit, options.stage_overlap, prog.ops);
       continue;
     }
     // The members on NCCL first, then the one-sided ones with every local copy of the step.
     if (!merged.stages.empty()) {
       StepParts two_sided;
       two_sided.stages = std::move(merged.stages);
-      schedule_step(std::move(two_sided), k, 1, options.stage_overlap, prog.ops);
+      schedule_step(std::move(two_sided), k, unit, options.stage_overlap, prog.ops);
     }
-    merged_syncs(*one, std::move(partners));
+    merged_syncs(*one, std::move(partners), unit);
     merged.stages.clear();
     merged.one_sided = std::move(one);
-    schedule_step(std::move(merged), k, 1, options.stage_overlap, prog.ops);
+    schedule_step(std::move(merged), k, unit, options.stage_overlap, prog.ops);
   }
   prog.work_elements = staging_peak > 0
                            ? align_up(checked_add(staging_base, staging_peak, "a batch's workspace"), kWorkAlign)
                            : staging_base;
+  if (prog.output_dtype) convert_on_kernels(prog);
   return prog;
 }
 

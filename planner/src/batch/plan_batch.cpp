@@ -18,6 +18,12 @@ PlanBatch::PlanBatch(std::vector<std::shared_ptr<const Plan>> plans) : plans_(st
                     ", tensor 0 on ", mesh().str(), ": a batch runs on one mesh");
     RESHARD_REQUIRE(p.scope_rank() == plans_.front()->scope_rank(), "tensor ", i,
                     " of the batch is planned for another scope (global or one rank's) than tensor 0");
+    const Plan& first = *plans_.front();
+    if (p.converts() || first.converts())
+      RESHARD_REQUIRE(p.dtype() == first.dtype() && p.target_dtype() == first.target_dtype(), "tensor ", i,
+                      " of the batch moves ", to_string(p.dtype()), " to ", to_string(p.target_dtype()), ", tensor 0 ",
+                      to_string(first.dtype()), " to ", to_string(first.target_dtype()),
+                      ": a batch converts only when every member converts the same pair (one batch per pair)");
   }
 }
 
@@ -53,8 +59,8 @@ Plans plan_each(std::span<const BatchEntry> entries, const PlanOptions& o, std::
   for (size_t i = 0; i < entries.size(); ++i) {
     const BatchEntry& e = entries[i];
     try {
-      plans.push_back(std::make_shared<const Plan>(rank ? make_rank_plan(e.src, e.dst, e.dtype, *rank, o)
-                                                        : make_plan(e.src, e.dst, e.dtype, o)));
+      const PlanRequest req{e.src, e.dst, e.dtype, e.to_dtype.value_or(e.dtype), o};
+      plans.push_back(std::make_shared<const Plan>(plan_request(req, rank)));
     } catch (const Error& err) {
       throw Error(err.kind(), cat("tensor ", i, " of the batch: ", err.what()));
     }

@@ -61,7 +61,7 @@ def run(tensors, args, groups, members, me, device, cache_key, progress):
                 continue
             out = t.dest
             if out is None:
-                out = torch.empty(shape, dtype=t.dtype, device=f"cuda:{device}")
+                out = torch.empty(shape, dtype=t.to_dtype, device=f"cuda:{device}")
             elif not out.is_contiguous():
                 dense = torch.empty(shape, dtype=out.dtype, device=out.device)
                 copies_back.append((out, dense))
@@ -87,7 +87,7 @@ def _wrap(t, local):
     """The target DTensor: the caller's DTensor itself, or a new one around the local result."""
     if t.dest_dtensor is not None:
         return t.dest_dtensor
-    meta = TensorMeta(torch.Size(t.shape), _contiguous_stride(t.shape), t.dtype)
+    meta = TensorMeta(torch.Size(t.shape), _contiguous_stride(t.shape), t.to_dtype)
     return _dtensor.make(local, DTensorSpec(t.target_mesh, t.target_placements, tensor_meta=meta), False)
 
 
