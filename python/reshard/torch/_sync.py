@@ -15,7 +15,8 @@ the CPU suite checks):
 - memory_budget (bytes per rank, default reshard.torch.configure's) holds for the whole set: the tensors run in
   consecutive groups whose batch fits it (reshard.budget_groups' rule, from global plans: every rank decides the same
   groups); each group's executor is prepared, run and freed before the next, so at most one group's workspace is
-  held. Without a budget the whole set is one batch, prepared once and reused by later calls with the same layouts.
+  held. Without a budget the set is one batch per conversion pair, each prepared once and reused by later calls with
+  the same layouts.
 - progress(SyncProgress) is called after each group has finished on this rank's GPU (the host waits for it).
 - A target of another dtype than its source (a DTensor target's, or `dtype=`) converts in the move: the kernel that
   writes the target converts each element as tensor.to(dtype) does (reshard/dtype_convert.hpp). The target dtype must

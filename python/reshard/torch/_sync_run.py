@@ -6,8 +6,9 @@ stream.
   writes nothing there: the tensor's local sizes on that rank are 0).
 - Destinations given by the caller are written in place when dense; otherwise a dense temporary is written and copied
   into them on the same stream.
-- Without a memory budget the one group's executor is kept (keyed by the members, the layouts and the device) and
-  reused by later calls; with one, each group's executor is freed once its group has finished.
+- Without a memory budget each group's executor (one group, or one per conversion pair) is kept (keyed by the members,
+  the layouts, the device and the group) and reused by later calls; with one, each group's executor is freed once its
+  group has finished.
 """
 
 import torch
@@ -37,13 +38,14 @@ def run(tensors, args, groups, members, me, device, cache_key, progress):
     done = done_bytes = 0
     sizes = [t.source.numel() * t.source.element_size() for t in tensors]
     for g, group in enumerate(groups):
-        redistributor = _prepared.get(cache_key) if cache_key is not None else None
+        key = cache_key + (g,) if cache_key is not None else None
+        redistributor = _prepared.get(key) if key is not None else None
         if redistributor is None:
             redistributor = _runtime.batch_redistributor(members, device, [args[i] for i in group])
-            if cache_key is not None:
+            if key is not None:
                 if len(_prepared) >= _PREPARED_KEPT:
                     _prepared.clear()
-                _prepared[cache_key] = redistributor
+                _prepared[key] = redistributor
         ins, outs, copies_back = [], [], []
         for i in group:
             t = tensors[i]
