@@ -51,9 +51,38 @@ __device__ inline void tile_row_offsets(const DeviceCopyRegion& r, long long row
   }
 }
 
-// Converts one tile of a `convert` region element by element (detail::convert_value): the tile's columns count source
-// bytes, its destination columns start at the same element in the target's bytes. Wide rows: the block walks the rows,
-// its threads stride along each; narrow rows: threads take (row, element) pairs across the tile.
+// kConvertVector elements of T, aligned to their size: one load or store of a converting row's elements.
+constexpr int kConvertVector = 8;
+template <class T>
+struct alignas(sizeof(T) * kConvertVector) ElementVector {
+  T v[kConvertVector];
+};
+
+// Converts `n` elements of one row, the block's threads striding along it: vectors of kConvertVector elements where
+// both row starts are aligned to them (block-uniform: one row for every thread), single elements for the rest.
+template <class From, class To>
+__device__ inline void convert_row(const From* s, To* d, long long n) {
+  long long done = 0;
+  if (reinterpret_cast<unsigned long long>(s) % sizeof(ElementVector<From>) == 0 &&
+      reinterpret_cast<unsigned long long>(d) % sizeof(ElementVector<To>) == 0) {
+    const long long vectors = n / kConvertVector;
+    const auto* sv = reinterpret_cast<const ElementVector<From>*>(s);
+    auto* dv = reinterpret_cast<ElementVector<To>*>(d);
+    for (long long i = threadIdx.x; i < vectors; i += kThreads) {
+      const ElementVector<From> in = sv[i];
+      ElementVector<To> out;
+#pragma unroll
+      for (int k = 0; k < kConvertVector; ++k) out.v[k] = detail::convert_value<From, To>(in.v[k]);
+      dv[i] = out;
+    }
+    done = vectors * kConvertVector;
+  }
+  for (long long c = done + threadIdx.x; c < n; c += kThreads) d[c] = detail::convert_value<From, To>(s[c]);
+}
+
+// Converts one tile of a `convert` region (detail::convert_value): the tile's columns count source bytes, its
+// destination columns start at the same element in the target's bytes. Wide rows: the block walks the rows, converting
+// each with convert_row; narrow rows: threads take (row, element) pairs across the tile.
 template <class From, class To>
 __device__ inline void convert_tile(const DeviceCopyRegion& r, const DeviceCopyTile& t, const char* src, char* dst) {
   const long long per_row = (t.col_end - t.col_begin) / static_cast<long long>(sizeof(From));
@@ -65,8 +94,12 @@ __device__ inline void convert_tile(const DeviceCopyRegion& r, const DeviceCopyT
     reinterpret_cast<To*>(dst + dof + dst_col)[col] = detail::convert_value<From, To>(v);
   };
   if (per_row >= kThreads) {
-    for (long long row = t.row_begin; row < t.row_end; ++row)
-      for (long long col = threadIdx.x; col < per_row; col += kThreads) convert_at(row, col);
+    for (long long row = t.row_begin; row < t.row_end; ++row) {
+      long long so, dof;
+      tile_row_offsets(r, row, so, dof);
+      convert_row<From, To>(reinterpret_cast<const From*>(src + so + t.col_begin),
+                            reinterpret_cast<To*>(dst + dof + dst_col), per_row);
+    }
   } else {
     const long long total = (t.row_end - t.row_begin) * per_row;
     for (long long u = threadIdx.x; u < total; u += kThreads) convert_at(t.row_begin + u / per_row, u % per_row);
@@ -123,30 +156,34 @@ __device__ inline void for_each_tile(const DeviceCopyRegion* regions, const Devi
   }
 }
 
+// Copies one tile with the widest unit that every address and length of it allows (block-uniform).
+__device__ inline void copy_tile_widest(const DeviceCopyRegion& r, const DeviceCopyTile& t, const char* src, char* dst) {
+  const unsigned long long a = r.align | reinterpret_cast<unsigned long long>(src) |
+                               reinterpret_cast<unsigned long long>(dst) |
+                               static_cast<unsigned long long>(t.col_begin) | static_cast<unsigned long long>(t.col_end);
+  if ((a & 15) == 0)
+    copy_tile<uint4>(r, t, src, dst);
+  else if ((a & 7) == 0)
+    copy_tile<uint2>(r, t, src, dst);
+  else if ((a & 3) == 0)
+    copy_tile<unsigned int>(r, t, src, dst);
+  else if ((a & 1) == 0)
+    copy_tile<unsigned short>(r, t, src, dst);
+  else
+    copy_tile<unsigned char>(r, t, src, dst);
+}
+
 template <class Bases>
 __device__ inline void copy_tiles(const DeviceCopyRegion* regions, const DeviceCopyTile* tiles, int tile_count,
                                   const Bases& bases) {
   for_each_tile(regions, tiles, tile_count, bases,
                 [](const DeviceCopyRegion& r, const DeviceCopyTile& t, const char* src, char* dst) {
-                  // The widest unit that every address and length of this tile allows (block-uniform).
-                  unsigned long long a =
-                      r.align | reinterpret_cast<unsigned long long>(src) | reinterpret_cast<unsigned long long>(dst) |
-                      static_cast<unsigned long long>(t.col_begin) | static_cast<unsigned long long>(t.col_end);
-                  if ((a & 15) == 0)
-                    copy_tile<uint4>(r, t, src, dst);
-                  else if ((a & 7) == 0)
-                    copy_tile<uint2>(r, t, src, dst);
-                  else if ((a & 3) == 0)
-                    copy_tile<unsigned int>(r, t, src, dst);
-                  else if ((a & 1) == 0)
-                    copy_tile<unsigned short>(r, t, src, dst);
-                  else
-                    copy_tile<unsigned char>(r, t, src, dst);
+                  copy_tile_widest(r, t, src, dst);
                 });
 }
 
-// The tiles of a converting batch: regions marked `convert` element by element, others (a fused step's, where the
-// batch cannot be split) byte by byte; converting batches are few, so their kernels keep one code path each.
+// The tiles of a converting batch: regions marked `convert` converted (convert_tile), the others (packs, staging, a
+// fused step's peer copies) copied as copy_tiles copies them.
 template <class From, class To, class Bases>
 __device__ inline void convert_tiles(const DeviceCopyRegion* regions, const DeviceCopyTile* tiles, int tile_count,
                                      const Bases& bases) {
@@ -155,7 +192,7 @@ __device__ inline void convert_tiles(const DeviceCopyRegion* regions, const Devi
                   if (r.convert)
                     convert_tile<From, To>(r, t, src, dst);
                   else
-                    convert_tile<unsigned char, unsigned char>(r, t, src, dst);
+                    copy_tile_widest(r, t, src, dst);
                 });
 }
 

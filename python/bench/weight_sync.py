@@ -1,0 +1,207 @@
+"""Weight sync between meshes: a model's parameters moved from the training job's layout to the serving engine's, into
+the engine's own tensors, as an RL loop does every step; bf16 kept or cast to fp8 e4m3 on the way.
+
+    torchrun --nproc-per-node 4 python/bench/weight_sync.py --out DIR [--sets llama3_8b] [--iters 5]
+
+Cases (by world size): 4 GPUs: FSDP2 Shard(0) on ranks 0,1 -> tensor parallel on ranks 2,3; FSDP x TP on (2,2) ->
+tensor parallel on ranks 2,3; the same four ranks, FSDP x TP on (2,2) -> tensor parallel on (4). 2 GPUs: the whole
+model on rank 0 -> rank 1; FSDP2 on (2) -> tensor parallel on the same ranks viewed as (1,2). Serving placements are
+model_sync.py's (colwise Shard(0), rowwise Shard(1), norms Replicate).
+Variants, in the same run: reshard.torch.move_state_dict into the serving DTensors (bf16 -> bf16, and bf16 -> fp8 e4m3
+into fp8 ones); full_tensor + distribute_tensor per tensor (the training ranks gather, the first of them broadcasts
+the full tensor over the world where the serving mesh is another, distribute_tensor scatters it on the serving mesh);
+broadcast from one training rank (the training ranks gather, the first broadcasts, each serving rank keeps its part:
+checkpoint-engine's method). The sources stay the same tensors every call (a trainer updates its parameters in place).
+Timed: the slowest rank's CUDA-event time of the whole set after a barrier, median of --iters after --warmup calls.
+The bound: the most bytes a serving rank must receive from other ranks (its parts minus what its own source holds),
+over the per-GPU receive bandwidth measured in the same run (model_sync.link_gbps).
+Checks: every serving rank's every tensor equal, bit for bit, to full_tensor + distribute_tensor's (fp8: to its
+.to(torch.float8_e4m3fn)); torch.cuda.memory_allocated unchanged over a call into existing tensors.
+Results: DIR/weight_sync.json and one JSON line per case on stdout.
+"""
+
+import argparse
+import json
+import pathlib
+import statistics
+import sys
+
+import torch
+import torch.distributed as dist
+from torch.distributed.device_mesh import DeviceMesh
+from torch.distributed.tensor import DTensor, Replicate, Shard, distribute_tensor
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "gpu_tests"))
+import common  # noqa: E402
+import model_sync  # noqa: E402
+import reshard  # noqa: E402
+import reshard.torch as rt  # noqa: E402
+
+FP8 = torch.float8_e4m3fn
+
+
+def cases(world):
+    """(name, source mesh shape, source ranks, target mesh shape, target ranks)."""
+    if world >= 4:
+        return [("fsdp01_to_tp23", (2,), [0, 1], (2,), [2, 3]),
+                ("fsdp_tp_2x2_to_tp23", (2, 2), [0, 1, 2, 3], (2,), [2, 3]),
+                ("fsdp_tp_2x2_to_tp4", (2, 2), [0, 1, 2, 3], (4,), [0, 1, 2, 3])]
+    return [("rank0_to_rank1", (1,), [0], (1,), [1]), ("fsdp2_to_tp_1x2", (2,), [0, 1], (1, 2), [0, 1])]
+
+
+def training(role, ndim, mesh_ndim):
+    """FSDP2 Shard(0) on the first mesh dim; on a 2-D mesh tensor parallel (the serving rule) on the second."""
+    tp = model_sync.SERVING[role](ndim)
+    return [Shard(0)] if mesh_ndim == 1 else [Shard(0), tp]
+
+
+def serving(role, ndim, mesh_ndim):
+    return [Replicate()] * (mesh_ndim - 1) + [model_sync.SERVING[role](ndim)]
+
+
+def box(mesh_shape, ranks, placements, shape, rank):
+    """(offset, local shape) of `rank` in a layout, or None outside its mesh."""
+    if rank not in ranks:
+        return None
+    text = [reshard._args.placement_text(p) for p in placements]
+    e = reshard.layout(list(mesh_shape), text, list(shape))["ranks"][ranks.index(rank)]
+    return e["global_offset"], e["local_shape"]
+
+
+def part(full, b):
+    return full[tuple(slice(o, o + s) for o, s in zip(*b))]
+
+
+def received(shape, src_box, dst_box, es):
+    """Bytes of dst_box that src_box (this rank's own source) does not hold."""
+    if dst_box is None:
+        return 0
+    need = held = 1
+    for d in range(len(shape)):
+        a, n = dst_box[0][d], dst_box[1][d]
+        need *= n
+        if src_box is not None:
+            c, m = src_box[0][d], src_box[1][d]
+            held *= max(0, min(a + n, c + m) - max(a, c))
+    return (need - (held if src_box is not None else 0)) * es
+
+
+def timed(fn, iters, warmup):
+    """Median over iterations of the slowest rank's time (us) of fn(); fn's last result."""
+    out, times = None, []
+    for i in range(iters + warmup):
+        torch.cuda.synchronize()
+        dist.barrier()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        out = fn()
+        end.record()
+        torch.cuda.synchronize()
+        if i >= warmup:
+            times.append(start.elapsed_time(end) * 1000.0)
+    t = torch.tensor(times, device="cuda", dtype=torch.float64)
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    return statistics.median(t.tolist()), out
+
+
+def bench_case(case, set_name, world, me, iters, warmup, gbps):
+    name, sshape, sranks, tshape, tranks = case
+    smesh = DeviceMesh("cuda", torch.tensor(sranks).reshape(sshape))
+    tmesh = DeviceMesh("cuda", torch.tensor(tranks).reshape(tshape))
+    sources, tplace, need = {}, {}, [0] * world
+    for i, (key, shape, role) in enumerate(model_sync.SETS[set_name]()):
+        full = common.make_global(shape, torch.bfloat16, 1000 + i)
+        sp = training(role, len(shape), len(sshape))
+        tplace[key] = serving(role, len(shape), len(tshape))
+        b = box(sshape, sranks, sp, shape, me)
+        local = part(full, b).contiguous() if b is not None else full.new_empty(0)
+        sources[key] = DTensor.from_local(local, smesh, sp, run_check=False, shape=full.shape, stride=full.stride())
+        for r in range(world):
+            need[r] += received(shape, box(sshape, sranks, sp, shape, r), box(tshape, tranks, tplace[key], shape, r), 2)
+        del full
+    row = {"case": name, "set": set_name, "tensors": len(sources), "from": [list(sshape), sranks],
+           "to": [list(tshape), tranks], "bytes": sum(x.numel() * 2 for x in sources.values()),
+           "max_received_bytes": max(need), "link_gbps": gbps, "bound_us": max(need) / (gbps * 1e3)}
+    first, same_world = sranks[0], set(sranks) == set(tranks)
+
+    def gathered(x):
+        full = x.full_tensor() if me in sranks else torch.empty(x.shape, dtype=x.dtype, device="cuda")
+        if not same_world:
+            dist.broadcast(full, src=first)
+        return full
+
+    def full_and_distribute():  # distribute_tensor on the serving mesh's ranks only (a collective of that mesh)
+        out = {}
+        for k, x in sources.items():
+            full = gathered(x)
+            if me in tranks:
+                out[k] = distribute_tensor(full, tmesh, tplace[k])
+        return out
+
+    def broadcast_from_one():
+        out = {}
+        for k, x in sources.items():
+            full = x.full_tensor() if me in sranks else torch.empty(x.shape, dtype=x.dtype, device="cuda")
+            dist.broadcast(full, src=first)
+            b = box(tshape, tranks, tplace[k], x.shape, me)
+            if b is not None:
+                out[k] = part(full, b).clone()
+        return out
+
+    row["full_distribute_us"], reference = timed(full_and_distribute, iters, 1)
+    reference = {k: v.to_local() for k, v in reference.items()} if me in tranks else {}
+    row["broadcast_us"], cast = timed(broadcast_from_one, iters, 1)
+    good = all(common.same_bits(cast[k], reference[k]) for k in reference)
+    row["broadcast_equal"] = common.all_ranks_true(good)
+    del cast
+    for label, dtype in (("reshard", None), ("reshard_fp8", FP8)):
+        targets = {k: (tmesh, tplace[k]) for k in sources}
+        dests = rt.move_state_dict(sources, targets, dtype=dtype)  # the engine's tensors, made once
+        into = dests if me in tranks else targets
+        kw = {"dtype": dtype} if me not in tranks else {}
+        row[f"{label}_us"], _ = timed(lambda: rt.move_state_dict(sources, into, **kw), iters, warmup)
+        torch.cuda.synchronize()
+        before = torch.cuda.memory_allocated()
+        rt.move_state_dict(sources, into, **kw)
+        torch.cuda.synchronize()
+        row[f"{label}_allocates_nothing"] = common.all_ranks_true(torch.cuda.memory_allocated() == before)
+        good = all(common.same_bits(dests[k].to_local(), reference[k] if dtype is None else reference[k].to(dtype))
+                   for k in reference)
+        row[f"{label}_equal"] = common.all_ranks_true(good)
+        del dests, into
+    row["stats"] = rt.stats()
+    rt.clear_cache()
+    return row
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--sets", default="llama3_8b")
+    ap.add_argument("--iters", type=int, default=5)
+    ap.add_argument("--warmup", type=int, default=2)
+    args = ap.parse_args()
+    sets = [s for s in args.sets.split(",") if s]
+    for s in sets:
+        if s not in model_sync.SETS:
+            raise SystemExit(f"--sets: unknown set {s!r} (known: {', '.join(model_sync.SETS)})")
+    me, world = common.setup()
+    gbps = model_sync.link_gbps(world, me)
+    report = {"world": world, "device": torch.cuda.get_device_name(), "link_gbps": gbps, "rows": [],
+              "versions": common.versions()}
+    common.log(f"# {world}x {report['device']}, receive bandwidth per GPU {gbps:.1f} GB/s")
+    for s in sets:
+        for case in cases(world):
+            row = bench_case(case, s, world, me, args.iters, args.warmup, gbps)
+            report["rows"].append(row)
+            common.log(json.dumps({k: v for k, v in row.items() if k != "stats"}))
+    if me == 0:
+        out = pathlib.Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "weight_sync.json").write_text(json.dumps(report, indent=1))
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
