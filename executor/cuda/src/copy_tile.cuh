@@ -182,8 +182,9 @@ __device__ inline void copy_tiles(const DeviceCopyRegion* regions, const DeviceC
                 });
 }
 
-// The tiles of a converting batch: regions marked `convert` converted (convert_tile), the others (packs, staging, a
-// fused step's peer copies) copied as copy_tiles copies them.
+// The tiles of a converting batch: regions marked `convert` converted, the others (packs, staging, a fused step's peer
+// copies) copied as bytes by the same routine (vectors of 8 bytes where aligned), so that each of the many (dtype pair,
+// kernel) instances holds one tile routine, not copy_tile_widest's five.
 template <class From, class To, class Bases>
 __device__ inline void convert_tiles(const DeviceCopyRegion* regions, const DeviceCopyTile* tiles, int tile_count,
                                      const Bases& bases) {
@@ -192,7 +193,7 @@ __device__ inline void convert_tiles(const DeviceCopyRegion* regions, const Devi
                   if (r.convert)
                     convert_tile<From, To>(r, t, src, dst);
                   else
-                    copy_tile_widest(r, t, src, dst);
+                    convert_tile<unsigned char, unsigned char>(r, t, src, dst);
                 });
 }
 
