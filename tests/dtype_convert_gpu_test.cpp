@@ -2,8 +2,8 @@
 // host suite's dtype pairs x layouts (convert_cases.hpp) on every strategy and transport, which exercises the
 // converting copy kernel (local copies, NCCL unpacks, one-sided pulls and pushes), the fused one-sided kernels (copies
 // and reductions) and the converting reduction kernel (Partial sources); converting batches; CUDA-graph replays; and
-// one-sided plans with more ranks than GPUs (ranks sharing GPUs). Every element of every rank is checked against the global tensor
-// converted on the host.
+// one-sided plans with more ranks than GPUs (ranks sharing GPUs). Every element of every rank is checked against the
+// global tensor converted on the host.
 #include <gtest/gtest.h>
 
 #include <map>

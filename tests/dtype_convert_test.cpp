@@ -22,8 +22,8 @@
 #include "reshard/dtype_convert.hpp"
 #include "reshard/harness.hpp"
 #include "reshard/layout_format.hpp"
-#include "reshard/plan_json.hpp"
 #include "reshard/plan_batch.hpp"
+#include "reshard/plan_json.hpp"
 #include "reshard/planner.hpp"
 
 namespace reshard {
@@ -191,10 +191,18 @@ TEST(ConvertingPlans, BatchesConvertOnePair) {
   const auto plain = std::make_shared<const Plan>(make_plan(src, dst, DType::kBF16));
   const auto to_f32 = std::make_shared<const Plan>(make_converting_plan(src, dst, DType::kBF16, DType::kF32));
   const auto to_f16 = std::make_shared<const Plan>(make_converting_plan(src, dst, DType::kBF16, DType::kF16));
-  expect_error([&] { PlanBatch({plain, to_f32}); }, ErrorKind::kInvalidArgument,
-               "tensor 1 of the batch moves bf16 to f32, tensor 0 bf16 to bf16: a batch converts only when every "
-               "member converts the same pair");
-  expect_error([&] { PlanBatch({to_f32, to_f16}); }, ErrorKind::kInvalidArgument, "tensor 1 of the batch moves bf16 to f16");
+  expect_error(
+      [&] {
+        PlanBatch({plain, to_f32});
+      },
+      ErrorKind::kInvalidArgument,
+      "tensor 1 of the batch moves bf16 to f32, tensor 0 bf16 to bf16: a batch converts only when every "
+      "member converts the same pair");
+  expect_error(
+      [&] {
+        PlanBatch({to_f32, to_f16});
+      },
+      ErrorKind::kInvalidArgument, "tensor 1 of the batch moves bf16 to f16");
   const PlanBatch batch({to_f32, to_f32});
   EXPECT_TRUE(batch.converts());
   const RankProgram p = lower(batch, 0);

@@ -41,15 +41,6 @@ DType reduction_dtype(const std::vector<ReduceRegion>& regions, DType program) {
 
 // Whether a run's one-sided steps may address the peers' tensors, not only their workspaces: every nvlink step but a
 // staged first one (Step::staged). Decided from the plans, so every rank decides alike (mapping is collective).
-bool maps_peer_tensors(const PlanBatch& batch) {
-  for (size_t t = 0; t < batch.size(); ++t) {
-    const std::vector<Step>& steps = batch.plan(t).steps();
-    for (size_t i = 0; i < steps.size(); ++i)
-      if (steps[i].transport == Transport::kNvlink && !(i == 0 && steps[i].staged)) return true;
-  }
-  return false;
-}
-
 // The log sink: the caller's, else stderr when the environment says RESHARD_LOG=1 (read once per executor).
 std::function<void(const std::string&)> log_sink(const ExecutorOptions& options) {
   if (options.log) return options.log;
@@ -69,26 +60,6 @@ class Range {
  private:
   Device& device_;
 };
-
-// What every rank must agree on before one-sided steps connect: each step's kind, transport, fused flag and mesh dims,
-// and how ranks of one process copy. Rank-scoped plans loaded from files can disagree there (a plan edited on one
-// rank), and one-sided copies of ranks that disagree would read or write the wrong parts of each other's tensors.
-std::uint64_t step_signature(const PlanBatch& batch, OneSidedCopies copies) {
-  std::uint64_t h = 1469598103934665603ull;  // FNV-1a
-  auto mix = [&](std::uint64_t v) { h = (h ^ v) * 1099511628211ull; };
-  mix(static_cast<std::uint64_t>(copies));
-  for (size_t i = 0; i < batch.size(); ++i) {
-    mix(batch.plan(i).steps().size());
-    for (const Step& s : batch.plan(i).steps()) {
-      mix(static_cast<std::uint64_t>(s.kind));
-      mix(static_cast<std::uint64_t>(s.transport));
-      mix(s.fused);
-      mix(s.mesh_dims.size());
-      for (int d : s.mesh_dims) mix(static_cast<std::uint64_t>(d));
-    }
-  }
-  return h;
-}
 
 // The kinds of peer buffers (bit Buffer: input, output, work) a program addresses one-sided.
 unsigned peer_buffer_kinds(const RankProgram& program) {
@@ -121,9 +92,8 @@ unsigned peer_buffer_kinds(const RankProgram& program) {
 
 // Collective (host): refuses ranks whose step structure differs from this rank's, and returns the kinds of buffers
 // (bits as peer_buffer_kinds) that some rank addresses in its peers: what every rank exposes.
-unsigned require_same_steps(const PlanBatch& batch, const RankProgram& program, Communicator& comm,
-                            OneSidedCopies copies) {
-  const std::uint64_t mine[2] = {step_signature(batch, copies), peer_buffer_kinds(program)};
+unsigned require_same_steps(const RankProgram& program, Communicator& comm) {
+  const std::uint64_t mine[2] = {program.step_signature, peer_buffer_kinds(program)};
   std::vector<std::uint64_t> all(2 * static_cast<size_t>(comm.size()));
   comm.all_gather_host(mine, all.data(), sizeof mine);
   unsigned kinds = 0;
@@ -157,23 +127,10 @@ Executor::Executor(const PlanBatch& batch, Communicator& comm, Device& device, E
                    LowerOptions{options.stage_overlap, options.coalesce_max_bytes, options.one_sided_copies});
   if (program_.one_sided) {
     // Every rank of the plan connects (collective); every rank's program must have the same steps and copy direction.
-    exposed_kinds_ = require_same_steps(batch, program_, comm_, options.one_sided_copies);
+    exposed_kinds_ = require_same_steps(program_, comm_);
     peers_ = device_.connect_peers(comm_);
   }
-  peer_tensors_ = maps_peer_tensors(batch);
   sizes_and_workspace();
-  if (batch.size() == 1) {
-    const Plan& plan = batch.plan(0);
-    identity_ = is_identity(plan);
-    for (size_t i = 0; i < plan.steps().size(); ++i) {
-      const Step& s = plan.steps()[i];
-      step_names_.push_back(
-          cat("reshard step ", i, " ", to_string(s.kind),
-              s.kind == StepKind::kP2P ? cat("/", to_string(s.transport), s.fused ? "-fused" : "") : std::string()));
-    }
-  } else {
-    for (int i = 0; i < program_.step_count; ++i) step_names_.push_back(cat("reshard step ", i, " batch"));
-  }
   prepare(mesh);
   if (!log_) return;
   if (batch.size() == 1) {
@@ -372,7 +329,8 @@ void Executor::run(std::span<const ConstBuffer> inputs, std::span<const MutableB
   }
   // One-sided plans map the peers' buffers, collectively: on the first run, and when the program addresses the peers'
   // tensors on the runs options_.buffer_changes names; the same runs on every rank.
-  if (peers_ && (!exposed_ || (peer_tensors_ && (changed || options_.buffer_changes == BufferChanges::kAnyRank)))) {
+  if (peers_ &&
+      (!exposed_ || (program_.maps_peer_tensors && (changed || options_.buffer_changes == BufferChanges::kAnyRank)))) {
     constexpr auto bit = [](Buffer b) { return 1u << static_cast<unsigned>(b); };
     auto* work = workspace_ ? static_cast<std::byte*>(workspace_->data()) : nullptr;
     for (size_t t = 0; t < n; ++t) {
@@ -406,7 +364,7 @@ void Executor::run(std::span<const ConstBuffer> inputs, std::span<const MutableB
   size_t i = 0;
   const Range run_range(device_, "reshard run");
   for (int step = 0; step < program_.step_count; ++step) {
-    const Range step_range(device_, step_names_[step].c_str());
+    const Range step_range(device_, program_.step_names[static_cast<size_t>(step)].c_str());
     StepMarks* marks = options_.trace ? &marks_[step] : nullptr;
     if (marks) marks->start->record(stream);
     int comm_seen = 0;
@@ -441,7 +399,7 @@ void Executor::check_aliasing(std::span<const ConstBuffer> inputs, std::span<con
   for (size_t t = 0; t < inputs.size(); ++t) {
     const auto in = reinterpret_cast<std::uintptr_t>(inputs[t].data);
     const auto out = reinterpret_cast<std::uintptr_t>(outputs[t].data);
-    const bool identity = identity_ || identity_tensor_[t];
+    const bool identity = program_.identity || identity_tensor_[t];
     if (input_sizes_[t] == 0 || output_sizes_[t] == 0 || in + input_sizes_[t] <= out || out + output_sizes_[t] <= in) {
       identity_copies_needed_ = identity_copies_needed_ || (identity_tensor_[t] && output_sizes_[t] > 0);
       continue;
@@ -450,7 +408,7 @@ void Executor::check_aliasing(std::span<const ConstBuffer> inputs, std::span<con
         identity && in == out, "the output buffer", tensors() == 1 ? "" : cat(" of tensor ", t).c_str(),
         " overlaps the input buffer on rank ", program_.rank,
         "; only a plan between identical layouts (or such a tensor of a batch) runs in place (output == input)");
-    in_place_ = identity_;
+    in_place_ = program_.identity;
   }
 }
 
@@ -467,7 +425,7 @@ void Executor::wait(StreamHandle stream) {
     if (log_ && options_.trace) {
       const std::vector<StepTime> times = step_times();
       for (size_t s = 0; s < times.size(); ++s)
-        log_(cat("reshard: rank ", program_.rank, ": ", step_names_[s].substr(8), ": pack ", times[s].pack_us,
+        log_(cat("reshard: rank ", program_.rank, ": ", program_.step_names[s].substr(8), ": pack ", times[s].pack_us,
                  " us, communication ", times[s].comm_us, " us, unpack ", times[s].unpack_us, " us, total ",
                  times[s].total_us, " us"));
     }

@@ -58,7 +58,8 @@ FallbackPlans nccl_fallback(std::vector<PlanRequest> reqs, int rank) {
     for (const PlanRequest& r : reqs) {
       PlanOptions o = r.options;
       o.transport = Transport::kNccl;
-      plans.push_back(std::make_shared<const Plan>(plan_request(PlanRequest{r.src, r.dst, r.dtype, r.to_dtype, o}, rank)));
+      plans.push_back(
+          std::make_shared<const Plan>(plan_request(PlanRequest{r.src, r.dst, r.dtype, r.to_dtype, o}, rank)));
     }
     return PlanBatch(std::move(plans));
   };

@@ -22,7 +22,8 @@ cudaError_t launch(DType from, DType to, const DeviceCopyRegion* regions, const 
   return visit_conversion(from, to, [&](auto a, auto b) {
     if (tile_count == 0) return cudaSuccess;
     const int blocks = max_blocks > 0 && tile_count > max_blocks ? max_blocks : tile_count;
-    converting_copy<decltype(a), decltype(b), Bases><<<blocks, kThreads, 0, stream>>>(regions, tiles, tile_count, bases);
+    converting_copy<decltype(a), decltype(b), Bases>
+        <<<blocks, kThreads, 0, stream>>>(regions, tiles, tile_count, bases);
     return cudaGetLastError();
   });
 }

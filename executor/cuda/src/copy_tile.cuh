@@ -157,10 +157,11 @@ __device__ inline void for_each_tile(const DeviceCopyRegion* regions, const Devi
 }
 
 // Copies one tile with the widest unit that every address and length of it allows (block-uniform).
-__device__ inline void copy_tile_widest(const DeviceCopyRegion& r, const DeviceCopyTile& t, const char* src, char* dst) {
-  const unsigned long long a = r.align | reinterpret_cast<unsigned long long>(src) |
-                               reinterpret_cast<unsigned long long>(dst) |
-                               static_cast<unsigned long long>(t.col_begin) | static_cast<unsigned long long>(t.col_end);
+__device__ inline void copy_tile_widest(const DeviceCopyRegion& r, const DeviceCopyTile& t, const char* src,
+                                        char* dst) {
+  const unsigned long long a =
+      r.align | reinterpret_cast<unsigned long long>(src) | reinterpret_cast<unsigned long long>(dst) |
+      static_cast<unsigned long long>(t.col_begin) | static_cast<unsigned long long>(t.col_end);
   if ((a & 15) == 0)
     copy_tile<uint4>(r, t, src, dst);
   else if ((a & 7) == 0)

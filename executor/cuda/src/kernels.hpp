@@ -94,8 +94,7 @@ cudaError_t load_converting_kernels(DType from, DType to);
 cudaError_t launch_converting_copies(DType from, DType to, const DeviceCopyRegion* regions, const DeviceCopyTile* tiles,
                                      int tile_count, int max_blocks, const DeviceBases& bases, cudaStream_t stream);
 cudaError_t launch_converting_copies(DType from, DType to, const DeviceCopyRegion* regions, const DeviceCopyTile* tiles,
-                                     int tile_count, int max_blocks, const DeviceWideBases& bases,
-                                     cudaStream_t stream);
+                                     int tile_count, int max_blocks, const DeviceWideBases& bases, cudaStream_t stream);
 cudaError_t launch_converting_fused(DType from, DType to, const DeviceCopyRegion* regions, const DeviceCopyTile* tiles,
                                     int tile_count, int blocks, DeviceBases bases, const FusedSync& sync,
                                     cudaStream_t stream);

@@ -136,16 +136,13 @@ class Executor {
   std::vector<void*> exposed_outputs_, exposed_works_;
   unsigned exposed_kinds_ = 0;  // bits of Buffer: the kinds of buffers some rank addresses in its peers
   bool checked_ = false;
-  bool identity_ = false;                       // a plan between identical layouts (is_identity)
   bool in_place_ = false;                       // the last checked buffers run it in place: nothing to enqueue
   std::vector<bool> identity_tensor_;           // per tensor: listed in RankProgram::identity_tensors
   std::unique_ptr<CopyBatch> identity_copies_;  // each identity tensor of a batch whole, input to output
   bool identity_copies_needed_ = false;         // the last checked buffers do not run every identity tensor in place
   bool exposed_ = false;                        // this rank's buffers were mapped by its peers (the first run does it)
-  bool peer_tensors_ = false;  // one-sided steps may address the peers' tensors, not only workspaces (executor.cpp)
   std::vector<OpRuntime> ops_;
   std::vector<StepMarks> marks_;                 // options.trace: per step
-  std::vector<std::string> step_names_;          // profiler range names, "reshard step 0 p2p/nvlink"
   std::function<void(const std::string&)> log_;  // options.log, or stderr under RESHARD_LOG=1, or unset
   bool trace_ops_ = false;                       // RESHARD_TRACE_OPS=1: each operation as run() enqueues it
 };

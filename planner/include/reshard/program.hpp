@@ -16,7 +16,9 @@
 // The workspace holds two intermediate tensors (for plans of several steps) and the largest step's scratch.
 #pragma once
 
+#include <cstdint>
 #include <optional>
+#include <string>
 #include <variant>
 #include <vector>
 
@@ -133,8 +135,9 @@ struct RankProgram {
   Index input_elements = 0;   // the rank's source local tensor
   Index output_elements = 0;  // the rank's target local tensor
   Index work_elements = 0;    // workspace the executor allocates at prepare
-  // A batch's program (plan_batch.hpp): dtype kU8 (copies and exchanges in bytes), every tensor's source and target
-  // local tensor sizes in bytes (tensor i: BufferRef::tensor == i). Empty for one plan's program.
+  // A batch's program (plan_batch.hpp): dtype kU8 (copies and exchanges in bytes; a converting batch's: its members'
+  // dtype), every tensor's source and target local tensor sizes in bytes (tensor i: BufferRef::tensor == i). Empty for
+  // one plan's program.
   std::vector<Index> tensor_input_bytes, tensor_output_bytes;
   // A batch's program: where each tensor's part of the workspace starts (bytes). A peer's workspace reference of tensor
   // t (BufferRef::tensor) is relative to that peer's part for t, which may lie elsewhere in its workspace.
@@ -147,6 +150,13 @@ struct RankProgram {
   std::vector<Op> ops;  // in issue order; every side lane's last operation is waited for by a later main-lane one
   std::vector<std::vector<int>> communicator_dims;  // distinct mesh-dim sets of the collectives, in first-use order
   bool one_sided = false;                           // reads peers' buffers (needs peer access)
+  // Plan facts, decided here so that the executor reads nothing but the program:
+  bool identity = false;           // one plan between identical layouts (is_identity): nothing runs; in place
+  bool maps_peer_tensors = false;  // a one-sided step addresses the peers' tensors, not only their workspaces
+  // Every step's kind, transport, fused flag and mesh dims, and who copies (LowerOptions::one_sided), hashed: what
+  // every rank of a one-sided program must agree on (a rank-scoped plan edited on one rank would copy wrong parts).
+  std::uint64_t step_signature = 0;
+  std::vector<std::string> step_names;  // one per step, for profiler ranges
 };
 
 // How the stages of a pipelined exchange (chunking.hpp) run.

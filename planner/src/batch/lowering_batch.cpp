@@ -355,6 +355,9 @@ RankProgram lower(const PlanBatch& batch, int rank, const LowerOptions& options)
                            ? align_up(checked_add(staging_base, staging_peak, "a batch's workspace"), kWorkAlign)
                            : staging_base;
   if (prog.output_dtype) convert_on_kernels(prog);
+  std::vector<const Plan*> plans;
+  for (const auto& p : batch.plans()) plans.push_back(p.get());
+  set_plan_facts(plans, options.one_sided, prog);
   return prog;
 }
 

@@ -482,6 +482,8 @@ RankProgram lower(const Plan& plan, int rank, const LowerOptions& options) {
     detail::schedule_step(std::move(step), static_cast<int>(i), es, options.stage_overlap, prog.ops);
   }
   if (prog.output_dtype) detail::convert_on_kernels(prog);
+  const Plan* plans[] = {&plan};
+  detail::set_plan_facts(plans, options.one_sided, prog);
   return std::move(prog);
 }
 

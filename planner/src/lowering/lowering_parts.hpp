@@ -3,6 +3,7 @@
 // (lowering_batch.cpp) merges the parts of several plans step by step first.
 #pragma once
 
+#include <span>
 #include <vector>
 
 #include "lowering/op_schedule.hpp"
@@ -22,6 +23,10 @@ struct LoweredParts {
 // `one_sided`: who copies in one-sided steps (program.hpp).
 LoweredParts lower_parts(const Plan& plan, int rank, bool gathers_as_exchanges = false,
                          OneSidedCopies one_sided = OneSidedCopies::kPull);
+
+// The program's plan facts (RankProgram: identity, maps_peer_tensors, step_signature, step_names) from the plans it
+// lowers (one plan, or a batch's) and who copies in one-sided steps.
+void set_plan_facts(std::span<const Plan* const> plans, OneSidedCopies copies, RankProgram& prog);
 
 // A program that converts (RankProgram::output_dtype): its copies into an output buffer move to the copy kernel (the
 // copy engines cannot convert); kInternal if a receive or a collective writes the output.
