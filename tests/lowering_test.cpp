@@ -3,10 +3,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <memory>
 #include <set>
 #include <string>
 #include <tuple>
 
+#include "reshard/plan_batch.hpp"
 #include "reshard/planner.hpp"
 #include "reshard/program.hpp"
 #include "test_plans.hpp"
@@ -446,6 +448,37 @@ TEST(Lowering, ARankScopedPlanIssuesTheSamePeerCopies) {
       EXPECT_EQ(regions(make_rank_plan(src, dst, DType::kF32, rank, po)), regions(whole)) << "rank " << rank;
     }
   }
+}
+
+// The plan facts the executor reads from the program instead of the plan: identity, whether one-sided steps address
+// the peers' tensors (not when the first step is staged), the step signature every rank must share, step names.
+TEST(Lowering, RecordsThePlanFactsTheExecutorReads) {
+  const Layout s0(Mesh({2}), parse_placements("S0"), Dims{64, 64});
+  const Layout s1 = s0.with_placements(parse_placements("S1"));
+  EXPECT_TRUE(lower(make_plan(s0, s0, DType::kF32), 0).identity);
+  PlanOptions nvlink;
+  nvlink.strategy = Strategy::kP2P;
+  nvlink.transport = Transport::kNvlink;
+  nvlink.fusion = Fusion::kNever;
+  const Plan pulled = make_plan(s0, s1, DType::kF32, nvlink);
+  const RankProgram p0 = lower(pulled, 0), p1 = lower(pulled, 1);
+  EXPECT_FALSE(p0.identity);
+  EXPECT_TRUE(p0.maps_peer_tensors);
+  EXPECT_EQ(p0.step_signature, p1.step_signature);
+  EXPECT_NE(p0.step_signature, lower(pulled, 0, LowerOptions{.one_sided = OneSidedCopies::kPush}).step_signature);
+  EXPECT_EQ(p0.step_names, std::vector<std::string>{"reshard step 0 p2p/nvlink"});
+  PlanOptions nccl = nvlink;
+  nccl.transport = Transport::kNccl;
+  const RankProgram on_nccl = lower(make_plan(s0, s1, DType::kF32, nccl), 0);
+  EXPECT_FALSE(on_nccl.maps_peer_tensors);
+  EXPECT_NE(on_nccl.step_signature, p0.step_signature);
+  PlanOptions changing = nvlink;
+  changing.buffers_change = true;
+  const Plan staged = make_plan(s0, s1, DType::kF32, changing);
+  ASSERT_TRUE(staged.steps().at(0).staged) << "a 16 KiB tensor stages rather than map (map_us 100 built in)";
+  EXPECT_FALSE(lower(staged, 0).maps_peer_tensors);
+  const PlanBatch batch({std::make_shared<const Plan>(pulled), std::make_shared<const Plan>(pulled)});
+  EXPECT_EQ(lower(batch, 0).step_names, std::vector<std::string>{"reshard step 0 batch"});
 }
 
 }  // namespace
