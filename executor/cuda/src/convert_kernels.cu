@@ -40,16 +40,9 @@ __global__ void __launch_bounds__(kThreads, kFusedBlocksPerSm)
 cudaError_t load_converting_kernels(DType from, DType to) {
   return visit_conversion(from, to, [&](auto a, auto b) {
     cudaFuncAttributes attributes{};
-    cudaError_t e = cudaFuncGetAttributes(&attributes, converting_copy<decltype(a), decltype(b), DeviceBases>);
-    if (e == cudaSuccess)
-      e = cudaFuncGetAttributes(&attributes, converting_copy<decltype(a), decltype(b), DeviceWideBases>);
+    cudaError_t e = cudaFuncGetAttributes(&attributes, converting_copy<decltype(a), decltype(b), DeviceWideBases>);
     return e != cudaSuccess ? e : cudaFuncGetAttributes(&attributes, converting_fused<decltype(a), decltype(b)>);
   });
-}
-
-cudaError_t launch_converting_copies(DType from, DType to, const DeviceCopyRegion* regions, const DeviceCopyTile* tiles,
-                                     int tile_count, int max_blocks, const DeviceBases& bases, cudaStream_t stream) {
-  return launch(from, to, regions, tiles, tile_count, max_blocks, bases, stream);
 }
 
 cudaError_t launch_converting_copies(DType from, DType to, const DeviceCopyRegion* regions, const DeviceCopyTile* tiles,

@@ -109,15 +109,9 @@ class ConvertingCopyBatch : public CopyBatch {
   }
 
   void run(const BufferBases& b, StreamHandle stream) override {
-    const auto s = static_cast<cudaStream_t>(stream);
-    if (tiles_.bases().size() <= kMaxBases)
-      RESHARD_CUDA_CHECK(launch_converting_copies(dtype_, output_dtype_, tiles_.regions(), tiles_.tiles(),
-                                                  tiles_.tile_count(), max_blocks_, tiles_.bases().fill<DeviceBases>(b),
-                                                  s));
-    else
-      RESHARD_CUDA_CHECK(launch_converting_copies(dtype_, output_dtype_, tiles_.regions(), tiles_.tiles(),
-                                                  tiles_.tile_count(), max_blocks_,
-                                                  tiles_.bases().fill<DeviceWideBases>(b), s));
+    RESHARD_CUDA_CHECK(launch_converting_copies(
+        dtype_, output_dtype_, tiles_.regions(), tiles_.tiles(), tiles_.tile_count(), max_blocks_,
+        tiles_.bases().fill<DeviceWideBases>(b), static_cast<cudaStream_t>(stream)));
   }
 
  private:

@@ -90,9 +90,7 @@ cudaError_t launch_copies(const DeviceCopyRegion* regions, const DeviceCopyTile*
 cudaError_t load_converting_kernels(DType from, DType to);
 // The same for a converting batch (convert_kernels.cu): regions marked `convert` store elements of `from` as `to`
 // (reshard/dtype_convert.hpp's rules), the others copy bytes. cudaErrorInvalidValue for a pair that does not convert.
-// The wide table: a converting batch of many tensors (as launch_copies).
-cudaError_t launch_converting_copies(DType from, DType to, const DeviceCopyRegion* regions, const DeviceCopyTile* tiles,
-                                     int tile_count, int max_blocks, const DeviceBases& bases, cudaStream_t stream);
+// Always the wide table (a batch of many tensors names many buffers): one instance per pair, not two.
 cudaError_t launch_converting_copies(DType from, DType to, const DeviceCopyRegion* regions, const DeviceCopyTile* tiles,
                                      int tile_count, int max_blocks, const DeviceWideBases& bases, cudaStream_t stream);
 cudaError_t launch_converting_fused(DType from, DType to, const DeviceCopyRegion* regions, const DeviceCopyTile* tiles,
