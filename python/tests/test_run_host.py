@@ -259,3 +259,26 @@ def test_conversion_in_batches(mesh):
     assert [p.groups for p in progress] == [3, 3, 3]
     checked = sum(check_result(mesh, dst, want, o) for (dst, want), o in zip(expected, outs))
     assert checked > 0
+
+
+def test_conversion_in_a_batch_between_meshes():
+    """Training ranks 0,1 -> serving ranks 2,3, a bf16 -> f8e4m3 batch and an f32 tensor kept, as move_state_dict runs
+    a weight sync; every element of every serving rank checked (ranks outside the target get None)."""
+    rng = np.random.default_rng(7)
+    tensors, wanted = [], []
+    for shape, src_type, to, dst in [([6, 5], "bf16", "f8e4m3", "S1"), ([7, 4], "bf16", "f8e4m3", "R"),
+                                     ([5, 3], "f32", None, "S0")]:
+        g = np.round(global_tensor(shape, np.float64, rng) / 2.5 * 2) / 2
+        shards = source_of(g, src_type, [2], ["S0"], rng) + [None, None]
+        t = {"src": "S0", "dst": dst, "shards": shards, "shape": shape, "dtype": src_type}
+        if to:
+            t["to_dtype"] = to
+        tensors.append(t)
+        want = converted(g, to or src_type)
+        parts = {"R": [want, want], "S0": np.array_split(want, 2, axis=0), "S1": np.array_split(want, 2, axis=1)}
+        wanted.append(parts[dst])
+    outs = reshard.run_host_batch([2], tensors, ranks=[0, 1], dst_mesh=[2], dst_ranks=[2, 3], world_size=4)
+    for got, want in zip(outs, wanted):
+        assert got[0] is None and got[1] is None
+        for g_, w in zip(got[2:], want):
+            assert g_.dtype == w.dtype and np.array_equal(g_, w)
