@@ -196,10 +196,7 @@ def main():
             row = bench_case(case, s, world, me, args.iters, args.warmup, gbps)
             report["rows"].append(row)
             common.log(json.dumps({k: v for k, v in row.items() if k != "stats"}))
-    if me == 0:
-        out = pathlib.Path(args.out)
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "weight_sync.json").write_text(json.dumps(report, indent=1))
+    common.write_json(args.out, "weight_sync.json", report)
     dist.destroy_process_group()
 
 
