@@ -18,7 +18,7 @@ jobs=$(nproc)
 export LC_NUMERIC=C
 export RESHARD_TEST_TIER=${RESHARD_TEST_TIER:-fast}
 # The tests' CUDA kernels are built for one architecture (sm_90: H100/H200), not the package default 80;90: half the
-# nvcc time, and CI machines have no GPU to run them anyway.
+# nvcc time, and CI machines have no GPU to run them anyway. Both C++ builds are unity builds (RESHARD_UNITY_BUILD).
 export CUDAARCHS=${CUDAARCHS:-90}
 
 timings=()
@@ -68,7 +68,7 @@ trap summary EXIT
 timed "install dependencies" scripts/install_deps.sh
 if [[ " $suites " == *" release "* ]]; then
   echo "== release build and tests"
-  timed "release: build" scripts/build.sh "$@"
+  timed "release: build" scripts/build.sh -DRESHARD_UNITY_BUILD=ON "$@"
   timed "release: tests" ctest --test-dir build --output-on-failure --timeout 1800 -j "$jobs"
 fi
 if [[ " $suites " == *" asan "* ]]; then

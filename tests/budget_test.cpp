@@ -11,7 +11,6 @@
 namespace reshard {
 namespace {
 
-RunOptions quick() { return testing::quick_host_run(); }
 
 // The most bytes any rank receives from others under the p2p source choice.
 Index max_received(const Layout& src, const Layout& dst, int es) {
@@ -59,11 +58,11 @@ TEST(MemoryBudget, AnEighthOfTheReceivedBytesIsHonouredAndCorrect) {
     if (needs_chunking) {
       EXPECT_GT(plan.pipeline_chunk_bytes(), 0) << src.str();
     }
-    RunResult r = run_plan(plan, quick());
+    RunResult r = run_plan(plan, testing::quick_host_run());
     EXPECT_EQ(r.wrong_elements, 0) << src.str() << " -> " << c.layout.to << ": " << r.first_error;
     EXPECT_LE(static_cast<Index>(r.workspace_bytes), budget) << src.str() << " -> " << c.layout.to;  // measured
     EXPECT_EQ(static_cast<Index>(r.workspace_bytes), plan.peak_workspace_bytes()) << src.str();
-    RunOptions serial = quick();
+    RunOptions serial = testing::quick_host_run();
     serial.stage_overlap = StageOverlap::kSerial;  // the same slots, stage after stage
     EXPECT_EQ(run_plan(plan, serial).wrong_elements, 0) << src.str() << " -> " << c.layout.to << " (serial stages)";
   }
@@ -81,7 +80,7 @@ TEST(MemoryBudget, OneSidedPlansNeedNoWorkspace) {
     Plan plan = make_plan(src, dst, DType::kF32, o);
     EXPECT_EQ(plan.steps()[0].transport, Transport::kNvlink);
     EXPECT_EQ(plan.peak_workspace_bytes(), 0);
-    RunResult r = run_plan(plan, quick());
+    RunResult r = run_plan(plan, testing::quick_host_run());
     EXPECT_EQ(r.wrong_elements, 0) << r.first_error;
     EXPECT_EQ(r.workspace_bytes, 0u);
   }

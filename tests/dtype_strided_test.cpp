@@ -27,7 +27,6 @@ namespace {
 constexpr DType kByteDTypes[] = {DType::kF8E4M3, DType::kF8E5M2, DType::kBool, DType::kI16, DType::kC64};
 constexpr Strategy kStrategies[] = {Strategy::kCollective, Strategy::kP2P, Strategy::kHybrid, Strategy::kAuto};
 
-RunOptions quick() { return testing::quick_host_run(); }
 
 using testing::all_placements;
 
@@ -41,7 +40,7 @@ std::optional<Index> run(const Layout& src, const Layout& dst, DType t, Strategy
     EXPECT_NE(s, Strategy::kP2P) << src.str() << " -> " << to_string(dst.placements()) << ": " << why;
     return std::nullopt;
   }
-  const RunResult r = run_plan(*plan, quick());
+  const RunResult r = run_plan(*plan, testing::quick_host_run());
   EXPECT_EQ(r.checked_elements > 0, dst.global_volume() > 0);
   return r.wrong_elements;
 }
@@ -225,10 +224,10 @@ TEST(StridedShard, FsdpTpToReplicateIsOneAllGather) {
   ASSERT_EQ(plan.steps().size(), 1u);
   EXPECT_EQ(plan.steps()[0].kind, StepKind::kAllGather);
   EXPECT_EQ(plan.steps()[0].mesh_dims, (std::vector<int>{0, 1}));
-  EXPECT_EQ(run_plan(plan, quick()).wrong_elements, 0);
+  EXPECT_EQ(run_plan(plan, testing::quick_host_run()).wrong_elements, 0);
   // And the plan survives JSON (placements print as SS0/2).
   EXPECT_NE(plan_to_json(plan).find("SS0/2"), std::string::npos);
-  EXPECT_EQ(run_plan(plan_from_json(plan_to_json(plan)), quick()).wrong_elements, 0);
+  EXPECT_EQ(run_plan(plan_from_json(plan_to_json(plan)), testing::quick_host_run()).wrong_elements, 0);
 }
 
 TEST(StridedShard, LayoutsThatAreNotBoxesAreRefusedWhenPlanned) {

@@ -228,12 +228,26 @@ inline std::vector<Tensor> simulate(const Plan& plan, std::vector<Tensor> cur) {
           if (roles.reduce_op == ReduceOp::kAvg) next[r][i] /= static_cast<double>(roles.contributions);
         }
     } else if (step.kind == StepKind::kP2P) {
+      // Direct transfers first; then relayed ones, each out of its relay's L_i+1 tensor as the first phase left it.
       for (const Transfer& t : step.transfers) {
+        if (t.is_relayed()) continue;
         Box from = a.box(t.src), to = b.box(t.dst);
         for_each_element(t.region, [&](const Dims& x, Index) {
           double& slot = next[t.dst][local_index(to, x)];
           if (!std::isnan(slot)) fail_step(cat("rank ", t.dst, " element ", to_list_string(x), " written twice"));
           slot = cur[t.src][local_index(from, x)];
+        });
+      }
+      const std::vector<Tensor> first_phase = next;
+      for (const Transfer& t : step.transfers) {
+        if (!t.is_relayed()) continue;
+        Box from = b.box(t.via), to = b.box(t.dst);
+        for_each_element(t.region, [&](const Dims& x, Index) {
+          double& slot = next[t.dst][local_index(to, x)];
+          if (!std::isnan(slot)) fail_step(cat("rank ", t.dst, " element ", to_list_string(x), " written twice"));
+          slot = first_phase[t.via][local_index(from, x)];
+          if (std::isnan(slot))
+            fail_step(cat("rank ", t.via, " relays element ", to_list_string(x), " before it holds it"));
         });
       }
     } else {

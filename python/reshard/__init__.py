@@ -51,7 +51,7 @@ def _rank_list(ranks, name="ranks"):
 
 def _plan_args(mesh, src, dst, shape, dtype, strategy, memory_budget, transport, ranks_per_node, profile, ranks,
                allow_scalar=False, fuse="auto", low_sm=False, max_collectives=None, pipeline_chunk=None,
-               buffers_change=False):
+               buffers_change=False, relay=None):
     from . import _core
 
     a = _core.PlanArgs()
@@ -64,14 +64,14 @@ def _plan_args(mesh, src, dst, shape, dtype, strategy, memory_budget, transport,
     a.options = _args.plan_options(strategy=strategy, transport=transport, fuse=fuse, low_sm=low_sm,
                                    memory_budget=memory_budget, ranks_per_node=ranks_per_node, profile=profile,
                                    max_collectives=max_collectives, pipeline_chunk=pipeline_chunk,
-                                   buffers_change=buffers_change)
+                                   buffers_change=buffers_change, relay=relay)
     return a
 
 
 def plan(mesh, src, dst, shape, dtype="f32", strategy="auto", memory_budget=None, *, transport="auto",
          ranks_per_node=8, profile=None, ranks=None, rank=None, fuse="auto", low_sm=False, dst_mesh=None,
          dst_ranks=None, world_size=None, buffers_change=False, max_collectives=None, pipeline_chunk=None,
-         to_dtype=None):
+         to_dtype=None, relay=None):
     """Plans a redistribution as `reshard plan` does; returns a Plan.
 
     plan.json() is exactly what `reshard plan --json` prints for the same arguments; plan.strategy,
@@ -80,7 +80,9 @@ def plan(mesh, src, dst, shape, dtype="f32", strategy="auto", memory_budget=None
     rank: plan as that rank needs it (only its own transfers), as `--rank`; fuse: "auto", "always" or "never", as
     `--fuse`; low_sm: price SM kernels for running beside compute, as `--low-sm`; buffers_change: plan for tensors
     that change every call (a staged first nvlink step where cheaper), as `--buffers-change` and as reshard.torch plans;
-    max_collectives, pipeline_chunk: as `--max-collectives` and `--pipeline-chunk`. These keywords are the plan option
+    max_collectives, pipeline_chunk: as `--max-collectives` and `--pipeline-chunk`; relay: "auto", "always" or "never",
+    whether p2p steps across nodes forward a region inside a node instead of sending it into it once per rank, as
+    `--relay`. These keywords are the plan option
     table's (plan_option_table.hpp), which the CLI's flags come from too: the same names, parsing, ranges and messages.
     Between meshes of one world (as `--from-mesh/--from-ranks/--to-mesh/--to-ranks/--world-size`): `mesh` and `ranks`
     are the source's, dst_mesh and dst_ranks the target's (world ranks in row-major coordinate order; unset: 0..n-1),
@@ -92,7 +94,7 @@ def plan(mesh, src, dst, shape, dtype="f32", strategy="auto", memory_budget=None
 
     args = _plan_args(mesh, src, dst, shape, dtype, strategy, memory_budget, transport, ranks_per_node, profile, ranks,
                       fuse=fuse, low_sm=low_sm, max_collectives=max_collectives, pipeline_chunk=pipeline_chunk,
-                      buffers_change=buffers_change)
+                      buffers_change=buffers_change, relay=relay)
     if dst_mesh is not None:
         args.dst_mesh = _args.mesh_text(dst_mesh)
     args.dst_ranks = _rank_list(dst_ranks, "dst_ranks")
@@ -212,7 +214,7 @@ def _host_request(mesh, src, dst, shards, shape, dtype, strategy, memory_budget,
 def run_host(mesh, src, dst, shards, *, shape=None, dtype=None, strategy="auto", memory_budget=None,
              transport="auto", ranks_per_node=8, ranks=None, fuse="auto", low_sm=False, dst_mesh=None, dst_ranks=None,
              world_size=None, profile=None, max_collectives=None, pipeline_chunk=None, buffers_change=False,
-             to_dtype=None):
+             to_dtype=None, relay=None):
     """Redistributes NumPy shards on the host backend (one thread per rank) through the executor.
 
     shards: one array per rank, in rank order, each that rank's source local tensor (C order is made where needed).
@@ -222,13 +224,13 @@ def run_host(mesh, src, dst, shards, *, shape=None, dtype=None, strategy="auto",
     Between two meshes of one world (as plan() takes them: `mesh` and `ranks` the source's, dst_mesh and dst_ranks the
     target's, world_size): shards has one entry per world rank, None for ranks outside the source mesh; the result
     has one entry per world rank, None for ranks outside the target mesh. The plan options (strategy to
-    buffers_change) are plan()'s. to_dtype: the targets' element type, as plan()'s (the result arrays are float64,
+    relay) are plan()'s. to_dtype: the targets' element type, as plan()'s (the result arrays are float64,
     float32 or float16, or for bf16 and fp8 targets their bits in uint16 and uint8 arrays).
     """
     from . import _core
 
     options = dict(profile=profile, max_collectives=max_collectives, pipeline_chunk=pipeline_chunk,
-                   buffers_change=buffers_change)
+                   buffers_change=buffers_change, relay=relay)
     args, shards, finish = _host_request(mesh, src, dst, shards, shape, dtype, strategy, memory_budget, transport,
                                          ranks_per_node, ranks, fuse, low_sm, dst_mesh, dst_ranks, world_size, options)
     args.to_dtype = None if to_dtype is None else _args.dtype_name(to_dtype)
@@ -242,7 +244,8 @@ progress callback): tensors and bytes (global tensor bytes) done so far, of the 
 
 def run_host_batch(mesh, tensors, *, strategy="auto", memory_budget=None, transport="auto", ranks_per_node=8,
                    ranks=None, fuse="auto", low_sm=False, dst_mesh=None, dst_ranks=None, world_size=None,
-                   progress=None, profile=None, max_collectives=None, pipeline_chunk=None, buffers_change=False):
+                   progress=None, profile=None, max_collectives=None, pipeline_chunk=None, buffers_change=False,
+                   relay=None):
     """Redistributes several tensors in one executor call per rank (host backend; a batch).
 
     tensors: a list of dicts, one per tensor, with "src", "dst" and "shards" (one array per rank, as run_host takes)
@@ -253,12 +256,12 @@ def run_host_batch(mesh, tensors, *, strategy="auto", memory_budget=None, transp
     target local tensors (one array per rank). dst_mesh, dst_ranks, world_size: every tensor moves between two meshes
     (as run_host). memory_budget (bytes per rank) holds for the whole set: every tensor is planned within it, and the
     tensors run in consecutive groups, one executor call each, whose merged programs fit it. progress: called after
-    each group with a SyncProgress. The plan options (strategy to buffers_change) are plan()'s.
+    each group with a SyncProgress. The plan options (strategy to relay) are plan()'s.
     """
     from . import _core
 
     options = dict(profile=profile, max_collectives=max_collectives, pipeline_chunk=pipeline_chunk,
-                   buffers_change=buffers_change)
+                   buffers_change=buffers_change, relay=relay)
     if not tensors:
         raise ValueError("run_host_batch needs at least one tensor")
     all_args, all_shards, finishers, sizes = [], [], [], []

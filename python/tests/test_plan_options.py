@@ -20,7 +20,7 @@ VALUES = {"strategy": ("p2p", ("strategy", "p2p")), "transport": ("nccl", None),
           "fuse": ("never", None), "ranks_per_node": (2, ("ranks_per_node", 2)), "profile": (str(PROFILE), ("profile", json.loads(PROFILE.read_text())["name"])),
           "memory_budget": ("64MiB", ("memory_budget_bytes", 64 << 20)), "max_collectives": (1, None),
           "pipeline_chunk": ("16MiB", ("pipeline_chunk_bytes", 16 << 20)), "low_sm": (True, ("low_sm", True)),
-          "buffers_change": (True, ("buffers_change", True))}
+          "buffers_change": (True, ("buffers_change", True)), "relay": ("never", None)}
 
 
 def flags_of(cli, command):

@@ -44,7 +44,7 @@ std::string sized_note(const std::vector<SweepCase>& cases, double budget_s) {
                      human_bytes(static_cast<double>(low)), human_bytes(static_cast<double>(high)), duration(budget_s));
 }
 
-struct Flags {
+struct BenchFlags {
   std::string meshes, sizes, shapes, dtypes = "f32,bf16", strategies = "collective,p2p,hybrid",
                                      transports = "nccl,nvlink", placements = "R,S0,S1";
   std::string backend = "auto", csv, cases, rendezvous, to_dtype;
@@ -58,7 +58,7 @@ struct Flags {
 
 // The source and target meshes of a sweep between meshes, as `run` reads them (the target mesh's shape defaults to
 // the source's).
-std::pair<Mesh, Mesh> sweep_meshes(const CLI::App& cmd, const Flags& f) {
+std::pair<Mesh, Mesh> sweep_meshes(const CLI::App& cmd, const BenchFlags& f) {
   RESHARD_REQUIRE(f.meshes.empty(), "--meshes and --from-mesh/--to-mesh both name the meshes; give one of them");
   RESHARD_REQUIRE(!f.between.from_mesh.empty(),
                   "--from-mesh is required with --to-mesh, --from-ranks, --to-ranks or --world-size");
@@ -68,7 +68,7 @@ std::pair<Mesh, Mesh> sweep_meshes(const CLI::App& cmd, const Flags& f) {
   return make_meshes(cmd, mesh_pair);
 }
 
-SweepOptions sweep_options(const CLI::App& cmd, const Flags& f) {
+SweepOptions sweep_options(const CLI::App& cmd, const BenchFlags& f) {
   SweepOptions o;
   if (cross_mesh_flags(cmd)) o.between = sweep_meshes(cmd, f);
   for (const std::string& m : f.meshes.empty() ? std::vector<std::string>{} : split_list(f.meshes))
@@ -154,7 +154,7 @@ class Progress {
 }  // namespace
 
 Command add_bench_command(CLI::App& app) {
-  auto f = std::make_shared<Flags>();
+  auto f = std::make_shared<BenchFlags>();
   CLI::App* cmd =
       app.add_subcommand("bench", "Sweep meshes x placement pairs x sizes x dtypes x strategies; verify and time each");
   cmd->add_option("--meshes", f->meshes, "Meshes, comma-separated (default: those the GPUs fit, e.g. 2,1x2,2x1)");

@@ -14,7 +14,7 @@
 namespace reshard::cli {
 namespace {
 
-struct Flags {
+struct OverlapFlags {
   PlanFlags plan;
   std::string gemm = "8192x8192x8192:bf16";
   std::string transports;
@@ -107,7 +107,7 @@ std::string report_json(const std::vector<Plan>& plans, const std::vector<Overla
 }  // namespace
 
 Command add_overlap_command(CLI::App& app) {
-  auto flags = std::make_shared<Flags>();
+  auto flags = std::make_shared<OverlapFlags>();
   CLI::App* cmd = app.add_subcommand(
       "overlap", "Run a redistribution beside back-to-back GEMMs on the same GPUs; report both slowdowns, verified");
   add_plan_flags(*cmd, flags->plan);
@@ -128,7 +128,7 @@ Command add_overlap_command(CLI::App& app) {
       ->capture_default_str();
   add_json_flag(*cmd, flags->json, "The result");
   return [flags, cmd] {
-    const Flags& f = *flags;
+    const OverlapFlags& f = *flags;
     OverlapOptions options;
     options.gemm = parse_gemm_spec(f.gemm, "--gemm");
     options.repeats = f.repeats;

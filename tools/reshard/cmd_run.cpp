@@ -21,7 +21,7 @@ namespace {
 
 constexpr double kMinLinkGBps = 1e-3, kMaxLinkGBps = 1e6;
 
-struct Flags {
+struct RunFlags {
   PlanFlags plan;
   std::string plan_file;
   std::string backend = "auto";
@@ -85,7 +85,7 @@ std::string report_table(const Plan& plan, const RunResult& result, const RunRec
 }  // namespace
 
 Command add_run_command(CLI::App& app) {
-  auto flags = std::make_shared<Flags>();
+  auto flags = std::make_shared<RunFlags>();
   CLI::App* cmd =
       app.add_subcommand("run", "Run a redistribution on GPUs (or host threads), verify every element, time it");
   add_plan_flags(*cmd, flags->plan);
@@ -116,7 +116,7 @@ Command add_run_command(CLI::App& app) {
   cmd->add_option("--inject-fault", flags->inject_fault,
                   "Testing aid: RANK:after-prepare or RANK:mid-run makes that rank's process exit abruptly (nccl)");
   return [flags, cmd] {
-    const Flags& f = *flags;
+    const RunFlags& f = *flags;
     RESHARD_REQUIRE(f.iters >= 1, "--iters must be >= 1, got ", f.iters);
     RESHARD_REQUIRE(f.warmup >= 0, "--warmup must be >= 0, got ", f.warmup);
     RESHARD_REQUIRE(f.timeout_ms >= 1, "--timeout-ms must be >= 1, got ", f.timeout_ms);

@@ -40,6 +40,9 @@ enum class StepKind { kP2P, kAllGather, kAllToAll, kReduceScatter, kAllReduce, k
 // source tensor into the receiver's target tensor, for ranks that can address each other's memory (one host, peer
 // access). A step never holds kAuto; PlanOptions::transport does (the planner prices both).
 enum class Transport { kAuto, kNccl, kNvlink };
+// Whether p2p steps on nccl across nodes relay (Step::relayed): by cost (auto), wherever the rule relays something
+// (always), or never.
+enum class Relay { kAuto, kAlways, kNever };
 // Whether one-sided steps fuse their flags and their copies (or reductions) into one kernel per rank per call.
 enum class Fusion { kAuto, kAlways, kNever };
 // A fused step reads from at most this many peers per rank (the kernel's table of peer buffers).
@@ -51,6 +54,7 @@ std::string_view to_string(Transport t);
 Strategy parse_strategy(std::string_view text);    // auto | collective | p2p | hybrid
 Transport parse_transport(std::string_view text);  // auto | nccl | nvlink
 Fusion parse_fusion(std::string_view text);        // auto | always | never
+Relay parse_relay(std::string_view text);          // auto | always | never
 StepKind parse_step_kind(std::string_view text);
 // Whether a step of this kind communicates (everything but local).
 bool is_communication(StepKind k);
@@ -60,8 +64,15 @@ struct Transfer {
   int dst = 0;
   Box region;  // global coordinates
   Index bytes = 0;
+  // -1: src sends the region itself. Otherwise the transfer is relayed (Step::relayed): rank `via` receives the same
+  // region from src in the same step (a transfer of its own) and forwards it to dst out of its L_i+1 tensor, after
+  // the step's other transfers.
+  int via = -1;
 
   bool is_local() const { return src == dst; }
+  bool is_relayed() const { return via >= 0; }
+  // The rank whose bytes reach dst: `via` for a relayed transfer, else src.
+  int sender() const { return via >= 0 ? via : src; }
   friend bool operator==(const Transfer&, const Transfer&) = default;
 };
 
@@ -74,6 +85,10 @@ struct Step {
   Index bytes_moved = 0;                   // bytes crossing between ranks in this step, summed over ranks
   Transport transport = Transport::kNccl;  // communicating steps: nccl, or nvlink (p2p steps within one host)
   bool fused = false;  // nvlink steps: one kernel per rank per call (flags, peer loads and local copies fused)
+  // p2p steps on nccl: a region that several ranks of one node receive from one sender on another node crosses into
+  // the node once, to one of them, which forwards it to the others (Transfer::via; relays.hpp states the rule). The
+  // step then runs in two phases: its direct transfers, then the relayed ones.
+  bool relayed = false;
   // The first step on nvlink of a plan for changing buffers (PlanSpec::buffers_change): every sending rank first
   // copies its source tensor into its workspace, and the peers read it there, so no call maps the caller's tensors.
   bool staged = false;

@@ -16,6 +16,8 @@ struct PlanOptions {
   Transport transport = Transport::kAuto;
   // nvlink p2p steps fused into one kernel per rank per call: by cost (auto), always where possible, or never.
   Fusion fusion = Fusion::kAuto;
+  // p2p steps on nccl across nodes relay (Step::relayed): by cost (auto), wherever something is relayed, or never.
+  Relay relay = Relay::kAuto;
   Topology topology{};
   Profile profile = default_profile();
   std::optional<Index> memory_budget_bytes;  // per rank; unset: no limit

@@ -86,7 +86,7 @@ const std::string& PlanCache::profile_identity(const Profile& profile) {
 std::string PlanCache::key_of(const Layout& src, const Layout& dst, DType dtype, int rank, const PlanOptions& options) {
   // Every field of PlanOptions and Topology is named here: a new field breaks this binding (the number of names must
   // match the number of fields) until it is added to the key below.
-  const auto& [strategy, transport, fusion, topology, profile, memory_budget_bytes, max_collectives,
+  const auto& [strategy, transport, fusion, relay, topology, profile, memory_budget_bytes, max_collectives,
                pipeline_chunk_bytes, low_sm, buffers_change] = options;
   const auto& [ranks_per_node, peer_access] = topology;
 
@@ -106,6 +106,7 @@ std::string PlanCache::key_of(const Layout& src, const Layout& dst, DType dtype,
   put(key, static_cast<std::int32_t>(strategy));
   put(key, static_cast<std::int32_t>(transport));
   put(key, static_cast<std::int32_t>(fusion));
+  put(key, static_cast<std::int32_t>(relay));
   put(key, static_cast<std::int32_t>(ranks_per_node));
   put(key, static_cast<std::uint8_t>(peer_access));
   put_optional(key, memory_budget_bytes);

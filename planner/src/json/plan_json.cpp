@@ -145,6 +145,12 @@ Transfer read_transfer(const json& t, const std::string& path, Index world, cons
   RESHARD_REQUIRE(tr.region.offset.size() == tr.region.shape.size(), "plan field '", path,
                   "': global_offset and shape differ in length");
   tr.bytes = pre ? pre->bytes : Reader::integer(t, "bytes", path);
+  if (!pre && t.contains("via")) {
+    const Index via = Reader::integer(t, "via", path);
+    RESHARD_REQUIRE(via >= 0 && via < world, "plan field '", path, ".via': rank ", via,
+                    " outside the mesh's world (ranks 0..", world - 1, ")");
+    tr.via = static_cast<int>(via);
+  }
   return tr;
 }
 
@@ -221,6 +227,7 @@ std::string plan_to_json(const Plan& plan) {
     if (is_communication(s.kind)) x["transport"] = std::string(to_string(s.transport));
     if (s.fused) x["fused"] = true;
     if (s.staged) x["staged"] = true;
+    if (s.relayed) x["relayed"] = true;
     x["mesh_dims"] = s.mesh_dims;
     x["from"] = placement_strings(s.from);
     x["to"] = placement_strings(s.to);
@@ -234,6 +241,7 @@ std::string plan_to_json(const Plan& plan) {
                           {"global_offset", t.region.offset.vec()},
                           {"shape", t.region.shape.vec()},
                           {"bytes", t.bytes}});
+        if (t.via >= 0) ts.back()["via"] = t.via;
       }
       x["transfers"] = std::move(ts);
     }
@@ -318,6 +326,7 @@ Plan parse_plan(const std::string& text, const Profile* profile) {
     if (s.contains("transport")) x.transport = read_transport(s, path);
     if (s.contains("fused")) x.fused = R::boolean(s, "fused", path);
     if (s.contains("staged")) x.staged = R::boolean(s, "staged", path);
+    if (s.contains("relayed")) x.relayed = R::boolean(s, "relayed", path);
     x.mesh_dims = R::ints(s, "mesh_dims", path);
     x.from = R::placements(s, "from", path);
     x.to = R::placements(s, "to", path);

@@ -5,6 +5,7 @@
 #include <tuple>
 
 #include "plan/cross_mesh_transfers.hpp"
+#include "plan/relays.hpp"
 #include "plan/route_text.hpp"
 #include "pricing/chunking.hpp"
 #include "pricing/conversion.hpp"
@@ -32,7 +33,9 @@ class BoxCache {
   std::map<std::string, RankBoxes> boxes_;
 };
 
-std::string transfer_text(const Transfer& t) { return cat("rank ", t.src, " -> ", t.dst, " of ", to_string(t.region)); }
+std::string transfer_text(const Transfer& t) {
+  return cat("rank ", t.src, " -> ", t.dst, " of ", to_string(t.region), t.via >= 0 ? cat(" via rank ", t.via) : "");
+}
 
 }  // namespace
 
@@ -43,23 +46,11 @@ void check_planner_transfers(const PlanSpec& spec) {
     if (s.kind != StepKind::kP2P) continue;
     const Layout from = step_layout(spec.src, spec.dst, spec.steps, i),
                  to = step_layout(spec.src, spec.dst, spec.steps, i + 1);
-    std::vector<Transfer> expected;
-    if (needs_cross_mesh(from, to)) {
-      expected = cross_mesh_transfers(from, to, spec.topology, es, spec.scope_rank);
-    } else if (spec.scope_rank) {
-      OverlapIndex index(from, to, spec.topology, es);
-      index.transfers_from(*spec.scope_rank, expected);
-      std::vector<Transfer> in;
-      index.transfers_into(*spec.scope_rank, in);
-      for (const Transfer& t : in)
-        if (t.src != *spec.scope_rank) expected.push_back(t);
-    } else {
-      expected = OverlapIndex(from, to, spec.topology, es).all_transfers();
-    }
+    std::vector<Transfer> expected = planned_transfers(from, to, spec.topology, es, spec.scope_rank, s.relayed);
     // The planner's own order (as plan_to_json writes them): one comparison each.
     if (s.transfers.size() == expected.size() &&
         std::equal(s.transfers.begin(), s.transfers.end(), expected.begin(), [](const Transfer& x, const Transfer& y) {
-          return x.src == y.src && x.dst == y.dst && x.region == y.region;
+          return x.src == y.src && x.dst == y.dst && x.region == y.region && x.via == y.via;
         }))
       continue;
     // Otherwise the planner's transfers sorted by (src, dst), each matched at most once: the file's in its order, by
@@ -73,7 +64,7 @@ void check_planner_transfers(const PlanSpec& spec) {
     for (size_t k = 0; k < s.transfers.size(); ++k) {
       const Transfer& t = s.transfers[k];
       auto [at, end] = std::equal_range(expected.begin(), expected.end(), t, by_pair);
-      while (at != end && (matched[at - expected.begin()] || !(at->region == t.region))) ++at;
+      while (at != end && (matched[at - expected.begin()] || !(at->region == t.region) || at->via != t.via)) ++at;
       RESHARD_REQUIRE(at != end, "step ", i, " (p2p) transfer ", k, " (", transfer_text(t),
                       ") is not one the planner assigns",
                       spec.scope_rank ? cat(" to rank ", *spec.scope_rank) : std::string(),
@@ -109,10 +100,10 @@ void recompute_summary(PlanSpec& spec, const Profile* profile) {
     if (s.kind == StepKind::kP2P) {
       const StepPricer& p = s.transport != Transport::kNvlink ? pricer : s.fused ? fused_pricer : separate_pricer;
       PricedStep priced;
-      if (needs_cross_mesh(a.layout(), b.layout())) {
-        const std::vector<Transfer> all = cross_mesh_transfers(a.layout(), b.layout(), spec.topology, es);
-        priced =
-            price_cross_mesh_p2p(p, a, b, all, s.transport, partial_roles(a.layout(), b.layout()).contributions > 1);
+      if (s.relayed || needs_cross_mesh(a.layout(), b.layout())) {
+        const std::vector<Transfer> all =
+            planned_transfers(a.layout(), b.layout(), spec.topology, es, std::nullopt, s.relayed);
+        priced = price_listed_p2p(p, a, b, all, s.transport, partial_roles(a.layout(), b.layout()).contributions > 1);
       } else {
         priced = p.p2p(OverlapIndex(a.layout(), b.layout(), spec.topology, es), s.transport);
       }

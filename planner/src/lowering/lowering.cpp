@@ -281,7 +281,8 @@ ReduceOp partial_op(const std::vector<Placement>& from, const std::vector<int>& 
 // or a reduction, which convert (RankProgram::output_dtype): the last step's receives are staged, its collective
 // receives into scratch.
 LoweredParts lower_steps(const Layout& src, const Layout& dst, const std::vector<Step>& steps, DType dtype,
-                         DType to_dtype, int rank, const std::vector<RankTransfers>& transfers, Index chunk_bytes,
+                         DType to_dtype, int rank, const std::vector<RankTransfers>& transfers,
+                         const std::vector<RankTransfers>& relays, Index chunk_bytes,
                          Index engine_min_row_bytes, bool low_sm, bool gathers_as_exchanges, OneSidedCopies one_sided) {
   const int es = element_size(dtype);
   LoweredParts out;
@@ -291,6 +292,7 @@ LoweredParts lower_steps(const Layout& src, const Layout& dst, const std::vector
   const bool converts = to_dtype != dtype;
   if (converts) prog.output_dtype = to_dtype;
   prog.step_count = static_cast<int>(steps.size());
+  out.relays.resize(steps.size());
   std::vector<RankBoxes> layouts;
   for (size_t i = 0; i < steps.size(); ++i) layouts.emplace_back(step_layout(src, dst, steps, i));
   layouts.emplace_back(steps.empty() ? src : step_layout(src, dst, steps, steps.size()));
@@ -350,6 +352,13 @@ LoweredParts lower_steps(const Layout& src, const Layout& dst, const std::vector
           }
         } else {
           step_scratch = lower_exchange(ps, transfers.at(i), a, b, rank, buf, rules, &roles);
+        }
+        if (step.relayed) {  // the second phase: an exchange from the relays' L_i+1 tensors into the receivers'
+          StepParts second;
+          const StepBuffers from_out{buf.out, buf.out, buf.scratch_base};
+          step_scratch =
+              std::max(step_scratch, lower_exchange(second, relays.at(i), b, b, rank, from_out, rules, nullptr));
+          out.relays[i] = std::move(second);
         }
         break;
       }
@@ -451,10 +460,18 @@ LoweredParts lower_parts(const Plan& plan, int rank, bool gathers_as_exchanges, 
   if (plan.scope_rank())
     RESHARD_REQUIRE(*plan.scope_rank() == rank, "this plan holds only rank ", *plan.scope_rank(),
                     "'s transfers; it cannot be lowered for rank ", rank);
-  std::vector<RankTransfers> mine(plan.steps().size());
+  std::vector<RankTransfers> mine(plan.steps().size()), relays(plan.steps().size());
   for (size_t i = 0; i < plan.steps().size(); ++i) {
     for (const Transfer& t : plan.steps()[i].transfers) {
-      if (t.is_local() && t.dst == rank)
+      if (t.is_relayed()) {  // the second phase, sent by the relay: as a transfer from it
+        Transfer forward = t;
+        forward.src = t.via;
+        forward.via = -1;
+        if (t.via == rank)
+          relays[i].sends.push_back(forward);
+        else if (t.dst == rank)
+          relays[i].recvs.push_back(forward);
+      } else if (t.is_local() && t.dst == rank)
         mine[i].local.push_back(t);
       else if (!t.is_local() && t.src == rank)
         mine[i].sends.push_back(t);
@@ -462,7 +479,7 @@ LoweredParts lower_parts(const Plan& plan, int rank, bool gathers_as_exchanges, 
         mine[i].recvs.push_back(t);
     }
   }
-  return lower_steps(plan.src(), plan.dst(), plan.steps(), plan.dtype(), plan.target_dtype(), rank, mine,
+  return lower_steps(plan.src(), plan.dst(), plan.steps(), plan.dtype(), plan.target_dtype(), rank, mine, relays,
                      plan.pipeline_chunk_bytes(), plan.copy_engine_min_row_bytes(), plan.low_sm(), gathers_as_exchanges,
                      one_sided);
 }
@@ -480,6 +497,8 @@ RankProgram lower(const Plan& plan, int rank, const LowerOptions& options) {
       if (step.one_sided) detail::split_engine_copies(step.one_sided->engine_copies, es, detail::kLowSmEngineCopyBytes);
     }
     detail::schedule_step(std::move(step), static_cast<int>(i), es, options.stage_overlap, prog.ops);
+    if (parts.relays[i])
+      detail::schedule_step(std::move(*parts.relays[i]), static_cast<int>(i), es, options.stage_overlap, prog.ops);
   }
   if (prog.output_dtype) detail::convert_on_kernels(prog);
   const Plan* plans[] = {&plan};

@@ -3,6 +3,7 @@
 // (lowering_batch.cpp) merges the parts of several plans step by step first.
 #pragma once
 
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -14,6 +15,8 @@ namespace reshard::detail {
 struct LoweredParts {
   RankProgram program;           // everything but the operations
   std::vector<StepParts> steps;  // one per plan step
+  // Per plan step: a relayed step's second phase (Step::relayed), which runs once the step's parts are done.
+  std::vector<std::optional<StepParts>> relays;
 };
 
 // Checks the rank against the plan (as lower() does) and lowers every step. `gathers_as_exchanges`: all_gather and

@@ -61,6 +61,13 @@ Fusion parse_fusion(std::string_view text) {
   fail(ErrorKind::kParse, cat("unknown fusion '", printable(text), "'; expected auto, always or never"));
 }
 
+Relay parse_relay(std::string_view text) {
+  if (text == "auto") return Relay::kAuto;
+  if (text == "always") return Relay::kAlways;
+  if (text == "never") return Relay::kNever;
+  fail(ErrorKind::kParse, cat("unknown relay '", printable(text), "'; expected auto, always or never"));
+}
+
 Strategy parse_strategy(std::string_view text) {
   for (Strategy s : {Strategy::kAuto, Strategy::kCollective, Strategy::kP2P, Strategy::kHybrid})
     if (to_string(s) == text) return s;

@@ -19,6 +19,10 @@ constexpr std::array kSpecs = {
     PlanOptionSpec{"fuse", K::kChoice,
                    "auto, always or never: run an nvlink step's peer copies as one kernel per rank (small tensors)",
                    "never"},
+    PlanOptionSpec{"relay", K::kChoice,
+                   "auto, always or never: a region several ranks of a node need from another node crosses into it "
+                   "once and is forwarded inside (p2p steps on nccl)",
+                   "always"},
     PlanOptionSpec{"ranks_per_node", K::kCount, "Ranks (GPUs) per node, for the cost model (default 8)", "4"},
     PlanOptionSpec{"profile", K::kPath, "Cost-model profile JSON (default: built-in H100/H200 + IB400)", ""},
     PlanOptionSpec{"memory_budget", K::kByteCount,
@@ -90,6 +94,8 @@ void set_plan_option(PlanOptions& o, std::string_view name, std::string_view tex
     o.transport = parse_transport(text);
   } else if (name == "fuse") {
     o.fusion = parse_fusion(text);
+  } else if (name == "relay") {
+    o.relay = parse_relay(text);
   } else if (name == "ranks_per_node") {
     o.topology.ranks_per_node = count(flag, text, 1, std::numeric_limits<int>::max());
   } else if (name == "profile") {

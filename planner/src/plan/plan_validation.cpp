@@ -67,8 +67,13 @@ void validate_p2p(const PlanSpec& spec, size_t i, const RankBoxes& a, const Rank
     RESHARD_REQUIRE(x.src >= 0 && x.src < n && x.dst >= 0 && x.dst < n, "step ", i, " (p2p) transfer ", t, ": rank ",
                     x.src, " -> ", x.dst, " outside the world's ", n, " ranks");
     if (spec.scope_rank)
-      RESHARD_REQUIRE(x.src == *spec.scope_rank || x.dst == *spec.scope_rank, where(), ": does not involve rank ",
-                      *spec.scope_rank, " of this rank-scoped plan");
+      RESHARD_REQUIRE(x.src == *spec.scope_rank || x.dst == *spec.scope_rank || x.via == *spec.scope_rank, where(),
+                      ": does not involve rank ", *spec.scope_rank, " of this rank-scoped plan");
+    if (x.via != -1) {
+      RESHARD_REQUIRE(step.relayed, where(), ": relayed via rank ", x.via, " in a step that does not relay");
+      RESHARD_REQUIRE(x.via >= 0 && x.via < n && x.via != x.src && x.via != x.dst && x.src != x.dst, where(),
+                      ": relayed via rank ", x.via, ", which is not a third rank of the world's ", n);
+    }
     RESHARD_REQUIRE(x.region.ndim() == a.layout().ndim() && x.region.offset.size() == x.region.shape.size(), where(),
                     ": region has ", x.region.ndim(), " dims, the tensor ", a.layout().ndim());
     for (int d = 0; d < x.region.ndim(); ++d)
@@ -80,6 +85,9 @@ void validate_p2p(const PlanSpec& spec, size_t i, const RankBoxes& a, const Rank
                     "'s target ", to_string(b[x.dst]));
     RESHARD_REQUIRE(intersect(a[x.src], b[x.dst]) == x.region, where(), ": region ", to_string(x.region),
                     " is not all of rank ", x.src, "'s overlap with rank ", x.dst, "'s target");
+    if (x.via >= 0)
+      RESHARD_REQUIRE(contains(b[x.via], x.region), where(), ": region ", to_string(x.region), " is not in rank ",
+                      x.via, "'s target ", to_string(b[x.via]), ", which relays it");
     const Index elements = volume(x.region);  // fits: the region lies in a box of the layout
     RESHARD_REQUIRE(x.bytes == checked_mul(elements, es, "transfer bytes"), where(), ": bytes ", x.bytes,
                     " != ", elements, " elements x ", es, " bytes");
@@ -92,6 +100,24 @@ void validate_p2p(const PlanSpec& spec, size_t i, const RankBoxes& a, const Rank
                         ", which holds another coordinate of that dim");
     }
     into[x.dst].push_back(&x);
+  }
+  // A relayed transfer's relay receives the same region from the same sender directly (checked where the plan holds
+  // the relay's transfers: a global plan, or the relay's own).
+  if (step.relayed) {
+    std::vector<std::pair<std::uint64_t, const Transfer*>> direct;
+    for (const Transfer& x : step.transfers)
+      if (x.via < 0) direct.emplace_back(static_cast<std::uint64_t>(x.src) * static_cast<std::uint64_t>(n) + x.dst, &x);
+    std::sort(direct.begin(), direct.end(), [](const auto& p, const auto& q) { return p.first < q.first; });
+    for (size_t t = 0; t < step.transfers.size(); ++t) {
+      const Transfer& x = step.transfers[t];
+      if (x.via < 0 || (spec.scope_rank && *spec.scope_rank != x.via)) continue;
+      const std::uint64_t key = static_cast<std::uint64_t>(x.src) * static_cast<std::uint64_t>(n) + x.via;
+      auto at = std::lower_bound(direct.begin(), direct.end(), key,
+                                 [](const auto& p, std::uint64_t k) { return p.first < k; });
+      RESHARD_REQUIRE(at != direct.end() && at->first == key && at->second->region == x.region, "step ", i,
+                      " (p2p) transfer ", t, " (rank ", x.src, " -> ", x.dst, ") is relayed via rank ", x.via,
+                      ", which does not receive ", to_string(x.region), " from rank ", x.src, " directly");
+    }
   }
   // Tiling: the regions into a rank are whole intersections of distinct source blocks with its target box (distinct
   // boxes of a layout are disjoint), and their volumes add up to the target box once per contribution. A block of a
@@ -257,6 +283,14 @@ void validate_plan(const PlanSpec& spec) {
         RESHARD_REQUIRE(spec.topology.same_node(t.src, t.dst), "step ", i, " runs on nvlink, but rank ", t.src,
                         " sends to rank ", t.dst, " on another node (", spec.topology.ranks_per_node,
                         " ranks per node)");
+    }
+    if (s.relayed) {
+      RESHARD_REQUIRE(s.kind == StepKind::kP2P && s.transport == Transport::kNccl, "step ", i,
+                      ": only p2p steps on nccl relay");
+      RESHARD_REQUIRE(partial_roles(a, b).contributions == 1, "step ", i,
+                      " reduces Partial contributions; a step that reduces does not relay");
+      RESHARD_REQUIRE(!spec.to_dtype || i + 1 < spec.steps.size(), "step ", i,
+                      " converts the dtype as it writes the target; a step that converts does not relay");
     }
     if (s.kind == StepKind::kP2P) {
       RESHARD_REQUIRE(s.mesh_dims.empty(), "step ", i, " (p2p) must not name mesh dims");

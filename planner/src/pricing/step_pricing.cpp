@@ -359,30 +359,48 @@ ExchangeRules StepPricer::exchange_rules(Transport transport, bool reduces) cons
                        model_.low_sm()};
 }
 
-PricedStep price_cross_mesh_p2p(const StepPricer& pricer, const RankBoxes& a, const RankBoxes& b,
-                                const std::vector<Transfer>& all, Transport transport, bool reduces) {
+PricedStep price_listed_p2p(const StepPricer& pricer, const RankBoxes& a, const RankBoxes& b,
+                            const std::vector<Transfer>& all, Transport transport, bool reduces) {
   const CostModel& model = pricer.model();
   const int n = a.size();
   PricedStep ps = StepPricer::p2p_step(a, b, transport);
   const ExchangeRules rules = pricer.exchange_rules(transport, reduces);
   const bool one_sided = transport == Transport::kNvlink;
+  const bool relayed = std::any_of(all.begin(), all.end(), [](const Transfer& t) { return t.is_relayed(); });
   std::vector<RankExchange> ranks(n, RankExchange(rules));
+  std::vector<RankExchange> relays(relayed ? n : 0, RankExchange(rules));
+  Index relayed_bytes = 0;
   for (const Transfer& t : all) {
     if (t.is_local()) {
       ranks[t.dst].local(t, a[t.dst], b[t.dst]);
       continue;
     }
-    const LinkClass link = model.topology().link(t.src, t.dst);
+    const LinkClass link = model.topology().link(t.sender(), t.dst);
     if (one_sided && link != LinkClass::kIntraNode) {
       ps.unavailable = StepPricer::cross_node_reason(t);
       return ps;
     }
+    ps.step.bytes_moved += t.bytes;
+    if (t.is_relayed()) {
+      const Movement m = movement(t.region, b[t.via], b[t.dst], rules);
+      relays[t.via].send(t, m, link);
+      relays[t.dst].receive(t, m, link);
+      relayed_bytes += t.bytes;
+      continue;
+    }
     const Movement m = movement(t.region, a[t.src], b[t.dst], rules);
     ranks[t.src].send(t, m, link);
     ranks[t.dst].receive(t, m, link);
-    ps.step.bytes_moved += t.bytes;
   }
   pricer.finish_p2p(ranks, rules, ps);
+  if (relayed) {
+    PricedStep second = StepPricer::p2p_step(b, b, transport);
+    second.step.bytes_moved = relayed_bytes;
+    pricer.finish_p2p(relays, rules, second);
+    ps.step.estimated_us += second.step.estimated_us;
+    ps.step.relayed = true;
+    for (int r = 0; r < n; ++r) ps.scratch[r] = std::max(ps.scratch[r], second.scratch[r]);
+  }
   return ps;
 }
 

@@ -139,9 +139,11 @@ class StepPricer {
   std::unique_ptr<Scratch, GiveBack> scratch_{take_scratch()};
 };
 
-// Prices a p2p step between meshes from every one of its transfers (`all`, cross_mesh_transfers.hpp), as
-// StepPricer::p2p prices a same-mesh one.
-PricedStep price_cross_mesh_p2p(const StepPricer& pricer, const RankBoxes& a, const RankBoxes& b,
-                                const std::vector<Transfer>& all, Transport transport, bool reduces);
+// Prices a p2p step from every one of its transfers (`all`: a step between meshes, cross_mesh_transfers.hpp, or a
+// relayed one, relays.hpp), as StepPricer::p2p prices a same-mesh one. A relayed step runs in two phases, each priced
+// as a step of its own (the slowest rank and the overhead): the direct transfers, then the relayed ones, sent by their
+// relay out of its b tensor; each rank's scratch is the larger of its two (the phases run one after the other).
+PricedStep price_listed_p2p(const StepPricer& pricer, const RankBoxes& a, const RankBoxes& b,
+                            const std::vector<Transfer>& all, Transport transport, bool reduces);
 
 }  // namespace reshard::detail

@@ -100,7 +100,7 @@ NodeTraffic node_traffic(const Plan& plan) {
     if (s.kind == StepKind::kLocal) continue;
     if (s.kind == StepKind::kP2P) {
       for (const Transfer& t : s.transfers)
-        if (node_of(topo, t.src) != node_of(topo, t.dst)) out.crossing += t.bytes;
+        if (node_of(topo, t.sender()) != node_of(topo, t.dst)) out.crossing += t.bytes;
       continue;
     }
     const Layout before = plan.layout_before(i), after = plan.layout_before(i + 1);

@@ -165,13 +165,20 @@ std::string plan_table(const Plan& plan) {
         k > 1 ? fmt::format("{} x {} chunks", k, human_bytes(static_cast<double>(plan.pipeline_chunk_bytes())))
               : std::string("1"));
     if (s.kind != StepKind::kP2P) continue;
-    size_t local = 0;
-    for (const Transfer& t : s.transfers) local += t.is_local();
-    os += fmt::format("        {} transfers ({} local copies)\n", s.transfers.size(), local);
+    size_t local = 0, relayed = 0;
+    for (const Transfer& t : s.transfers) {
+      local += t.is_local();
+      relayed += t.is_relayed();
+    }
+    os += fmt::format("        {} transfers ({} local copies{})\n", s.transfers.size(), local,
+                      s.relayed ? fmt::format(", {} relayed", relayed) : std::string());
     for (size_t j = 0; j < s.transfers.size() && j < kMaxListedTransfers; ++j) {
       const Transfer& t = s.transfers[j];
       os += fmt::format("        {:>5} -> {:<5}{:<34}{}{}\n", t.src, t.dst, to_string(t.region),
-                        human_bytes(static_cast<double>(t.bytes)), t.is_local() ? "  (local copy)" : "");
+                        human_bytes(static_cast<double>(t.bytes)),
+                        t.is_local()     ? std::string("  (local copy)")
+                        : t.is_relayed() ? fmt::format("  (via {})", t.via)
+                                         : std::string());
     }
     if (s.transfers.size() > kMaxListedTransfers)
       os += fmt::format("        ... {} more\n", s.transfers.size() - kMaxListedTransfers);

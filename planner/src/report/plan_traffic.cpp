@@ -47,7 +47,7 @@ RankTraffic rank_traffic(const Plan& plan) {
     if (s.kind == StepKind::kP2P) {
       for (const Transfer& tr : s.transfers) {
         if (tr.is_local()) continue;
-        t.out[tr.src] += static_cast<double>(tr.bytes);
+        t.out[tr.sender()] += static_cast<double>(tr.bytes);
         t.in[tr.dst] += static_cast<double>(tr.bytes);
       }
       continue;
@@ -107,11 +107,11 @@ BlockTraffic block_traffic(const Plan& plan, size_t i, int block) {
     case StepKind::kP2P: {
       std::vector<std::pair<int, int>> pairs;
       for (const Transfer& tr : s.transfers) {
-        at(tr.src, tr.dst) += static_cast<double>(tr.bytes);
+        at(tr.sender(), tr.dst) += static_cast<double>(tr.bytes);
         if (tr.is_local())
           t.local[static_cast<size_t>(tr.src / t.block) * (cells + 1)] = true;
         else
-          pairs.emplace_back(tr.src, tr.dst);
+          pairs.emplace_back(tr.sender(), tr.dst);
       }
       std::sort(pairs.begin(), pairs.end());
       pairs.erase(std::unique(pairs.begin(), pairs.end()), pairs.end());

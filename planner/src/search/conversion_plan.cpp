@@ -19,18 +19,30 @@ Plan with_conversion(const Plan& plan, DType to_dtype, const PlanOptions& option
   return Plan(std::move(spec));
 }
 
+namespace {
+
+// A step that converts as it writes the target does not relay (plan.hpp): its relays would forward converted
+// elements as unconverted ones.
+PlanOptions without_relays(const PlanOptions& options) {
+  PlanOptions o = options;
+  o.relay = Relay::kNever;
+  return o;
+}
+
+}  // namespace
+
 Plan make_converting_plan(const Layout& src, const Layout& dst, DType dtype, DType to_dtype,
                           const PlanOptions& options) {
   if (to_dtype == dtype) return make_plan(src, dst, dtype, options);
   validate_conversion(dst, dtype, to_dtype);
-  return with_conversion(make_plan(src, dst, dtype, options), to_dtype, options);
+  return with_conversion(make_plan(src, dst, dtype, without_relays(options)), to_dtype, options);
 }
 
 Plan make_converting_rank_plan(const Layout& src, const Layout& dst, DType dtype, DType to_dtype, int rank,
                                const PlanOptions& options) {
   if (to_dtype == dtype) return make_rank_plan(src, dst, dtype, rank, options);
   validate_conversion(dst, dtype, to_dtype);
-  return with_conversion(make_rank_plan(src, dst, dtype, rank, options), to_dtype, options);
+  return with_conversion(make_rank_plan(src, dst, dtype, rank, without_relays(options)), to_dtype, options);
 }
 
 Plan plan_request(const PlanRequest& req, std::optional<int> rank) {

@@ -5,9 +5,11 @@
 #include <span>
 
 #include "plan/cross_mesh_transfers.hpp"
+#include "plan/relays.hpp"
 #include "plan/route_text.hpp"
 #include "pricing/step_pricing.hpp"
 #include "reshard/partial.hpp"
+#include "search/relayed_step.hpp"
 #include "search/request_spec.hpp"
 
 namespace reshard::detail {
@@ -99,11 +101,13 @@ Plan make_cross_mesh_plan(const Layout& src, const Layout& dst, DType dtype, con
     out.chunk_bytes = chunk;
     out.summary.strategy = Strategy::kP2P;
     out.summary.transport = transport;
-    PricedStep p2p = price_cross_mesh_p2p(pricer, a, m, all, transport, roles.contributions > 1);
+    PricedStep p2p = price_listed_p2p(pricer, a, m, all, transport, roles.contributions > 1);
     if (!p2p.unavailable.empty()) {
       out.summary.reason = p2p.unavailable;
       return out;
     }
+    if (transport == Transport::kNccl && roles.contributions == 1 && may_relay(csrc, options))
+      relay_step(all, a, m, pricer, options.relay, p2p);
     if (options.buffers_change) pricer.price_source_reads(p2p, a);
     std::vector<Index> intermediate(a.size(), 0);
     out.steps.push_back(p2p.step);
@@ -183,11 +187,14 @@ Plan make_cross_mesh_plan(const Layout& src, const Layout& dst, DType dtype, con
   spec.peak_workspace_bytes = best->summary.peak_workspace_bytes;
   for (const Built& c : built) spec.candidates.push_back(c.summary);
   spec.steps = best->steps;
+  Step& first = spec.steps.front();
+  std::vector<Transfer> chosen = all;
+  if (first.relayed) relay_transfers(chosen, options.topology);
   if (!rank) {
-    spec.steps.front().transfers = all;
+    first.transfers = std::move(chosen);
   } else {
-    for (const Transfer& t : all)
-      if (t.src == *rank || t.dst == *rank) spec.steps.front().transfers.push_back(t);
+    for (const Transfer& t : chosen)
+      if (t.src == *rank || t.dst == *rank || t.via == *rank) first.transfers.push_back(t);
   }
   return Plan(std::move(spec));
 }

@@ -6,6 +6,7 @@
 
 #include "plan/cross_mesh_transfers.hpp"
 #include "plan/pending_candidates.hpp"
+#include "plan/relays.hpp"
 #include "plan/route_text.hpp"
 #include "reshard/overlap.hpp"
 #include "reshard/partial.hpp"
@@ -13,6 +14,7 @@
 #include "search/cross_mesh.hpp"
 #include "search/hybrid.hpp"
 #include "search/planner_reference.hpp"
+#include "search/relayed_step.hpp"
 #include "search/request_spec.hpp"
 #include "search/workspace_peak.hpp"
 
@@ -337,9 +339,12 @@ class Planner {
     const PartialRoles roles = partial_roles(csrc_.mesh(), csrc_.placements(), cdst_.placements());
     if (roles.mixed_reduce_ops)
       return unavailable(Strategy::kP2P, "the source's Partial mesh dims mix reduce ops; a p2p step reduces one");
-    detail::PricedStep step =
-        pricer.p2p(cache_.overlap(csrc_.placements(), communicated_target().placements()), transport);
+    const OverlapIndex& index = cache_.overlap(csrc_.placements(), communicated_target().placements());
+    detail::PricedStep step = pricer.p2p(index, transport);
     if (!step.unavailable.empty()) return unavailable(Strategy::kP2P, step.unavailable);
+    if (transport == Transport::kNccl && roles.contributions == 1 && detail::may_relay(index.src(), options_) &&
+        index.transfer_count(kMaxPlanTransfers) <= kMaxPlanTransfers)
+      detail::relay_step(index.all_transfers(), index.src_boxes(), index.dst_boxes(), pricer, options_.relay, step);
     double us = step.step.estimated_us;
     return from_route(Strategy::kP2P, with_partition(Route{{std::move(step)}, us}));
   }
@@ -412,6 +417,11 @@ class Planner {
       if (s.kind != StepKind::kP2P) continue;
       const OverlapIndex& index = cache_.overlap(s.from, s.to);
       s.transfers.clear();
+      if (s.relayed) {
+        s.transfers = detail::planned_transfers(index.src(), index.dst(), options_.topology, element_size(dtype_),
+                                                rank_, true);
+        continue;
+      }
       if (!rank_) {  // within kMaxPlanTransfers: build_strategy checked the candidate
         s.transfers = index.all_transfers();
         continue;

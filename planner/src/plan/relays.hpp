@@ -1,0 +1,37 @@
+// Relayed p2p steps (Step::relayed, Transfer::via): the rule that picks which transfers of a step are relayed, and by
+// which rank (internal to the planner).
+//
+// Rule: the transfers of a step from one sender to ranks of another node that carry the same region form a group; a
+// group of k >= 2 crosses into the node once, to its member at position (sender mod k) in rank order (the relay; the
+// senders' groups spread over the node's ranks), and the relay forwards the region to the other k - 1 members. So a
+// byte crosses between two nodes at most once per (sender, node) instead of once per receiving rank. Whether a
+// transfer is relayed depends only on the transfers from its sender: a rank plan finds its own from the transfers its
+// node receives and those it sends.
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "reshard/plan.hpp"
+
+namespace reshard::detail {
+
+// Sets `via` on the transfers the rule relays (the others keep via -1); the list keeps its order. `transfers`: a
+// step's, every transfer of each group present (a whole step's, or every transfer from some senders).
+void relay_transfers(std::vector<Transfer>& transfers, const Topology& topology);
+
+// Whether the rule relays any transfer of `transfers` (as relay_transfers would).
+bool relays_any(const std::vector<Transfer>& transfers, const Topology& topology);
+
+// A rank plan's transfers of a relayed step: of `node_in` (every transfer into the rank's node) and `from_rank`
+// (every transfer it sends), relayed by the rule, those the rank sends, receives or forwards, sorted by (src, dst).
+std::vector<Transfer> rank_relayed_transfers(std::vector<Transfer> node_in, std::vector<Transfer> from_rank, int rank,
+                                             const Topology& topology);
+
+// The planner's transfers of a p2p step from `from` to `to` (canonical placements): every rank's, or (`scope`) those
+// that rank sends, receives or relays, sorted by (src, dst); relayed by the rule when `relayed`. Between meshes
+// (cross_mesh_transfers.hpp) or on one (OverlapIndex), as needs_cross_mesh says.
+std::vector<Transfer> planned_transfers(const Layout& from, const Layout& to, const Topology& topology,
+                                        int element_size, std::optional<int> scope, bool relayed);
+
+}  // namespace reshard::detail

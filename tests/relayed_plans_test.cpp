@@ -1,0 +1,172 @@
+// Relayed p2p steps (relays.hpp) on the host backend with several "nodes" (Topology::ranks_per_node): each byte a
+// node needs from another crosses into it once, every element of every rank checked, as global plans, reloaded from
+// JSON and as every rank's own plan; what a plan file may not say about relays is refused.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "host_runs.hpp"
+#include "reshard/executor.hpp"
+#include "reshard/harness.hpp"
+#include "reshard/host_backend.hpp"
+#include "reshard/pattern.hpp"
+#include "reshard/plan_batch.hpp"
+#include "reshard/plan_json.hpp"
+#include "reshard/planner.hpp"
+
+namespace reshard {
+namespace {
+
+struct RelayCase {
+  std::string name;
+  Layout src, dst;
+  int ranks_per_node;
+};
+
+std::vector<RelayCase> relay_cases() {
+  const Dims shape{96, 40};
+  auto same = [&](const std::string& name, std::vector<int> mesh, const char* from, const char* to, int rpn) {
+    Layout src(Mesh(mesh), parse_placements(from), shape);
+    return RelayCase{name, src, src.with_placements(parse_placements(to)), rpn};
+  };
+  return {same("S0_to_R_on_2x2_nodes", {4}, "S0", "R", 2),
+          same("S0_to_R_on_4x2_nodes", {8}, "S0", "R", 2),
+          same("S0S1_to_RR_on_2x4_nodes", {2, 4}, "S0,S1", "R,R", 4),
+          same("S0S1_to_S1R_on_4x2_nodes", {4, 2}, "S0,S1", "S1,R", 2),
+          same("uneven_S1_to_R_on_3_nodes", {6}, "S1", "R", 2),
+          // Between meshes: training ranks 0,1 (one node) -> serving ranks 2,3 (the other), both needing everything.
+          RelayCase{"cross_mesh_0_1_to_2_3", Layout(Mesh({2}, {0, 1}, 4), parse_placements("S0"), shape),
+                    Layout(Mesh({2}, {2, 3}, 4), parse_placements("R"), shape), 2}};
+}
+
+PlanOptions relaying(int ranks_per_node, Relay relay = Relay::kAlways) {
+  PlanOptions o;
+  o.strategy = Strategy::kP2P;
+  o.transport = Transport::kNccl;
+  o.relay = relay;
+  o.topology.ranks_per_node = ranks_per_node;
+  return o;
+}
+
+// The transfers of `plan` that rank r sends, receives or relays, sorted by (src, dst, via).
+std::vector<Transfer> involving(const Plan& plan, int r) {
+  std::vector<Transfer> out;
+  for (const Transfer& t : plan.steps().front().transfers)
+    if (t.src == r || t.dst == r || t.via == r) out.push_back(t);
+  std::sort(out.begin(), out.end(),
+            [](const Transfer& x, const Transfer& y) { return std::tie(x.src, x.dst) < std::tie(y.src, y.dst); });
+  return out;
+}
+
+class RelayedPlans : public ::testing::TestWithParam<RelayCase> {};
+
+TEST_P(RelayedPlans, CrossEachNodeOnceAndDeliverEveryElement) {
+  const RelayCase& c = GetParam();
+  const PlanOptions o = relaying(c.ranks_per_node);
+  const Plan plan = make_plan(c.src, c.dst, DType::kBF16, o);
+  ASSERT_TRUE(plan.steps().front().relayed) << plan_to_json(plan);
+  const nlohmann::json j = nlohmann::json::parse(plan_to_json(plan));
+  ASSERT_TRUE(j["min_inter_node_bytes"].is_number());
+  EXPECT_EQ(j["inter_node_bytes"], j["min_inter_node_bytes"]);
+  // Flat, the same layouts cross more.
+  const nlohmann::json flat =
+      nlohmann::json::parse(plan_to_json(make_plan(c.src, c.dst, DType::kBF16, relaying(c.ranks_per_node, Relay::kNever))));
+  EXPECT_GT(flat["inter_node_bytes"].get<Index>(), j["inter_node_bytes"].get<Index>());
+
+  EXPECT_EQ(run_plan(plan, testing::quick_host_run()).wrong_elements, 0);
+  const Plan reloaded = plan_from_json(plan_to_json(plan));
+  EXPECT_EQ(plan_to_json(reloaded), plan_to_json(plan));
+  EXPECT_EQ(run_plan(reloaded, testing::quick_host_run()).wrong_elements, 0);
+
+  // Every rank with its own plan: the same transfers as the global plan's, and together every element delivered.
+  const int n = c.src.mesh().world_size();
+  HostWorld world(n);
+  std::atomic<Index> wrong{0};
+  std::atomic<int> differing{0};
+  run_ranks(
+      n,
+      [&](int r) {
+        const Plan mine = make_rank_plan(c.src, c.dst, DType::kBF16, r, o);
+        if (!(involving(mine, r) == involving(plan, r))) ++differing;
+        HostCommunicator comm(world, r);
+        HostDevice device;
+        Executor exec(mine, comm, device);
+        std::vector<std::byte> in(exec.input_bytes()), out(exec.output_bytes());
+        if (c.src.mesh().contains(r)) fill_pattern(in.data(), c.src.box(r), c.src.global_shape(), DType::kBF16);
+        exec.run({in.data(), in.size()}, {out.data(), out.size()}, nullptr);
+        if (c.dst.mesh().contains(r))
+          wrong += count_mismatches(out.data(), c.dst.box(r), c.dst.global_shape(), DType::kBF16);
+      },
+      &world);
+  EXPECT_EQ(differing.load(), 0);
+  EXPECT_EQ(wrong.load(), 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, RelayedPlans, ::testing::ValuesIn(relay_cases()),
+                         [](const ::testing::TestParamInfo<RelayCase>& i) { return i.param.name; });
+
+TEST(RelayedPlansChoice, AutoRelaysByPriceAndNeverOrOneNodeStaysFlat) {
+  Layout src(Mesh({8}), parse_placements("S0"), Dims{4096, 4096});
+  Layout dst = src.with_placements(parse_placements("R"));
+  EXPECT_TRUE(make_plan(src, dst, DType::kBF16, relaying(2, Relay::kAuto)).steps().front().relayed);
+  EXPECT_FALSE(make_plan(src, dst, DType::kBF16, relaying(2, Relay::kNever)).steps().front().relayed);
+  EXPECT_FALSE(make_plan(src, dst, DType::kBF16, relaying(8, Relay::kAlways)).steps().front().relayed);
+  // A converting plan relays nothing (its last step writes converted elements), even asked to.
+  Layout small(Mesh({8}), parse_placements("S0"), Dims{32, 8});
+  const Plan converting =
+      make_converting_plan(small, small.with_placements(parse_placements("R")), DType::kBF16, DType::kF32, relaying(2));
+  EXPECT_FALSE(converting.steps().front().relayed);
+  EXPECT_EQ(run_plan(converting, testing::quick_host_run()).wrong_elements, 0);
+}
+
+TEST(RelayedPlansChoice, RefusedWhereTheyCannotRun) {
+  Layout src(Mesh({8}), parse_placements("S0"), Dims{16, 8});
+  Layout dst = src.with_placements(parse_placements("R"));
+  const Plan plan = make_plan(src, dst, DType::kF32, relaying(2));
+  ASSERT_TRUE(plan.steps().front().relayed);
+  auto refused = [&](auto edit, const std::string& message) {
+    nlohmann::json j = nlohmann::json::parse(plan_to_json(plan));
+    edit(j);
+    try {
+      (void)plan_from_json(j.dump());
+      ADD_FAILURE() << "accepted: " << message;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
+    }
+  };
+  auto first_relayed = [](nlohmann::json& j) -> nlohmann::json& {
+    for (auto& t : j["steps"][0]["transfers"])
+      if (t.contains("via")) return t;
+    throw std::runtime_error("no relayed transfer");
+  };
+  refused([](nlohmann::json& j) { j["steps"][0].erase("relayed"); }, "in a step that does not relay");
+  refused([&](nlohmann::json& j) { first_relayed(j)["via"] = first_relayed(j)["src"]; }, "which is not a third rank");
+  refused([&](nlohmann::json& j) { first_relayed(j)["via"] = 99; }, "outside the mesh's world");
+  refused([&](nlohmann::json& j) { j["steps"][0]["transport"] = "nvlink"; }, "on another node");
+  // Via a rank that receives the region relayed itself (0 -> 5 goes via 4), not directly: refused before it could hang.
+  refused(
+      [&](nlohmann::json& j) {
+        for (auto& t : j["steps"][0]["transfers"])
+          if (t["src"] == 0 && t["dst"] == 3) t["via"] = 5;
+      },
+      "which does not receive");
+  // Via another rank that does receive it directly, but not the one the rule picks: the ranks' plans would differ.
+  refused(
+      [&](nlohmann::json& j) {
+        for (auto& t : j["steps"][0]["transfers"])
+          if (t["src"] == 0 && t["dst"] == 3) t["via"] = 1;
+      },
+      "is not one the planner assigns");
+  EXPECT_THROW((void)with_conversion(plan, DType::kF16, relaying(2)), Error);
+  // A batch of several tensors runs no relayed step.
+  auto shared = std::make_shared<const Plan>(plan);
+  EXPECT_THROW(PlanBatch({shared, shared}), Error);
+}
+
+}  // namespace
+}  // namespace reshard
