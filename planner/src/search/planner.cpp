@@ -10,6 +10,7 @@
 #include "plan/route_text.hpp"
 #include "reshard/overlap.hpp"
 #include "reshard/partial.hpp"
+#include "pricing/profile_bounds.hpp"
 #include "search/collective_search.hpp"
 #include "search/cross_mesh.hpp"
 #include "search/hybrid.hpp"
@@ -31,24 +32,6 @@ struct Built {
 
 // Memory budgets pipeline exchanges in chunks down to this size.
 constexpr Index kMinChunkBytes = 256;
-
-// Whether every time the profile gives is >= 0 (a loaded profile's always are: profile_from_json checks its fields; a
-// profile built in code may hold anything). Bounded searches rely on it: a route then costs at least any of its
-// prefixes, and a candidate at least its route.
-bool times_nonnegative(const Profile& p) {
-  auto line = [](const AlphaBeta& ab) {
-    return ab.alpha_us >= 0 && ab.bandwidth_GBps > 0 &&
-           std::all_of(ab.samples.begin(), ab.samples.end(),
-                       [](const auto& s) { return s.first > 0 && s.second >= 0; });
-  };
-  for (const LinkProfile* l : {&p.intra_node, &p.inter_node})
-    for (const AlphaBeta* ab : {&l->p2p, &l->all_gather, &l->reduce_scatter, &l->all_reduce, &l->all_to_all})
-      if (!line(*ab)) return false;
-  const OneSidedProfile& n = p.nvlink;
-  return line(p.copy) && line(p.copy_engine) && line(n.copy_engine) && line(n.kernel) && line(n.fused) &&
-         p.p2p_per_peer_us >= 0 && p.step_overhead_us >= 0 && p.low_sm_kernel_factor >= 0 && n.sync_us >= 0 &&
-         n.step_overhead_us >= 0 && n.fused_overhead_us >= 0 && n.map_us >= 0;
-}
 
 // `candidates`, whose entries `incomplete` are planned again in full on first read (Planner::candidate) from copies of
 // the planning's inputs.
@@ -193,7 +176,7 @@ class Planner {
     }
     std::vector<Built> all(n);
     costlier.assign(n, false);
-    const bool bounded = defer && options_.strategy == Strategy::kAuto && times_nonnegative(options_.profile);
+    const bool bounded = defer && options_.strategy == Strategy::kAuto && detail::times_nonnegative(options_.profile);
     double cheapest = std::numeric_limits<double>::infinity();  // of the available candidates built so far
     const Strategy order[2][3] = {{Strategy::kCollective, Strategy::kP2P, Strategy::kHybrid},
                                   {Strategy::kP2P, Strategy::kHybrid, Strategy::kCollective}};
