@@ -1,6 +1,7 @@
-// Relayed p2p steps (relays.hpp) on the host backend with several "nodes" (Topology::ranks_per_node): each byte a
-// node needs from another crosses into it once, every element of every rank checked, as global plans, reloaded from
-// JSON and as every rank's own plan; what a plan file may not say about relays is refused.
+// Relayed p2p steps (relays.hpp) and steps that mix transports (Step::mixed: within a node one-sided, between nodes
+// on nccl) on the host backend with several "nodes" (Topology::ranks_per_node): each byte a node needs from another
+// crosses into it once, every element of every rank checked, as global plans, reloaded from JSON and as every rank's
+// own plan; what a plan file may not say about relays and transports is refused.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -18,6 +19,7 @@
 #include "reshard/plan_batch.hpp"
 #include "reshard/plan_json.hpp"
 #include "reshard/planner.hpp"
+#include "reshard/text.hpp"
 
 namespace reshard {
 namespace {
@@ -63,36 +65,24 @@ std::vector<Transfer> involving(const Plan& plan, int r) {
   return out;
 }
 
-class RelayedPlans : public ::testing::TestWithParam<RelayCase> {};
+// The plan as a mixed step's (Step::mixed) when `mixed`: the same plan with its p2p step marked so, loaded as a file.
+Plan as_mixed(const Plan& plan, bool mixed) {
+  if (!mixed) return plan;
+  nlohmann::json j = nlohmann::json::parse(plan_to_json(plan));
+  j["steps"][0]["mixed"] = true;
+  return plan_from_json(j.dump());
+}
 
-TEST_P(RelayedPlans, CrossEachNodeOnceAndDeliverEveryElement) {
-  const RelayCase& c = GetParam();
-  const PlanOptions o = relaying(c.ranks_per_node);
-  const Plan plan = make_plan(c.src, c.dst, DType::kBF16, o);
-  ASSERT_TRUE(plan.steps().front().relayed) << plan_to_json(plan);
-  const nlohmann::json j = nlohmann::json::parse(plan_to_json(plan));
-  ASSERT_TRUE(j["min_inter_node_bytes"].is_number());
-  EXPECT_EQ(j["inter_node_bytes"], j["min_inter_node_bytes"]);
-  // Flat, the same layouts cross more.
-  const nlohmann::json flat =
-      nlohmann::json::parse(plan_to_json(make_plan(c.src, c.dst, DType::kBF16, relaying(c.ranks_per_node, Relay::kNever))));
-  EXPECT_GT(flat["inter_node_bytes"].get<Index>(), j["inter_node_bytes"].get<Index>());
-
-  EXPECT_EQ(run_plan(plan, testing::quick_host_run()).wrong_elements, 0);
-  const Plan reloaded = plan_from_json(plan_to_json(plan));
-  EXPECT_EQ(plan_to_json(reloaded), plan_to_json(plan));
-  EXPECT_EQ(run_plan(reloaded, testing::quick_host_run()).wrong_elements, 0);
-
-  // Every rank with its own plan: the same transfers as the global plan's, and together every element delivered.
+// Runs every rank's own plan (`plan_of(r)`) on host threads; returns the wrong elements over all ranks.
+template <class PlanOf>
+Index run_rank_plans(const RelayCase& c, PlanOf plan_of) {
   const int n = c.src.mesh().world_size();
   HostWorld world(n);
   std::atomic<Index> wrong{0};
-  std::atomic<int> differing{0};
   run_ranks(
       n,
       [&](int r) {
-        const Plan mine = make_rank_plan(c.src, c.dst, DType::kBF16, r, o);
-        if (!(involving(mine, r) == involving(plan, r))) ++differing;
+        const Plan mine = plan_of(r);
         HostCommunicator comm(world, r);
         HostDevice device;
         Executor exec(mine, comm, device);
@@ -103,17 +93,72 @@ TEST_P(RelayedPlans, CrossEachNodeOnceAndDeliverEveryElement) {
           wrong += count_mismatches(out.data(), c.dst.box(r), c.dst.global_shape(), DType::kBF16);
       },
       &world);
-  EXPECT_EQ(differing.load(), 0);
-  EXPECT_EQ(wrong.load(), 0);
+  return wrong.load();
+}
+
+class RelayedPlans : public ::testing::TestWithParam<RelayCase> {};
+
+// Relayed, mixing transports (within a node one-sided, between nodes on nccl), and both.
+TEST_P(RelayedPlans, CrossEachNodeOnceAndDeliverEveryElement) {
+  const RelayCase& c = GetParam();
+  const nlohmann::json flat =
+      nlohmann::json::parse(plan_to_json(make_plan(c.src, c.dst, DType::kBF16, relaying(c.ranks_per_node, Relay::kNever))));
+  for (const auto& [relayed, mixed] : {std::pair{true, false}, std::pair{false, true}, std::pair{true, true}}) {
+    SCOPED_TRACE(cat(relayed ? "relayed" : "flat", mixed ? ", mixed" : ""));
+    const PlanOptions o = relaying(c.ranks_per_node, relayed ? Relay::kAlways : Relay::kNever);
+    const Plan plan = as_mixed(make_plan(c.src, c.dst, DType::kBF16, o), mixed);
+    ASSERT_EQ(plan.steps().front().relayed, relayed) << plan_to_json(plan);
+    ASSERT_EQ(plan.steps().front().mixed, mixed);
+    const nlohmann::json j = nlohmann::json::parse(plan_to_json(plan));
+    ASSERT_TRUE(j["min_inter_node_bytes"].is_number());
+    if (relayed) {  // at the least the layouts require; flat, the same layouts cross more
+      EXPECT_EQ(j["inter_node_bytes"], j["min_inter_node_bytes"]);
+      EXPECT_GT(flat["inter_node_bytes"].get<Index>(), j["inter_node_bytes"].get<Index>());
+    }
+    EXPECT_EQ(run_plan(plan, testing::quick_host_run()).wrong_elements, 0);
+    const Plan reloaded = plan_from_json(plan_to_json(plan));
+    EXPECT_EQ(plan_to_json(reloaded), plan_to_json(plan));
+    EXPECT_EQ(run_plan(reloaded, testing::quick_host_run()).wrong_elements, 0);
+    // Every rank with its own plan: the same transfers as the global plan's, and together every element delivered.
+    std::atomic<int> differing{0};
+    EXPECT_EQ(run_rank_plans(c,
+                             [&](int r) {
+                               Plan mine = as_mixed(make_rank_plan(c.src, c.dst, DType::kBF16, r, o), mixed);
+                               if (!(involving(mine, r) == involving(plan, r))) ++differing;
+                               return mine;
+                             }),
+              0);
+    EXPECT_EQ(differing.load(), 0);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, RelayedPlans, ::testing::ValuesIn(relay_cases()),
                          [](const ::testing::TestParamInfo<RelayCase>& i) { return i.param.name; });
 
-TEST(RelayedPlansChoice, AutoRelaysByPriceAndNeverOrOneNodeStaysFlat) {
+TEST(RelayedPlansChoice, AutoTakesTheCheapestFormAndNeverOrOneNodeStaysFlat) {
   Layout src(Mesh({8}), parse_placements("S0"), Dims{4096, 4096});
   Layout dst = src.with_placements(parse_placements("R"));
   EXPECT_TRUE(make_plan(src, dst, DType::kBF16, relaying(2, Relay::kAuto)).steps().front().relayed);
+  // Each form's estimate, from its plan loaded as a file (which prices it again): flat, relayed, mixed, both.
+  auto estimate = [&](Relay relay, bool mixed) {
+    return as_mixed(make_plan(src, dst, DType::kBF16, relaying(2, relay)), mixed).estimated_us();
+  };
+  const double forms[] = {estimate(Relay::kNever, false), estimate(Relay::kAlways, false),
+                          estimate(Relay::kNever, true), estimate(Relay::kAlways, true)};
+  PlanOptions o = relaying(2, Relay::kAuto);
+  o.transport = Transport::kAuto;
+  EXPECT_NEAR(make_plan(src, dst, DType::kBF16, o).estimated_us(), *std::min_element(std::begin(forms), std::end(forms)),
+              1e-6 * forms[0]);
+  // Where NCCL within a node is as slow as between nodes (as under the two-node emulation, where NCCL runs on
+  // sockets), the node's own traffic goes one-sided: the forwarding, and the direct transfers within a node.
+  o.profile.intra_node = o.profile.inter_node;
+  const Plan both = make_plan(src, dst, DType::kBF16, o);
+  EXPECT_TRUE(both.steps().front().relayed && both.steps().front().mixed) << both.steps().front().relayed;
+  o.relay = Relay::kNever;
+  const Plan mixed = make_plan(src, dst, DType::kBF16, o);
+  EXPECT_TRUE(mixed.steps().front().mixed && !mixed.steps().front().relayed);
+  o.topology.peer_access = false;
+  EXPECT_FALSE(make_plan(src, dst, DType::kBF16, o).steps().front().mixed);
   EXPECT_FALSE(make_plan(src, dst, DType::kBF16, relaying(2, Relay::kNever)).steps().front().relayed);
   EXPECT_FALSE(make_plan(src, dst, DType::kBF16, relaying(8, Relay::kAlways)).steps().front().relayed);
   // A converting plan relays nothing (its last step writes converted elements), even asked to.
@@ -162,6 +207,19 @@ TEST(RelayedPlansChoice, RefusedWhereTheyCannotRun) {
           if (t["src"] == 0 && t["dst"] == 3) t["via"] = 1;
       },
       "is not one the planner assigns");
+  refused(
+      [&](nlohmann::json& j) {
+        j["steps"][0]["mixed"] = true;
+        for (auto& t : j["steps"][0]["transfers"])
+          if (t["src"] == 0 && t["dst"] == 1) t["transport"] = "nccl";
+      },
+      "but the step runs that transfer on nvlink");
+  refused(
+      [&](nlohmann::json& j) {
+        for (auto& t : j["steps"][0]["transfers"])
+          if (t["src"] == 0 && t["dst"] == 1) t["transport"] = "nvlink";
+      },
+      "but the step runs that transfer on nccl");
   EXPECT_THROW((void)with_conversion(plan, DType::kF16, relaying(2)), Error);
   // A batch of several tensors runs no relayed step.
   auto shared = std::make_shared<const Plan>(plan);

@@ -167,8 +167,13 @@ def main():
                     "pair of R, S0, S1, P that changes, to R, S0 or S1) or pairs like S1->R,P->S1")
     ap.add_argument("--profile", default="", help="reshard's cost-model profile JSON (configure(profile=...)); "
                     "default: the built-in one")
+    ap.add_argument("--ranks-per-node", type=common.positive, default=None,
+                    help="ranks per node for reshard's plans (configure(ranks_per_node=...)), as under a two-node "
+                    "emulation on one host (scripts/device/two_nodes.sh); default: LOCAL_WORLD_SIZE")
     args = ap.parse_args()
     rank, world = common.setup()
+    if args.ranks_per_node:
+        rt.configure(ranks_per_node=args.ranks_per_node)
     if args.profile:
         try:  # a profile reshard refuses is a usage error, in one line
             rt.configure(profile=args.profile)
@@ -212,6 +217,7 @@ def main():
         "loop_calls": LOOP_CALLS,
         "iters": {"256MiB and 1GiB": args.iters, "others": args.iters_small},
         "profile": args.profile or "built-in",
+        "ranks_per_node": args.ranks_per_node,
         "redistribute": rows,
         "tp_mlp": mlp,
         "all_equal": all(r["reshard_equal"] and r["enabled_equal"] for r in rows),

@@ -142,20 +142,33 @@ def check_targets(checks, what, out, fulls, tshape, tranks, tplacements):
     checks.ok(what, good)
 
 
-def sync_case(checks, world, pair, meshes, which, dtype, seed):
+def state_dict(world, pair, meshes, which, seed, make_full, wanted=lambda key, full: full):
+    """One sync's tensors, tensor i of SHAPES made by make_full(i, shape, bound): (expected gathered targets, source
+    DTensors, (mesh, placements) targets, target placements), by name; None where `which` does not apply to the pair."""
     name, sshape, sranks, tshape, tranks = pair
     if which == "strided" and (len(sshape) != 2 or _StridedShard is None):
-        return
+        return None
     smesh, tmesh = meshes
     bound = common.exact_bound(world)
     fulls, sources, targets, tplacements = {}, {}, {}, {}
     for i, (key, shape) in enumerate(SHAPES.items()):
-        full = common.make_global(shape, dtype, seed + i, bound)
-        sp = source_placements(len(sshape), len(shape), which)
-        fulls[key] = full
-        sources[key] = source_dtensor(full, smesh, sshape, sranks, sp, seed + i, bound)
+        full = make_full(i, shape, bound)
+        fulls[key] = wanted(key, full)
+        sources[key] = source_dtensor(full, smesh, sshape, sranks, source_placements(len(sshape), len(shape), which),
+                                      seed + i, bound)
         tplacements[key] = target_placements(len(tshape), len(shape), i)
         targets[key] = (tmesh, tplacements[key])
+    return fulls, sources, targets, tplacements
+
+
+def sync_case(checks, world, pair, meshes, which, dtype, seed):
+    name, sshape, sranks, tshape, tranks = pair
+    tmesh = meshes[1]
+    made = state_dict(world, pair, meshes, which, seed,
+                      lambda i, shape, bound: common.make_global(shape, dtype, seed + i, bound))
+    if made is None:
+        return
+    fulls, sources, targets, tplacements = made
     what = f"{name} {which} {dtype}"
     out = rt.move_state_dict(sources, targets)
     check_targets(checks, what + " fresh", out, fulls, tshape, tranks, tplacements)
@@ -213,21 +226,17 @@ def conversion_case(checks, world, pair, meshes, which, seed):
     """bf16 sources converted on the way (dtype= for new targets and local tensors; the DTensor's own dtype in place):
     random normal values (rounding exercised), integers for Partial sources (exact sums, then one rounding)."""
     name, sshape, sranks, tshape, tranks = pair
-    if which == "strided" and (len(sshape) != 2 or _StridedShard is None):
-        return
-    smesh, tmesh = meshes
-    bound = common.exact_bound(world)
-    fulls, sources, targets, tplacements = {}, {}, {}, {}
-    for i, (key, shape) in enumerate(SHAPES.items()):
+    tmesh = meshes[1]
+
+    def make_full(i, shape, bound):
         if which == "partial":
-            full = common.make_global(shape, torch.bfloat16, seed + i, bound)
-        else:
-            full = common.random_like_global(shape, torch.float32, seed + i).to(torch.bfloat16)
-        sp = source_placements(len(sshape), len(shape), which)
-        fulls[key] = full.to(TARGET_DTYPES[key])
-        sources[key] = source_dtensor(full, smesh, sshape, sranks, sp, seed + i, bound)
-        tplacements[key] = target_placements(len(tshape), len(shape), i)
-        targets[key] = (tmesh, tplacements[key])
+            return common.make_global(shape, torch.bfloat16, seed + i, bound)
+        return common.random_like_global(shape, torch.float32, seed + i).to(torch.bfloat16)
+
+    made = state_dict(world, pair, meshes, which, seed, make_full, lambda key, full: full.to(TARGET_DTYPES[key]))
+    if made is None:
+        return
+    fulls, sources, targets, tplacements = made
     what = f"{name} {which} bf16 -> fp8/f16/f32/bf16"
     out = rt.move_state_dict(sources, targets, dtype=TARGET_DTYPES)
     check_targets(checks, what + " fresh", out, fulls, tshape, tranks, tplacements)

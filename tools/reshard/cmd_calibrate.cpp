@@ -10,7 +10,7 @@ namespace reshard::cli {
 
 Command add_calibrate_command(CLI::App& app) {
   struct Flags {
-    std::string out, sizes, base;
+    std::string out, sizes, base, nccl_link = "intra_node";
     int iters = 20;
   };
   auto f = std::make_shared<Flags>();
@@ -20,10 +20,17 @@ Command add_calibrate_command(CLI::App& app) {
   cmd->add_option("--sizes", f->sizes, "Sizes, comma-separated (default 4KiB..1GiB in x4 steps)");
   cmd->add_option("--iters", f->iters, "Timed repetitions per size")->capture_default_str();
   cmd->add_option("--base", f->base, "Profile for what cannot be measured here (default: the built-in one)");
+  cmd->add_option("--nccl-link", f->nccl_link,
+                  "The profile link NCCL's measurements go to: intra_node, or inter_node with NCCL on its network path "
+                  "(run under NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1)")
+      ->capture_default_str();
   return [f] {
     RESHARD_REQUIRE(f->iters >= 1, "--iters must be >= 1, got ", f->iters);
+    RESHARD_REQUIRE(f->nccl_link == "intra_node" || f->nccl_link == "inter_node",
+                    "--nccl-link must be intra_node or inter_node, got '", printable(f->nccl_link), "'");
     CalibrateOptions o;
     o.iters = f->iters;
+    o.nccl_link = f->nccl_link == "inter_node" ? LinkClass::kInterNode : LinkClass::kIntraNode;
     if (!f->base.empty()) o.base = load_profile(f->base);
     for (std::string_view size : f->sizes.empty() ? std::vector<std::string_view>{} : split(f->sizes, ','))
       o.sizes_bytes.push_back(static_cast<double>(parse_bytes("--sizes", std::string(size))));

@@ -4,6 +4,7 @@
 // max(bytes in, bytes out) / time, where bytes are what the redistribution must move whatever the plan (the p2p
 // overlap volume); bound = that same max / link bandwidth, the time no plan can beat (GPU runs, or --link-GBps).
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include <cmath>
 
@@ -13,6 +14,8 @@
 #include "reshard/harness.hpp"
 #include "reshard/overlap.hpp"
 #include "reshard/plan_format.hpp"
+#include "reshard/plan_json.hpp"
+#include "reshard/program.hpp"
 #include "reshard/run_record.hpp"
 #include "reshard/text.hpp"
 
@@ -74,6 +77,20 @@ std::string report_table(const Plan& plan, const RunResult& result, const RunRec
         "traced run)\n",
         i, to_string(plan.steps()[i].kind), st.pipelined ? " (pipelined)" : "", st.pack_us, st.comm_us, st.unpack_us,
         st.total_us);
+  }
+  if (plan.src().mesh().world_size() > plan.topology().ranks_per_node && !plan.scope_rank()) {
+    Index programs = 0;
+    for (int r = 0; r < plan.src().mesh().world_size(); ++r)
+      programs += exchange_bytes_to_other_nodes(lower(plan, r), plan.topology());
+    const nlohmann::json j = nlohmann::json::parse(plan_to_json(plan));
+    out += fmt::format("# between nodes: the ranks' programs send {} on NCCL send/recv{}; the plan {}, the least {}\n",
+                       human_bytes(static_cast<double>(programs)),
+                       plan.communication_steps() > 0 && plan.strategy() != Strategy::kP2P ? " (collectives not counted)"
+                                                                                           : "",
+                       human_bytes(j.value("inter_node_bytes", 0.0)),
+                       j["min_inter_node_bytes"].is_number()
+                           ? human_bytes(j["min_inter_node_bytes"].get<double>())
+                           : std::string("not computed"));
   }
   out += fmt::format(
       "# verified {} elements on {} ranks: {}; peak workspace {} per rank\n", result.checked_elements, result.ranks,

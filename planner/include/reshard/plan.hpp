@@ -89,10 +89,20 @@ struct Step {
   // the node once, to one of them, which forwards it to the others (Transfer::via; relays.hpp states the rule). The
   // step then runs in two phases: its direct transfers, then the relayed ones.
   bool relayed = false;
+  // p2p steps on nccl where the topology has peer access: the transfers between ranks of one node run one-sided (as an
+  // nvlink step's, pulled, never fused), concurrently with those between nodes, which run on nccl; a relayed step's
+  // forwarding (within a node) runs one-sided too. A transfer's transport: nvlink when its two ranks share a node.
+  bool mixed = false;
   // The first step on nvlink of a plan for changing buffers (PlanSpec::buffers_change): every sending rank first
   // copies its source tensor into its workspace, and the peers read it there, so no call maps the caller's tensors.
   bool staged = false;
 };
+
+// In a step that mixes transports (Step::mixed): whether transfer t runs one-sided, its sender (the relay, for a
+// relayed transfer) and its receiver sharing a node; the others run on nccl.
+inline bool one_sided_in_mixed(const Topology& topology, const Transfer& t) {
+  return topology.same_node(t.sender(), t.dst);
+}
 
 // One priced strategy, as listed in a plan.
 struct Candidate {

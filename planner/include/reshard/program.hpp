@@ -187,4 +187,8 @@ RankProgram lower(const Plan& plan, int rank, const LowerOptions& options = {});
 // Elements written by a list of copies.
 Index copy_elements(const std::vector<CopyRegion>& regions);
 
+// Bytes the program's exchanges send to ranks on other nodes of `topology` (what crosses between nodes on NCCL's
+// send/recv; collective operations are not counted: CollectiveOp).
+Index exchange_bytes_to_other_nodes(const RankProgram& program, const Topology& topology);
+
 }  // namespace reshard

@@ -228,6 +228,7 @@ std::string plan_to_json(const Plan& plan) {
     if (s.fused) x["fused"] = true;
     if (s.staged) x["staged"] = true;
     if (s.relayed) x["relayed"] = true;
+    if (s.mixed) x["mixed"] = true;
     x["mesh_dims"] = s.mesh_dims;
     x["from"] = placement_strings(s.from);
     x["to"] = placement_strings(s.to);
@@ -242,6 +243,9 @@ std::string plan_to_json(const Plan& plan) {
                           {"shape", t.region.shape.vec()},
                           {"bytes", t.bytes}});
         if (t.via >= 0) ts.back()["via"] = t.via;
+        if (s.mixed && !t.is_local())
+          ts.back()["transport"] = std::string(to_string(one_sided_in_mixed(plan.topology(), t) ? Transport::kNvlink
+                                                                                                 : Transport::kNccl));
       }
       x["transfers"] = std::move(ts);
     }
@@ -327,6 +331,7 @@ Plan parse_plan(const std::string& text, const Profile* profile) {
     if (s.contains("fused")) x.fused = R::boolean(s, "fused", path);
     if (s.contains("staged")) x.staged = R::boolean(s, "staged", path);
     if (s.contains("relayed")) x.relayed = R::boolean(s, "relayed", path);
+    if (s.contains("mixed")) x.mixed = R::boolean(s, "mixed", path);
     x.mesh_dims = R::ints(s, "mesh_dims", path);
     x.from = R::placements(s, "from", path);
     x.to = R::placements(s, "to", path);
@@ -360,6 +365,17 @@ Plan parse_plan(const std::string& text, const Profile* profile) {
             x.transfers.push_back(read_transfer(ts[t], cat(path, ".transfers[", t, "]"), world));
           }
         }
+      }
+      // A transfer's transport, where given, is the one the step runs it on (plan.hpp: mixed steps).
+      for (size_t t = 0; t < ts.size(); ++t) {
+        if (!ts[t].is_object() || !ts[t].contains("transport")) continue;
+        const std::string at = cat(path, ".transfers[", t, "]");
+        const Transport given = read_transport(ts[t], at);
+        const Transfer& tr = x.transfers[t];
+        const Transport runs = x.mixed && !tr.is_local() && one_sided_in_mixed(spec.topology, tr) ? Transport::kNvlink
+                                                                                                  : x.transport;
+        RESHARD_REQUIRE(given == runs, "plan field '", at, ".transport' says ", to_string(given),
+                        ", but the step runs that transfer on ", to_string(runs));
       }
     } else if (s.contains("transfers")) {
       fail(ErrorKind::kInvalidArgument, cat("plan field '", path, ".transfers' is only allowed on p2p steps"));

@@ -100,10 +100,11 @@ void recompute_summary(PlanSpec& spec, const Profile* profile) {
     if (s.kind == StepKind::kP2P) {
       const StepPricer& p = s.transport != Transport::kNvlink ? pricer : s.fused ? fused_pricer : separate_pricer;
       PricedStep priced;
-      if (s.relayed || needs_cross_mesh(a.layout(), b.layout())) {
+      if (s.relayed || s.mixed || needs_cross_mesh(a.layout(), b.layout())) {
         const std::vector<Transfer> all =
             planned_transfers(a.layout(), b.layout(), spec.topology, es, std::nullopt, s.relayed);
-        priced = price_listed_p2p(p, a, b, all, s.transport, partial_roles(a.layout(), b.layout()).contributions > 1);
+        priced = price_listed_p2p(p, a, b, all, s.transport, partial_roles(a.layout(), b.layout()).contributions > 1,
+                                  s.mixed);
       } else {
         priced = p.p2p(OverlapIndex(a.layout(), b.layout(), spec.topology, es), s.transport);
       }

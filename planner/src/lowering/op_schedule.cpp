@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <utility>
 
 namespace reshard::detail {
 namespace {
@@ -120,6 +121,21 @@ void split_engine_copies(std::vector<CopyRegion>& regions, int element_size, Ind
 
 void schedule_step(StepParts parts, int step, int element_size, StageOverlap overlap, std::vector<Op>& ops) {
   StepOps out(ops, step);
+  if (parts.one_sided && !parts.stages.empty()) {  // mixed: the two-sided stages on the pack lane, beside
+    const int fork = out.fork();
+    std::vector<int> first{fork};  // what the pack lane's first operation waits for
+    int last = -1;
+    for (StageParts& s : parts.stages) {
+      if (!s.pack.empty())
+        last = out.copies(std::move(s.pack), Lane::kPack, std::exchange(first, {}), CopyEngine::kKernel, true);
+      last = out.add(communication(s), Lane::kPack, std::exchange(first, {}));
+      if (!s.unpack.empty())
+        last = out.copies(std::move(s.unpack), Lane::kPack, std::exchange(first, {}), CopyEngine::kKernel, true);
+      if (!s.reduce.empty()) last = out.reductions(std::move(s.reduce), Lane::kPack, std::exchange(first, {}));
+    }
+    schedule_one_sided(out, parts, step, element_size);
+    return out.join({last});
+  }
   if (parts.one_sided) return schedule_one_sided(out, parts, step, element_size);
   std::vector<StageParts>& stages = parts.stages;
   if (!parts.local_engine.empty() && stages.empty()) {  // nothing else to do: the copy engines on the main lane

@@ -63,6 +63,8 @@ void split_engine_copies(std::vector<CopyRegion>& regions, int element_size, Ind
 //  - pipelined, kLanes: stage s packs on the pack lane once stage s-2 has sent (the two scratch slots rotate), its
 //    communication waits for its pack and for stage s-2's unpack, and it unpacks on the unpack lane; kSerial: the
 //    stages one after another on the main lane; large local copies on their lane either way;
+//  - mixed (both stages and a one-sided part: Step::mixed): the stages one after another on the pack lane, from a fork
+//    point, beside the one-sided part on the main lane as below; joined at the end;
 //  - one-sided: [large local copies on their lane] -> ready -> copies and reductions -> [small local copies] -> done
 //    -> join;
 //  - local steps: copy-engine copies, then kernel copies or reductions, on the main lane.

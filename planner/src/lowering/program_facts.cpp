@@ -19,10 +19,12 @@ void set_plan_facts(std::span<const Plan* const> plans, OneSidedCopies copies, R
       mix(static_cast<std::uint64_t>(s.kind));
       mix(static_cast<std::uint64_t>(s.transport));
       mix(s.fused);
+      mix(s.relayed);
+      mix(s.mixed);
       mix(s.mesh_dims.size());
       for (int d : s.mesh_dims) mix(static_cast<std::uint64_t>(d));
       // A staged first step reads the peers' workspaces only; any other one-sided step reads or writes their tensors.
-      if (s.transport == Transport::kNvlink && !(i == 0 && s.staged)) prog.maps_peer_tensors = true;
+      if ((s.transport == Transport::kNvlink && !(i == 0 && s.staged)) || s.mixed) prog.maps_peer_tensors = true;
     }
   }
   prog.step_signature = h;
@@ -34,7 +36,9 @@ void set_plan_facts(std::span<const Plan* const> plans, OneSidedCopies copies, R
       const Step& s = steps[i];
       prog.step_names.push_back(
           cat("reshard step ", i, " ", to_string(s.kind),
-              s.kind == StepKind::kP2P ? cat("/", to_string(s.transport), s.fused ? "-fused" : "") : std::string()));
+              s.kind == StepKind::kP2P ? cat("/", s.mixed ? "mixed" : to_string(s.transport), s.fused ? "-fused" : "",
+                                             s.relayed ? "-relayed" : "")
+                                       : std::string()));
     }
   } else {
     for (int i = 0; i < prog.step_count; ++i) prog.step_names.push_back(cat("reshard step ", i, " batch"));

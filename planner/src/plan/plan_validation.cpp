@@ -85,6 +85,9 @@ void validate_p2p(const PlanSpec& spec, size_t i, const RankBoxes& a, const Rank
                     "'s target ", to_string(b[x.dst]));
     RESHARD_REQUIRE(intersect(a[x.src], b[x.dst]) == x.region, where(), ": region ", to_string(x.region),
                     " is not all of rank ", x.src, "'s overlap with rank ", x.dst, "'s target");
+    if (x.via >= 0 && step.mixed)
+      RESHARD_REQUIRE(spec.topology.same_node(x.via, x.dst), where(), ": relayed via rank ", x.via,
+                      " on another node than rank ", x.dst, "; a step that mixes transports forwards within a node");
     if (x.via >= 0)
       RESHARD_REQUIRE(contains(b[x.via], x.region), where(), ": region ", to_string(x.region), " is not in rank ",
                       x.via, "'s target ", to_string(b[x.via]), ", which relays it");
@@ -283,6 +286,14 @@ void validate_plan(const PlanSpec& spec) {
         RESHARD_REQUIRE(spec.topology.same_node(t.src, t.dst), "step ", i, " runs on nvlink, but rank ", t.src,
                         " sends to rank ", t.dst, " on another node (", spec.topology.ranks_per_node,
                         " ranks per node)");
+    }
+    if (s.mixed) {
+      RESHARD_REQUIRE(s.kind == StepKind::kP2P && s.transport == Transport::kNccl && !s.staged && !s.fused, "step ", i,
+                      ": only p2p steps on nccl (not staged, not fused) mix transports");
+      RESHARD_REQUIRE(spec.topology.peer_access, "step ", i,
+                      " mixes transports, but the plan's topology has no peer access between GPUs");
+      RESHARD_REQUIRE(partial_roles(a, b).contributions == 1, "step ", i,
+                      " reduces Partial contributions; a step that reduces does not mix transports");
     }
     if (s.relayed) {
       RESHARD_REQUIRE(s.kind == StepKind::kP2P && s.transport == Transport::kNccl, "step ", i,

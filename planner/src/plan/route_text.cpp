@@ -16,6 +16,7 @@ std::string route_text(size_t n, const std::function<const Step&(size_t)>& step)
     s += " -";
     s += to_string(st.kind);
     if (st.kind == StepKind::kP2P && st.transport == Transport::kNvlink) s += st.fused ? "/nvlink-fused" : "/nvlink";
+    if (st.mixed) s += "/mixed";
     if (st.relayed) s += "/relayed";
     if (!st.mesh_dims.empty()) {
       s += "[";

@@ -222,6 +222,10 @@ void StepPricer::finish_p2p(const std::vector<RankExchange>& ranks, const Exchan
 
 void StepPricer::price_source_reads(PricedStep& ps, const RankBoxes& a, std::optional<bool> staged) const {
   Step& s = ps.step;
+  if (s.mixed) {  // its one-sided parts read the caller's tensors (never staged): mapping them, as below
+    s.estimated_us += model_.profile().nvlink.map_us * std::max(1, ps.peer_reads);
+    return;
+  }
   if (s.kind != StepKind::kP2P || s.transport != Transport::kNvlink || s.bytes_moved == 0) return;
   Index largest = 0;
   for (int r = 0; r < a.size(); ++r) largest = std::max(largest, staged_source_elements(a, r));
@@ -360,19 +364,22 @@ ExchangeRules StepPricer::exchange_rules(Transport transport, bool reduces) cons
 }
 
 PricedStep price_listed_p2p(const StepPricer& pricer, const RankBoxes& a, const RankBoxes& b,
-                            const std::vector<Transfer>& all, Transport transport, bool reduces) {
+                            const std::vector<Transfer>& all, Transport transport, bool reduces, bool mixed) {
   const CostModel& model = pricer.model();
   const int n = a.size();
   PricedStep ps = StepPricer::p2p_step(a, b, transport);
   const ExchangeRules rules = pricer.exchange_rules(transport, reduces);
+  const ExchangeRules near = pricer.exchange_rules(Transport::kNvlink, reduces);  // mixed: within a node
+  const ExchangeRules& forward = mixed ? near : rules;                            // a relayed phase's
   const bool one_sided = transport == Transport::kNvlink;
   const bool relayed = std::any_of(all.begin(), all.end(), [](const Transfer& t) { return t.is_relayed(); });
   std::vector<RankExchange> ranks(n, RankExchange(rules));
-  std::vector<RankExchange> relays(relayed ? n : 0, RankExchange(rules));
-  Index relayed_bytes = 0;
+  std::vector<RankExchange> inside(mixed ? n : 0, RankExchange(near));
+  std::vector<RankExchange> relays(relayed ? n : 0, RankExchange(forward));
+  Index inside_bytes = 0, relayed_bytes = 0;
   for (const Transfer& t : all) {
     if (t.is_local()) {
-      ranks[t.dst].local(t, a[t.dst], b[t.dst]);
+      (mixed ? inside : ranks)[t.dst].local(t, a[t.dst], b[t.dst]);
       continue;
     }
     const LinkClass link = model.topology().link(t.sender(), t.dst);
@@ -382,23 +389,37 @@ PricedStep price_listed_p2p(const StepPricer& pricer, const RankBoxes& a, const 
     }
     ps.step.bytes_moved += t.bytes;
     if (t.is_relayed()) {
-      const Movement m = movement(t.region, b[t.via], b[t.dst], rules);
+      const Movement m = movement(t.region, b[t.via], b[t.dst], forward);
       relays[t.via].send(t, m, link);
       relays[t.dst].receive(t, m, link);
       relayed_bytes += t.bytes;
       continue;
     }
-    const Movement m = movement(t.region, a[t.src], b[t.dst], rules);
-    ranks[t.src].send(t, m, link);
-    ranks[t.dst].receive(t, m, link);
+    const bool near_pair = mixed && link == LinkClass::kIntraNode;
+    const Movement m = movement(t.region, a[t.src], b[t.dst], near_pair ? near : rules);
+    std::vector<RankExchange>& side = near_pair ? inside : ranks;
+    side[t.src].send(t, m, link);
+    side[t.dst].receive(t, m, link);
+    if (near_pair) inside_bytes += t.bytes;
   }
   pricer.finish_p2p(ranks, rules, ps);
+  // One-sided parts of a mixed step are never fused.
+  const StepPricer separate(model, pricer.dtype(), pricer.chunk_bytes(), Fusion::kNever, pricer.reference());
+  if (mixed) {
+    PricedStep part = StepPricer::p2p_step(a, b, Transport::kNvlink);
+    part.step.bytes_moved = inside_bytes;
+    separate.finish_p2p(inside, near, part);
+    ps.step.estimated_us = std::max(ps.step.estimated_us, part.step.estimated_us);
+    ps.peer_reads = part.peer_reads;
+    ps.step.mixed = true;
+  }
   if (relayed) {
-    PricedStep second = StepPricer::p2p_step(b, b, transport);
+    PricedStep second = StepPricer::p2p_step(b, b, mixed ? Transport::kNvlink : transport);
     second.step.bytes_moved = relayed_bytes;
-    pricer.finish_p2p(relays, rules, second);
+    (mixed ? separate : pricer).finish_p2p(relays, forward, second);
     ps.step.estimated_us += second.step.estimated_us;
     ps.step.relayed = true;
+    if (mixed) ps.peer_reads += second.peer_reads;
     for (int r = 0; r < n; ++r) ps.scratch[r] = std::max(ps.scratch[r], second.scratch[r]);
   }
   return ps;

@@ -86,7 +86,8 @@ class StepPricer {
   // every rank's scratch holds a copy of its source tensor, staged_source_elements, and the step costs that local
   // copy more) or not (the step costs mapping the peers' new tensors more: Profile::nvlink.map_us per (rank, peer
   // it reads) pair, PricedStep::peer_reads). `staged`: as a loaded plan
-  // says; unset: the cheaper. Other steps are left as they are.
+  // says; unset: the cheaper. A step that mixes transports (Step::mixed) costs mapping its one-sided parts' peers'
+  // tensors (PricedStep::peer_reads of them; never staged). Other steps are left as they are.
   void price_source_reads(PricedStep& ps, const RankBoxes& a, std::optional<bool> staged = std::nullopt) const;
 
  private:
@@ -143,7 +144,10 @@ class StepPricer {
 // relayed one, relays.hpp), as StepPricer::p2p prices a same-mesh one. A relayed step runs in two phases, each priced
 // as a step of its own (the slowest rank and the overhead): the direct transfers, then the relayed ones, sent by their
 // relay out of its b tensor; each rank's scratch is the larger of its two (the phases run one after the other).
+// `mixed` (Step::mixed, transport nccl): the transfers within a node are priced as an nvlink step's (not fused), those
+// between nodes as an nccl step's, and the phase takes the longer of the two (they run concurrently); a relayed
+// phase is one-sided then; PricedStep::peer_reads counts the one-sided parts' (rank, peer) pairs.
 PricedStep price_listed_p2p(const StepPricer& pricer, const RankBoxes& a, const RankBoxes& b,
-                            const std::vector<Transfer>& all, Transport transport, bool reduces);
+                            const std::vector<Transfer>& all, Transport transport, bool reduces, bool mixed = false);
 
 }  // namespace reshard::detail

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "report/plan_traffic.hpp"
+#include "reshard/program.hpp"
 
 namespace reshard::detail {
 namespace {
@@ -145,3 +146,16 @@ NodeTraffic node_traffic(const Plan& plan) {
 }
 
 }  // namespace reshard::detail
+
+namespace reshard {
+
+Index exchange_bytes_to_other_nodes(const RankProgram& program, const Topology& topology) {
+  Index bytes = 0;
+  for (const Op& op : program.ops)
+    if (const auto* x = std::get_if<Exchange>(&op.body))
+      for (const PeerTransfer& t : x->sends)
+        if (!topology.same_node(program.rank, t.peer)) bytes += t.elements * element_size(program.dtype);
+  return bytes;
+}
+
+}  // namespace reshard

@@ -176,9 +176,9 @@ std::string plan_table(const Plan& plan) {
       const Transfer& t = s.transfers[j];
       os += fmt::format("        {:>5} -> {:<5}{:<34}{}{}\n", t.src, t.dst, to_string(t.region),
                         human_bytes(static_cast<double>(t.bytes)),
-                        t.is_local()     ? std::string("  (local copy)")
-                        : t.is_relayed() ? fmt::format("  (via {})", t.via)
-                                         : std::string());
+                        t.is_local() ? std::string("  (local copy)")
+                                     : fmt::format("{}{}", t.is_relayed() ? fmt::format("  (via {})", t.via) : "",
+                                                   s.mixed && one_sided_in_mixed(plan.topology(), t) ? "  (nvlink)" : ""));
     }
     if (s.transfers.size() > kMaxListedTransfers)
       os += fmt::format("        ... {} more\n", s.transfers.size() - kMaxListedTransfers);

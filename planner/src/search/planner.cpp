@@ -325,9 +325,9 @@ class Planner {
     const OverlapIndex& index = cache_.overlap(csrc_.placements(), communicated_target().placements());
     detail::PricedStep step = pricer.p2p(index, transport);
     if (!step.unavailable.empty()) return unavailable(Strategy::kP2P, step.unavailable);
-    if (transport == Transport::kNccl && roles.contributions == 1 && detail::may_relay(index.src(), options_) &&
+    if (transport == Transport::kNccl && roles.contributions == 1 && detail::node_aware(index.src(), options_) &&
         index.transfer_count(kMaxPlanTransfers) <= kMaxPlanTransfers)
-      detail::relay_step(index.all_transfers(), index.src_boxes(), index.dst_boxes(), pricer, options_.relay, step);
+      detail::node_aware_step(index.all_transfers(), index.src_boxes(), index.dst_boxes(), pricer, options_, step);
     double us = step.step.estimated_us;
     return from_route(Strategy::kP2P, with_partition(Route{{std::move(step)}, us}));
   }

@@ -5,18 +5,39 @@
 #include "plan/relays.hpp"
 
 namespace reshard::detail {
+namespace {
 
-bool may_relay(const Layout& mesh_layout, const PlanOptions& options) {
-  return options.relay != Relay::kNever && mesh_layout.mesh().world_size() > options.topology.ranks_per_node;
+bool may_mix(const PlanOptions& options) {
+  return options.transport == Transport::kAuto && options.topology.peer_access;
 }
 
-void relay_step(std::vector<Transfer> all, const RankBoxes& a, const RankBoxes& b, const StepPricer& pricer,
-                Relay relay, PricedStep& step) {
-  if (relay == Relay::kNever) return;
-  relay_transfers(all, pricer.model().topology());
-  if (std::none_of(all.begin(), all.end(), [](const Transfer& t) { return t.is_relayed(); })) return;
-  PricedStep relayed = price_listed_p2p(pricer, a, b, all, Transport::kNccl, false);
-  if (relay == Relay::kAlways || relayed.step.estimated_us < step.step.estimated_us) step = std::move(relayed);
+}  // namespace
+
+bool node_aware(const Layout& mesh_layout, const PlanOptions& options) {
+  return mesh_layout.mesh().world_size() > options.topology.ranks_per_node &&
+         (options.relay != Relay::kNever || may_mix(options));
+}
+
+void node_aware_step(std::vector<Transfer> all, const RankBoxes& a, const RankBoxes& b, const StepPricer& pricer,
+                     const PlanOptions& options, PricedStep& step) {
+  std::vector<Transfer> relayed = all;
+  bool relays = false;
+  if (options.relay != Relay::kNever) {
+    relay_transfers(relayed, pricer.model().topology());
+    relays = std::any_of(relayed.begin(), relayed.end(), [](const Transfer& t) { return t.is_relayed(); });
+  }
+  std::vector<PricedStep> forms;
+  const bool flat = !(relays && options.relay == Relay::kAlways);
+  if (flat && may_mix(options)) forms.push_back(price_listed_p2p(pricer, a, b, all, Transport::kNccl, false, true));
+  if (relays) {
+    forms.push_back(price_listed_p2p(pricer, a, b, relayed, Transport::kNccl, false));
+    if (may_mix(options)) forms.push_back(price_listed_p2p(pricer, a, b, relayed, Transport::kNccl, false, true));
+  }
+  if (forms.empty()) return;
+  auto best = std::min_element(forms.begin(), forms.end(), [](const PricedStep& x, const PricedStep& y) {
+    return x.step.estimated_us < y.step.estimated_us;
+  });
+  if (!flat || best->step.estimated_us < step.step.estimated_us) step = std::move(*best);
 }
 
 }  // namespace reshard::detail

@@ -1,4 +1,6 @@
-// Offering a relayed p2p step (relays.hpp) beside the flat one (internal to the planner's searches).
+// The p2p step on nccl of a world that spans nodes, in the forms that cross between nodes less or that carry the
+// traffic within a node on NVLink: relayed (relays.hpp) and mixing transports (Step::mixed) (internal to the
+// planner's searches).
 #pragma once
 
 #include <vector>
@@ -8,14 +10,15 @@
 
 namespace reshard::detail {
 
-// Whether a p2p step from a layout on `mesh_layout`'s world may relay under `options`: relay not never, and the world
-// spanning more than one node.
-bool may_relay(const Layout& mesh_layout, const PlanOptions& options);
+// Whether a p2p step from a layout on `mesh_layout`'s world has node-aware forms under `options`: the world spans
+// more than one node, and relays are not `never` or transports may mix (transport auto, peer access).
+bool node_aware(const Layout& mesh_layout, const PlanOptions& options);
 
-// `all`: every transfer of the nccl p2p step `step` (a step that reduces nothing) from `a` to `b`. Where the rule
-// relays some of them, `step` becomes the relayed step (priced by price_listed_p2p) when `relay` is always, or under
-// auto when that is cheaper.
-void relay_step(std::vector<Transfer> all, const RankBoxes& a, const RankBoxes& b, const StepPricer& pricer,
-                Relay relay, PricedStep& step);
+// `all`: every transfer of the nccl p2p step `step` (a step that reduces nothing) from `a` to `b`. Of the step as it
+// is, relayed (where the rule relays some transfer and options.relay is not never) and mixing transports (where
+// options.transport is auto and the topology has peer access), each form also both, `step` becomes the cheapest
+// (options.relay always: the cheapest relayed one, where the rule relays something).
+void node_aware_step(std::vector<Transfer> all, const RankBoxes& a, const RankBoxes& b, const StepPricer& pricer,
+                     const PlanOptions& options, PricedStep& step);
 
 }  // namespace reshard::detail

@@ -182,15 +182,16 @@ def _target_placements(placements, source, ndim):
 
 
 def configure(*, strategy=None, transport=None, memory_budget=None, ranks_per_node=None, timeout_s=None,
-              cache_size=None, fuse=None, low_sm=None, profile=None):
-    """Settings of reshard.torch (the same on every rank). strategy/transport/fuse/low_sm: as `reshard plan`'s
-    --strategy, --transport, --fuse and --low-sm (low_sm: when redistributions run beside compute); memory_budget:
+              cache_size=None, fuse=None, low_sm=None, profile=None, relay=None):
+    """Settings of reshard.torch (the same on every rank). strategy/transport/fuse/low_sm/relay: as `reshard plan`'s
+    --strategy, --transport, --fuse, --low-sm and --relay (low_sm: when redistributions run beside compute); memory_budget:
     workspace bytes per rank (int or "64MiB"); ranks_per_node: for the cost model (default: LOCAL_WORLD_SIZE);
     timeout_s: NCCL calls and waits longer than this abort reshard's communicators; cache_size: prepared executors
     kept; profile: path of a cost-model profile JSON (as `reshard plan --profile`, e.g. from `reshard calibrate`; the
     same file on every rank), read and checked here (ValueError naming the problem), "" for the built-in profile.
     Returns the settings in force."""
-    given = {"strategy": (strategy, str), "transport": (transport, str), "fuse": (fuse, str), "low_sm": (low_sm, bool),
+    given = {"strategy": (strategy, str), "transport": (transport, str), "fuse": (fuse, str), "relay": (relay, str),
+             "low_sm": (low_sm, bool),
              "memory_budget": (memory_budget, None), "ranks_per_node": (ranks_per_node, int),
              "timeout_s": (timeout_s, float), "cache_size": (cache_size, int), "profile": (profile, _profile_path)}
     s = _runtime.settings

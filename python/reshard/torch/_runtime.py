@@ -35,6 +35,7 @@ class Settings:
     strategy = "auto"  # default strategy of enable() and of redistribute()
     transport = "auto"
     fuse = "auto"  # one-sided steps as one kernel per rank: auto, always, never
+    relay = "auto"  # p2p steps across nodes forward within a node what several of its ranks need: auto, always, never
     low_sm = False  # price SM kernels for running beside compute (auto then prefers the copy engines)
     memory_budget = None  # bytes of workspace per rank; None: no limit
     ranks_per_node = None  # None: torch.cuda.device_count() of this host
@@ -169,7 +170,7 @@ def plan_args(mesh_shape, src, dst, shape, dtype_name, strategy):
     a.dtype = dtype_name
     # PyTorch hands new tensors on every call: buffers_change (stage small nvlink steps, PlanOptions).
     a.options = _args.plan_options(strategy=strategy, transport=settings.transport, fuse=settings.fuse,
-                                   low_sm=bool(settings.low_sm), buffers_change=True,
+                                   relay=settings.relay, low_sm=bool(settings.low_sm), buffers_change=True,
                                    memory_budget=settings.memory_budget,
                                    ranks_per_node=int(settings.ranks_per_node or _ranks_per_node()),
                                    profile=settings.profile or None)

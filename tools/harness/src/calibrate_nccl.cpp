@@ -2,6 +2,8 @@
 // (grouped send/recv) over sizes, and the batched copy kernel (a strided pack), each timed like the executor runs
 // (CUDA events between back-to-back operations, the slower rank's median); then the step overhead and the one-sided
 // transport's fields (calibrate_nvlink.cpp) from end-to-end runs.
+#include <iterator>
+
 #include <nlohmann/json.hpp>
 
 #include "calibrate_nvlink.hpp"
@@ -125,16 +127,20 @@ Calibration calibrate(const CalibrateOptions& in) {
     }
     cal.fits.emplace_back(name, std::move(f));
   };
-  next("intra_node.p2p");
-  add("intra_node.p2p", &cal.profile.intra_node.p2p, measure(comms, o.sizes_bytes, o, p2p, one));
-  next("intra_node.all_to_all");
-  add("intra_node.all_to_all", &cal.profile.intra_node.all_to_all, measure(comms, o.sizes_bytes, o, p2p, one));
-  next("intra_node.all_gather");
-  add("intra_node.all_gather", &cal.profile.intra_node.all_gather, measure(comms, o.sizes_bytes, o, ag, ring));
-  next("intra_node.reduce_scatter");
-  add("intra_node.reduce_scatter", &cal.profile.intra_node.reduce_scatter, measure(comms, o.sizes_bytes, o, rs, ring));
-  next("intra_node.all_reduce");
-  add("intra_node.all_reduce", &cal.profile.intra_node.all_reduce, measure(comms, o.sizes_bytes, o, ar, allreduce));
+  const bool inter = o.nccl_link == LinkClass::kInterNode;
+  const std::string link_name = inter ? "inter_node" : "intra_node";
+  LinkProfile& link = inter ? cal.profile.inter_node : cal.profile.intra_node;
+  const std::pair<const char*, AlphaBeta*> ops[] = {{".p2p", &link.p2p},
+                                                    {".all_to_all", &link.all_to_all},
+                                                    {".all_gather", &link.all_gather},
+                                                    {".reduce_scatter", &link.reduce_scatter},
+                                                    {".all_reduce", &link.all_reduce}};
+  const CommOp* run[] = {&p2p, &p2p, &ag, &rs, &ar};
+  double (*const per[])(double bytes, int n) = {one, one, ring, ring, allreduce};
+  for (size_t k = 0; k < std::size(ops); ++k) {
+    next(link_name + ops[k].first);
+    add(link_name + ops[k].first, ops[k].second, measure(comms, o.sizes_bytes, o, *run[k], per[k]));
+  }
 
   // Local copies: the copy kernel on a strided pack, half the columns of a square matrix (rows of the sweep's S0->S1
   // packs), and the copy engines on one contiguous block (what a local step copies where rows are wide).
@@ -230,11 +236,11 @@ Calibration calibrate(const CalibrateOptions& in) {
   cal.profile.name = "calibrated: " + cal.machine;
   cal.profile.source =
       "reshard calibrate on " + cal.machine +
-      ": intra_node links fitted by weighted least squares (relative error), copy and copy_engine by least squares "
-      "(absolute error), over " +
-      std::to_string(o.sizes_bytes.size()) + " sizes; " + nvlink +
-      "; inter_node and p2p_per_peer_us from the base profile (" + o.base.name +
-      "), not measurable on one node with two GPUs";
+      ": " + link_name + " links fitted by weighted least squares (relative error)" +
+      (inter ? " with NCCL on its network path between two local GPUs" : "") +
+      ", copy and copy_engine by least squares (absolute error), over " + std::to_string(o.sizes_bytes.size()) +
+      " sizes; " + nvlink + "; " + (inter ? "intra_node" : "inter_node") + " and p2p_per_peer_us from the base profile (" +
+      o.base.name + ")";
   nlohmann::ordered_json fits;
   for (const auto& [name, f] : cal.fits) fits[name] = fit_json(f);
   nlohmann::ordered_json extra;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "reshard/profile.hpp"
+#include "reshard/topology.hpp"
 
 namespace reshard {
 
@@ -36,6 +37,10 @@ struct CalibrateOptions {
   int iters = 20;
   int warmup = 3;
   Profile base = default_profile();  // fields calibration cannot measure (inter-node, per-peer) come from here
+  // The profile link NCCL's fits describe: intra_node, or inter_node when NCCL is made to take its network path
+  // between the two local GPUs (NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1: what it does between nodes); the other
+  // link's figures come from `base`.
+  LinkClass nccl_link = LinkClass::kIntraNode;
   // Called before each measurement: its name, how many are done, how many there are in all.
   std::function<void(const std::string& what, int done, int total)> progress;
 };
