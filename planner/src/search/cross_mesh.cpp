@@ -106,7 +106,8 @@ Plan make_cross_mesh_plan(const Layout& src, const Layout& dst, DType dtype, con
       out.summary.reason = p2p.unavailable;
       return out;
     }
-    if (transport == Transport::kNccl && roles.contributions == 1 && node_aware(csrc, options))
+    if (transport == Transport::kNccl && roles.contributions == 1 && node_aware(csrc, options) &&
+        all.size() <= kMaxNodeAwareTransfers)
       node_aware_step(all, a, m, pricer, options, p2p);
     if (options.buffers_change) pricer.price_source_reads(p2p, a);
     std::vector<Index> intermediate(a.size(), 0);

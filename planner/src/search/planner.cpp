@@ -326,7 +326,7 @@ class Planner {
     detail::PricedStep step = pricer.p2p(index, transport);
     if (!step.unavailable.empty()) return unavailable(Strategy::kP2P, step.unavailable);
     if (transport == Transport::kNccl && roles.contributions == 1 && detail::node_aware(index.src(), options_) &&
-        index.transfer_count(kMaxPlanTransfers) <= kMaxPlanTransfers)
+        index.transfer_count(detail::kMaxNodeAwareTransfers) <= detail::kMaxNodeAwareTransfers)
       detail::node_aware_step(index.all_transfers(), index.src_boxes(), index.dst_boxes(), pricer, options_, step);
     double us = step.step.estimated_us;
     return from_route(Strategy::kP2P, with_partition(Route{{std::move(step)}, us}));

@@ -10,6 +10,10 @@
 
 namespace reshard::detail {
 
+// Steps listing more transfers than this (every rank of a mesh past about 256 ranks talking to every other) keep
+// their flat form: the other forms are priced transfer by transfer, which at a million transfers takes seconds.
+inline constexpr size_t kMaxNodeAwareTransfers = size_t(1) << 16;
+
 // Whether a p2p step from a layout on `mesh_layout`'s world has node-aware forms under `options`: the world spans
 // more than one node, and relays are not `never` or transports may mix (transport auto, peer access).
 bool node_aware(const Layout& mesh_layout, const PlanOptions& options);
