@@ -19,6 +19,7 @@
 #include "reshard/plan_batch.hpp"
 #include "reshard/plan_json.hpp"
 #include "reshard/planner.hpp"
+#include "reshard/program.hpp"
 #include "reshard/text.hpp"
 
 namespace reshard {
@@ -115,6 +116,11 @@ TEST_P(RelayedPlans, CrossEachNodeOnceAndDeliverEveryElement) {
       EXPECT_EQ(j["inter_node_bytes"], j["min_inter_node_bytes"]);
       EXPECT_GT(flat["inter_node_bytes"].get<Index>(), j["inter_node_bytes"].get<Index>());
     }
+    // What the ranks' programs send between nodes is what the plan says it sends.
+    Index sent = 0;
+    for (int r = 0; r < c.src.mesh().world_size(); ++r)
+      sent += exchange_bytes_to_other_nodes(lower(plan, r), plan.topology());
+    EXPECT_EQ(sent, j["inter_node_bytes"].get<Index>());
     EXPECT_EQ(run_plan(plan, testing::quick_host_run()).wrong_elements, 0);
     const Plan reloaded = plan_from_json(plan_to_json(plan));
     EXPECT_EQ(plan_to_json(reloaded), plan_to_json(plan));
