@@ -94,9 +94,9 @@ std::string plan_svg(const Plan& plan) {
   std::vector<double> slot(steps);
   for (size_t i = 0; i < steps; ++i) {
     const Step& s = plan.steps()[i];
-    head[i] =
-        fmt::format("step {}: {}{}", i, to_string(s.kind),
-                    s.mesh_dims.empty() ? std::string() : fmt::format(" on mesh dims {}", join(s.mesh_dims, ' ')));
+    head[i] = fmt::format("step {}: {}{}{}{}", i, to_string(s.kind), s.mixed ? " (mixed transports)" : "",
+                          s.relayed ? " (relayed)" : "",
+                          s.mesh_dims.empty() ? std::string() : fmt::format(" on mesh dims {}", join(s.mesh_dims, ' ')));
     sub[i] = fmt::format("{} -> {}", to_string(s.from), to_string(s.to));
     const std::vector<int>& p = traffic[i].peers_out;
     if (!p.empty() && s.kind != StepKind::kLocal) {
@@ -114,8 +114,12 @@ std::string plan_svg(const Plan& plan) {
     slot[i] = std::max({matrix, text_width(head[i], 12), text_width(sub[i], 12), text_width(peers[i], 11)});
   }
   const std::string axis = blocked ? fmt::format("destination rank (blocks of {})", block) : "destination rank";
+  const bool any_mixed =
+      std::any_of(plan.steps().begin(), plan.steps().end(), [](const Step& s) { return s.mixed; });
   const std::string legend =
-      "green outline: local copy; collectives show each member's data reaching each other member";
+      std::string("green outline: local copy; ") +
+      (any_mixed ? "blue dashed outline: one-sided (nvlink) within a node of a step that mixes transports; " : "") +
+      "collectives show each member's data reaching each other member";
   double width = kLeft;
   for (size_t i = 0; i < steps; ++i) width += slot[i] + kGap;
   width = std::max({width, kLeft + text_width(title, 15) + 20, kLeft + text_width(legend, 12) + 20, 520.0});
@@ -146,12 +150,18 @@ std::string plan_svg(const Plan& plan) {
         if (v <= 0) continue;
         const bool local = t.local[k];
         const int a_last = std::min(n, (a + 1) * block) - 1, b_last = std::min(n, (b + 1) * block) - 1;
+        const Topology& topo = plan.topology();  // a mixed step's cell between ranks of one node: one-sided
+        const bool one_sided = !local && s.mixed && topo.same_node(a * block, a_last) &&
+                               topo.same_node(a * block, b * block) && topo.same_node(b * block, b_last);
         os += fmt::format(
             "<rect x=\"{:.2f}\" y=\"{:.2f}\" width=\"{:.2f}\" height=\"{:.2f}\" fill=\"{}\"{}><title>ranks {} -&gt; "
             "{}: "
             "{}{}</title></rect>\n",
             x0 + b * cell, y0 + a * cell, cell, cell, colour(scale.t(v)),
-            local ? " stroke=\"#1a9850\" stroke-width=\"2\"" : "", range_label(a * block, a_last),
+            local       ? " stroke=\"#1a9850\" stroke-width=\"2\""
+            : one_sided ? " stroke=\"#2166ac\" stroke-width=\"2\" stroke-dasharray=\"3,2\""
+                        : "",
+            range_label(a * block, a_last),
             range_label(b * block, b_last), escape(human_bytes(v)), local ? " (includes local copies)" : "");
       }
     }
