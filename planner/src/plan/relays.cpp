@@ -82,10 +82,12 @@ std::vector<Transfer> rank_relayed_transfers(std::vector<Transfer> node_in, std:
 }
 
 std::vector<Transfer> planned_transfers(const Layout& from, const Layout& to, const Topology& topology,
-                                        int element_size, std::optional<int> scope, bool relayed) {
+                                        int element_size, std::optional<int> scope, bool relayed,
+                                        const OverlapIndex* known) {
   const bool cross = needs_cross_mesh(from, to);
-  std::optional<OverlapIndex> index;
-  if (!cross) index.emplace(from, to, topology, element_size);
+  std::optional<OverlapIndex> made;
+  if (!cross && !known) made.emplace(from, to, topology, element_size);
+  const OverlapIndex* index = known ? known : made ? &*made : nullptr;
   if (!scope) {
     std::vector<Transfer> all =
         cross ? cross_mesh_transfers(from, to, topology, element_size) : index->all_transfers();

@@ -12,6 +12,7 @@
 #include <optional>
 #include <vector>
 
+#include "reshard/overlap.hpp"
 #include "reshard/plan.hpp"
 
 namespace reshard::detail {
@@ -30,8 +31,10 @@ std::vector<Transfer> rank_relayed_transfers(std::vector<Transfer> node_in, std:
 
 // The planner's transfers of a p2p step from `from` to `to` (canonical placements): every rank's, or (`scope`) those
 // that rank sends, receives or relays, sorted by (src, dst); relayed by the rule when `relayed`. Between meshes
-// (cross_mesh_transfers.hpp) or on one (OverlapIndex), as needs_cross_mesh says.
+// (cross_mesh_transfers.hpp) or on one (OverlapIndex, or `index` where the caller holds the step's), as
+// needs_cross_mesh says.
 std::vector<Transfer> planned_transfers(const Layout& from, const Layout& to, const Topology& topology,
-                                        int element_size, std::optional<int> scope, bool relayed);
+                                        int element_size, std::optional<int> scope, bool relayed,
+                                        const OverlapIndex* index = nullptr);
 
 }  // namespace reshard::detail

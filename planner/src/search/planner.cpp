@@ -398,24 +398,10 @@ class Planner {
   void materialize_transfers(std::vector<Step>& steps) {
     for (Step& s : steps) {
       if (s.kind != StepKind::kP2P) continue;
+      // A global plan's steps hold at most kMaxPlanTransfers: build_strategy checked the candidate.
       const OverlapIndex& index = cache_.overlap(s.from, s.to);
-      s.transfers.clear();
-      if (s.relayed) {
-        s.transfers = detail::planned_transfers(index.src(), index.dst(), options_.topology, element_size(dtype_),
-                                                rank_, true);
-        continue;
-      }
-      if (!rank_) {  // within kMaxPlanTransfers: build_strategy checked the candidate
-        s.transfers = index.all_transfers();
-        continue;
-      }
-      index.transfers_from(*rank_, s.transfers);
-      std::vector<Transfer> in;
-      index.transfers_into(*rank_, in);
-      for (const Transfer& t : in)
-        if (t.src != *rank_) s.transfers.push_back(t);
-      std::sort(s.transfers.begin(), s.transfers.end(),
-                [](const Transfer& x, const Transfer& y) { return x.src != y.src ? x.src < y.src : x.dst < y.dst; });
+      s.transfers = detail::planned_transfers(index.src(), index.dst(), options_.topology, element_size(dtype_),
+                                              rank_, s.relayed, &index);
     }
   }
 

@@ -11,7 +11,7 @@
 namespace reshard::detail {
 
 // Steps listing more transfers than this (every rank of a mesh past about 256 ranks talking to every other) keep
-// their flat form: the other forms are priced transfer by transfer, which at a million transfers takes seconds.
+// their flat form: the other forms are priced transfer by transfer, in time linear in the transfers listed.
 inline constexpr size_t kMaxNodeAwareTransfers = size_t(1) << 16;
 
 // Whether a p2p step from a layout on `mesh_layout`'s world has node-aware forms under `options`: the world spans
