@@ -101,7 +101,7 @@ def write_partial_budget(w, pb_dir):
       "ranks them the same way, so `auto` picks the collective here. P2P with reduction is meant for layouts "
       "where a collective chain would go through Replicate or move more bytes (mixed Partial/Shard layouts on "
       "larger meshes); by construction it moves no more than a reduce-scatter and needs no full-size temporary "
-      "(`tests/partial_test.cpp`), but it has not been measured on more than 2 GPUs (issue 7).\n")
+      "(`tests/executor/partial_test.cpp`), but it has not been measured on more than 2 GPUs (issue 7).\n")
 
 
 def write_four_gpus(w, x4):

@@ -9,7 +9,7 @@
 #
 # RESHARD_TEST_SUITES selects suites (default "release asan fuzz"). RESHARD_TEST_TIER=full runs every case of the
 # exhaustive suites (the GPU device scripts do); the default fast tier runs a fixed sample of their largest case
-# lists (tests/test_tier.hpp), and the sanitizer suite a quarter of that (the sanitizer tier). Extra arguments go to
+# lists (tests/support/test_tier.hpp), and the sanitizer suite a quarter of that (the sanitizer tier). Extra arguments go to
 # the release configure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -76,7 +76,7 @@ if [[ " $suites " == *" asan "* ]]; then
   timed "asan: configure" cmake --preset asan > /dev/null
   timed "asan: build" cmake --build build-asan --parallel "$jobs"
   # The package tests link uninstrumented projects against the installed package: checked in the release suite.
-  # The fast tier becomes the sanitizer tier there (tests/test_tier.hpp: a quarter of the largest enumerations).
+  # The fast tier becomes the sanitizer tier there (tests/support/test_tier.hpp: a quarter of the largest enumerations).
   asan_tier=$RESHARD_TEST_TIER
   [[ $asan_tier == fast ]] && asan_tier=sanitizer
   RESHARD_TEST_TIER=$asan_tier ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \

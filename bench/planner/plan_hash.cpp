@@ -36,7 +36,7 @@ class Hash {
 
 using testing::outcome;
 
-// Random requests as tests/random_plan_requests.hpp draws them, at sizes past the equivalence test's.
+// Random requests as tests/support/random_plan_requests.hpp draws them, at sizes past the equivalence test's.
 long random_cases(int n, unsigned seed, Hash& hash) {
   std::mt19937 rng(seed);
   testing::RequestRanges ranges;

@@ -25,7 +25,7 @@ import torch
 import torch.distributed as dist
 from torch.distributed.tensor import DTensor
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "gpu_tests"))
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "tests" / "gpu"))
 import common  # noqa: E402
 import reshard.torch as rt  # noqa: E402
 from reshard.torch import _dtensor, _ops, _runtime  # noqa: E402

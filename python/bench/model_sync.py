@@ -28,7 +28,7 @@ import torch.distributed as dist
 from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.tensor import DTensor, Replicate, Shard
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "gpu_tests"))
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "tests" / "gpu"))
 import common  # noqa: E402
 import reshard.torch as rt  # noqa: E402
 

@@ -1,6 +1,6 @@
 """Shared fixtures of the CPU suite: the CLI binary and the conformance data (ctest sets both; see
 python/CMakeLists.txt). Run by hand: PYTHONPATH=build/python RESHARD_CLI=build/tools/reshard python3 -m pytest
-python/tests."""
+python/tests. The GPU checks in gpu/ are scripts run under torchrun (gpu/run_all.sh), not collected here."""
 
 import os
 import pathlib
@@ -9,6 +9,7 @@ import subprocess
 import pytest
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
+collect_ignore = ["gpu"]  # torchrun scripts (check_*.py, one process per GPU), not pytest tests
 
 
 @pytest.fixture(scope="session")

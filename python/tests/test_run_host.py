@@ -164,7 +164,7 @@ def test_max_and_min_of_complex_partials_are_refused():
 
 # dtype conversion in the move (to_dtype): every element of every rank's target equals the global tensor converted
 # (values exact in every target type here: halves in [-8, 8], so conversion is exact and the check is bit for bit;
-# rounding is tests/dtype_convert_test.cpp's).
+# rounding is tests/executor/dtype_convert_test.cpp's).
 def e4m3_codes(values):
     """The float8_e4m3fn bits of exactly representable values."""
     codes = np.arange(256, dtype=np.uint8)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # On a 2- or 4-GPU machine, one call (BUDGET seconds, default 575): reshard with the buffers real callers hand it.
-# PARTS (default "cpp fresh model alloc"): cpp: batch_gpu_tests and the one-process-per-GPU suites (IPC mappings);
-# fresh: python/gpu_tests/check_fresh_buffers.py on every GPU (fresh, reused, freed and reallocated buffers,
+# PARTS (default "cpp fresh model alloc"): cpp: executor_gpu_tests' batches and one-process-per-GPU tests (IPC);
+# fresh: python/tests/gpu/check_fresh_buffers.py on every GPU (fresh, reused, freed and reallocated buffers,
 # redistribute_many forward and backward); alloc: the same under expandable segments and cudaMallocAsync, and the
 # Llama-3-8B set under both; model: python/bench/model_sync.py (SETS, default every set); stages: the host time of
 # each stage of a repeat call (python/bench/call_stages.py); batch: `reshard bench --batch 100` of 1 MiB tensors
@@ -25,13 +25,14 @@ torch_job() {  # torch_job NAME SECONDS SCRIPT ARGS...
   echo "[$(el) s] $name exit $rc"; grep -E "passed, |Error|^\{\"set|^\{\"shape|^# |fallback" "$OUT/$name.log" | cut -c1-1200 | head -12
 }
 if has cpp; then
-  timeout 150 build-device/tests/batch_gpu_tests > "$OUT/batch_gpu.log" 2>&1; rc=$?; echo "[$(el) s] batch_gpu_tests exit $rc"
+  timeout 150 build-device/tests/executor_gpu_tests --gtest_filter='GpuBatch.*' > "$OUT/batch_gpu.log" 2>&1; rc=$?
+  echo "[$(el) s] batch_gpu exit $rc"
   grep -E "^\[ +(OK|FAILED) \]|Failure" "$OUT/batch_gpu.log" | head -12
   timeout 150 build-device/tests/executor_gpu_tests --gtest_filter='GpuProcesses.*:Gpu.OneProcessPerRank' \
     > "$OUT/processes.log" 2>&1; rc=$?; echo "[$(el) s] processes exit $rc"
   grep -E "^\[ +(OK|FAILED) \]|Failure" "$OUT/processes.log" | head -12
 fi
-has fresh && torch_job fresh 120 python/gpu_tests/check_fresh_buffers.py --out "$OUT"
+has fresh && torch_job fresh 120 python/tests/gpu/check_fresh_buffers.py --out "$OUT"
 if has rows; then  # peer copies of narrow rows: copy engines (the profile's rule) against the copy kernel
   python3 -c "import json; p = json.load(open('bench/profiles/h100x2.json')); p['name'] = 'kernel peer copies'
 p['nvlink']['copy_engine_min_row_bytes'] = 1 << 40; json.dump(p, open('/tmp/kernels.json', 'w'))"
@@ -69,7 +70,7 @@ has model && torch_job model 240 python/bench/model_sync.py --out "$OUT" --sets 
 if has alloc; then
   for conf in expandable_segments:True backend:cudaMallocAsync; do
     tag=${conf%%:*}
-    PYTORCH_CUDA_ALLOC_CONF=$conf torch_job "fresh_$tag" 90 python/gpu_tests/check_fresh_buffers.py --out "$OUT"
+    PYTORCH_CUDA_ALLOC_CONF=$conf torch_job "fresh_$tag" 90 python/tests/gpu/check_fresh_buffers.py --out "$OUT"
     PYTORCH_CUDA_ALLOC_CONF=$conf torch_job "model_$tag" 90 python/bench/model_sync.py --out "$OUT/$tag" --sets llama3_8b --no-single
   done
 fi

@@ -1,6 +1,6 @@
 // Box: an axis-aligned block of a tensor, given by a global offset and a shape.
 //
-// Contracts (tested element by element in tests/box_test.cpp):
+// Contracts (tested element by element in tests/placements/box_test.cpp):
 //  - volume(b) is the product of the extents; a box with any zero (or negative) extent is empty, volume 0. A volume
 //    beyond int64 is a kInvalidArgument error, never a wrapped value.
 //  - intersect(a, b) contains exactly the elements in both a and b; its offset is max(offsets) per dim

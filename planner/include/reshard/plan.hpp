@@ -150,8 +150,8 @@ namespace detail {
 // Candidates some of whose figures are computed on first use (internal to the planner: pending_candidates.hpp).
 class PendingCandidates;
 // Freezes a spec the planner itself built, without validate_plan (internal to the planner: the reference planner's
-// plans are validated, and tests/planner_equivalence_test.cpp requires the fast planner's to equal them). With
-// `pending`, the plan's candidates are pending's (spec.candidates is ignored), completed when first read.
+// plans are validated, and tests/planner/planner_equivalence_test.cpp requires the fast planner's to equal them).
+// With `pending`, the plan's candidates are pending's (spec.candidates is ignored), completed when first read.
 Plan trusted_plan(PlanSpec spec, std::shared_ptr<PendingCandidates> pending = nullptr);
 }  // namespace detail
 
@@ -185,7 +185,8 @@ class Plan {
   // the losing candidates' peak workspace and route, and every figure of a candidate whose search showed it costs more
   // than one built before it. That call plans those candidates again in full (thread-safe, once per plan and its
   // copies), so it may cost as much as the planning did; the figures are the same as if they had been computed at
-  // once (tests/pending_candidates_test.cpp, and the reference planner's in tests/planner_equivalence_test.cpp).
+  // once (tests/planner/pending_candidates_test.cpp, and the reference planner's in
+  // tests/planner/planner_equivalence_test.cpp).
   const std::vector<Candidate>& candidates() const;
   const std::vector<Step>& steps() const { return s_.steps; }
   // A copy of everything the plan holds, its candidates complete (as candidates() gives them).

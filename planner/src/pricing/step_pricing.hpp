@@ -1,7 +1,8 @@
 // Prices and workspace of single steps under the cost model (internal to the planner).
 //
 // Every figure comes from the step geometry (step_geometry.hpp) that the lowering lays out, so candidates are priced
-// with their true peak workspace without lowering every rank (tests/lowering_test.cpp keeps checking that they agree).
+// with their true peak workspace without lowering every rank (tests/planner/lowering_test.cpp keeps checking that they
+// agree).
 #pragma once
 
 #include <cstdint>
@@ -69,7 +70,7 @@ class StepPricer {
   // step holds no transfers (the planner materialises them for the plan it keeps). An nvlink step with a transfer
   // across nodes returns at the first one (in destination rank order) with `unavailable` set and no figures.
   // Exchanges come from transfer classes (transfer_classes.hpp) where they apply, else from every transfer; both
-  // give the same figures (tests/planner_equivalence_test.cpp).
+  // give the same figures (tests/planner/planner_equivalence_test.cpp).
   PricedStep p2p(const OverlapIndex& index, Transport transport = Transport::kNccl) const;
 
   // The exchange rules of this pricer's steps (transport, element size, chunking, copy-engine rule).

@@ -471,8 +471,8 @@ std::optional<Route> search_collective_route(const Layout& src, const Layout& ds
                                              std::optional<int> max_collectives, LayoutCache& cache,
                                              std::string* reason, double above, bool* costlier) {
   // The pruned search, and the full one where the pruned one cannot vouch for its choice (rare: equal costs, or
-  // negative or NaN prices). The reference planner searches in full (tests/planner_equivalence_test.cpp compares the
-  // two).
+  // negative or NaN prices). The reference planner searches in full (tests/planner/planner_equivalence_test.cpp
+  // compares the two).
   Search pruned(src, dst, pricer, max_collectives, cache, !pricer.reference(), above);
   std::optional<Route> r = pruned.run();
   if (!pruned.unsure()) {

@@ -17,8 +17,8 @@ int cuda_device_count();
 // process that builds executors again and again reuses a handful of streams instead of creating new ones. CUDA maps
 // streams onto CUDA_DEVICE_MAX_CONNECTIONS hardware queues in the order they are created; a fresh stream per executor
 // eventually shares a queue with a live one, and where ranks share a GPU a one-sided wait at the head of that queue
-// blocks the other rank's post behind it (a deadlock: tests/shared_gpu_test.cpp). A stream still busy at destruction
-// (a run that timed out) is destroyed, never reused.
+// blocks the other rank's post behind it (a deadlock: tests/executor/gpu/shared_gpu_test.cpp). A stream still busy at
+// destruction (a run that timed out) is destroyed, never reused.
 class CudaStream {
  public:
   explicit CudaStream(int device);

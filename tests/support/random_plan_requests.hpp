@@ -1,7 +1,7 @@
 // Random plan requests for checks that compare plans over many cases: meshes up to 4-D (some with explicit rank
 // orders), uneven shards, Partial sources and targets, node sizes 1-8, peer access, memory budgets, pipeline chunks,
 // low-SM, changing buffers, fusion and strategies. Every value is drawn from the caller's generator in a fixed order,
-// so a seed gives the same requests on every run. Used by tests/planner_equivalence_test.cpp and
+// so a seed gives the same requests on every run. Used by tests/planner/planner_equivalence_test.cpp and
 // bench/planner/plan_hash.cpp.
 #pragma once
 

@@ -34,7 +34,7 @@ import subprocess
 import sys
 import tempfile
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))  # the repository, from tests/repository
 DOCS = ("README.md", "docs/cli.md", "docs/cli-measure.md", "docs/api.md")
 DIRECTIVE = re.compile(r"^<!-- check(?::\s*(.*?))?\s*-->$")
 COMMAND_LINE = re.compile(r"^(\$ )?([A-Z_]+=\S* )*(reshard|python3?) ")

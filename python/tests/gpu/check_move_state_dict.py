@@ -7,8 +7,8 @@ element of every target rank compared with the global tensor; bad requests raise
 tensor on every rank; ranks in neither mesh return at once; a repeated sync into existing destinations allocates
 nothing.
 
-    torchrun --nproc-per-node 2 python/gpu_tests/check_move_state_dict.py [--out DIR]
-    torchrun --nproc-per-node 4 python/gpu_tests/check_move_state_dict.py [--out DIR]
+    torchrun --nproc-per-node 2 python/tests/gpu/check_move_state_dict.py [--out DIR]
+    torchrun --nproc-per-node 4 python/tests/gpu/check_move_state_dict.py [--out DIR]
 
 Exits 1 when any check fails (the failures are listed, and written to DIR/move_state_dict.json).
 """

@@ -3,7 +3,7 @@ again, blocks freed and reallocated (at the same address with another size, and 
 the driver), and redistribute_many over mixed lists, forward and backward. Every element of every rank's result is
 compared with DTensor.redistribute's, bit for bit.
 
-    torchrun --nproc-per-node 4 python/gpu_tests/check_fresh_buffers.py [--out DIR]
+    torchrun --nproc-per-node 4 python/tests/gpu/check_fresh_buffers.py [--out DIR]
 
 Also under PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True or backend:cudaMallocAsync (memory the peers cannot map:
 one-sided plans then run on their NCCL fallback, counted in stats()["fallback_runs"]). Exits 1 when any check fails.
@@ -131,7 +131,7 @@ def main():
     # Every check under the default settings, then with the nvlink transport forced and mapping priced free (so that
     # no plan stages its source): one-sided plans on the caller's tensors map them, or, from memory the peers cannot
     # map, run their NCCL fallback.
-    profile = json.loads((pathlib.Path(__file__).resolve().parents[2] / "bench/profiles/h100x2.json").read_text())
+    profile = json.loads((pathlib.Path(__file__).resolve().parents[3] / "bench/profiles/h100x2.json").read_text())
     profile["nvlink"]["map_us"] = 0
     mapping_free = pathlib.Path(f"/tmp/reshard_mapping_free_{rank}.json")
     mapping_free.write_text(json.dumps(profile))

@@ -9,7 +9,7 @@ import re
 import subprocess
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))  # the repository, from tests/repository
 OTHER_PROJECTS = {"test_redistribute.py"}  # PyTorch's own tests, named as the source of a count
 GENERATED = {"version.hpp", "reshardConfig.cmake", "-targets.cmake"}  # made by the configure step
 NAME = re.compile(r"(?<![\w/.$-])((?:[\w.-]+/)*[\w-]+\.(?:cpp|hpp|cu|cuh|py|sh|md|cmake))\b")

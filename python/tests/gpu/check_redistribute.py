@@ -1,4 +1,4 @@
-"""reshard.torch against PyTorch's DTensor, on GPUs (torchrun --nproc-per-node 2 python/gpu_tests/check_redistribute.py
+"""reshard.torch against PyTorch's DTensor, on GPUs (torchrun --nproc-per-node 2 python/tests/gpu/check_redistribute.py
 --out DIR).
 
 For every pair of placements from R, S0, S1, P(sum), P(avg) per mesh dim, on meshes (2), (1,2), (2,1) (and (4), (2,2)
@@ -290,7 +290,7 @@ def profile_cases(mesh):
             raised = False
         out.append({"case": f"configure({', '.join(f'{k}={v!r}' for k, v in bad.items())})",
                     "ok": common.all_ranks_true(raised and rt.configure() == before)})
-    path = pathlib.Path(__file__).resolve().parents[2] / "bench" / "profiles" / "h100x2.json"
+    path = pathlib.Path(__file__).resolve().parents[3] / "bench" / "profiles" / "h100x2.json"
     rt.configure(profile=str(path))
     for src, dst in (("S0", "S1"), ("P", "S0"), ("S0", "R")):
         src_p, dst_p = [common.placement(src)], [common.placement(dst)]

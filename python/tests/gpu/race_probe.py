@@ -2,7 +2,7 @@
 one rank's GPU stream delayed before the call (torch.cuda._sleep), compared with DTensor.redistribute every element.
 Prints, per case, fuse mode and delayed rank, how many trials differed on each rank.
 
-    torchrun --nproc-per-node 4 python/gpu_tests/race_probe.py
+    torchrun --nproc-per-node 4 python/tests/gpu/race_probe.py
 """
 import torch
 import torch.distributed as dist

@@ -1,7 +1,7 @@
 // The rendezvous against hostile peers with real jobs, one process per GPU on 2 GPUs (skipped with fewer): stray
 // connections (silent, junk, a process of another job claiming rank 1) while a tcp job gathers, and a file left by
 // an earlier job at a file rendezvous's path. Each job must start and verify every element; the other job's process
-// must never join. (The same logic without GPUs: tests/rendezvous_test.cpp.)
+// must never join. (The same logic without GPUs: tests/executor/rendezvous_test.cpp.)
 #include <gtest/gtest.h>
 
 #include <unistd.h>

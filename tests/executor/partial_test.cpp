@@ -54,7 +54,7 @@ TEST_P(PartialExhaustive, EveryPairEveryStrategyEveryElement) {
         bool any_partial = false;
         for (const Placement& p : from) any_partial = any_partial || p.is_partial();
         for (const Placement& p : to) any_partial = any_partial || p.is_partial();
-        if (!any_partial) continue;  // covered by executor_host_tests
+        if (!any_partial) continue;  // covered by executor_host_test.cpp
         Layout src(mesh, from, shape), dst(mesh, to, shape);
         PlanOptions o;
         o.topology.ranks_per_node = (runs / 3) % 2 ? 2 : 8;  // nvlink where transfers stay on a node

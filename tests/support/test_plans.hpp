@@ -1,5 +1,5 @@
-// Plans for tests: the rows of a table of redistributions, one strategy's plan (or the planner's refusal of it), and
-// the zero-copy p2p plan on the NCCL transport, the p2p plan on the NVLink transport.
+// Plans for tests: the rows of a table of redistributions, one strategy's plan (or the planner's refusal of it), every
+// candidate's plan, and the zero-copy p2p plan on the NCCL transport, the p2p plan on the NVLink transport.
 #pragma once
 
 #include <optional>
@@ -30,6 +30,29 @@ inline std::optional<Plan> plan_with(const Layout& src, const Layout& dst, DType
     why = e.what();
     return std::nullopt;
   }
+}
+
+// The plan of every available candidate of src -> dst (every strategy on both transports): on the NVLink transport
+// twice, with separate peer copies and with one fused kernel per rank.
+inline std::vector<Plan> candidate_plans(const Layout& src, const Layout& dst, DType t) {
+  std::vector<Plan> plans;
+  PlanOptions o;
+  const Plan automatic = make_plan(src, dst, t, o);
+  for (const Candidate& c : automatic.candidates()) {
+    if (!c.available) continue;
+    o.strategy = c.strategy;
+    o.transport = c.transport;
+    if (c.transport != Transport::kNvlink) {
+      plans.push_back(make_plan(src, dst, t, o));
+      continue;
+    }
+    for (Fusion f : {Fusion::kNever, Fusion::kAlways}) {
+      o.fusion = f;
+      plans.push_back(make_plan(src, dst, t, o));
+    }
+    o.fusion = Fusion::kAuto;
+  }
+  return plans;
 }
 
 // The p2p plan of src -> src under placements `to`, on the NCCL transport: where a transfer is a rank's whole box it

@@ -7,7 +7,7 @@ reduce-scatter (ring order), so the last bits can differ; there the check also p
 within 1e-5 of its tensor's largest magnitude, and the report says which ("equal" bitwise, "close" within rounding)
 and how far: the largest difference in ulps of its tensor's largest magnitude (docs/python.md, "Numerics").
 
-    torchrun --nproc-per-node 2 python/gpu_tests/check_tp_mlp.py --out DIR
+    torchrun --nproc-per-node 2 python/tests/gpu/check_tp_mlp.py --out DIR
 
 Results: DIR/tp_mlp.json. Exit status 1 on any difference.
 """
@@ -22,7 +22,7 @@ import torch
 import common
 import reshard.torch as rt
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "examples"))
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "examples"))
 import tp_mlp  # noqa: E402
 
 

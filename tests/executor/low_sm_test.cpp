@@ -86,8 +86,9 @@ TEST(LowSm, AutoPrefersTheCopyEnginesUnderCompute) {
   EXPECT_GT(r.checked_elements, 0);
 }
 
-// Low-SM plans issue copy-engine copies in pieces of at most 16 MiB (tests/lowering_test.cpp checks the pieces): with
-// f64 blocks of 18 MiB, local and peer copies (pulled and pushed) are split, and every element still lands right.
+// Low-SM plans issue copy-engine copies in pieces of at most 16 MiB (tests/planner/lowering_test.cpp checks the
+// pieces): with f64 blocks of 18 MiB, local and peer copies (pulled and pushed) are split, and every element still
+// lands right.
 TEST(LowSm, CopiesInPiecesMoveEveryElement) {
   const Layout src(Mesh({2}), parse_placements("S0"), Dims{2048, 4608});
   struct Case {

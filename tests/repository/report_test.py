@@ -8,7 +8,7 @@ import tempfile
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-spec = importlib.util.spec_from_file_location("report", os.path.join(HERE, "..", "bench", "report.py"))
+spec = importlib.util.spec_from_file_location("report", os.path.join(HERE, "..", "..", "bench", "report.py"))
 report = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(report)
 

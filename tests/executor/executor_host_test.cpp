@@ -1,7 +1,8 @@
 // The executor on the host backend: every strategy over the planner's exhaustive set, every element of every rank
-// checked (harness protocol: two poisoned runs and a final run); every dtype, plans from JSON and per-rank plans,
-// identities run in place, the log hook, host reductions and communicator groups. Peer copies:
-// executor_host_peer_copies_test.cpp; failures and bad input: executor_host_failures_test.cpp.
+// checked (harness protocol: two poisoned runs and a final run); plans from JSON and per-rank plans, identities run
+// in place, the log hook, host reductions and communicator groups. The checks every backend runs (every dtype, Partial
+// pairs, memory budgets, zero-copy steps): backends_test.cpp; peer copies: executor_host_peer_copies_test.cpp;
+// failures and bad input: executor_host_failures_test.cpp.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -17,7 +18,6 @@
 #include "reshard/pattern.hpp"
 #include "reshard/plan_json.hpp"
 #include "reshard/planner.hpp"
-#include "test_plans.hpp"
 #include "test_tier.hpp"
 
 namespace reshard {
@@ -95,25 +95,6 @@ INSTANTIATE_TEST_SUITE_P(Meshes, HostExecutorExhaustive,
                                            MeshCase{{4, 2}, 3}),
                          [](const ::testing::TestParamInfo<MeshCase>& p) { return testing::mesh_case_name(p.param); });
 
-TEST(HostExecutor, EveryDTypeAndStrategy) {
-  Layout src(Mesh({2, 3}), parse_placements("S0,S1"), Dims{11, 13, 3});
-  for (const char* to : {"S1,S0", "R,S2", "S2,R", "R,R"}) {
-    Layout dst = src.with_placements(parse_placements(to));
-    for (DType t : kAllDTypes) {
-      for (Strategy s : {Strategy::kCollective, Strategy::kP2P, Strategy::kHybrid, Strategy::kAuto}) {
-        std::string why;
-        const std::optional<Plan> plan = testing::plan_with(src, dst, t, s, why);
-        if (!plan) {
-          ASSERT_EQ(s, Strategy::kHybrid) << why;
-          continue;
-        }
-        RunResult r = run_plan(*plan, quick());
-        EXPECT_EQ(r.wrong_elements, 0) << to << " " << to_string(t) << " " << to_string(s);
-      }
-    }
-  }
-}
-
 TEST(HostExecutor, PlansLoadedFromJsonAndRankPlansRun) {
   Layout src(Mesh({4, 2}), parse_placements("S0,S1"), Dims{17, 9});
   Layout dst = src.with_placements(parse_placements("S1,S0"));
@@ -187,22 +168,6 @@ TEST(HostExecutor, IdenticalLayoutsRunInPlace) {
   const Layout a(Mesh({1, 2}), parse_placements("S0,S1"), Dims{4, 6});
   EXPECT_TRUE(is_identity(make_plan(a, a.with_placements(parse_placements("R,S1")), DType::kF32, {})));
   EXPECT_FALSE(is_identity(make_plan(a, a.with_placements(parse_placements("S0,S0")), DType::kF32, {})));
-}
-
-TEST(HostExecutor, ZeroCopyStepsHaveNoPackingAndAreCorrect) {
-  Plan plan =
-      testing::p2p_over_nccl(Layout(Mesh({2, 2}), parse_placements("S0,S1"), Dims{64, 64}), "S1,S0", DType::kF32);
-  for (int r = 0; r < 4; ++r) {
-    RankProgram p = lower(plan, r);
-    int exchanges = 0, copies = 0;
-    for (const Op& op : p.ops) {
-      exchanges += std::holds_alternative<Exchange>(op.body);
-      copies += std::holds_alternative<Copies>(op.body);
-    }
-    EXPECT_EQ(copies, r == 1 || r == 2 ? 0 : 1) << "rank " << r;  // ranks 0 and 3 only copy locally: nothing packed
-    EXPECT_EQ(exchanges, r == 1 || r == 2 ? 1 : 0) << "rank " << r;
-  }
-  EXPECT_EQ(run_plan(plan, quick()).wrong_elements, 0);
 }
 
 TEST(HostExecutor, LogHookReportsThePlanAndTracedStepTimes) {

@@ -6,7 +6,7 @@
 #   built),
 #   RTIME (seconds for check_redistribute.py's cases; default a third of what is left after the build)
 set -uo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../../.."
 OUT=${OUT:-/tmp/reshard-python}
 NPROC=${NPROC:-2}
 BUDGET=${BUDGET:-570}
@@ -35,9 +35,9 @@ part() {
 }
 export STACKS_EVERY_S=${STACKS_EVERY_S:-120}  # a rank still running then prints its Python stack (common.setup)
 left=$((BUDGET - (SECONDS - start)))
-part redistribute 60 python/gpu_tests/check_redistribute.py --out "$OUT" --time-limit "${RTIME:-$((left / 3))}"
-part tp_mlp 120 python/gpu_tests/check_tp_mlp.py --out "$OUT"
-part move_state_dict 60 python/gpu_tests/check_move_state_dict.py --out "$OUT"
+part redistribute 60 python/tests/gpu/check_redistribute.py --out "$OUT" --time-limit "${RTIME:-$((left / 3))}"
+part tp_mlp 120 python/tests/gpu/check_tp_mlp.py --out "$OUT"
+part move_state_dict 60 python/tests/gpu/check_move_state_dict.py --out "$OUT"
 part bench 60 python/bench/bench_torch.py --out "$OUT"
 part example 20 python/examples/dtensor_redistribute.py
 cat "$OUT/status.txt"
