@@ -7,6 +7,8 @@
 #include <string_view>
 #include <type_traits>
 
+#include "reshard/environment.hpp"
+
 namespace reshard {
 
 // What an operation needs at run time, prepared at construction.
@@ -41,11 +43,10 @@ DType reduction_dtype(const std::vector<ReduceRegion>& regions, DType program) {
 
 // Whether a run's one-sided steps may address the peers' tensors, not only their workspaces: every nvlink step but a
 // staged first one (Step::staged). Decided from the plans, so every rank decides alike (mapping is collective).
-// The log sink: the caller's, else stderr when the environment says RESHARD_LOG=1 (read once per executor).
+// The log sink: the caller's, else stderr when the environment says RESHARD_LOG=1.
 std::function<void(const std::string&)> log_sink(const ExecutorOptions& options) {
   if (options.log) return options.log;
-  const char* env = std::getenv("RESHARD_LOG");
-  if (env == nullptr || std::string_view(env) != "1") return {};
+  if (!env_log_to_stderr()) return {};
   return [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
 }
 
@@ -116,7 +117,7 @@ Executor::Executor(const PlanBatch& batch, Communicator& comm, Device& device, E
       device_(device),
       options_(options),
       log_(log_sink(options)),
-      trace_ops_(std::getenv("RESHARD_TRACE_OPS") != nullptr) {
+      trace_ops_(env_trace_ops()) {
   const Range range(device_, "reshard prepare");
   const Mesh& mesh = batch.mesh();
   RESHARD_REQUIRE(comm.size() == mesh.world_size(), "the communicator has ", comm.size(), " ranks but the ",
