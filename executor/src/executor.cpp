@@ -113,11 +113,7 @@ Executor::Executor(const Plan& plan, Communicator& comm, Device& device, Executo
     : Executor(PlanBatch::of(plan), comm, device, std::move(options)) {}
 
 Executor::Executor(const PlanBatch& batch, Communicator& comm, Device& device, ExecutorOptions options)
-    : comm_(comm),
-      device_(device),
-      options_(options),
-      log_(log_sink(options)),
-      trace_ops_(env_trace_ops()) {
+    : comm_(comm), device_(device), options_(options), log_(log_sink(options)), trace_ops_(env_trace_ops()) {
   const Range range(device_, "reshard prepare");
   const Mesh& mesh = batch.mesh();
   RESHARD_REQUIRE(comm.size() == mesh.world_size(), "the communicator has ", comm.size(), " ranks but the ",
@@ -125,7 +121,7 @@ Executor::Executor(const PlanBatch& batch, Communicator& comm, Device& device, E
                   mesh.world_size());
   // One-sided steps push or pull as ExecutorOptions::one_sided_copies says (other steps are lowered alike either way).
   program_ = lower(batch, comm.rank(),
-                   LowerOptions{options.stage_overlap, options.coalesce_max_bytes, options.one_sided_copies});
+                   LowerOptions{options.stage_schedule, options.coalesce_max_bytes, options.one_sided_copies});
   if (program_.one_sided) {
     // Every rank of the plan connects (collective); every rank's program must have the same steps and copy direction.
     exposed_kinds_ = require_same_steps(program_, comm_);
@@ -329,9 +325,9 @@ void Executor::run(std::span<const ConstBuffer> inputs, std::span<const MutableB
     }
   }
   // One-sided plans map the peers' buffers, collectively: on the first run, and when the program addresses the peers'
-  // tensors on the runs options_.buffer_changes names; the same runs on every rank.
+  // tensors on the runs options_.buffers_change names; the same runs on every rank.
   if (peers_ &&
-      (!exposed_ || (program_.maps_peer_tensors && (changed || options_.buffer_changes == BufferChanges::kAnyRank)))) {
+      (!exposed_ || (program_.maps_peer_tensors && (changed || options_.buffers_change == BuffersChange::kAnyRank)))) {
     constexpr auto bit = [](Buffer b) { return 1u << static_cast<unsigned>(b); };
     auto* work = workspace_ ? static_cast<std::byte*>(workspace_->data()) : nullptr;
     for (size_t t = 0; t < n; ++t) {
