@@ -7,6 +7,8 @@
 #include <string_view>
 #include <type_traits>
 
+#include "reshard/environment.hpp"
+
 namespace reshard {
 
 // What an operation needs at run time, prepared at construction.
@@ -41,11 +43,10 @@ DType reduction_dtype(const std::vector<ReduceRegion>& regions, DType program) {
 
 // Whether a run's one-sided steps may address the peers' tensors, not only their workspaces: every nvlink step but a
 // staged first one (Step::staged). Decided from the plans, so every rank decides alike (mapping is collective).
-// The log sink: the caller's, else stderr when the environment says RESHARD_LOG=1 (read once per executor).
+// The log sink: the caller's, else stderr when the environment says RESHARD_LOG=1.
 std::function<void(const std::string&)> log_sink(const ExecutorOptions& options) {
   if (options.log) return options.log;
-  const char* env = std::getenv("RESHARD_LOG");
-  if (env == nullptr || std::string_view(env) != "1") return {};
+  if (!env_log_to_stderr()) return {};
   return [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
 }
 
@@ -112,11 +113,7 @@ Executor::Executor(const Plan& plan, Communicator& comm, Device& device, Executo
     : Executor(PlanBatch::of(plan), comm, device, std::move(options)) {}
 
 Executor::Executor(const PlanBatch& batch, Communicator& comm, Device& device, ExecutorOptions options)
-    : comm_(comm),
-      device_(device),
-      options_(options),
-      log_(log_sink(options)),
-      trace_ops_(std::getenv("RESHARD_TRACE_OPS") != nullptr) {
+    : comm_(comm), device_(device), options_(options), log_(log_sink(options)), trace_ops_(env_trace_ops()) {
   const Range range(device_, "reshard prepare");
   const Mesh& mesh = batch.mesh();
   RESHARD_REQUIRE(comm.size() == mesh.world_size(), "the communicator has ", comm.size(), " ranks but the ",
@@ -124,7 +121,7 @@ Executor::Executor(const PlanBatch& batch, Communicator& comm, Device& device, E
                   mesh.world_size());
   // One-sided steps push or pull as ExecutorOptions::one_sided_copies says (other steps are lowered alike either way).
   program_ = lower(batch, comm.rank(),
-                   LowerOptions{options.stage_overlap, options.coalesce_max_bytes, options.one_sided_copies});
+                   LowerOptions{options.stage_schedule, options.coalesce_max_bytes, options.one_sided_copies});
   if (program_.one_sided) {
     // Every rank of the plan connects (collective); every rank's program must have the same steps and copy direction.
     exposed_kinds_ = require_same_steps(program_, comm_);
@@ -328,9 +325,9 @@ void Executor::run(std::span<const ConstBuffer> inputs, std::span<const MutableB
     }
   }
   // One-sided plans map the peers' buffers, collectively: on the first run, and when the program addresses the peers'
-  // tensors on the runs options_.buffer_changes names; the same runs on every rank.
+  // tensors on the runs options_.buffers_change names; the same runs on every rank.
   if (peers_ &&
-      (!exposed_ || (program_.maps_peer_tensors && (changed || options_.buffer_changes == BufferChanges::kAnyRank)))) {
+      (!exposed_ || (program_.maps_peer_tensors && (changed || options_.buffers_change == BuffersChange::kAnyRank)))) {
     constexpr auto bit = [](Buffer b) { return 1u << static_cast<unsigned>(b); };
     auto* work = workspace_ ? static_cast<std::byte*>(workspace_->data()) : nullptr;
     for (size_t t = 0; t < n; ++t) {

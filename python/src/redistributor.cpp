@@ -4,12 +4,12 @@ namespace reshard::python {
 namespace {
 
 // Python hands over tensors from allocators that may give one rank the same block again and another rank a new one:
-// one-sided plans that address the peers' tensors map them on every run (ExecutorOptions::buffer_changes; mappings are
+// one-sided plans that address the peers' tensors map them on every run (ExecutorOptions::buffers_change; mappings are
 // kept per allocation, so a run on blocks mapped before exchanges offsets only); staged plans
 // (PlanOptions::buffers_change, which reshard.torch plans with) map once.
 ExecutorOptions options() {
   ExecutorOptions o;
-  o.buffer_changes = BufferChanges::kAnyRank;
+  o.buffers_change = BuffersChange::kAnyRank;
   return o;
 }
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # On the 2-GPU machine, one call: build; nccl vs nvlink vs auto on the acceptance cases, one process per rank as
-# deployed (in process, nvlink pulls run as kernels: docs/transports.md); the link measured for the bound; the overlap
+# deployed (in process, nvlink pulls run as kernels: docs/transports.md); the link measured for the bound; the contention
 # run; PyTorch's redistribute on the same cases. The GPU suite and compute-sanitizer are gpu_suite.sh's. Files under $OUT.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -43,10 +43,10 @@ done
 timeout 60 $R run --backend nccl --mesh 2 --from R --to S0 --shape 16384x16384 --iters 20 --measure-link 2>&1 \
   | grep -iE "link|^  2 " | tee "$OUT/link.txt"
 echo "[$(el) s] link"
-{ echo "== overlap (in process): 1 GiB S0->S1 beside bf16 8192^3 GEMMs"
-  timeout 100 $R overlap --mesh 2 --from S0 --to S1 --shape 16384x16384 --strategy p2p --transports nvlink,nccl \
-    --gemm 8192x8192x8192:bf16 --repeats 5 2>&1; echo "overlap exit $?"; } | tee -a "$OUT/bench.txt"
-echo "[$(el) s] overlap"
+{ echo "== contention (in process): 1 GiB S0->S1 beside bf16 8192^3 GEMMs"
+  timeout 100 $R contention --mesh 2 --from S0 --to S1 --shape 16384x16384 --strategy p2p --transports nvlink,nccl \
+    --gemm 8192x8192x8192:bf16 --repeats 5 2>&1; echo "contention exit $?"; } | tee -a "$OUT/bench.txt"
+echo "[$(el) s] contention"
 python3 - "$OUT/cases.json" <<'PY'
 import json, sys
 c = [dict(mesh=[2], **{"from": f, "to": t}, shape=s, dtype=d) for f, t, s, d in [

@@ -96,14 +96,14 @@ void check_arguments(const CLI::App& app, int argc, const char* const* argv, std
   const std::string name = argv[i];
   const CLI::App* cmd = nullptr;
   for (const CLI::App* sub : app.get_subcommands({}))
-    if (sub->get_name() == name) cmd = sub;
+    if (sub->check_name(name)) cmd = sub;  // its name or an alias
   if (!cmd) {
     std::string list;
     for (const std::string& c : commands) list += (list.empty() ? "" : ", ") + c;
     fail(ErrorKind::kInvalidArgument,
          fmt::format("unknown command '{}'{}; the commands are {}", printable(name), suggestion(name, commands), list));
   }
-  command = name;
+  command = cmd->get_name();
   check_options(*cmd, "", i + 1, argc, argv);
 }
 

@@ -92,7 +92,7 @@ int run_batch_command(const PlanRequest& req, const BatchFlags& f, RunOptions op
   options.coalesce_max_bytes = coalesce_bytes(f);
   const PlanBatch batch = make_plan_batch(entries, req.options);
   // --memory-budget bounds the workspace of the whole set: its tensors run in consecutive groups that each fit.
-  const LowerOptions lowering{options.stage_overlap, options.coalesce_max_bytes, options.one_sided_copies};
+  const LowerOptions lowering{options.stage_schedule, options.coalesce_max_bytes, options.one_sided_copies};
   const std::vector<std::vector<size_t>> groups = budget_groups(batch, req.options.memory_budget_bytes, lowering);
   std::vector<RunResult> runs;
   for (const std::vector<size_t>& g : groups)

@@ -102,6 +102,6 @@ Command add_plan_command(CLI::App& app);
 Command add_run_command(CLI::App& app);
 Command add_bench_command(CLI::App& app);
 Command add_calibrate_command(CLI::App& app);
-Command add_overlap_command(CLI::App& app);
+Command add_contention_command(CLI::App& app);
 
 }  // namespace reshard::cli

@@ -83,14 +83,13 @@ std::string report_table(const Plan& plan, const RunResult& result, const RunRec
     for (int r = 0; r < plan.src().mesh().world_size(); ++r)
       programs += exchange_bytes_to_other_nodes(lower(plan, r), plan.topology());
     const nlohmann::json j = nlohmann::json::parse(plan_to_json(plan));
-    out += fmt::format("# between nodes: the ranks' programs send {} on NCCL send/recv{}; the plan {}, the least {}\n",
-                       human_bytes(static_cast<double>(programs)),
-                       plan.communication_steps() > 0 && plan.strategy() != Strategy::kP2P ? " (collectives not counted)"
-                                                                                           : "",
-                       human_bytes(j.value("inter_node_bytes", 0.0)),
-                       j["min_inter_node_bytes"].is_number()
-                           ? human_bytes(j["min_inter_node_bytes"].get<double>())
-                           : std::string("not computed"));
+    out += fmt::format(
+        "# between nodes: the ranks' programs send {} on NCCL send/recv{}; the plan {}, the least {}\n",
+        human_bytes(static_cast<double>(programs)),
+        plan.communication_steps() > 0 && plan.strategy() != Strategy::kP2P ? " (collectives not counted)" : "",
+        human_bytes(j.value("inter_node_bytes", 0.0)),
+        j["min_inter_node_bytes"].is_number() ? human_bytes(j["min_inter_node_bytes"].get<double>())
+                                              : std::string("not computed"));
   }
   out += fmt::format(
       "# verified {} elements on {} ranks: {}; peak workspace {} per rank\n", result.checked_elements, result.ranks,
@@ -174,7 +173,7 @@ Command add_run_command(CLI::App& app) {
     options.cuda_graph = f.graph;
     options.trace = f.trace;
     options.nccl_mode = f.nccl_blocking ? NcclMode::kBlocking : NcclMode::kNonBlocking;
-    options.stage_overlap = f.stages == "serial" ? StageOverlap::kSerial : StageOverlap::kLanes;
+    options.stage_schedule = f.stages == "serial" ? StageSchedule::kSerial : StageSchedule::kLanes;
     options.one_sided_copies = f.one_sided_copies == "push" ? OneSidedCopies::kPush : OneSidedCopies::kPull;
     options.timeout = std::chrono::milliseconds(f.timeout_ms);
 

@@ -42,7 +42,7 @@ int main(int argc, char** argv) {
   commands["run"] = cli::add_run_command(app);
   commands["bench"] = cli::add_bench_command(app);
   commands["calibrate"] = cli::add_calibrate_command(app);
-  commands["overlap"] = cli::add_overlap_command(app);
+  commands["contention"] = cli::add_contention_command(app);
 
   std::string name;
   try {
@@ -60,7 +60,7 @@ int main(int argc, char** argv) {
     return report(name, "error: ", e.what(), 2);
   }
   name = app.get_subcommands().front()->get_name();
-  const bool long_running = name == "run" || name == "bench" || name == "calibrate" || name == "overlap";
+  const bool long_running = name == "run" || name == "bench" || name == "calibrate" || name == "contention";
   std::optional<cli::InterruptWatcher> watcher;
   if (long_running) watcher.emplace(name);
   try {

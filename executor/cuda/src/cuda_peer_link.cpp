@@ -34,6 +34,7 @@
 #include "reshard/cuda_check.hpp"
 #include "reshard/cuda_device.hpp"
 #include "reshard/detail/host_mailbox.hpp"
+#include "reshard/environment.hpp"
 #include "reshard/text.hpp"
 
 namespace reshard::cuda {
@@ -86,12 +87,7 @@ class CudaPeerLink : public PeerLink {
     // ([slot][phase][rank], 64-bit).
     fused_offset_ = (static_cast<size_t>(kFlagSlots) * n_ * sizeof(std::uint32_t) + 15) / 16 * 16;
     const size_t bytes = fused_offset_ + static_cast<size_t>(kFusedSlots) * kPhases * n_ * sizeof(std::uint64_t);
-    trace_ = std::getenv("RESHARD_TRACE_OPS") != nullptr;
-    if (const char* posts = std::getenv("RESHARD_FLAG_POSTS")) {
-      RESHARD_REQUIRE(std::string_view(posts) == "copy" || std::string_view(posts) == "write",
-                      "RESHARD_FLAG_POSTS must be write (the default) or copy, not '", printable(posts, 40), "'");
-      direct_posts_ = std::string_view(posts) == "write";
-    }
+    trace_ = env_trace_ops();
     RESHARD_CUDA_CHECK(cudaMalloc(&flags_, bytes));
     RESHARD_CUDA_CHECK(cudaMemset(flags_, 0, bytes));
     RESHARD_CUDA_CHECK(
@@ -468,8 +464,7 @@ class CudaPeerLink : public PeerLink {
   // on that GPU's hardware queues, which the stream waits of the ranks there hold (ranks sharing GPUs deadlock with
   // copies; docs/transports.md). RESHARD_FLAG_POSTS=copy restores the copies (to measure them); posts to other
   // processes are always copies.
-  bool direct_posts_ = true;
-  bool direct(int peer) const { return direct_posts_ && cards_[peer].pid == cards_[me_].pid; }
+  bool direct(int peer) const { return cards_[peer].pid == cards_[me_].pid; }
   std::unique_ptr<CudaStream> side_;  // release() only
   std::vector<Card> cards_;
   std::vector<std::uint32_t*> peer_flags_;

@@ -72,7 +72,7 @@ class Communicator {
   }
 
   // Exchange on the host: every rank's `bytes` into recv (rank order). Blocking and collective; for small descriptors
-  // (memory handles). At setup, and on runs that expose changed buffers (ExecutorOptions::buffer_changes): the NCCL
+  // (memory handles). At setup, and on runs that expose changed buffers (ExecutorOptions::buffers_change): the NCCL
   // communicator makes it a shared-memory exchange of a few microseconds when every rank is on one host.
   virtual void all_gather_host(const void* send, void* recv, size_t bytes) = 0;
 };

@@ -28,7 +28,7 @@ namespace reshard {
 // maps them anew: collectively, one host all-gather over the communicator (PeerLink::expose). Plans whose one-sided
 // steps read only the peers' workspaces (a staged first step, PlanOptions::buffers_change) map once, on the first run,
 // and never again whatever the caller's buffers. For the others, which runs map:
-enum class BufferChanges {
+enum class BuffersChange {
   // Only a run whose buffers differ from this rank's last run's. Every rank must then change its buffers on the same
   // run, or the ranks that did wait in the all-gather for the others (a timeout error after the communicator's
   // timeout; the others' one-sided waits time out too). For callers that keep their buffers or change them together
@@ -43,15 +43,15 @@ enum class BufferChanges {
 struct ExecutorOptions {
   std::chrono::milliseconds timeout{std::chrono::seconds(120)};  // for wait(): a stuck peer aborts instead of hanging
   bool trace = false;  // record events around each step's phases; read them with step_times() after wait()
-  StageOverlap stage_overlap = StageOverlap::kLanes;    // how pipelined exchanges run their stages (program.hpp)
-  Index coalesce_max_bytes = kDefaultCoalesceMaxBytes;  // batches: smaller messages are staged to join (program.hpp)
+  StageSchedule stage_schedule = StageSchedule::kLanes;  // how pipelined exchanges run their stages (program.hpp)
+  Index coalesce_max_bytes = kDefaultCoalesceMaxBytes;   // batches: smaller messages are staged to join (program.hpp)
   // One-sided steps without reductions (program.hpp's OneSidedCopies): kPush (default) has every rank copy into its
   // readers' tensors; kPull has every rank copy out of its sources' tensors, on kernels where the copy engines cannot
   // reach the peer (ranks of one process). Pushing is faster through CUDA IPC mappings (one process per GPU) and keeps
   // the copy engines in one process (docs/transports.md). Staged first steps, fused steps and reductions pull either
   // way. Every rank must pass the same value.
   OneSidedCopies one_sided_copies = OneSidedCopies::kPush;
-  BufferChanges buffer_changes = BufferChanges::kTogether;  // see above; every rank must pass the same value
+  BuffersChange buffers_change = BuffersChange::kTogether;  // see above; every rank must pass the same value
   // Receives one line per event: the plan this rank prepared and, after wait() of a traced run, its per-step
   // times. Unset: the environment variable RESHARD_LOG=1 sends them to stderr; otherwise nothing is logged.
   std::function<void(const std::string&)> log;
@@ -95,7 +95,7 @@ class Executor {
   // Enqueues the redistribution of this rank's `input` (its source local tensor, dense row-major) into `output`
   // (its target local tensor). Buffers smaller than required, or not usable by the device, are rejected with
   // kInvalidArgument before anything is enqueued. One-sided plans: a run on new buffers is collective
-  // (ExecutorOptions::buffer_changes says which runs). Input and output must not overlap, except for a plan between
+  // (ExecutorOptions::buffers_change says which runs). Input and output must not overlap, except for a plan between
   // identical layouts (is_identity) run in place, output == input: that run enqueues nothing, as DTensor returns its
   // input for an unchanged placement. kUnmappable, on every rank alike and with nothing enqueued, when a buffer the
   // peers must map one-sided is memory they cannot map (PeerLink::expose): run a plan on the NCCL transport instead.

@@ -108,7 +108,8 @@ class OverlapIndex {
   static std::pair<const Chunk*, const Chunk*> overlapping(const ChunkList& list, Index begin, Index end);
   // Writes the coordinates a chunk combo stands for into `coord` (only the sharding mesh dims of dim d).
   void set_combo(const Layout& layout, int d, Index combo, Dims& coord) const;
-  // The holder that sends the block whose aligned holder coordinate is `aligned` to rank `dst_rank`.
+  // The holder that sends the block whose aligned holder coordinate is `aligned` to rank `dst_rank` (the p2p holder
+  // rule, planner/src/plan/holder_rule.hpp).
   int choose_holder(int dst_rank, const Dims& dst_coord, const Dims& aligned) const;
   int rank_at(const Dims& coord) const;
   // sends_to's rule for overlapping boxes where a block has several holders or a Partial dim is kept.

@@ -160,7 +160,7 @@ struct RankProgram {
 };
 
 // How the stages of a pipelined exchange (chunking.hpp) run.
-enum class StageOverlap {
+enum class StageSchedule {
   kLanes,   // stage s+1 packs on a side lane while stage s is on the wire; unpacking on another side lane
   kSerial,  // pack, communicate, unpack stage by stage on the main lane (full-grid copies, nothing racing NCCL)
 };
@@ -176,7 +176,7 @@ inline constexpr Index kDefaultCoalesceMaxBytes = Index{1} << 20;
 enum class OneSidedCopies { kPull, kPush };
 
 struct LowerOptions {
-  StageOverlap stage_overlap = StageOverlap::kLanes;
+  StageSchedule stage_schedule = StageSchedule::kLanes;
   Index coalesce_max_bytes = kDefaultCoalesceMaxBytes;  // batches only (above)
   OneSidedCopies one_sided = OneSidedCopies::kPull;
 };

@@ -337,19 +337,19 @@ RankProgram lower(const PlanBatch& batch, int rank, const LowerOptions& options)
     merged.stages = std::move(exchanges);
     append(merged.stages, collectives);
     if (!one) {
-      schedule_step(std::move(merged), k, unit, options.stage_overlap, prog.ops);
+      schedule_step(std::move(merged), k, unit, options.stage_schedule, prog.ops);
       continue;
     }
     // The members on NCCL first, then the one-sided ones with every local copy of the step.
     if (!merged.stages.empty()) {
       StepParts two_sided;
       two_sided.stages = std::move(merged.stages);
-      schedule_step(std::move(two_sided), k, unit, options.stage_overlap, prog.ops);
+      schedule_step(std::move(two_sided), k, unit, options.stage_schedule, prog.ops);
     }
     merged_syncs(*one, std::move(partners), unit);
     merged.stages.clear();
     merged.one_sided = std::move(one);
-    schedule_step(std::move(merged), k, unit, options.stage_overlap, prog.ops);
+    schedule_step(std::move(merged), k, unit, options.stage_schedule, prog.ops);
   }
   prog.work_elements = staging_peak > 0
                            ? align_up(checked_add(staging_base, staging_peak, "a batch's workspace"), kWorkAlign)

@@ -38,7 +38,7 @@ ReduceOp partial_op(const std::vector<Placement>& from, const std::vector<int>& 
 
 // What lowering one rank's steps reads (lower_parts takes it from a plan).
 struct StepsInput {
-  const Layout& src;                        // the plan's layouts; the steps run step_layout's chain between them
+  const Layout& src;  // the plan's layouts; the steps run step_layout's chain between them
   const Layout& dst;
   const std::vector<Step>& steps;
   DType dtype, to_dtype;
@@ -180,8 +180,8 @@ class StepLowering {
         lower_one_sided(second, in_.relays.at(c.i), forwards, c.b, c.b, rank, from_out, near, roles, false, push,
                         peer_out, peer_out);
       } else {
-        c.scratch = std::max(
-            c.scratch, lower_exchange(second, in_.relays.at(c.i), c.b, c.b, rank, from_out, rules, nullptr));
+        c.scratch =
+            std::max(c.scratch, lower_exchange(second, in_.relays.at(c.i), c.b, c.b, rank, from_out, rules, nullptr));
       }
       out_.relays[c.i] = std::move(second);
     }
@@ -255,9 +255,10 @@ class StepLowering {
         c.collective.pack.push_back(box_copy(c.buf.in, from(c), slot, theirs, theirs));
       }
     }
-    if (!recv_in_place && !is_empty(to(c))) c.collective.unpack.push_back(box_copy(recv, to(c), c.buf.out, to(c), to(c)));
-    c.collective.collective = CollectiveOp{StepKind::kReduceScatter, c.step.mesh_dims, send, recv, s.chunk,
-                                           partial_op(c.step.from, c.step.mesh_dims)};
+    if (!recv_in_place && !is_empty(to(c)))
+      c.collective.unpack.push_back(box_copy(recv, to(c), c.buf.out, to(c), to(c)));
+    c.collective.collective = CollectiveOp{
+        StepKind::kReduceScatter, c.step.mesh_dims, send, recv, s.chunk, partial_op(c.step.from, c.step.mesh_dims)};
   }
 
   void all_reduce(Current& c) {
@@ -267,7 +268,11 @@ class StepLowering {
       c.scratch = aligned_elements(volume(from(c)), es_);
       if (!is_empty(to(c))) c.collective.unpack.push_back(box_copy(recv, to(c), c.buf.out, to(c), to(c)));
     }
-    c.collective.collective = CollectiveOp{StepKind::kAllReduce,  c.step.mesh_dims, c.buf.in, recv, volume(from(c)),
+    c.collective.collective = CollectiveOp{StepKind::kAllReduce,
+                                           c.step.mesh_dims,
+                                           c.buf.in,
+                                           recv,
+                                           volume(from(c)),
                                            partial_op(c.step.from, c.step.mesh_dims)};
   }
 
@@ -354,9 +359,9 @@ RankProgram lower(const Plan& plan, int rank, const LowerOptions& options) {
       detail::split_engine_copies(step.local_engine, es, detail::kLowSmEngineCopyBytes);
       if (step.one_sided) detail::split_engine_copies(step.one_sided->engine_copies, es, detail::kLowSmEngineCopyBytes);
     }
-    detail::schedule_step(std::move(step), static_cast<int>(i), es, options.stage_overlap, prog.ops);
+    detail::schedule_step(std::move(step), static_cast<int>(i), es, options.stage_schedule, prog.ops);
     if (parts.relays[i])
-      detail::schedule_step(std::move(*parts.relays[i]), static_cast<int>(i), es, options.stage_overlap, prog.ops);
+      detail::schedule_step(std::move(*parts.relays[i]), static_cast<int>(i), es, options.stage_schedule, prog.ops);
   }
   if (prog.output_dtype) detail::convert_on_kernels(prog);
   const Plan* plans[] = {&plan};

@@ -119,7 +119,7 @@ void split_engine_copies(std::vector<CopyRegion>& regions, int element_size, Ind
   regions = std::move(out);
 }
 
-void schedule_step(StepParts parts, int step, int element_size, StageOverlap overlap, std::vector<Op>& ops) {
+void schedule_step(StepParts parts, int step, int element_size, StageSchedule schedule, std::vector<Op>& ops) {
   StepOps out(ops, step);
   if (parts.one_sided && !parts.stages.empty()) {  // mixed: the two-sided stages on the pack lane, beside
     const int fork = out.fork();
@@ -166,7 +166,7 @@ void schedule_step(StepParts parts, int step, int element_size, StageOverlap ove
     return out.join({local});
   }
 
-  if (overlap == StageOverlap::kSerial) {
+  if (schedule == StageSchedule::kSerial) {
     const int local = start_local(out, parts);
     for (StageParts& s : stages) {
       if (!s.pack.empty()) out.copies(std::move(s.pack), Lane::kMain);

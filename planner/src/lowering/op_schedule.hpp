@@ -68,6 +68,6 @@ void split_engine_copies(std::vector<CopyRegion>& regions, int element_size, Ind
 //  - one-sided: [large local copies on their lane] -> ready -> copies and reductions -> [small local copies] -> done
 //    -> join;
 //  - local steps: copy-engine copies, then kernel copies or reductions, on the main lane.
-void schedule_step(StepParts parts, int step, int element_size, StageOverlap overlap, std::vector<Op>& ops);
+void schedule_step(StepParts parts, int step, int element_size, StageSchedule schedule, std::vector<Op>& ops);
 
 }  // namespace reshard::detail

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <span>
 
+#include "plan/holder_rule.hpp"
 #include "plan/mesh_coords.hpp"
 
 namespace reshard::detail {
@@ -31,22 +32,9 @@ class CrossOverlap {
       }
       std::sort(chunks_[d].begin(), chunks_[d].end(), [](const Chunk& x, const Chunk& y) { return x.begin < y.begin; });
     }
-    const Index blocks = combos(m, block_dims_), replicas = combos(m, free_dims_);
-    holders_.reserve(static_cast<size_t>(blocks * replicas));
-    holders_begin_.resize(blocks + 1);
-    Dims coord(m.ndim(), 0);
-    for (Index blk = 0; blk < blocks; ++blk) {
-      holders_begin_[blk] = static_cast<Index>(holders_.size());
-      decode(m, block_dims_, blk, coord);
-      for (Index f = 0; f < replicas; ++f) {
-        decode(m, free_dims_, f, coord);
-        const int rank = m.rank_at(coord);
-        holders_.emplace_back(topology.node_of(rank), rank);
-      }
-      std::stable_sort(holders_.begin() + holders_begin_[blk], holders_.end(),
-                       [](const auto& x, const auto& y) { return x.first < y.first; });
-    }
-    holders_begin_[blocks] = static_cast<Index>(holders_.size());
+    replicas_ = combos(m, free_dims_);
+    holders_ =
+        list_holders(combos(m, block_dims_), replicas_, topology, [&](Index blk, Index i) { return listed(blk, i); });
   }
 
   // Appends every transfer into world rank `r`, in row-major block order.
@@ -106,14 +94,19 @@ class CrossOverlap {
     return dims;
   }
 
+  // The source rank holding block `blk` listed at i (row-major over the source's Replicate mesh dims).
+  int listed(Index blk, Index i) const {
+    Dims coord(a_.mesh().ndim(), 0);
+    decode(a_.mesh(), block_dims_, blk, coord);
+    decode(a_.mesh(), free_dims_, i, coord);
+    return a_.mesh().rank_at(coord);
+  }
+
+  // holder_rule.hpp with p(r) = r's row-major position in the target mesh.
   int holder(Index blk, int r, Index own_block, Index position) const {
-    if (blk == own_block) return r;
-    auto first = holders_.begin() + holders_begin_[blk], last = holders_.begin() + holders_begin_[blk + 1];
-    const int node = topology_.node_of(r);
-    auto lo = std::lower_bound(first, last, node, [](const auto& h, int n) { return h.first < n; });
-    auto hi = std::upper_bound(lo, last, node, [](int n, const auto& h) { return n < h.first; });
-    if (lo != hi) return (lo + position % (hi - lo))->second;
-    return (first + position % (last - first))->second;
+    return pick_holder(
+        r, blk == own_block, blk == own_block ? r : listed(blk, position % replicas_), topology_,
+        [&] { return holders_.of(blk); }, [&] { return position; });
   }
 
   const Layout& a_;
@@ -123,8 +116,8 @@ class CrossOverlap {
   std::vector<int> block_dims_, free_dims_, partial_dims_;
   Index contributions_ = 1;
   std::vector<std::vector<Chunk>> chunks_;
-  std::vector<std::pair<int, int>> holders_;  // (node, rank), grouped by block, node-sorted
-  std::vector<Index> holders_begin_;
+  Index replicas_ = 1;  // holders per block
+  BlockHolders holders_;
 };
 
 }  // namespace

@@ -1,13 +1,10 @@
 // The transfers of a p2p step between layouts on different meshes of one world of ranks (or on a mesh that is a
-// subset of its world): the rule that picks which holder of a source block sends it.
+// subset of its world).
 //
 // Transfers: for every target rank r and every source block (a distinct source box and, for a Partial source, the
 // contribution it holds: its coordinates on the source's Partial mesh dims) overlapping r's target box, one transfer of
-// region = block ∩ target(r) from one holder of the block, chosen by this rule:
-//   1. r itself when it holds the block (a local copy: overlapping rank sets move nothing they already hold);
-//   2. otherwise a holder on r's node, if there is one; of those (in row-major order of their coordinates on the
-//      source's Replicate mesh dims) the one at position (r's row-major position in the target mesh) mod their number;
-//   3. otherwise the holder at that position mod the number of holders.
+// region = block ∩ target(r) from the holder the p2p rule picks (holder_rule.hpp), r's position being its row-major
+// position in the target mesh.
 // So ranks only in the source just send, ranks only in the target just receive, ranks in neither do nothing, and
 // every target region of a Partial source is the reduction of every contribution (the receiver reduces them, as in a
 // same-mesh p2p step from a Partial layout). Replicated target regions are sent from the source holders to every

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "plan/cross_mesh_transfers.hpp"
+#include "plan/holder_rule.hpp"
 #include "plan/mesh_coords.hpp"
 
 namespace reshard {
@@ -62,30 +63,16 @@ void OverlapIndex::init() {
       src_sharding_dims_.push_back(k);
   mesh_strides_ = Dims(mesh.ndim(), 1);
   for (int k = mesh.ndim() - 2; k >= 0; --k) mesh_strides_[k] = mesh_strides_[k + 1] * mesh.dim_size(k + 1);
-  // Holders of every block, by node, in row-major order of their replicated coordinates.
-  const Index blocks = combos(mesh, src_sharding_dims_), replicas = combos(mesh, src_free_dims_);
-  holders_begin_.resize(blocks + 1);
-  holders_.reserve(static_cast<size_t>(blocks * replicas));
+  // Every block's holders, listed in row-major order of their replicated coordinates (holder_rule.hpp).
   Dims coord(mesh.ndim(), 0);
-  for (Index b = 0; b < blocks; ++b) {
-    holders_begin_[b] = static_cast<Index>(holders_.size());
-    decode(mesh, src_sharding_dims_, b, coord);
-    for (Index f = 0; f < replicas; ++f) {
-      decode(mesh, src_free_dims_, f, coord);
-      int rank = rank_at(coord);
-      holders_.emplace_back(topology.node_of(rank), rank);
-    }
-    // By node, keeping the order of replicated coordinates within a node: a stable insertion sort where a block has
-    // few holders (std::stable_sort allocates a buffer per call), std::stable_sort otherwise.
-    const auto first = holders_.begin() + holders_begin_[b];
-    if (holders_.end() - first <= 32) {
-      for (auto i = first + 1; i < holders_.end(); ++i)
-        for (auto j = i; j != first && (j - 1)->first > j->first; --j) std::iter_swap(j - 1, j);
-    } else {
-      std::stable_sort(first, holders_.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
-    }
-  }
-  holders_begin_[blocks] = static_cast<Index>(holders_.size());
+  detail::BlockHolders h = detail::list_holders(combos(mesh, src_sharding_dims_), combos(mesh, src_free_dims_),
+                                                topology, [&](Index b, Index i) {
+                                                  decode(mesh, src_sharding_dims_, b, coord);
+                                                  decode(mesh, src_free_dims_, i, coord);
+                                                  return rank_at(coord);
+                                                });
+  holders_ = std::move(h.holders);
+  holders_begin_ = std::move(h.begin);
 }
 
 int OverlapIndex::rank_at(const Dims& coord) const {
@@ -135,17 +122,18 @@ void OverlapIndex::set_combo(const Layout& layout, int d, Index combo, Dims& coo
 }
 
 int OverlapIndex::choose_holder(int dst_rank, const Dims& dst_coord, const Dims& aligned) const {
-  int holder = rank_at(aligned);
-  if (src_free_dims_.empty() || holder == dst_rank || topology_.same_node(holder, dst_rank))
-    return holder;  // (a block with one holder: that one)
-  Index b = block_of(aligned);
-  auto first = holders_.begin() + holders_begin_[b], last = holders_.begin() + holders_begin_[b + 1];
-  int node = topology_.node_of(dst_rank);
-  auto lo = std::lower_bound(first, last, node, [](const auto& h, int n) { return h.first < n; });
-  auto hi = std::upper_bound(lo, last, node, [](int n, const auto& h) { return n < h.first; });
-  if (lo == hi) return holder;
-  Index pick = encode(src().mesh(), src_free_dims_, dst_coord) % (hi - lo);
-  return (lo + pick)->second;
+  // On one mesh the holder listed at p(dst_rank) is the aligned one, and it is dst_rank whenever dst_rank holds the
+  // block.
+  const int listed = rank_at(aligned);
+  if (src_free_dims_.empty()) return listed;  // a block with one holder: that one
+  return detail::pick_holder(
+      dst_rank, listed == dst_rank, listed, topology_,
+      [&] {
+        const Index b = block_of(aligned);
+        return std::span<const detail::NodeRank>(holders_.data() + holders_begin_[b],
+                                                 holders_.data() + holders_begin_[b + 1]);
+      },
+      [&] { return encode(src().mesh(), src_free_dims_, dst_coord); });
 }
 
 void OverlapIndex::transfers_into(int dst_rank, std::vector<Transfer>& out) const {

@@ -62,7 +62,7 @@ RankOutcome run_host_rank(const PlanBatch& batch, HostWorld& world, int r, const
   HostCommunicator comm(world, r);
   HostDevice device;
   Executor exec(batch, comm, device,
-                ExecutorOptions{options.timeout, options.trace, options.stage_overlap, options.coalesce_max_bytes,
+                ExecutorOptions{options.timeout, options.trace, options.stage_schedule, options.coalesce_max_bytes,
                                 options.one_sided_copies});
   RankOutcome out;
   out.workspace = exec.workspace_bytes();
@@ -122,7 +122,7 @@ RunResult run_host(const PlanBatch& batch, const RunOptions& options) {
 
 }  // namespace
 
-// The NCCL side lives in harness_nccl.cpp (CUDA builds) or harness_nohw.cpp.
+// The NCCL side lives in harness_nccl.cpp (CUDA builds) or harness_without_cuda.cpp.
 struct NcclRanks;
 NcclRanks* make_nccl_ranks(int n, std::chrono::milliseconds timeout, NcclMode mode);  // free: destroy_nccl_ranks
 void destroy_nccl_ranks(NcclRanks* ranks);

@@ -179,7 +179,7 @@ Index available_host_memory() {
   return available;
 }
 
-Index device_free_bytes(int device);  // harness_nccl.cpp / harness_nohw.cpp
+Index device_free_bytes(int device);  // harness_nccl.cpp / harness_without_cuda.cpp
 
 Index available_device_memory(int device) {
   Index free = device_free_bytes(device);

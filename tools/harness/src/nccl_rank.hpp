@@ -1,6 +1,6 @@
 // One rank's redistribution on its GPU, as every NCCL run of the harness sets it up: the executor, the source tensor
 // filled with the pattern, the target buffer, and the check of the target against the pattern. Used by the timed runs
-// (harness_nccl.cpp) and by the overlap measurement (overlap_nccl.cpp).
+// (harness_nccl.cpp) and by the contention measurement (contention_nccl.cpp).
 #pragma once
 
 #include <memory>

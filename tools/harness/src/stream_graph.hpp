@@ -1,6 +1,6 @@
 // A CUDA graph captured from work enqueued on one stream (thread-local capture mode, so that the other ranks' threads
 // of this process keep enqueueing while one captures), and its executable instance. Used by the timed runs
-// (timed_rank.cpp) and the overlap measurement's CUDA-graph mode (overlap_nccl.cpp).
+// (timed_rank.cpp) and the contention measurement's CUDA-graph mode (contention_nccl.cpp).
 #pragma once
 
 #include <cuda_runtime.h>

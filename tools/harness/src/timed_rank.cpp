@@ -24,7 +24,7 @@ RankOutcome run_timed_rank(const PlanBatch& batch, Communicator& comm, int devic
   const int r = comm.rank();
   CudaDevice device(device_ordinal);
   RankRedistribution redistribution(batch, comm, device,
-                                    ExecutorOptions{options.timeout, options.trace, options.stage_overlap,
+                                    ExecutorOptions{options.timeout, options.trace, options.stage_schedule,
                                                     options.coalesce_max_bytes, options.one_sided_copies});
   auto fault = [&](RunOptions::FaultPoint point) {
     if (options.fault_point == point && options.fault_rank == r) {

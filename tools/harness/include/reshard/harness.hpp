@@ -46,8 +46,8 @@ struct RunOptions {
   int graph_calls = 10;  // 1 to kMaxGraphCalls
   bool trace = false;    // one more run with per-step event timings (RunResult::steps)
   NcclMode nccl_mode = NcclMode::kNonBlocking;
-  StageOverlap stage_overlap = StageOverlap::kLanes;    // how pipelined steps run their stages (executor.hpp)
-  Index coalesce_max_bytes = kDefaultCoalesceMaxBytes;  // batches: smaller messages are staged to join (program.hpp)
+  StageSchedule stage_schedule = StageSchedule::kLanes;  // how pipelined steps run their stages (executor.hpp)
+  Index coalesce_max_bytes = kDefaultCoalesceMaxBytes;   // batches: smaller messages are staged to join (program.hpp)
   OneSidedCopies one_sided_copies = OneSidedCopies::kPush;  // push or pull in one-sided steps (executor.hpp)
   // Testing aid (NCCL backend): the process of rank `fault_rank` exits abruptly (std::_Exit(3)) at `fault_point`, as
   // a crashed rank would, so that tests can check the other ranks fail within their timeout instead of hanging.

@@ -1,5 +1,5 @@
-// reshard overlap: a redistribution and back-to-back GEMMs on the same GPUs at once (gemm_overlap.hpp): each one's
-// time alone and beside the other, and the slowdowns (beside / alone - 1), every element of the redistribution
+// reshard contention: a redistribution and back-to-back GEMMs on the same GPUs at once (gemm_contention.hpp): each
+// one's time alone and beside the other, and the slowdowns (beside / alone - 1), every element of the redistribution
 // verified.
 #include <fmt/format.h>
 
@@ -7,14 +7,14 @@
 
 #include "cli_common.hpp"
 #include "cli_output.hpp"
-#include "reshard/gemm_overlap.hpp"
+#include "reshard/gemm_contention.hpp"
 #include "reshard/plan_format.hpp"
 #include "reshard/text.hpp"
 
 namespace reshard::cli {
 namespace {
 
-struct OverlapFlags {
+struct ContentionFlags {
   PlanFlags plan;
   std::string gemm = "8192x8192x8192:bf16";
   std::string transports;
@@ -29,12 +29,12 @@ struct OverlapFlags {
 std::string percent(double fraction) { return fmt::format("{:+.1f}%", 100.0 * fraction); }
 
 std::string report_table(const PlanRequest& req, const std::vector<Plan>& plans,
-                         const std::vector<OverlapResult>& results) {
-  const OverlapResult& first = results.front();
+                         const std::vector<ContentionResult>& results) {
+  const ContentionResult& first = results.front();
   const Plan& p = plans.front();
   const double tensor_bytes = static_cast<double>(volume(whole(p.src().global_shape()))) * p.element_size();
   std::string out = fmt::format(
-      "# reshard overlap: mesh {}, {} -> {}, {} {} ({}), beside GEMM {} ({} GEMMs per loop, {} repeats{}{})\n",
+      "# reshard contention: mesh {}, {} -> {}, {} {} ({}), beside GEMM {} ({} GEMMs per loop, {} repeats{}{})\n",
       p.src().mesh().str(), to_string(req.src.placements()), to_string(req.dst.placements()),
       to_string(p.src().global_shape()), to_string(p.dtype()), human_bytes(tensor_bytes), to_string(first.gemm),
       first.gemms_per_loop, first.repeats, first.cuda_graph ? ", replayed from CUDA graphs" : ", enqueued eagerly",
@@ -46,7 +46,7 @@ std::string report_table(const PlanRequest& req, const std::vector<Plan>& plans,
                      "gemm_alone", "gemm_beside", "gemm_+%", "redist_alone", "redist_beside", "redist_+%", "redists",
                      "wrong");
   for (size_t i = 0; i < results.size(); ++i) {
-    const OverlapResult& r = results[i];
+    const ContentionResult& r = results[i];
     out +=
         fmt::format("{:<11} {:<9} {:>12.1f} {:>13.1f} {:>9} {:>14.1f} {:>15.1f} {:>9} {:>9} {:>6}\n",
                     to_string(plans[i].strategy()), to_string(plans[i].transport()), r.gemm_alone_us, r.gemm_beside_us,
@@ -54,7 +54,7 @@ std::string report_table(const PlanRequest& req, const std::vector<Plan>& plans,
                     percent(r.redistribution_slowdown), r.redistributions_per_loop, r.wrong_elements);
   }
   for (size_t i = 0; i < results.size(); ++i) {
-    const OverlapResult& r = results[i];
+    const ContentionResult& r = results[i];
     out += fmt::format(
         "# {}: GEMM {:.0f} TFLOP/s alone; overlapped loops: GEMMs {:.0f} us, {} redistributions {:.0f} us; verified "
         "{} elements on {} ranks: {}\n",
@@ -65,11 +65,11 @@ std::string report_table(const PlanRequest& req, const std::vector<Plan>& plans,
   return out;
 }
 
-std::string report_json(const std::vector<Plan>& plans, const std::vector<OverlapResult>& results) {
+std::string report_json(const std::vector<Plan>& plans, const std::vector<ContentionResult>& results) {
   nlohmann::ordered_json rows = nlohmann::ordered_json::array();
   for (size_t i = 0; i < results.size(); ++i) {
     const Plan& p = plans[i];
-    const OverlapResult& r = results[i];
+    const ContentionResult& r = results[i];
     rows.push_back({{"mesh", p.src().mesh().str()},
                     {"from", to_string(p.src().placements())},
                     {"to", to_string(p.dst().placements())},
@@ -106,10 +106,11 @@ std::string report_json(const std::vector<Plan>& plans, const std::vector<Overla
 
 }  // namespace
 
-Command add_overlap_command(CLI::App& app) {
-  auto flags = std::make_shared<OverlapFlags>();
+Command add_contention_command(CLI::App& app) {
+  auto flags = std::make_shared<ContentionFlags>();
   CLI::App* cmd = app.add_subcommand(
-      "overlap", "Run a redistribution beside back-to-back GEMMs on the same GPUs; report both slowdowns, verified");
+      "contention", "Run a redistribution beside back-to-back GEMMs on the same GPUs; report both slowdowns, verified");
+  cmd->alias("overlap");  // its former name
   add_plan_flags(*cmd, flags->plan);
   cmd->add_option("--gemm", flags->gemm, "GEMM C = A B as MxNxK[:dtype], dtype bf16 (default), f16 or f32")
       ->capture_default_str();
@@ -128,8 +129,8 @@ Command add_overlap_command(CLI::App& app) {
       ->capture_default_str();
   add_json_flag(*cmd, flags->json, "The result");
   return [flags, cmd] {
-    const OverlapFlags& f = *flags;
-    OverlapOptions options;
+    const ContentionFlags& f = *flags;
+    ContentionOptions options;
     options.gemm = parse_gemm_spec(f.gemm, "--gemm");
     options.repeats = f.repeats;
     options.gemms = f.iters;
@@ -137,7 +138,7 @@ Command add_overlap_command(CLI::App& app) {
     options.cuda_graph = f.cuda_graph;
     RESHARD_REQUIRE(f.timeout_ms >= 1, "--timeout-ms must be >= 1, got ", f.timeout_ms);
     options.timeout = std::chrono::milliseconds(f.timeout_ms);
-    check_overlap_options(options);
+    check_contention_options(options);
     std::vector<Transport> transports;
     if (cmd->count("--transports")) {
       RESHARD_REQUIRE(cmd->count("--transport") == 0, "give --transport or --transports, not both");
@@ -162,14 +163,14 @@ Command add_overlap_command(CLI::App& app) {
         plans.push_back(make_plan(req.src, req.dst, req.dtype, o));
       }
     }
-    std::vector<OverlapResult> results = run_overlap(plans, options);
+    std::vector<ContentionResult> results = run_contention(plans, options);
     if (json) {
       json->write(report_json(plans, results));
       json->flush();
     }
     if (!json || !json->is_stdout()) Output::standard().write(report_table(req, plans, results));
     Index wrong = 0, checked = 0;
-    for (const OverlapResult& r : results) {
+    for (const ContentionResult& r : results) {
       wrong += r.wrong_elements;
       checked += r.checked_elements;
     }

@@ -1,5 +1,5 @@
 // Redistribution beside compute: how much a redistribution and back-to-back GEMMs slow each other down when the same
-// GPUs run both at once (`reshard overlap`, docs/cli-measure.md).
+// GPUs run both at once (`reshard contention`, docs/cli-measure.md).
 //
 // Every rank is a thread of this process driving GPU r (one NCCL communicator each, as the harness's NCCL runs).
 // On every GPU the redistribution runs on the executor's stream and the GEMMs (cuBLAS, cublasGemmEx) on a second
@@ -14,8 +14,8 @@
 //   3. both at once: the G GEMMs and the R runs enqueued interleaved (in proportion, so both streams start together
 //      and neither runs dry while the host enqueues), each stream bracketed by its own events; the target was
 //      poisoned before the phase and every element is verified after it.
-// In CUDA-graph mode (OverlapOptions::cuda_graph) one redistribution and one GEMM are each captured into a CUDA graph
-// after the warm-up (the redistribution's graph replayed once into a poisoned target and verified), and the
+// In CUDA-graph mode (ContentionOptions::cuda_graph) one redistribution and one GEMM are each captured into a CUDA
+// graph after the warm-up (the redistribution's graph replayed once into a poisoned target and verified), and the
 // calibration and all three phases replay the graphs (one launch per GEMM / per redistribution) instead of
 // enqueueing the work; everything else is as above.
 // Per figure and repeat the slowest rank's time counts (per GEMM: loop time / G; per redistribution: loop time / R);
@@ -41,8 +41,8 @@ struct GemmSpec {
 };
 
 inline constexpr Index kMaxGemmExtent = Index(1) << 20;  // per extent (cuBLAS takes int dims and leading dims)
-inline constexpr int kMinOverlapRepeats = 5;
-inline constexpr int kMaxOverlapRepeats = 1000;
+inline constexpr int kMinContentionRepeats = 5;
+inline constexpr int kMaxContentionRepeats = 1000;
 inline constexpr int kMaxGemmsPerLoop = 100000;
 inline constexpr int kMaxRedistributionsPerLoop = 100000;
 
@@ -53,9 +53,9 @@ std::string to_string(const GemmSpec& gemm);     // "8192x8192x8192:bf16"
 Index gemm_operand_bytes(const GemmSpec& gemm);  // A + B + C (overflow checked)
 double gemm_flops(const GemmSpec& gemm);         // 2 m n k
 
-struct OverlapOptions {
+struct ContentionOptions {
   GemmSpec gemm;
-  int repeats = 5;  // kMinOverlapRepeats..kMaxOverlapRepeats; the figures are medians over them
+  int repeats = 5;  // kMinContentionRepeats..kMaxContentionRepeats; the figures are medians over them
   int gemms = 50;   // GEMMs per loop (G), 1..kMaxGemmsPerLoop
   int warmup = 3;   // untimed GEMMs and redistributions before the calibration, >= 0
   // CUDA-graph mode: one redistribution and one GEMM are captured, each into its own CUDA graph on its stream, after
@@ -64,9 +64,9 @@ struct OverlapOptions {
   std::chrono::milliseconds timeout{std::chrono::seconds(120)};  // a phase or barrier longer than this aborts
 };
 // kInvalidArgument naming the option out of range.
-void check_overlap_options(const OverlapOptions& options);
+void check_contention_options(const ContentionOptions& options);
 
-struct OverlapResult {
+struct ContentionResult {
   int ranks = 0;
   GemmSpec gemm;
   int gemms_per_loop = 0;            // G
@@ -92,6 +92,6 @@ struct OverlapResult {
 // result per plan. The plans must be global (not scoped to a rank) and share their mesh's size. kInvalidArgument
 // when fewer GPUs than ranks are visible, when this reshard was built without CUDA, NCCL or cuBLAS, or when a GPU
 // lacks the memory; kTimeout when a phase stalls; Interrupted on a stop request.
-std::vector<OverlapResult> run_overlap(const std::vector<Plan>& plans, const OverlapOptions& options);
+std::vector<ContentionResult> run_contention(const std::vector<Plan>& plans, const ContentionOptions& options);
 
 }  // namespace reshard

@@ -1,5 +1,5 @@
-// The overlap measurement on GPUs (gemm_overlap.hpp): one thread per rank, a cuBLAS GEMM loop on a second stream of
-// every GPU beside the redistribution on the executor's stream.
+// The contention measurement on GPUs (gemm_contention.hpp): one thread per rank, a cuBLAS GEMM loop on a second stream
+// of every GPU beside the redistribution on the executor's stream.
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -9,7 +9,7 @@
 #include "nccl_rank.hpp"
 #include "reshard/checked_math.hpp"
 #include "reshard/cuda_check.hpp"
-#include "reshard/gemm_overlap.hpp"
+#include "reshard/gemm_contention.hpp"
 #include "reshard/harness.hpp"
 #include "reshard/host_backend.hpp"
 #include "reshard/interrupt.hpp"
@@ -105,15 +105,15 @@ struct RankSamples {
 
 // One rank's measurement of one plan; `gemm` and `sync` (8 bytes of device memory) are the rank's own, kept over
 // the plans.
-class RankOverlap {
+class RankContention {
  public:
-  RankOverlap(const Plan& plan, NcclCommunicator& comm, CudaDevice& device, GemmLoop& gemm, DeviceMemory& sync,
-              const OverlapOptions& options)
+  RankContention(const Plan& plan, NcclCommunicator& comm, CudaDevice& device, GemmLoop& gemm, DeviceMemory& sync,
+                 const ContentionOptions& options)
       : comm_(comm),
         gemm_(gemm),
         sync_(sync),
         options_(options),
-        redistribution_(plan, comm, device, ExecutorOptions{options.timeout, false, StageOverlap::kLanes}) {}
+        redistribution_(plan, comm, device, ExecutorOptions{options.timeout, false, StageSchedule::kLanes}) {}
 
   RankSamples measure() {
     RankSamples out;
@@ -188,7 +188,7 @@ class RankOverlap {
   [[noreturn]] void stalled() {
     comm_.abort();
     fail(ErrorKind::kTimeout,
-         cat("rank ", comm_.rank(), ": the overlap measurement made no progress for ", options_.timeout.count(),
+         cat("rank ", comm_.rank(), ": the contention measurement made no progress for ", options_.timeout.count(),
              " ms (a peer stopped or died?); the NCCL communicator was aborted"));
   }
   void wait_event(const CudaEvent& event) {
@@ -265,7 +265,7 @@ class RankOverlap {
   NcclCommunicator& comm_;
   GemmLoop& gemm_;
   DeviceMemory& sync_;
-  const OverlapOptions& options_;
+  const ContentionOptions& options_;
   detail::RankRedistribution redistribution_;
   // Declared after what they replay, so that they are destroyed first.
   detail::StreamGraph gemm_graph_, run_graph_;
@@ -280,9 +280,9 @@ std::vector<double> slowest(const std::vector<RankSamples>& ranks, std::vector<d
   return out;
 }
 
-OverlapResult combine(const std::vector<RankSamples>& ranks, int redistributions_per_loop,
-                      const OverlapOptions& options) {
-  OverlapResult res;
+ContentionResult combine(const std::vector<RankSamples>& ranks, int redistributions_per_loop,
+                         const ContentionOptions& options) {
+  ContentionResult res;
   res.ranks = static_cast<int>(ranks.size());
   res.gemm = options.gemm;
   res.gemms_per_loop = options.gemms;
@@ -311,7 +311,7 @@ OverlapResult combine(const std::vector<RankSamples>& ranks, int redistributions
 }
 
 // Every GPU's need for `plan` beside the GEMM, checked before anything is allocated.
-void check_overlap_memory(const Plan& plan, const OverlapOptions& options) {
+void check_contention_memory(const Plan& plan, const ContentionOptions& options) {
   MemoryNeed need = memory_need(plan, Backend::kNccl);
   const Index gemm = gemm_operand_bytes(options.gemm);
   need.device_bytes = checked_add(checked_add(need.device_bytes, gemm, "the memory this run needs"),
@@ -325,15 +325,15 @@ void check_overlap_memory(const Plan& plan, const OverlapOptions& options) {
 
 }  // namespace
 
-std::vector<OverlapResult> run_overlap(const std::vector<Plan>& plans, const OverlapOptions& options) {
-  check_overlap_options(options);
-  RESHARD_REQUIRE(!plans.empty(), "an overlap measurement needs at least one plan");
+std::vector<ContentionResult> run_contention(const std::vector<Plan>& plans, const ContentionOptions& options) {
+  check_contention_options(options);
+  RESHARD_REQUIRE(!plans.empty(), "an contention measurement needs at least one plan");
   const int n = plans.front().src().mesh().world_size();
   for (const Plan& plan : plans) {
     RESHARD_REQUIRE(!plan.scope_rank(), "the plan is scoped to rank ", *plan.scope_rank(),
                     "; running every rank in one process needs the global plan");
     RESHARD_REQUIRE(plan.src().mesh().world_size() == n,
-                    "the plans of one overlap measurement must have the same number of "
+                    "the plans of one contention measurement must have the same number of "
                     "ranks: ",
                     n, " and ", plan.src().mesh().world_size());
   }
@@ -341,7 +341,7 @@ std::vector<OverlapResult> run_overlap(const std::vector<Plan>& plans, const Ove
   RESHARD_REQUIRE(gpus >= n, "measuring a redistribution beside GEMMs needs ", n, " GPUs (one per rank of mesh ",
                   plans.front().src().mesh().str(), ") but ", gpus, " are visible");
   detail::cublas_api();  // loaded now, so that a missing cuBLAS is reported before anything starts
-  for (const Plan& plan : plans) check_overlap_memory(plan, options);
+  for (const Plan& plan : plans) check_contention_memory(plan, options);
 
   auto comms = make_local_communicators(n, NcclOptions{options.timeout, true});
   std::vector<std::vector<RankSamples>> samples(plans.size(), std::vector<RankSamples>(n));
@@ -353,13 +353,13 @@ std::vector<OverlapResult> run_overlap(const std::vector<Plan>& plans, const Ove
       auto sync = device.allocate(sizeof(double));
       GemmLoop gemm(device, options.gemm);
       for (size_t p = 0; p < plans.size(); ++p) {
-        RankOverlap rank(plans[p], comm, device, gemm, *sync, options);
+        RankContention rank(plans[p], comm, device, gemm, *sync, options);
         samples[p][r] = rank.measure();
         if (r == 0) per_loop[p] = rank.redistributions_per_loop();
       }
     });
   });
-  std::vector<OverlapResult> results;
+  std::vector<ContentionResult> results;
   for (size_t p = 0; p < plans.size(); ++p) results.push_back(combine(samples[p], per_loop[p], options));
   return results;
 }

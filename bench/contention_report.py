@@ -1,12 +1,12 @@
 #!/usr/bin/python3
 """Table and plot of redistributions beside a GEMM loop (docs/benchmarks.md, "Redistribution beside compute").
 
-    /usr/bin/python3 bench/overlap_report.py ROWS... [--out DIR] [--title TEXT]
+    /usr/bin/python3 bench/contention_report.py ROWS... [--out DIR] [--title TEXT]
 
-ROWS: files of rows as `reshard overlap --json` writes them ({"rows": [...]}), as bench/pytorch_overlap.py writes
-them (--out, the same form), or JSON lines of such rows (scripts/device/overlap.sh's overlap_rows.jsonl). Prints a
+ROWS: files of rows as `reshard contention --json` writes them ({"rows": [...]}), as bench/pytorch_contention.py writes
+them (--out, the same form), or JSON lines of such rows (scripts/device/contention.sh's contention_rows.jsonl). Prints a
 Markdown table (one line per row: GEMM and redistribution time alone and beside, both slowdowns, verification) and,
-with --out, writes overlap_slowdown.png: GEMM slowdown and redistribution slowdown against redistribution size, one
+with --out, writes contention_slowdown.png: GEMM slowdown and redistribution slowdown against redistribution size, one
 line per series (transport, eager or CUDA graph, low-SM auto, PyTorch). Needs matplotlib for the plot (Debian:
 python3-matplotlib). Rows with wrong elements are listed but never plotted.
 """
@@ -31,7 +31,7 @@ def load_rows(paths):
     for r in rows:
         for key in ("gemm_alone_us", "gemm_beside_us", "redistribution_alone_us", "redistribution_beside_us"):
             if not isinstance(r.get(key), (int, float)):
-                sys.exit(f"overlap_report.py: a row lacks '{key}': {json.dumps(r)[:200]}")
+                sys.exit(f"contention_report.py: a row lacks '{key}': {json.dumps(r)[:200]}")
     return rows
 
 
@@ -71,7 +71,7 @@ def plot(rows, path, title):
     try:
         import matplotlib
     except ImportError:
-        sys.exit("overlap_report.py: matplotlib is not installed (Debian: apt-get install python3-matplotlib)")
+        sys.exit("contention_report.py: matplotlib is not installed (Debian: apt-get install python3-matplotlib)")
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     by_series = collections.defaultdict(list)
@@ -102,16 +102,16 @@ def plot(rows, path, title):
 
 
 def main(argv):
-    ap = argparse.ArgumentParser(prog="overlap_report.py", description=__doc__.splitlines()[0])
-    ap.add_argument("rows", nargs="+", help="reshard overlap --json / pytorch_overlap.py --out files, or JSON lines")
-    ap.add_argument("--out", help="folder for overlap_slowdown.png")
+    ap = argparse.ArgumentParser(prog="contention_report.py", description=__doc__.splitlines()[0])
+    ap.add_argument("rows", nargs="+", help="reshard contention --json / pytorch_contention.py --out files, or JSON lines")
+    ap.add_argument("--out", help="folder for contention_slowdown.png")
     ap.add_argument("--title")
     a = ap.parse_args(argv[1:])
     rows = load_rows(a.rows)
     print(table(rows))
     if a.out:
         os.makedirs(a.out, exist_ok=True)
-        path = os.path.join(a.out, "overlap_slowdown.png")
+        path = os.path.join(a.out, "contention_slowdown.png")
         plot(rows, path, a.title)
         print("wrote", path)
     return 0

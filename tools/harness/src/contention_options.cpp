@@ -1,9 +1,9 @@
-// The GEMM spec and the options of an overlap measurement (gemm_overlap.hpp): parsed and checked the same way in
+// The GEMM spec and the options of an contention measurement (gemm_contention.hpp): parsed and checked the same way in
 // every build, with or without CUDA.
 #include <fmt/format.h>
 
 #include "reshard/checked_math.hpp"
-#include "reshard/gemm_overlap.hpp"
+#include "reshard/gemm_contention.hpp"
 #include "reshard/text.hpp"
 
 namespace reshard {
@@ -65,10 +65,10 @@ double gemm_flops(const GemmSpec& gemm) {
   return 2.0 * static_cast<double>(gemm.m) * static_cast<double>(gemm.n) * static_cast<double>(gemm.k);
 }
 
-void check_overlap_options(const OverlapOptions& o) {
-  RESHARD_REQUIRE(o.repeats >= kMinOverlapRepeats && o.repeats <= kMaxOverlapRepeats, "--repeats must be between ",
-                  kMinOverlapRepeats, " and ", kMaxOverlapRepeats, " (the figures are medians over the repeats), got ",
-                  o.repeats);
+void check_contention_options(const ContentionOptions& o) {
+  RESHARD_REQUIRE(o.repeats >= kMinContentionRepeats && o.repeats <= kMaxContentionRepeats,
+                  "--repeats must be between ", kMinContentionRepeats, " and ", kMaxContentionRepeats,
+                  " (the figures are medians over the repeats), got ", o.repeats);
   RESHARD_REQUIRE(o.gemms >= 1 && o.gemms <= kMaxGemmsPerLoop, "--iters (GEMMs per loop) must be between 1 and ",
                   kMaxGemmsPerLoop, ", got ", o.gemms);
   RESHARD_REQUIRE(o.warmup >= 0 && o.warmup <= kMaxGemmsPerLoop, "--warmup must be between 0 and ", kMaxGemmsPerLoop,

@@ -1,14 +1,14 @@
 #!/usr/bin/env python3
-"""PyTorch DTensor `redistribute` beside a GEMM loop, measured the way `reshard overlap` measures itself.
+"""PyTorch DTensor `redistribute` beside a GEMM loop, measured the way `reshard contention` measures itself.
 
 Run under torchrun with one process per GPU:
-    torchrun --nproc-per-node 2 bench/pytorch_overlap.py [--cases cases.json] [--out pytorch_overlap.json]
+    torchrun --nproc-per-node 2 bench/pytorch_contention.py [--cases cases.json] [--out pytorch_contention.json]
 
 cases.json: a list of {"mesh": [2], "from": "S0", "to": "S1", "shape": [16384, 16384], "dtype": "f32",
 "gemm": "8192x8192x8192:bf16"} (placements R, S<d>, P; "gemm" optional, default --gemm). Without --cases: the one
 case of the overlap acceptance, 1 GiB f32 S0 -> S1 on mesh (2) beside a bf16 8192^3 GEMM loop.
 
-Method (docs/benchmarks.md, "Redistribution beside compute"), as `reshard overlap`: on every GPU the redistribution
+Method (docs/benchmarks.md, "Redistribution beside compute"), as `reshard contention`: on every GPU the redistribution
 is issued on one stream and torch.matmul (out= a fixed C) on another. After a verified first run and a warm-up, a
 calibration times G GEMMs and 5 redistributions alone and fixes R, the redistributions per loop, so that R
 redistributions alone take about as long as G GEMMs (the largest rank's R). Each repeat then has three phases, each
@@ -18,8 +18,8 @@ the last result of phase 3 is compared element by element with distribute_tensor
 slowest rank's time per GEMM (loop / G) and per redistribution (loop / R) counts; the figures are medians over the
 repeats, and slowdown = beside / alone - 1.
 
-Output: one JSON line per case on stdout, starting {"strategy": "pytorch", with `reshard overlap --json`'s field
-names and units (microseconds), and --out holding {"rows": [...]} as `reshard overlap --json` writes it.
+Output: one JSON line per case on stdout, starting {"strategy": "pytorch", with `reshard contention --json`'s field
+names and units (microseconds), and --out holding {"rows": [...]} as `reshard contention --json` writes it.
 """
 import argparse
 import json
@@ -41,7 +41,7 @@ ACCEPTANCE_CASE = {"mesh": [2], "from": "S0", "to": "S1", "shape": [16384, 16384
 
 
 def parse_gemm(text):
-    """'MxNxK[:dtype]' -> (m, n, k, dtype name), as `reshard overlap --gemm`."""
+    """'MxNxK[:dtype]' -> (m, n, k, dtype name), as `reshard contention --gemm`."""
     dims, _, name = text.partition(":")
     name = name or "bf16"
     parts = dims.split("x")
