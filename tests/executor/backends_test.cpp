@@ -206,7 +206,7 @@ TEST_P(ExecutorOn, MemoryBudgetIsHonoured) {
     EXPECT_LE(static_cast<Index>(r.workspace_bytes), budget) << src.str() << " -> " << c.layout.to;  // measured
     EXPECT_EQ(static_cast<Index>(r.workspace_bytes), plan.peak_workspace_bytes()) << src.str();
     RunOptions serial = quick();
-    serial.stage_overlap = StageOverlap::kSerial;  // the same slots, stage after stage
+    serial.stage_schedule = StageSchedule::kSerial;  // the same slots, stage after stage
     check(plan, serial);
   }
   EXPECT_GE(chunked, 5);  // most cases need chunking to fit
@@ -225,7 +225,7 @@ TEST_P(ExecutorOn, MemoryBudgetIsHonoured) {
     const RunResult r = check(plan);
     EXPECT_LE(static_cast<Index>(r.workspace_bytes), received / 8) << pair;
     RunOptions serial = quick();
-    serial.stage_overlap = StageOverlap::kSerial;
+    serial.stage_schedule = StageSchedule::kSerial;
     check(plan, serial);
   }
 }

@@ -46,7 +46,7 @@ TEST_P(HostBatch, EveryTensorEveryElement) {
     RunOptions o = testing::quick_host_run();
     if (!coalesce) {
       o.coalesce_max_bytes = 0;
-      o.stage_overlap = StageOverlap::kSerial;
+      o.stage_schedule = StageSchedule::kSerial;
     }
     RunResult r = run_batch(batch, o);
     EXPECT_EQ(r.wrong_elements, 0) << r.first_error;
@@ -345,7 +345,7 @@ Index run_rank_plans(const Mesh& mesh, const std::vector<BatchEntry>& entries, c
         HostCommunicator comm(world, r);
         HostDevice device;
         ExecutorOptions eo;
-        eo.buffer_changes = BufferChanges::kAnyRank;
+        eo.buffers_change = BuffersChange::kAnyRank;
         Executor exec(batch, comm, device, eo);
         for (int run = 0; run < 3; ++run) {
           std::vector<std::vector<std::byte>> ins, outs;

@@ -276,8 +276,8 @@ TEST(Lowering, LargeNonContiguousTransfersArePipelinedInMatchingChunks) {
   o.pipeline_chunk_bytes = 4 << 20;  // each rank sends 16 MiB of columns: 4 chunks
   o.transport = Transport::kNccl;
   Plan plan = make_plan(src, src.with_placements(parse_placements("S1")), DType::kF32, o);
-  for (StageOverlap overlap : {StageOverlap::kLanes, StageOverlap::kSerial}) {
-    RankProgram p0 = lower(plan, 0, {overlap}), p1 = lower(plan, 1, {overlap});
+  for (StageSchedule schedule : {StageSchedule::kLanes, StageSchedule::kSerial}) {
+    RankProgram p0 = lower(plan, 0, {schedule}), p1 = lower(plan, 1, {schedule});
     const auto x0 = bodies<Exchange>(p0, 0), x1 = bodies<Exchange>(p1, 0);
     ASSERT_EQ(x0.size(), 4u);
     ASSERT_EQ(x1.size(), 4u);
@@ -288,7 +288,7 @@ TEST(Lowering, LargeNonContiguousTransfersArePipelinedInMatchingChunks) {
     }
     // Rank 0 sends columns: packed chunk by chunk, one pack launch per stage; its 16 MiB local block is copied on
     // the local-copy lane, overlapping the stages.
-    const Lane pack_lane = overlap == StageOverlap::kLanes ? Lane::kPack : Lane::kMain;
+    const Lane pack_lane = schedule == StageSchedule::kLanes ? Lane::kPack : Lane::kMain;
     int packs = 0, locals = 0;
     for (const Op& op : p0.ops) {
       if (!std::holds_alternative<Copies>(op.body)) continue;

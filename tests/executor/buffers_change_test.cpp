@@ -1,4 +1,4 @@
-// ExecutorOptions::buffer_changes: with kAnyRank, ranks of a one-sided plan may change their buffers on any run
+// ExecutorOptions::buffers_change: with kAnyRank, ranks of a one-sided plan may change their buffers on any run
 // independently (one rank keeps its buffers, another gets new ones, as a caching allocator does): every run maps the
 // peers' buffers collectively, and every element of every rank's result is right on every run. (With kTogether the
 // same runs time out: the ranks that changed buffers wait in the mapping all-gather for those that did not.) Staged
@@ -56,7 +56,7 @@ struct ChangingRuns {
 };
 
 // kRuns runs of `plan` on every rank, each rank changing its buffers as keeps() says, every element checked.
-ChangingRuns run_changing(const Plan& plan, BufferChanges changes) {
+ChangingRuns run_changing(const Plan& plan, BuffersChange changes) {
   const Layout &src = plan.src(), &dst = plan.dst();
   const int n = static_cast<int>(src.mesh().size());
   HostWorld world(n);
@@ -68,7 +68,7 @@ ChangingRuns run_changing(const Plan& plan, BufferChanges changes) {
         HostCommunicator comm(world, r);
         CountingDevice device(exposes);
         ExecutorOptions eo;
-        eo.buffer_changes = changes;
+        eo.buffers_change = changes;
         Executor exec(plan, comm, device, eo);
         auto in = std::make_unique<std::vector<std::byte>>(exec.input_bytes());
         auto out = std::make_unique<std::vector<std::byte>>(exec.output_bytes());
@@ -100,12 +100,12 @@ void for_each_case(Fn fn) {
   }
 }
 
-TEST(BufferChanges, RanksChangingBuffersIndependentlyGetEveryElementRight) {
+TEST(BuffersChange, RanksChangingBuffersIndependentlyGetEveryElementRight) {
   const int expected_exposes_per_rank = kRuns;  // kAnyRank: every run maps
   for_each_case([&](const Layout& src, const Layout& dst, int n) {
     for (Fusion fusion : {Fusion::kNever, Fusion::kAlways}) {
       const Plan plan = testing::p2p_over_nvlink(src, dst, DType::kF32, fusion);
-      const ChangingRuns got = run_changing(plan, BufferChanges::kAnyRank);
+      const ChangingRuns got = run_changing(plan, BuffersChange::kAnyRank);
       const std::string what = src.str() + " -> [" + to_string(dst.placements()) + "]" +
                                (fusion == Fusion::kAlways ? " fused" : " separate copies");
       EXPECT_EQ(got.wrong, 0) << what;
@@ -118,16 +118,16 @@ TEST(BufferChanges, RanksChangingBuffersIndependentlyGetEveryElementRight) {
 
 // A staged plan (PlanOptions::buffers_change; Step::staged) reads only the peers' workspaces: each rank maps once, on
 // its first run, and ranks may change their buffers on any run independently under either setting.
-TEST(BufferChanges, StagedPlansMapOnceHoweverRanksChangeTheirBuffers) {
+TEST(BuffersChange, StagedPlansMapOnceHoweverRanksChangeTheirBuffers) {
   Profile staging_always = default_profile();
   staging_always.nvlink.map_us = 1e9;
   int staged = 0;
   for_each_case([&](const Layout& src, const Layout& dst, int n) {
-    for (BufferChanges changes : {BufferChanges::kTogether, BufferChanges::kAnyRank}) {
+    for (BuffersChange changes : {BuffersChange::kTogether, BuffersChange::kAnyRank}) {
       PlanOptions o;
       o.strategy = Strategy::kP2P;
       o.transport = Transport::kNvlink;
-      o.fusion = changes == BufferChanges::kTogether ? Fusion::kAlways : Fusion::kNever;
+      o.fusion = changes == BuffersChange::kTogether ? Fusion::kAlways : Fusion::kNever;
       o.buffers_change = true;
       o.profile = staging_always;
       const Plan plan = make_plan(src, dst, DType::kF32, o);
@@ -143,7 +143,7 @@ TEST(BufferChanges, StagedPlansMapOnceHoweverRanksChangeTheirBuffers) {
 }
 
 // kTogether (the default) maps only on runs whose buffers changed: on the same buffers, one mapping in all.
-TEST(BufferChanges, TheDefaultMapsOnlyWhenBuffersChange) {
+TEST(BuffersChange, TheDefaultMapsOnlyWhenBuffersChange) {
   const Layout src(Mesh({2}), parse_placements("S0"), Dims{64, 48});
   const Layout dst = src.with_placements(parse_placements("S1"));
   const Plan plan = testing::p2p_over_nvlink(src, dst, DType::kF32);

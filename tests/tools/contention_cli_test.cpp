@@ -1,4 +1,4 @@
-// `reshard overlap` (a redistribution beside GEMMs): malformed GEMM specs and options are refused with one line and
+// `reshard contention` (a redistribution beside GEMMs): malformed GEMM specs and options are refused with one line and
 // exit 2 before anything runs, and without GPUs the command says what it needs instead of running; with 2 GPUs a tiny
 // case runs eager and from CUDA graphs, verified.
 #include <gtest/gtest.h>
@@ -14,7 +14,7 @@ namespace {
 using testing::CliResult;
 using testing::run_cli;
 
-const std::string kCase = "overlap --mesh 2 --from S0 --to S1 --shape 64x64 ";
+const std::string kCase = "contention --mesh 2 --from S0 --to S1 --shape 64x64 ";
 
 // Runs `args` with no GPU visible (a CUDA build sees none with CUDA_VISIBLE_DEVICES empty).
 CliResult run_without_gpus(const std::string& args) { return run_cli(args, "CUDA_VISIBLE_DEVICES="); }
@@ -23,13 +23,13 @@ void expect_refused(const std::string& args, const std::string& message) {
   CliResult r = run_without_gpus(args);
   EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.err;
   EXPECT_EQ(testing::count_lines(r.err), 1) << args << "\n" << r.err;
-  EXPECT_EQ(r.err.rfind("reshard overlap: error: ", 0), 0u) << r.err;
+  EXPECT_EQ(r.err.rfind("reshard contention: error: ", 0), 0u) << r.err;
   EXPECT_NE(r.err.find(message), std::string::npos) << args << "\nwanted: " << message << "\ngot: " << r.err;
   EXPECT_TRUE(r.out.empty()) << r.out;
 }
 
 // Malformed GEMM specs and options out of range: each refused with one line naming the problem.
-TEST(OverlapCli, MalformedGemmsAndOptionsOutOfRangeAreRefusedNamingTheProblem) {
+TEST(ContentionCli, MalformedGemmsAndOptionsOutOfRangeAreRefusedNamingTheProblem) {
   const std::pair<const char*, const char*> refused[] = {
       // flags after kCase, and what the error says
       {"--gemm 8192x8192", "--gemm '8192x8192' must be MxNxK[:dtype]"},
@@ -51,24 +51,32 @@ TEST(OverlapCli, MalformedGemmsAndOptionsOutOfRangeAreRefusedNamingTheProblem) {
       {"--transport nccl --transports nvlink", "give --transport or --transports, not both"},
   };
   for (const auto& [flags, message] : refused) expect_refused(kCase + flags, message);
-  expect_refused("overlap --mesh 2 --from S0 --shape 64x64", "--to is required");
+  expect_refused("contention --mesh 2 --from S0 --shape 64x64", "--to is required");
 }
 
-TEST(OverlapCli, HelpNamesTheGemmAndTransportsFlags) {
-  CliResult r = run_cli("overlap --help");
+TEST(ContentionCli, HelpNamesTheGemmAndTransportsFlags) {
+  CliResult r = run_cli("contention --help");
   EXPECT_EQ(r.exit_code, 0) << r.err;
   for (const char* flag : {"--gemm", "--transports", "--repeats", "--iters", "--json", "--cuda-graph", "--low-sm"})
     EXPECT_NE(r.out.find(flag), std::string::npos) << flag << "\n" << r.out;
 }
 
-TEST(OverlapCli, WithoutGpusSaysWhatItNeeds) {
+TEST(ContentionCli, WithoutGpusSaysWhatItNeeds) {
   expect_refused(kCase + "--gemm 256x256x256:f16", "measuring a redistribution beside GEMMs needs 2 GPUs");
   expect_refused(kCase + "--transports nccl,nvlink --json", "needs 2 GPUs");
   expect_refused(kCase + "--transports nccl,nvlink --cuda-graph --low-sm", "needs 2 GPUs");
   expect_refused(kCase + "--graph", "needs 2 GPUs");
 }
 
-TEST(OverlapCli, CudaGraphTakesNoValue) {
+// `overlap`, the command's former name, runs the same command (its errors name it contention).
+TEST(ContentionCli, FormerNameOverlapRunsIt) {
+  expect_refused("overlap --mesh 2 --from S0 --shape 64x64", "--to is required");
+  CliResult help = run_cli("overlap --help");
+  EXPECT_EQ(help.exit_code, 0) << help.err;
+  EXPECT_NE(help.out.find("--gemm"), std::string::npos) << help.out;
+}
+
+TEST(ContentionCli, CudaGraphTakesNoValue) {
   CliResult r = run_without_gpus(kCase + "--cuda-graph=maybe");
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_EQ(testing::count_lines(r.err), 1) << r.err;
@@ -78,13 +86,13 @@ TEST(OverlapCli, CudaGraphTakesNoValue) {
 // On a machine with 2 GPUs (skipped elsewhere): a tiny redistribution beside tiny GEMMs, eager and from CUDA graphs,
 // both transports; every verification pass counted (two first runs, one per repeat, and in graph mode one after the
 // capture), none wrong, and the figures are times.
-TEST(OverlapCli, TinyCaseOnTwoGpusEagerAndGraph) {
+TEST(ContentionCli, TinyCaseOnTwoGpusEagerAndGraph) {
   if (local_gpu_count() < 2) GTEST_SKIP() << "needs 2 GPUs";
   const Index elements = 256 * 256;  // every rank's target, summed over the ranks: the whole tensor once
   const int repeats = 5;
   for (bool graph : {false, true}) {
     CliResult r = run_cli(
-        "overlap --mesh 2 --from S0 --to S1 --shape 256x256 --strategy p2p --transports nccl,nvlink "
+        "contention --mesh 2 --from S0 --to S1 --shape 256x256 --strategy p2p --transports nccl,nvlink "
         "--gemm 256x256x256:bf16 --iters 4 --warmup 1 --repeats " +
         std::to_string(repeats) + (graph ? " --cuda-graph" : "") + " --json");
     ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -102,7 +110,7 @@ TEST(OverlapCli, TinyCaseOnTwoGpusEagerAndGraph) {
   }
 }
 
-// --low-sm (plan, run, bench, overlap): the plan says it was priced for compute beside it, and runs verified.
+// --low-sm (plan, run, bench, contention): the plan says it was priced for compute beside it, and runs verified.
 TEST(LowSmCli, PlanSaysSoAndRunVerifies) {
   CliResult plan = run_cli("plan --mesh 2 --from S0 --to R --shape 64x256 --low-sm");
   EXPECT_EQ(plan.exit_code, 0) << plan.err;
