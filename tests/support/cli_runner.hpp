@@ -15,6 +15,9 @@
 
 namespace reshard::testing {
 
+// A small plan request the CLI tests share (mesh, placements and shape flags).
+inline const std::string kCliRequest = "--mesh 2x2 --from S0,S1 --to S1,S0 --shape 64x48";
+
 struct CliResult {
   int exit_code = -1;
   std::string out;

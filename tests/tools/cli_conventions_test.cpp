@@ -14,7 +14,7 @@ namespace {
 using testing::CliResult;
 using testing::run_cli;
 
-const std::string kRequest = "--mesh 2x2 --from S0,S1 --to S1,S0 --shape 64x48";
+using testing::kCliRequest;
 
 void expect_one_line(const CliResult& r, int code, const std::string& needle) {
   EXPECT_EQ(r.exit_code, code) << r.err;
@@ -27,14 +27,14 @@ TEST(CliNames, MistypedOptionIsReportedFirstWithTheNearestName) {
   CliResult r = run_cli("plan --mesh 2 --form S0 --to S1 --shape 8x8");
   expect_one_line(r, 2, "unknown option '--form' (did you mean '--from'?)");
   EXPECT_EQ(r.err.rfind("reshard plan: error: ", 0), 0u) << r.err;
-  expect_one_line(run_cli("run " + kRequest + " --iter 3"), 2, "did you mean '--iters'?");
+  expect_one_line(run_cli("run " + kCliRequest + " --iter 3"), 2, "did you mean '--iters'?");
   expect_one_line(run_cli("bench --mesh 2"), 2, "did you mean '--meshes'?");
   expect_one_line(run_cli("layout --mesh 2 --shape 4 --placement S0"), 2, "did you mean '--placements'?");
-  expect_one_line(run_cli("plan " + kRequest + " --xyzzy"), 2, "unknown option '--xyzzy'");
+  expect_one_line(run_cli("plan " + kCliRequest + " --xyzzy"), 2, "unknown option '--xyzzy'");
 }
 
 TEST(CliNames, MistypedCommandExits2WithTheNearestName) {
-  CliResult r = run_cli("plna " + kRequest);
+  CliResult r = run_cli("plna " + kCliRequest);
   expect_one_line(r, 2, "unknown command 'plna' (did you mean 'plan'?)");
   EXPECT_NE(r.err.find("layout, plan, run, bench, calibrate"), std::string::npos) << r.err;
   expect_one_line(run_cli("benchmark"), 2, "did you mean 'bench'?");
@@ -42,8 +42,8 @@ TEST(CliNames, MistypedCommandExits2WithTheNearestName) {
 }
 
 TEST(CliJson, NoValueOrDashIsStandardOutputAndAFileGetsTheSameText) {
-  for (const std::string& cmd : {std::string("layout --mesh 2x2 --placements S0,S0 --shape 3x5"), "plan " + kRequest,
-                                 "run " + kRequest + " --backend host --iters 2"}) {
+  for (const std::string& cmd : {std::string("layout --mesh 2x2 --placements S0,S0 --shape 3x5"), "plan " + kCliRequest,
+                                 "run " + kCliRequest + " --backend host --iters 2"}) {
     CliResult bare = run_cli(cmd + " --json");
     ASSERT_EQ(bare.exit_code, 0) << cmd << ": " << bare.err;
     nlohmann::json j = nlohmann::json::parse(bare.out);  // nothing but JSON on stdout
@@ -85,41 +85,41 @@ TEST(CliOutputs, EveryWriteFailureExits1NamingTheFile) {
   expect_one_line(run_cli(sweep + " --json /nonexistent-dir/x.json"), 1,
                   "--json: cannot write '/nonexistent-dir/x.json'");
   expect_one_line(run_cli(sweep + " --cases /nonexistent-dir/c.json"), 1, "--cases: cannot write");
-  expect_one_line(run_cli("plan " + kRequest + " --svg /dev/full"), 1, "cannot write '/dev/full'");
-  expect_one_line(run_cli("plan " + kRequest + " --json", "", "/dev/full"), 1, "cannot write standard output");
-  expect_one_line(run_cli("plan " + kRequest, "", "/dev/full"), 1, "cannot write standard output");
+  expect_one_line(run_cli("plan " + kCliRequest + " --svg /dev/full"), 1, "cannot write '/dev/full'");
+  expect_one_line(run_cli("plan " + kCliRequest + " --json", "", "/dev/full"), 1, "cannot write standard output");
+  expect_one_line(run_cli("plan " + kCliRequest, "", "/dev/full"), 1, "cannot write standard output");
   expect_one_line(run_cli("layout --mesh 2 --placements S0 --shape 4", "", "/dev/full"), 1,
                   "cannot write standard output");
-  expect_one_line(run_cli("run " + kRequest + " --backend host --iters 1", "", "/dev/full"), 1,
+  expect_one_line(run_cli("run " + kCliRequest + " --backend host --iters 1", "", "/dev/full"), 1,
                   "cannot write standard output");
   expect_one_line(run_cli("calibrate --out /nonexistent-dir/p.json"), 1, "--out: cannot write");
 }
 
 TEST(CliValues, OutOfRangeValuesAreRefused) {
-  const std::string run = "run " + kRequest + " --backend host --iters 1";
+  const std::string run = "run " + kCliRequest + " --backend host --iters 1";
   for (const char* v : {"-5", "nan", "1e-300", "inf", "0"})
     expect_one_line(run_cli(run + " --link-GBps " + v), 2, "--link-GBps must be a bandwidth between");
   CliResult ok = run_cli(run + " --link-GBps 100");
   ASSERT_EQ(ok.exit_code, 0) << ok.err;
   EXPECT_NE(ok.out.find("bound = that max / 100.0 GB/s link"), std::string::npos) << ok.out;
-  expect_one_line(run_cli("plan " + kRequest + " --rank -2"), 2, "rank -2 is not in mesh 2x2");
-  expect_one_line(run_cli("plan " + kRequest + " --fuse sometimes"), 2, "unknown fusion 'sometimes'");
+  expect_one_line(run_cli("plan " + kCliRequest + " --rank -2"), 2, "rank -2 is not in mesh 2x2");
+  expect_one_line(run_cli("plan " + kCliRequest + " --fuse sometimes"), 2, "unknown fusion 'sometimes'");
   expect_one_line(run_cli("bench --backend host --transports nccl,nccl"), 2, "--transports names nccl twice");
   expect_one_line(run_cli("bench --backend host --transports nccl,auto"), 2, "auto is not a transport of its own");
-  expect_one_line(run_cli("plan " + kRequest + " --rank 4"), 2, "rank 4 is not in mesh 2x2");
+  expect_one_line(run_cli("plan " + kCliRequest + " --rank 4"), 2, "rank 4 is not in mesh 2x2");
   expect_one_line(run_cli("layout --mesh 2 --placements S0 --shape 4 --rank 2"), 2, "rank 2 is not in mesh 2");
   expect_one_line(run_cli(run + " --inject-fault 1:mid-run"), 2, "--inject-fault needs the nccl backend");
   expect_one_line(run_cli(run + " --inject-fault 4294967297:mid-run"), 2, "rank 4294967297 is not in mesh 2x2");
   expect_one_line(run_cli(run + " --inject-fault -1:mid-run"), 2, "rank -1 is not in mesh 2x2");
   expect_one_line(run_cli(run + " --inject-fault one:mid-run"), 2, "must be RANK:after-prepare or RANK:mid-run");
-  expect_one_line(run_cli("plan " + kRequest + " --memory-budget ''"), 2, "--memory-budget: empty value");
-  expect_one_line(run_cli("plan " + kRequest + " --memory-budget 99999999999999999999"), 2, "does not fit in 64 bits");
-  expect_one_line(run_cli("plan " + kRequest + " --memory-budget 9999999999GiB"), 2, "does not fit in 64 bits");
+  expect_one_line(run_cli("plan " + kCliRequest + " --memory-budget ''"), 2, "--memory-budget: empty value");
+  expect_one_line(run_cli("plan " + kCliRequest + " --memory-budget 99999999999999999999"), 2, "does not fit in 64 bits");
+  expect_one_line(run_cli("plan " + kCliRequest + " --memory-budget 9999999999GiB"), 2, "does not fit in 64 bits");
 }
 
 // run and bench (one process per rank under a launcher) read the launcher's environment alike.
 TEST(CliValues, LauncherEnvironmentIsChecked) {
-  for (const std::string& command : {"run " + kRequest + " --iters 1", std::string("bench --meshes 4 --sizes 1KiB")}) {
+  for (const std::string& command : {"run " + kCliRequest + " --iters 1", std::string("bench --meshes 4 --sizes 1KiB")}) {
     const std::string name = command.substr(0, command.find(' '));
     expect_one_line(run_cli(command, "WORLD_SIZE=-3"), 2, "WORLD_SIZE=-3 is out of range");
     expect_one_line(run_cli(command, "WORLD_SIZE="), 2, "WORLD_SIZE is set but empty");
@@ -152,11 +152,11 @@ TEST(CliText, ControlCharactersInEchoedInputAreEscaped) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.err.find('\x1b'), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("2\\e[31m"), std::string::npos) << r.err;
-  r = run_cli("plan " + kRequest + " --dtype \"$(printf 'f\\n32')\"");
+  r = run_cli("plan " + kCliRequest + " --dtype \"$(printf 'f\\n32')\"");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(testing::count_lines(r.err), 1) << r.err;
   EXPECT_NE(r.err.find("f\\n32"), std::string::npos) << r.err;
-  r = run_cli("plan " + kRequest + " \"--$(printf '\\007')bell\"");
+  r = run_cli("plan " + kCliRequest + " \"--$(printf '\\007')bell\"");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.err.find('\x07'), std::string::npos) << r.err;
 }

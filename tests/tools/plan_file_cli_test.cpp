@@ -15,13 +15,13 @@ using nlohmann::json;
 using testing::CliResult;
 using testing::run_cli;
 
-const std::string kRequest = "--mesh 2x2 --from S0,S1 --to S1,S0 --shape 64x48";
+using testing::kCliRequest;
 
 class PlanFile : public ::testing::Test {
  protected:
   std::string path(const std::string& name) { return testing::temp_base() + "_" + name + ".json"; }
   json make(const std::string& strategy) {
-    CliResult r = run_cli("plan " + kRequest + " --strategy " + strategy + " --json");
+    CliResult r = run_cli("plan " + kCliRequest + " --strategy " + strategy + " --json");
     EXPECT_EQ(r.exit_code, 0) << r.err;
     return json::parse(r.out);
   }
@@ -39,7 +39,7 @@ class PlanFile : public ::testing::Test {
 };
 
 TEST_F(PlanFile, DumpedPlanLoadsRendersAndRunsVerified) {
-  CliResult dumped = run_cli("plan " + kRequest + " --strategy p2p --json");
+  CliResult dumped = run_cli("plan " + kCliRequest + " --strategy p2p --json");
   ASSERT_EQ(dumped.exit_code, 0) << dumped.err;
   std::string file = write("plain", dumped.out);
   CliResult again = run_cli("plan --load " + file + " --json");
@@ -52,7 +52,7 @@ TEST_F(PlanFile, DumpedPlanLoadsRendersAndRunsVerified) {
   ASSERT_EQ(run.exit_code, 0) << run.err;
   EXPECT_NE(run.out.find("verified 9216 elements on 4 ranks: all correct"), std::string::npos) << run.out;
   // Layout flags given with the file must agree with it.
-  EXPECT_EQ(run_cli("run --plan " + file + " " + kRequest + " --backend host --iters 1").exit_code, 0);
+  EXPECT_EQ(run_cli("run --plan " + file + " " + kCliRequest + " --backend host --iters 1").exit_code, 0);
   CliResult other = run_cli("run --plan " + file + " --mesh 4 --backend host");
   EXPECT_EQ(other.exit_code, 2);
   EXPECT_NE(other.err.find("is a plan for --mesh 2x2, not 4"), std::string::npos) << other.err;
@@ -117,7 +117,7 @@ TEST_F(PlanFile, EditedPlanWithAnotherSenderIsRefused) {
 }
 
 TEST_F(PlanFile, RankScopedPlanNeedsOneProcessPerRank) {
-  CliResult r = run_cli("plan " + kRequest + " --strategy p2p --rank 1 --json");
+  CliResult r = run_cli("plan " + kCliRequest + " --strategy p2p --rank 1 --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::string file = write("rank1", r.out);
   CliResult run = run_cli("run --plan " + file + " --backend host");
