@@ -113,13 +113,15 @@ TEST(CliValues, OutOfRangeValuesAreRefused) {
   expect_one_line(run_cli(run + " --inject-fault -1:mid-run"), 2, "rank -1 is not in mesh 2x2");
   expect_one_line(run_cli(run + " --inject-fault one:mid-run"), 2, "must be RANK:after-prepare or RANK:mid-run");
   expect_one_line(run_cli("plan " + kCliRequest + " --memory-budget ''"), 2, "--memory-budget: empty value");
-  expect_one_line(run_cli("plan " + kCliRequest + " --memory-budget 99999999999999999999"), 2, "does not fit in 64 bits");
+  expect_one_line(run_cli("plan " + kCliRequest + " --memory-budget 99999999999999999999"), 2,
+                  "does not fit in 64 bits");
   expect_one_line(run_cli("plan " + kCliRequest + " --memory-budget 9999999999GiB"), 2, "does not fit in 64 bits");
 }
 
 // run and bench (one process per rank under a launcher) read the launcher's environment alike.
 TEST(CliValues, LauncherEnvironmentIsChecked) {
-  for (const std::string& command : {"run " + kCliRequest + " --iters 1", std::string("bench --meshes 4 --sizes 1KiB")}) {
+  for (const std::string& command :
+       {"run " + kCliRequest + " --iters 1", std::string("bench --meshes 4 --sizes 1KiB")}) {
     const std::string name = command.substr(0, command.find(' '));
     expect_one_line(run_cli(command, "WORLD_SIZE=-3"), 2, "WORLD_SIZE=-3 is out of range");
     expect_one_line(run_cli(command, "WORLD_SIZE="), 2, "WORLD_SIZE is set but empty");
