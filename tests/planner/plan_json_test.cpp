@@ -1,6 +1,8 @@
 // Plan JSON: exact round trip, and a clear error naming the field for every kind of corruption.
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 
 #include "reshard/plan_format.hpp"
@@ -158,6 +160,10 @@ TEST(Profile, DefaultsRoundTripAndEveryFieldIsChecked) {
   Profile p = default_profile();
   std::string text = profile_to_json(p);
   EXPECT_EQ(profile_to_json(profile_from_json(text)), text);
+  // The built-in profile is its data file, parsed: written back, the file again (a hand edit keeps that form).
+  std::ifstream file(RESHARD_BUILTIN_PROFILE);
+  ASSERT_TRUE(file) << RESHARD_BUILTIN_PROFILE;
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(file), {}), text);
   auto expect_bad = [&](const std::function<void(json&)>& edit, const std::string& needle) {
     expect_refused_edit(text, profile_from_json, edit, needle);
   };

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "plan/json_input.hpp"
 #include "reshard/detail/json_text.hpp"
@@ -97,17 +98,6 @@ json to_json(const AlphaBeta& ab) {
   return j;
 }
 
-// A calibrated line with the times `reshard calibrate` measured at its ten sizes, 4 KiB * 4^k (4 KiB-1 GiB).
-AlphaBeta measured(double alpha_us, double bandwidth_GBps, std::initializer_list<double> times_us) {
-  AlphaBeta ab{alpha_us, bandwidth_GBps, {}};
-  double bytes = 4096;
-  for (double t : times_us) {
-    ab.samples.emplace_back(bytes, t);
-    bytes *= 4;
-  }
-  return ab;
-}
-
 }  // namespace
 
 double AlphaBeta::time_us(double bytes) const {
@@ -122,57 +112,14 @@ double AlphaBeta::time_us(double bytes) const {
   return lo->second * std::pow(hi->second / lo->second, f);
 }
 
+namespace detail {
+extern const char
+    kBuiltinProfileJson[];  // planner/data/builtin_profile.json, as text (src/plan/builtin_profile.cpp.in)
+}  // namespace detail
+
 Profile default_profile() {
-  Profile p;
-  p.name = "h100-h200-nvlink-ib400";
-  p.source =
-      "intra_node: NCCL measured by `reshard calibrate` on 2x H100 NV18 (2026-11-26, bench/profiles/h100x2.json: "
-      "lines and measured points), within 2-5% of 2x H200 (bench/profiles/h200x2.json); step_overhead_us: the "
-      "executor's fixed cost per communicating NCCL step per call, 48 us (52 fitted on 2x H100, 44 on 2x H200). "
-      "nvlink: "
-      "copy-engine bandwidth, sync and step overhead, fused line and overhead fitted from end-to-end runs on 2x H100 "
-      "(2026-11-26); kernel pulls 326 GB/s measured on 2x H200. inter_node: 400 Gb/s InfiniBand = 50 GB/s per GPU NIC, "
-      "45 GB/s achievable (90%, estimate), latencies estimates. copy (the copy kernel on strided packs) and "
-      "copy_engine "
-      "(contiguous copies on the copy engines): calibrated on 2x H100 (2026-11-27, absolute-error lines). "
-      "Run `reshard calibrate` to replace these with values fitted on your machine.";
-  // NCCL within a node: each operation's fitted line (alpha us, GB/s) and its ten measured points, 4 KiB-1 GiB,
-  // between which the time is interpolated (the lines alone underprice 1-64 MiB by up to a quarter). Where every
-  // figure of this function comes from: docs/planner.md, "Profiles" (Defaults).
-  p.intra_node.p2p = measured(10.9, 292.3, {9.4, 10.3, 10.8, 12.6, 18.8, 33.5, 82.5, 252.9, 906.2, 2983.9});
-  p.intra_node.all_gather = measured(10.9, 239.9, {9.7, 10.6, 11.0, 11.5, 19.9, 39.6, 96.1, 295.1, 1039.9, 3806.4});
-  p.intra_node.reduce_scatter = measured(10.0, 238.5, {8.4, 10.6, 10.0, 11.2, 17.8, 36.4, 97.2, 304.3, 1040.1, 3781.8});
-  p.intra_node.all_reduce = measured(10.4, 276.6, {9.0, 10.0, 10.0, 12.3, 16.7, 37.0, 83.5, 263.9, 900.4, 3286.7});
-  p.intra_node.all_to_all = measured(11.0, 291.9, {9.3, 10.5, 11.1, 12.5, 20.1, 33.1, 82.6, 260.0, 901.6, 2966.6});
-  p.inter_node.p2p = {20.0, 45.0};
-  p.inter_node.all_gather = {25.0, 45.0};
-  p.inter_node.reduce_scatter = {25.0, 45.0};
-  p.inter_node.all_reduce = {30.0, 45.0};
-  p.inter_node.all_to_all = {25.0, 42.0};
-  p.p2p_per_peer_us = 1.5;
-  p.step_overhead_us = 48.0;
-  // The copy kernel on what packs, unpacks and strided local copies copy (rows of a strided block: half the columns of
-  // a square matrix) and the copy engines on a contiguous local copy: lines fitted on absolute error.
-  p.copy = {7.8, 1505.0};
-  p.copy_engine = {5.5, 1510.0};
-  // NVLink one-sided, end-to-end fits: separate copy-engine copies cost sync_us + the engine call's alpha (4 us) +
-  // bytes pulled at the engines' bandwidth, the smallest separate step step_overhead_us; fused steps the fused line,
-  // the smallest fused_overhead_us; kernel pulls their own bandwidth.
-  p.nvlink.copy_engine = {4.0, 405.0};
-  p.nvlink.kernel = {4.0, 326.0};
-  p.nvlink.sync_us = 29.0;
-  p.nvlink.step_overhead_us = 34.0;
-  p.nvlink.copy_engine_min_row_bytes = 2048;
-  p.nvlink.fused = {11.7, 475.0};
-  p.nvlink.fused_overhead_us = 10.7;
-  // Mapping a peer's new tensor (callers whose tensors change every call): per (rank, peer it reads) pair, as the
-  // driver opens one IPC mapping after another across the host's processes, plus the host rendezvous of the exposure
-  // (docs/planner.md, "Changing buffers").
-  p.nvlink.map_us = 100.0;
-  // Low-SM mode (PlanOptions::low_sm): an SM-kernel microsecond counts as 1.10 (the kernel's own slow-down beside a
-  // GEMM) + 0.12 (the GEMM's extra slow-down against copy engines) = 1.22; docs/planner.md, "Low-SM mode".
-  p.low_sm_kernel_factor = 1.22;
-  return p;
+  static const Profile builtin = profile_from_json(detail::kBuiltinProfileJson);
+  return builtin;
 }
 
 Profile profile_from_json(const std::string& text) {
@@ -197,9 +144,16 @@ Profile profile_from_json(const std::string& text) {
   p.p2p_per_peer_us = number(j, "p2p_per_peer_us", "", Kind::kLatency);
   p.step_overhead_us = number(j, "step_overhead_us", "", Kind::kLatency);
   p.copy = alpha_beta(j, "copy", "");
-  const Profile defaults = default_profile();
-  p.copy_engine = j.contains("copy_engine") ? alpha_beta(j, "copy_engine", "") : defaults.copy_engine;
-  p.nvlink = defaults.nvlink;
+  // Fields a profile may leave out take the built-in profile's values (it has every field, so parsing it asks for
+  // none).
+  std::optional<Profile> builtin;
+  auto defaults = [&]() -> const Profile& {
+    if (!builtin) builtin = default_profile();
+    return *builtin;
+  };
+  p.copy_engine = j.contains("copy_engine") ? alpha_beta(j, "copy_engine", "") : defaults().copy_engine;
+  if (!j.contains("nvlink") || !j["nvlink"].contains("fused") || !j["nvlink"].contains("map_us"))
+    p.nvlink = defaults().nvlink;
   if (j.contains("nvlink")) {
     const json& n = j["nvlink"];
     p.nvlink.copy_engine = alpha_beta(n, "copy_engine", "nvlink");
@@ -215,7 +169,7 @@ Profile profile_from_json(const std::string& text) {
     if (n.contains("map_us")) p.nvlink.map_us = number(n, "map_us", "nvlink", Kind::kLatency);
   }
   p.low_sm_kernel_factor = j.contains("low_sm_kernel_factor") ? number(j, "low_sm_kernel_factor", "", Kind::kFactor)
-                                                              : defaults.low_sm_kernel_factor;
+                                                              : defaults().low_sm_kernel_factor;
   json extra = json::object();
   for (auto it = j.begin(); it != j.end(); ++it) {
     static const std::string known[] = {
