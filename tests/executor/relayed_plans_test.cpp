@@ -37,8 +37,7 @@ std::vector<RelayCase> relay_cases() {
     Layout src(Mesh(mesh), parse_placements(from), shape);
     return RelayCase{name, src, src.with_placements(parse_placements(to)), rpn};
   };
-  return {same("S0_to_R_on_2x2_nodes", {4}, "S0", "R", 2),
-          same("S0_to_R_on_4x2_nodes", {8}, "S0", "R", 2),
+  return {same("S0_to_R_on_2x2_nodes", {4}, "S0", "R", 2), same("S0_to_R_on_4x2_nodes", {8}, "S0", "R", 2),
           same("S0S1_to_RR_on_2x4_nodes", {2, 4}, "S0,S1", "R,R", 4),
           same("S0S1_to_S1R_on_4x2_nodes", {4, 2}, "S0,S1", "S1,R", 2),
           same("uneven_S1_to_R_on_3_nodes", {6}, "S1", "R", 2),
@@ -102,8 +101,8 @@ class RelayedPlans : public ::testing::TestWithParam<RelayCase> {};
 // Relayed, mixing transports (within a node one-sided, between nodes on nccl), and both.
 TEST_P(RelayedPlans, CrossEachNodeOnceAndDeliverEveryElement) {
   const RelayCase& c = GetParam();
-  const nlohmann::json flat =
-      nlohmann::json::parse(plan_to_json(make_plan(c.src, c.dst, DType::kBF16, relaying(c.ranks_per_node, Relay::kNever))));
+  const nlohmann::json flat = nlohmann::json::parse(
+      plan_to_json(make_plan(c.src, c.dst, DType::kBF16, relaying(c.ranks_per_node, Relay::kNever))));
   for (const auto& [relayed, mixed] : {std::pair{true, false}, std::pair{false, true}, std::pair{true, true}}) {
     SCOPED_TRACE(cat(relayed ? "relayed" : "flat", mixed ? ", mixed" : ""));
     const PlanOptions o = relaying(c.ranks_per_node, relayed ? Relay::kAlways : Relay::kNever);
@@ -138,6 +137,37 @@ TEST_P(RelayedPlans, CrossEachNodeOnceAndDeliverEveryElement) {
   }
 }
 
+// Batches of several tensors with relayed and mixed members: the members' second phases run after the merged step,
+// every element of every member checked; the batch's programs send between nodes what its members' plans say.
+TEST_P(RelayedPlans, BatchesOfRelayedMembersDeliverEveryElement) {
+  const RelayCase& c = GetParam();
+  const Plan flat = make_plan(c.src, c.dst, DType::kBF16, relaying(c.ranks_per_node, Relay::kNever));
+  for (const auto& [relayed, mixed] : {std::pair{true, false}, std::pair{false, true}, std::pair{true, true}}) {
+    SCOPED_TRACE(cat(relayed ? "relayed" : "flat", mixed ? ", mixed" : ""));
+    const PlanOptions o = relaying(c.ranks_per_node, relayed ? Relay::kAlways : Relay::kNever);
+    const auto plan = std::make_shared<const Plan>(as_mixed(make_plan(c.src, c.dst, DType::kBF16, o), mixed));
+    ASSERT_EQ(plan->steps().front().relayed, relayed);
+    const auto f32 = std::make_shared<const Plan>(as_mixed(make_plan(c.src, c.dst, DType::kF32, o), mixed));
+    const PlanBatch batch({plan, std::make_shared<const Plan>(flat), f32, plan});
+    Index planned = 0;
+    for (const auto& p : batch.plans())
+      planned += nlohmann::json::parse(plan_to_json(*p))["inter_node_bytes"].get<Index>();
+    Index sent = 0;
+    for (int r = 0; r < c.src.mesh().world_size(); ++r)
+      sent += exchange_bytes_to_other_nodes(lower(batch, r), plan->topology());
+    EXPECT_EQ(sent, planned);
+    const RunResult run = run_batch(batch, testing::quick_host_run());
+    EXPECT_EQ(run.wrong_elements, 0) << run.first_error;
+    EXPECT_GT(run.checked_elements, 0);
+  }
+  // make_plan_batch relays the members of a batch as it would each alone.
+  const BatchEntry entry{c.src, c.dst, DType::kBF16};
+  const BatchEntry entries[] = {entry, entry};
+  const PlanBatch planned = make_plan_batch(entries, relaying(c.ranks_per_node, Relay::kAlways));
+  for (const auto& p : planned.plans()) EXPECT_TRUE(p->steps().front().relayed);
+  EXPECT_EQ(run_batch(planned, testing::quick_host_run()).wrong_elements, 0);
+}
+
 INSTANTIATE_TEST_SUITE_P(Cases, RelayedPlans, ::testing::ValuesIn(relay_cases()),
                          [](const ::testing::TestParamInfo<RelayCase>& i) { return i.param.name; });
 
@@ -153,8 +183,8 @@ TEST(RelayedPlansChoice, AutoTakesTheCheapestFormAndNeverOrOneNodeStaysFlat) {
                           estimate(Relay::kNever, true), estimate(Relay::kAlways, true)};
   PlanOptions o = relaying(2, Relay::kAuto);
   o.transport = Transport::kAuto;
-  EXPECT_NEAR(make_plan(src, dst, DType::kBF16, o).estimated_us(), *std::min_element(std::begin(forms), std::end(forms)),
-              1e-6 * forms[0]);
+  EXPECT_NEAR(make_plan(src, dst, DType::kBF16, o).estimated_us(),
+              *std::min_element(std::begin(forms), std::end(forms)), 1e-6 * forms[0]);
   // Where NCCL within a node is as slow as between nodes (as under the two-node emulation, where NCCL runs on
   // sockets), the node's own traffic goes one-sided: the forwarding, and the direct transfers within a node.
   o.profile.intra_node = o.profile.inter_node;
@@ -227,9 +257,6 @@ TEST(RelayedPlansChoice, RefusedWhereTheyCannotRun) {
       },
       "but the step runs that transfer on nccl");
   EXPECT_THROW((void)with_conversion(plan, DType::kF16, relaying(2)), Error);
-  // A batch of several tensors runs no relayed step.
-  auto shared = std::make_shared<const Plan>(plan);
-  EXPECT_THROW(PlanBatch({shared, shared}), Error);
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 // its members' dtype instead: everything counts elements of it, outputs elements of the target dtype, and every
 // copy into an output runs on the converting copy kernel (convert_on_kernels), as in a converting plan's program.
 #include <algorithm>
+#include <functional>
 #include <iterator>
 #include <map>
 #include <optional>
@@ -263,6 +264,7 @@ RankProgram lower(const PlanBatch& batch, int rank, const LowerOptions& options)
     if (is_identity(batch.plan(t))) {  // no operations and no workspace (RankProgram::identity_tensors)
       prog.identity_tensors.push_back(static_cast<int>(t));
       parts.back().steps.clear();
+      parts.back().relays.clear();
       parts.back().program.work_elements = 0;
       continue;
     }
@@ -291,14 +293,17 @@ RankProgram lower(const PlanBatch& batch, int rank, const LowerOptions& options)
   const Index staging_base = work;
   Index staging_peak = 0;
   prog.step_count = batch.step_count();
-  for (int k = 0; k < prog.step_count; ++k) {
+  // Step k's parts of every member (`phase(t)`: the member's parts, or null) merged and scheduled: their local copies,
+  // one exchange per stage with messages coalesced, their collectives, and one one-sided part.
+  auto schedule_merged = [&](int k, const std::function<StepParts*(size_t)>& phase) {
     StepParts merged;
     std::vector<StageParts> exchanges, collectives;
     std::optional<OneSidedParts> one;
     std::vector<int> partners;
     for (size_t t = 0; t < batch.size(); ++t) {
-      if (k >= static_cast<int>(parts[t].steps.size())) continue;
-      StepParts& ps = parts[t].steps[k];
+      StepParts* member = phase(t);
+      if (member == nullptr) continue;
+      StepParts& ps = *member;
       place(ps, places[t], parts[t].program.dtype);
       append(merged.local, ps.local);
       append(merged.local_engine, ps.local_engine);
@@ -338,7 +343,7 @@ RankProgram lower(const PlanBatch& batch, int rank, const LowerOptions& options)
     append(merged.stages, collectives);
     if (!one) {
       schedule_step(std::move(merged), k, unit, options.stage_schedule, prog.ops);
-      continue;
+      return;
     }
     // The members on NCCL first, then the one-sided ones with every local copy of the step.
     if (!merged.stages.empty()) {
@@ -350,6 +355,19 @@ RankProgram lower(const PlanBatch& batch, int rank, const LowerOptions& options)
     merged.stages.clear();
     merged.one_sided = std::move(one);
     schedule_step(std::move(merged), k, unit, options.stage_schedule, prog.ops);
+  };
+  for (int k = 0; k < prog.step_count; ++k) {
+    const size_t step = static_cast<size_t>(k);
+    schedule_merged(k, [&](size_t t) { return step < parts[t].steps.size() ? &parts[t].steps[step] : nullptr; });
+    // The relayed members' second phases (Step::relayed), once every member's step k is done: their staging reuses
+    // the step's, as a single plan's second phase reuses its scratch.
+    auto relay_of = [&](size_t t) -> StepParts* {
+      if (step >= parts[t].relays.size() || !parts[t].relays[step]) return nullptr;
+      return &*parts[t].relays[step];
+    };
+    bool relayed = false;
+    for (size_t t = 0; t < batch.size(); ++t) relayed = relayed || relay_of(t) != nullptr;
+    if (relayed) schedule_merged(k, relay_of);
   }
   prog.work_elements = staging_peak > 0
                            ? align_up(checked_add(staging_base, staging_peak, "a batch's workspace"), kWorkAlign)

@@ -16,11 +16,6 @@ PlanBatch::PlanBatch(std::vector<std::shared_ptr<const Plan>> plans) : plans_(st
     const Plan& p = *plans_[i];
     RESHARD_REQUIRE(p.src().mesh() == mesh(), "tensor ", i, " of the batch is on mesh ", p.src().mesh().str(),
                     ", tensor 0 on ", mesh().str(), ": a batch runs on one mesh");
-    if (plans_.size() > 1)
-      for (const Step& s : p.steps())
-        RESHARD_REQUIRE(!s.relayed, "tensor ", i,
-                        " of the batch has a relayed step (Step::relayed); a batch of several tensors runs no relayed "
-                        "step: plan its members with relay never");
     RESHARD_REQUIRE(p.scope_rank() == plans_.front()->scope_rank(), "tensor ", i,
                     " of the batch is planned for another scope (global or one rank's) than tensor 0");
     const Plan& first = *plans_.front();
@@ -81,13 +76,11 @@ PlanBatch make_plan_batch(std::span<const BatchEntry> entries, const PlanOptions
                   kMaxBatchTensors);
   // Members are planned as they would be alone, mapping priced per member included: on a caller's fresh tensors
   // every member's source is an allocation of its own, which each reading peer opens (Profile::nvlink.map_us).
-  PlanOptions flat = options;  // a batch of several tensors runs no relayed step (its lowering merges no relay phase)
-  if (entries.size() > 1) flat.relay = Relay::kNever;
-  Plans plans = plan_each(entries, flat, rank);
+  Plans plans = plan_each(entries, options, rank);
   if (!options.buffers_change || options.transport != Transport::kAuto) return PlanBatch(std::move(plans));
   // A member that would stage its source runs on NCCL instead: a batch step stages every member's source before any
   // peer reads one (one ready for all members), where NCCL's exchanges read the sources in place.
-  PlanOptions nccl = flat;
+  PlanOptions nccl = options;
   nccl.transport = Transport::kNccl;
   for (size_t i = 0; i < plans.size(); ++i) {
     const std::vector<Step>& steps = plans[i]->steps();
