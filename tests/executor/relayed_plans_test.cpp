@@ -87,10 +87,10 @@ Index run_rank_plans(const RelayCase& c, PlanOf plan_of) {
         HostDevice device;
         Executor exec(mine, comm, device);
         std::vector<std::byte> in(exec.input_bytes()), out(exec.output_bytes());
-        if (c.src.mesh().contains(r)) fill_pattern(in.data(), c.src.box(r), c.src.global_shape(), DType::kBF16);
+        if (c.src.mesh().contains(r)) fill_pattern(in.data(), c.src.box(r), c.src.global_shape(), mine.dtype());
         exec.run({in.data(), in.size()}, {out.data(), out.size()}, nullptr);
         if (c.dst.mesh().contains(r))
-          wrong += count_mismatches(out.data(), c.dst.box(r), c.dst.global_shape(), DType::kBF16);
+          wrong += count_mismatches(out.data(), c.dst.box(r), c.dst.global_shape(), mine.dtype());
       },
       &world);
   return wrong.load();
@@ -170,6 +170,27 @@ TEST_P(RelayedPlans, BatchesOfRelayedMembersDeliverEveryElement) {
 
 INSTANTIATE_TEST_SUITE_P(Cases, RelayedPlans, ::testing::ValuesIn(relay_cases()),
                          [](const ::testing::TestParamInfo<RelayCase>& i) { return i.param.name; });
+
+// A hybrid's p2p step across nodes takes the node-aware forms as the p2p strategy's does: here it mixes transports
+// (within a node one-sided, between nodes on nccl); global, reloaded and every rank's own plan, every element.
+TEST(RelayedPlansChoice, HybridsP2pStepsMixTransportsAcrossNodes) {
+  const Dims shape{1024, 1024};  // 4 MiB of f32: large enough for the mixed form to win
+  for (const std::vector<int>& mesh : {std::vector<int>{2, 4}, std::vector<int>{4, 4}}) {
+    const Layout src(Mesh(mesh), parse_placements("S0,S1"), shape), dst = src.with_placements(parse_placements("R,R"));
+    SCOPED_TRACE(src.mesh().str());
+    PlanOptions o;
+    o.strategy = Strategy::kHybrid;
+    o.topology.ranks_per_node = 2;
+    const Plan plan = make_plan(src, dst, DType::kF32, o);
+    ASSERT_EQ(plan.strategy(), Strategy::kHybrid);
+    ASSERT_TRUE(std::any_of(plan.steps().begin(), plan.steps().end(), [](const Step& s) { return s.mixed; }))
+        << plan_to_json(plan);
+    EXPECT_EQ(run_plan(plan, testing::quick_host_run()).wrong_elements, 0);
+    EXPECT_EQ(run_plan(plan_from_json(plan_to_json(plan)), testing::quick_host_run()).wrong_elements, 0);
+    const RelayCase c{"hybrid", src, dst, 2};
+    EXPECT_EQ(run_rank_plans(c, [&](int r) { return make_rank_plan(src, dst, DType::kF32, r, o); }), 0);
+  }
+}
 
 TEST(RelayedPlansChoice, AutoTakesTheCheapestFormAndNeverOrOneNodeStaysFlat) {
   Layout src(Mesh({8}), parse_placements("S0"), Dims{4096, 4096});

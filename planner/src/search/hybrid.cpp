@@ -5,6 +5,7 @@
 
 #include "plan/transitions.hpp"
 #include "reshard/partial.hpp"
+#include "search/relayed_step.hpp"
 
 namespace reshard::detail {
 namespace {
@@ -195,11 +196,25 @@ class HybridSearch {
 }  // namespace
 
 std::optional<Route> best_hybrid_route(const Layout& src, const Layout& dst, const StepPricer& pricer,
-                                       Transport transport, LayoutCache& cache, std::string* reason, double above,
-                                       bool* costlier) {
+                                       Transport transport, const PlanOptions& options, LayoutCache& cache,
+                                       std::string* reason, double above, bool* costlier) {
   HybridSearch search(src, dst, pricer, transport, cache, above);
   std::optional<Route> r = search.run(reason);
   if (costlier) *costlier = search.costlier();
+  // On nccl across nodes the route's p2p step becomes relayed or mixes transports where that is cheaper, as the p2p
+  // strategy's does. Only the chosen route's: pricing the forms for every route searched doubled planning time at
+  // (16,8), and the forms only lower the step's price.
+  if (r && transport == Transport::kNccl)
+    for (PricedStep& p : r->steps) {
+      if (p.step.kind != StepKind::kP2P) continue;
+      const OverlapIndex& index = cache.overlap(p.step.from, p.step.to);
+      if (index.partial_roles().contributions != 1 || !node_aware(index.src(), options) ||
+          index.transfer_count(kMaxNodeAwareTransfers) > kMaxNodeAwareTransfers)
+        continue;
+      const double before = p.step.estimated_us;
+      node_aware_step(index.all_transfers(), index.src_boxes(), index.dst_boxes(), pricer, options, p);
+      r->us += p.step.estimated_us - before;
+    }
   return r;
 }
 

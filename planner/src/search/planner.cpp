@@ -8,9 +8,9 @@
 #include "plan/pending_candidates.hpp"
 #include "plan/relays.hpp"
 #include "plan/route_text.hpp"
+#include "pricing/profile_bounds.hpp"
 #include "reshard/overlap.hpp"
 #include "reshard/partial.hpp"
-#include "pricing/profile_bounds.hpp"
 #include "search/collective_search.hpp"
 #include "search/cross_mesh.hpp"
 #include "search/hybrid.hpp"
@@ -338,7 +338,8 @@ class Planner {
     const Layout& mid = communicated_target();
     if (csrc_.placements() == mid.placements()) return unavailable(Strategy::kHybrid, "nothing to communicate");
     std::string reason;
-    std::optional<Route> r = detail::best_hybrid_route(csrc_, mid, pricer, transport, cache_, &reason, above, costlier);
+    std::optional<Route> r =
+        detail::best_hybrid_route(csrc_, mid, pricer, transport, options_, cache_, &reason, above, costlier);
     return r ? from_route(Strategy::kHybrid, with_partition(std::move(*r))) : unavailable(Strategy::kHybrid, reason);
   }
 
@@ -400,8 +401,8 @@ class Planner {
       if (s.kind != StepKind::kP2P) continue;
       // A global plan's steps hold at most kMaxPlanTransfers: build_strategy checked the candidate.
       const OverlapIndex& index = cache_.overlap(s.from, s.to);
-      s.transfers = detail::planned_transfers(index.src(), index.dst(), options_.topology, element_size(dtype_),
-                                              rank_, s.relayed, &index);
+      s.transfers = detail::planned_transfers(index.src(), index.dst(), options_.topology, element_size(dtype_), rank_,
+                                              s.relayed, &index);
     }
   }
 
