@@ -1,9 +1,12 @@
 """Sections of docs/benchmarks.md built from the results folders beside the main one: partial placements and memory
-budgets on 2x H200 (2026-11-22-h200x2-partial-budget/), and 4 GPUs (2026-11-22-h200x4/). bench/report.py writes them
-after its own sections."""
+budgets on 2x H200 (2026-11-22-h200x2-partial-budget/), and 4 GPUs (2026-11-22-h200x4/); and the nvlink figures that
+bench/report.py quotes in its own sections (2026-11-24-h200x2-session7/). bench/report.py writes the sections after its
+own."""
 import csv
 import json
 import os
+import re
+import statistics
 
 
 def fmt(x, d=1):
@@ -11,8 +14,8 @@ def fmt(x, d=1):
 
 
 def run_row(row):
-    """(strategy, time us, estimate us, wrong) of a `reshard run` table row: 14 fields before the graph column was
-    added, 15 after."""
+    """(strategy, time us, estimate us, wrong) of a `reshard run` table row: 14 fields without the graph column, 15
+    with it."""
     f = row.split()
     shift = 1 if len(f) >= 15 else 0
     return f[-9 - shift], float(f[-7 - shift]), float(f[-2]), int(f[-1])
@@ -30,18 +33,19 @@ def read_runs(path):
 
 
 def write_partial_budget(w, pb_dir):
-    """Partial placements and memory budgets, from pb_dir's bench.txt (the first runs), tuning.txt (stage modes and the
-    row-based reduction kernel) and budget-auto.txt (auto under a budget with stages priced at their chunk size)."""
+    """Partial placements and memory budgets, from pb_dir's bench.txt (runs with the first reduction kernel, a 64-bit
+    division per element), tuning.txt (stage modes and the row-based reduction kernel) and budget-auto.txt (auto under
+    a budget with stages priced at their chunk size)."""
     first, tuning, auto = (read_runs(os.path.join(pb_dir, name)) for name in ("bench.txt", "tuning.txt", "budget-auto.txt"))
     wrong = sum(r["wrong"] for d in (first, tuning, auto) for r in d.values())
     w("\n## Partial placements and memory budgets (2x H200)\n")
-    w("Runs 2026-11-22 (second session) on the same `nvidia-h200-x2` machine with one-off device scripts (in git "
+    w("Runs 2026-11-22 on the same `nvidia-h200-x2` machine with one-off device scripts (in git "
       "history up to bf1dd6e): `reshard run --backend nccl --iters 30` (median, slowest rank), "
       f"every element verified ({len(first) + len(tuning) + len(auto)} runs, {wrong} wrong; files in "
-      "`bench/results/2026-11-22-h200x2-partial-budget/`). In the same calls the GPU suite passed with the new "
+      "`bench/results/2026-11-22-h200x2-partial-budget/`). In the same calls the GPU suite passed with "
       "`Gpu.PartialEveryPairAndStrategy` and `Gpu.MemoryBudgetIsHonoured` (7848 verified runs, 0 wrong), and "
       "compute-sanitizer memcheck (0 errors) and racecheck (0 hazards) ran over the light suite including them, "
-      "again after the reduction kernel was rewritten (`sanitizer-row-kernel.log`).\n")
+      "with the first reduction kernel and again with the current one (`sanitizer-row-kernel.log`).\n")
     w("### Memory budget: 1/8 of a rank's received bytes (S0 -> S1, mesh (2), calibrated profile)\n")
     w("| tensor | dtype | budget | unlimited (us) | workspace | auto under budget (us) | strategy | workspace | "
       "slowdown | p2p / collective under budget (us) | estimated (us) |")
@@ -72,10 +76,10 @@ def write_partial_budget(w, pb_dir):
       f"{fmt(s16)} us for 16 MiB but {fmt(s256)} us for 256 MiB ({fmt(16 * s16)} us for 16 x 16 MiB). Running the "
       f"stages serially on the main stream instead of on side streams (`--stages serial`) was no better "
       f"(serial / lanes {min(ser):.2f}-{max(ser):.2f}x), nor was NCCL_P2P_NVL_CHUNKSIZE=2 MiB "
-      "(`tuning.txt`). The cost model now prices every stage at its chunk size from the calibrated samples, so "
-      "estimates under a budget moved from within 1% of the unlimited plan (wrong) to "
-      f"{100 * min(under):.0f}-{100 * max(under):.0f}% below the measured time, and auto picks between the chunked p2p and chunked all_to_all, which "
-      "measure the same here.\n")
+      "(`tuning.txt`). The cost model prices every stage at its chunk size from the calibrated samples: its "
+      f"estimates under a budget are {100 * min(under):.0f}-{100 * max(under):.0f}% below the measured time (priced as "
+      "whole transfers they would be within 1% of the unlimited plan), and auto picks between the chunked p2p and "
+      "chunked all_to_all, which measure the same here.\n")
     w("### Partial sources: p2p with reduction vs collectives (mesh (2))\n")
     w("| case | collective (us) | p2p (us) | p2p / collective | p2p, first kernel (us) | p2p pipelined 64 MiB (us) | "
       "workspace p2p |")
@@ -94,9 +98,9 @@ def write_partial_budget(w, pb_dir):
     gain = [1 - tuning[l]["us"] / first[l]["us"] for l in tuning if l.endswith(" p2p") and l in first]
     w("\nOn two GPUs a Partial source is reduced fastest by NCCL's reduce_scatter / all_reduce, which fuse the "
       "reduction into the ring transfer; the p2p reduction receives the other contributions into scratch and "
-      "reduces them in a separate kernel pass (one extra read of every contribution). Rewriting that kernel to "
-      f"walk rows (no 64-bit division per element) made the p2p runs {100 * min(gain):.0f}-{100 * max(gain):.0f}% "
-      "faster, and pipelining in 64 MiB chunks overlaps "
+      "reduces them in a separate kernel pass (one extra read of every contribution). That kernel walks rows; "
+      "column \"p2p, first kernel\" is the same runs with a 64-bit division per element, which the row walk makes "
+      f"{100 * min(gain):.0f}-{100 * max(gain):.0f}% faster. Pipelining in 64 MiB chunks overlaps "
       "the reduction with the transfer for a few percent more, but the collective stays ahead. The cost model "
       "ranks them the same way, so `auto` picks the collective here. P2P with reduction is meant for layouts "
       "where a collective chain would go through Replicate or move more bytes (mixed Partial/Shard layouts on "
@@ -120,8 +124,8 @@ def write_four_gpus(w, x4):
       f"{len(rows4)} reshard runs, {checked} elements checked, **{bad} wrong**; "
       f"{len(torch4)} PyTorch cases, {sum(r.get('wrong_elements', 0) for r in torch4.values())} wrong. "
       "The cost model is the 2x H200 calibration (not recalibrated on this machine: the calibration measures GPUs 0 "
-      "and 1, and the links are the same NV18). The 8-GPU meshes (8), (2,4), (4,2), (2,2,2) were not run: "
-      "`nvidia-h200-x8` was not lent.\n")
+      "and 1, and the links are the same NV18). The 8-GPU meshes (8), (2,4), (4,2), (2,2,2) have no "
+      "figures.\n")
     w("| mesh | from | to | size | reshard auto (us) | strategy | best measured | PyTorch (us) | speed-up | auto / bound |")
     w("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     key_pairs = [("S0,S1", "S1,S0"), ("S0,S0", "S1,S1"), ("S0,R", "R,S1"), ("R,S0", "S1,R"), ("S0", "S1"),
@@ -161,6 +165,40 @@ def write_four_gpus(w, x4):
     for c in cases4:
         w(f"| {c} | " + " | ".join(fmt(part[c + ' ' + s_]["us"]) if c + ' ' + s_ in part else "-"
                                    for s_ in ("collective", "p2p", "hybrid")) + " |")
-    w("\nA bug found by these runs and fixed before them: communicators cached their mesh-dim groups by dims only, "
-      "so one runner serving meshes (4) and (2,2) reused the 4-rank group for mesh dim 0 of (2,2) (illegal memory "
-      "access in NCCL); groups are now cached per mesh and dims (`group_key`, tested on the host backend).\n")
+
+
+def size_text(b):
+    """A power-of-two byte count as "256 MiB" or "1 GiB"."""
+    return f"{b >> 30} GiB" if b >= 1 << 30 and b % (1 << 30) == 0 else f"{b >> 20} MiB"
+
+
+def nvlink_figures(d):
+    """The nvlink transport's figures on 2x H200 that bench/report.py quotes, from d's acceptance_bench.txt (one
+    process per rank; an auto row's strategy ends in '*'), pytorch_same_run.txt (PyTorch in the same call) and
+    sweep_mesh2_256MiB_1GiB.csv (auto against the bound, in process). None when d is absent."""
+    if not os.path.isdir(d):
+        return None
+    auto = {}
+    for line in open(os.path.join(d, "acceptance_bench.txt")):
+        if "[" not in line or line.lstrip().startswith("#"):
+            continue
+        fields, flags = line.split("[", 1)
+        f = fields.split()
+        if len(f) < 8 or not f[5].endswith("*") or "--graph" in flags or "in process" in flags:
+            continue
+        auto[(f[1], f[2], f[3], f[4])] = float(f[7])
+    torch = {}
+    pattern = re.compile(r"pytorch \[2\] (\S+)->(\S+) \[(\d+), (\d+)\] (\w+): ([0-9.]+) us")
+    for line in open(os.path.join(d, "pytorch_same_run.txt")):
+        m = pattern.match(line)
+        if m:
+            torch[(m[1], m[2], f"{m[3]}x{m[4]}", m[5])] = float(m[6])
+    big = ("16384x16384", "f32")
+    sweep = [r for r in csv.DictReader(open(os.path.join(d, "sweep_mesh2_256MiB_1GiB.csv"))) if r["auto_choice"] == "1"]
+    return dict(
+        date=os.path.basename(os.path.normpath(d))[:10],
+        s0s1_us=auto[("S0", "S1") + big],
+        speedup={p: torch[p + big] / auto[p + big] for p in (("S0", "S1"), ("S1", "S0"))},
+        sweep_cases=len(sweep),
+        sweep_sizes=" and ".join(size_text(b) for b in sorted({int(r["tensor_bytes"]) for r in sweep})),
+        sweep_bound=statistics.median(float(r["median_us"]) / float(r["bound_us"]) for r in sweep))
