@@ -33,8 +33,13 @@ class CrossOverlap {
       std::sort(chunks_[d].begin(), chunks_[d].end(), [](const Chunk& x, const Chunk& y) { return x.begin < y.begin; });
     }
     replicas_ = combos(m, free_dims_);
-    holders_ =
-        list_holders(combos(m, block_dims_), replicas_, topology, [&](Index blk, Index i) { return listed(blk, i); });
+    Dims coord(m.ndim(), 0);
+    holders_ = list_holders(combos(m, block_dims_), replicas_, topology, [&](Index blk, Index i) {
+      decode(m, block_dims_, blk, coord);
+      decode(m, free_dims_, i, coord);
+      listed_.push_back(m.rank_at(coord));  // called in (block, i) order
+      return listed_.back();
+    });
   }
 
   // Appends every transfer into world rank `r`, in row-major block order.
@@ -95,12 +100,7 @@ class CrossOverlap {
   }
 
   // The source rank holding block `blk` listed at i (row-major over the source's Replicate mesh dims).
-  int listed(Index blk, Index i) const {
-    Dims coord(a_.mesh().ndim(), 0);
-    decode(a_.mesh(), block_dims_, blk, coord);
-    decode(a_.mesh(), free_dims_, i, coord);
-    return a_.mesh().rank_at(coord);
-  }
+  int listed(Index blk, Index i) const { return listed_[static_cast<size_t>(blk * replicas_ + i)]; }
 
   // holder_rule.hpp with p(r) = r's row-major position in the target mesh.
   int holder(Index blk, int r, Index own_block, Index position) const {
@@ -116,7 +116,8 @@ class CrossOverlap {
   std::vector<int> block_dims_, free_dims_, partial_dims_;
   Index contributions_ = 1;
   std::vector<std::vector<Chunk>> chunks_;
-  Index replicas_ = 1;  // holders per block
+  Index replicas_ = 1;       // holders per block
+  std::vector<int> listed_;  // per block, its holders in list order
   BlockHolders holders_;
 };
 
