@@ -249,56 +249,94 @@ def run_host_batch(mesh, tensors, *, strategy="auto", memory_budget=None, transp
     """Redistributes several tensors in one executor call per rank (host backend; a batch).
 
     tensors: a list of dicts, one per tensor, with "src", "dst" and "shards" (one array per rank, as run_host takes)
-    and optionally "shape", "dtype" and "to_dtype" (as run_host's). Every tensor is planned as run_host would plan it
-    (transport auto runs on NCCL's path for more than one tensor), then all of them run as one merged program (a batch
-    converts one dtype pair for all its members: tensors converting another pair, and those keeping their dtype, run
-    as batches of their own, one executor call each). Returns, per tensor, the
-    target local tensors (one array per rank). dst_mesh, dst_ranks, world_size: every tensor moves between two meshes
-    (as run_host). memory_budget (bytes per rank) holds for the whole set: every tensor is planned within it, and the
-    tensors run in consecutive groups, one executor call each, whose merged programs fit it. progress: called after
-    each group with a SyncProgress. The plan options (strategy to relay) are plan()'s.
+    and optionally "shape", "dtype", "to_dtype" (as run_host's) and "block_scale" (block-scaled fp8: to_dtype f8e4m3
+    or f8e5m2 quantized per block of that many elements on a side, one float32 scale per block, the target holding
+    whole blocks; docs/python.md). Every tensor is planned as run_host would plan it (transport auto runs on NCCL's
+    path for more than one tensor), then all of them run as one merged program; a tensor that changes dtype takes the
+    route reshard.torch.move_state_dict takes (reshard/_sync_request.py: converted by the receiver's kernel, or by the
+    senders before the move where the target is narrower and each element sits on one rank), and a batch converts one
+    dtype pair for all its members, so tensors converting another pair run as batches of their own. Returns, per
+    tensor, the target local tensors (one array per rank; for a block-scaled tensor (codes, scale_inv) per rank).
+    dst_mesh, dst_ranks, world_size: every tensor moves between two meshes (as run_host). memory_budget (bytes per
+    rank) holds for the whole set: every tensor is planned within it, and the tensors run in consecutive groups, one
+    executor call each, whose merged programs fit it. progress: called after each group with a SyncProgress. The plan
+    options (strategy to relay) are plan()'s.
     """
-    from . import _core
+    from . import _core, _sync_request
 
     options = dict(profile=profile, max_collectives=max_collectives, pipeline_chunk=pipeline_chunk,
                    buffers_change=buffers_change, relay=relay)
     if not tensors:
         raise ValueError("run_host_batch needs at least one tensor")
-    all_args, all_shards, finishers, sizes = [], [], [], []
+    members = []  # (tensor, role, PlanArgs, shards, finish)
+    posts = {}  # tensor -> what turns its members' outputs into its result
+    sizes = []
     for i, t in enumerate(tensors):
-        unknown = set(t) - {"src", "dst", "shards", "shape", "dtype", "to_dtype"}
+        unknown = set(t) - {"src", "dst", "shards", "shape", "dtype", "to_dtype", "block_scale"}
         if unknown or not {"src", "dst", "shards"} <= set(t):
-            raise ValueError(f"tensor {i}: give src, dst, shards and optionally shape, dtype and to_dtype; got "
-                             f"{sorted(t)}")
-        try:
-            args, shards, finish = _host_request(mesh, t["src"], t["dst"], t["shards"], t.get("shape"), t.get("dtype"),
-                                                 strategy, memory_budget, transport, ranks_per_node, ranks, fuse,
-                                                 low_sm, dst_mesh, dst_ranks, world_size, options)
-        except ValueError as e:
-            raise ValueError(f"tensor {i}: {e}") from None
-        if t.get("to_dtype") is not None:
-            args.to_dtype = _args.dtype_name(t["to_dtype"])
-        all_args.append(args)
-        all_shards.append(shards)
-        finishers.append(finish)
-        sizes.append(_global_bytes(args))
-    from . import _sync_request
+            raise ValueError(f"tensor {i}: give src, dst, shards and optionally shape, dtype, to_dtype and "
+                             f"block_scale; got {sorted(t)}")
 
+        def request(shards, shape, dtype, t=t, i=i):
+            try:
+                return _host_request(mesh, t["src"], t["dst"], shards, shape, dtype, strategy, memory_budget,
+                                     transport, ranks_per_node, ranks, fuse, low_sm, dst_mesh, dst_ranks, world_size,
+                                     options)
+            except ValueError as e:
+                raise ValueError(f"tensor {i}: {e}") from None
+
+        args, shards, finish = request(t["shards"], t.get("shape"), t.get("dtype"))
+        sizes.append(_global_bytes(args))
+        to = args.dtype if t.get("to_dtype") is None else _args.dtype_name(t["to_dtype"])
+        shape = tuple(int(v) for v in args.shape.split("x")) if isinstance(args.shape, str) else ()
+        src_side = _sync_request.Side(tuple(_mesh_dims(args.mesh)), (), tuple(args.src.split(",")))
+        dst_side = _sync_request.Side(tuple(_mesh_dims(args.dst_mesh or args.mesh)), (), tuple(args.dst.split(",")))
+        route = _sync_request.conversion_route(i, src_side, dst_side, shape, args.dtype, to, t.get("block_scale"),
+                                               say=lambda name, text: f"tensor {name}: {text}")
+        block = t.get("block_scale")
+        if route == "keep":
+            members.append((i, "data", args, shards, finish))
+        elif route == "receiver":
+            args.to_dtype = to
+            members.append((i, "data", args, shards, finish))
+        elif route == "sender":
+            moved = _sync_request.pieces(route, shape, args.dtype, to)[0].dtype
+            try:
+                narrow = [_core.convert_array(s, args.dtype, to) for s in shards]
+            except ValueError as e:
+                raise ValueError(f"tensor {i}: {e}") from None
+            members.append((i, "data", *request(narrow, list(shape), moved)))
+        elif route == "block_sender":
+            quantized = [_core.quantize_blocks(s, args.dtype, to, block) for s in shards]
+            grid = _sync_request.pieces(route, shape, args.dtype, to, block)[1].shape
+            members.append((i, "data", *request([q[0] for q in quantized], list(shape), "u8")))
+            members.append((i, "scales", *request([q[1] for q in quantized], list(grid), "f32")))
+            posts[i] = lambda outs: [None if c is None else (c, s) for c, s in zip(outs["data"], outs["scales"])]
+        else:  # block_receiver
+            members.append((i, "data", args, shards, finish))
+            posts[i] = lambda outs, dtype=args.dtype, to=to, block=block: [
+                None if o is None else _core.quantize_blocks(_np.ascontiguousarray(o), dtype, to, block)
+                for o in outs["data"]]
+    all_args = [m[2] for m in members]
     groups = _sync_request.conversion_classes([(a.dtype, a.to_dtype or a.dtype) for a in all_args])
-    if memory_budget is not None and len(tensors) > 1:
+    if memory_budget is not None and len(members) > 1:
         budget = _args.byte_count("memory_budget", memory_budget)
         groups = [[c[i] for i in g] for c in groups for g in _core.budget_groups([all_args[i] for i in c], budget)]
-    outs = [None] * len(tensors)
+    outs = [dict() for _ in tensors]
+    left = _collections.Counter(m[0] for m in members)
     done = done_bytes = 0
-    for g, members in enumerate(groups):
-        moved = _core.run_host_batch([all_args[t] for t in members], [all_shards[t] for t in members])
-        for t, o in zip(members, moved):
-            outs[t] = finishers[t](o)
-        done += len(members)
-        done_bytes += sum(sizes[t] for t in members)
+    for g, group in enumerate(groups):
+        moved = _core.run_host_batch([all_args[k] for k in group], [members[k][3] for k in group])
+        for k, o in zip(group, moved):
+            i, role, _, _, finish = members[k]
+            outs[i][role] = finish(o)
+            left[i] -= 1
+            if left[i] == 0:
+                done += 1
+                done_bytes += sizes[i]
         if progress is not None:
             progress(SyncProgress(done, len(tensors), done_bytes, sum(sizes), g + 1, len(groups)))
-    return outs
+    return [posts[i](o) if i in posts else o["data"] for i, o in enumerate(outs)]
 
 
 def _global_bytes(args):

@@ -118,3 +118,74 @@ def agree(store, key, members_, me, own):
         if text:
             return text
     return ""
+
+
+# Where a tensor's dtype changes in the move (conversion_route), and the parts of it the batch moves (pieces):
+# - "keep": the dtype stays; one piece, the tensor.
+# - "receiver": the plan converts, in the kernel that writes the target (every source, Partial ones reduced first).
+# - "sender": a narrower target whose source holds each element once (no Partial, no Replicate dim: each element is
+#   converted once): every source rank converts its local tensor into a staging tensor of the target dtype and the
+#   plan moves target-dtype elements, so the wire carries the narrower bytes.
+# - "block_sender": block-scaled fp8 (reshard/block_scale.hpp) from a source that holds each element once in whole
+#   blocks: every source rank quantizes its local tensor (codes and its blocks' scales) and the batch moves the codes
+#   (as u8) and the scale grid (f32, placed as the data); the wire carries fp8 bytes.
+# - "block_receiver": block-scaled fp8 from any other source: the batch moves source-dtype elements into a staging
+#   tensor on each target rank, which then quantizes its blocks (the target always holds whole blocks).
+FP8 = ("f8e4m3", "f8e5m2")
+Piece = collections.namedtuple("Piece", "role dtype to_dtype shape")  # role: "data" or "scales"
+
+
+def holds_each_element_once(side):
+    """Whether every element sits on exactly one rank of `side`: every mesh dim of size > 1 shards ("S", "SS")."""
+    return all(p.startswith("S") or size == 1 for p, size in zip(side.placements, side.mesh_shape))
+
+
+def block_misalignment(side, shape, block):
+    """"" when `side` gives every rank whole blocks (and the scale grid placed as the data gives it exactly those);
+    otherwise why not (reshard/block_scale.hpp's rule)."""
+    return _core.block_misalignment("x".join(map(str, side.mesh_shape)), None, ",".join(side.placements),
+                                    "x".join(map(str, shape)), block)
+
+
+def scale_grid_shape(shape, block):
+    return tuple(-(-s // block) for s in shape)
+
+
+def conversion_route(name, src, dst, shape, dtype, to_dtype, block=None, say=problem):
+    """The route (above) of one tensor: dtype and to_dtype are reshard dtype names, block the scale block (None: no
+    block scaling). ValueError naming the tensor (say(name, text): the message) for block scaling that cannot be
+    delivered."""
+    if block is None:
+        if dtype == to_dtype:
+            return "keep"
+        narrower = _core.dtype_size(to_dtype) < _core.dtype_size(dtype)
+        return "sender" if narrower and holds_each_element_once(src) else "receiver"
+    if to_dtype not in FP8:
+        raise ValueError(say(name, f"block scales quantize into f8e4m3 (float8_e4m3fn) or f8e5m2 (float8_e5m2), not {to_dtype}"))
+    if len(shape) != 2:
+        raise ValueError(say(name, f"block scales apply to 2-D tensors, not to shape {list(shape)}"))
+    if not isinstance(block, int) or isinstance(block, bool) or not 1 <= block <= 4096:
+        raise ValueError(say(name, f"the scale block is a whole number of elements from 1 to 4096, got {block!r}"))
+    why = block_misalignment(dst, shape, block)
+    if why:
+        raise ValueError(say(name, f"the target does not hold whole {block}x{block} blocks ({why})"))
+    if holds_each_element_once(src) and not block_misalignment(src, shape, block):
+        return "block_sender"
+    return "block_receiver"
+
+
+def pieces(route, shape, dtype, to_dtype, block=None):
+    """What the batch moves for a tensor on `route`: Pieces (role, dtype, to_dtype or None, global shape); fp8 moves
+    as u8 (the same bytes)."""
+    moved = "u8" if to_dtype in FP8 else to_dtype
+    if route == "keep":
+        return [Piece("data", dtype, None, tuple(shape))]
+    if route == "receiver":
+        return [Piece("data", dtype, to_dtype, tuple(shape))]
+    if route == "sender":
+        return [Piece("data", moved, None, tuple(shape))]
+    if route == "block_sender":
+        return [Piece("data", "u8", None, tuple(shape)), Piece("scales", "f32", None, scale_grid_shape(shape, block))]
+    if route == "block_receiver":
+        return [Piece("data", dtype, None, tuple(shape))]
+    raise ValueError(f"unknown conversion route {route!r}")

@@ -10,15 +10,31 @@
 namespace py = pybind11;
 
 namespace reshard::python {
-namespace {
 
-std::string shape_text(const Dims& d) { return to_list_string(d); }
+// The NumPy dtype of a converted target's arrays: floats as floats, bf16 and fp8 as their bits (unsigned integers).
+py::dtype numpy_dtype(DType d) {
+  switch (d) {
+    case DType::kF64:
+      return py::dtype("float64");
+    case DType::kF32:
+      return py::dtype("float32");
+    case DType::kF16:
+      return py::dtype("float16");
+    case DType::kBF16:
+      return py::dtype("uint16");
+    case DType::kF8E4M3:
+    case DType::kF8E5M2:
+      return py::dtype("uint8");
+    default:  // validate_conversion admits floating targets only
+      fail(ErrorKind::kInternal, cat("no NumPy dtype for a converted target of ", to_string(d)));
+  }
+}
 
 // Whether NumPy arrays of kind `kind` hold dtype `d`'s values (sizes are checked apart): floating types as floats,
 // integers as integers of their signedness, bool as bool, complex64 as complex, and bf16 and fp8 as their bits
 // (unsigned integers, or an extension type such as ml_dtypes', kind 'V'). Anything else (object arrays, floats declared
 // as integers) would hand the executor values it reads as something they are not.
-bool holds(char kind, DType d) {
+bool numpy_holds(char kind, DType d) {
   switch (d) {
     case DType::kF64:
     case DType::kF32:
@@ -43,24 +59,9 @@ bool holds(char kind, DType d) {
   return false;
 }
 
-// The NumPy dtype of a converted target's arrays: floats as floats, bf16 and fp8 as their bits (unsigned integers).
-py::dtype numpy_dtype(DType d) {
-  switch (d) {
-    case DType::kF64:
-      return py::dtype("float64");
-    case DType::kF32:
-      return py::dtype("float32");
-    case DType::kF16:
-      return py::dtype("float16");
-    case DType::kBF16:
-      return py::dtype("uint16");
-    case DType::kF8E4M3:
-    case DType::kF8E5M2:
-      return py::dtype("uint8");
-    default:  // validate_conversion admits floating targets only
-      fail(ErrorKind::kInternal, cat("no NumPy dtype for a converted target of ", to_string(d)));
-  }
-}
+namespace {
+
+std::string shape_text(const Dims& d) { return to_list_string(d); }
 
 // Every rank's source shard checked against the layout (NumPy, C order, element size, shape), with the target arrays
 // allocated: what run_host and run_host_batch hand the executor.
@@ -88,7 +89,7 @@ RankArrays take_shards(const PlanRequest& req, const py::list& shards, const std
     RESHARD_REQUIRE(static_cast<size_t>(a.itemsize()) == es, which, "shard of rank ", r, " has ", a.itemsize(),
                     "-byte elements; dtype ", to_string(req.dtype), " has ", es);
     const char kind = a.dtype().kind();
-    RESHARD_REQUIRE(holds(kind, req.dtype), which, "shard of rank ", r, " is a NumPy array of ",
+    RESHARD_REQUIRE(numpy_holds(kind, req.dtype), which, "shard of rank ", r, " is a NumPy array of ",
                     std::string(py::str(a.dtype())), ", which does not hold ", to_string(req.dtype), " values");
     // The executor reads elements in this machine's byte order, at addresses aligned to their size.
     RESHARD_REQUIRE(a.dtype().attr("isnative").cast<bool>(), which, "shard of rank ", r,

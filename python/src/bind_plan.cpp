@@ -85,7 +85,7 @@ void bind_plan(py::module_& m) {
 
   m.def(
       "budget_groups",
-      [](const std::vector<PlanArgs>& args, std::optional<Index> budget) {
+      [](const std::vector<PlanArgs>& args, std::optional<Index> budget, const std::vector<Index>& held) {
         // Global plans (the same groups on every rank), lowered as the executors run them (ExecutorOptions'
         // defaults: lanes, the default coalescing, pushed one-sided copies).
         std::vector<std::shared_ptr<const Plan>> plans;
@@ -99,10 +99,12 @@ void bind_plan(py::module_& m) {
         }
         LowerOptions lowering;
         lowering.one_sided = OneSidedCopies::kPush;
-        return budget_groups(PlanBatch(std::move(plans)), budget, lowering);
+        return budget_groups(PlanBatch(std::move(plans)), budget, lowering, held);
       },
-      py::arg("args"), py::arg("budget"), py::call_guard<py::gil_scoped_release>(),
-      "The tensors (indices) of each consecutive group that fits the memory budget as one batch (plan_batch.hpp).");
+      py::arg("args"), py::arg("budget"), py::arg("held") = std::vector<Index>{},
+      py::call_guard<py::gil_scoped_release>(),
+      "The tensors (indices) of each consecutive group that fits the memory budget as one batch (plan_batch.hpp); "
+      "held[t]: bytes per rank tensor t holds besides the workspace.");
 
   py::class_<PlanArgs>(m, "PlanArgs", "Arguments of make_plan, as the Python layer converts them.")
       .def(py::init<>())

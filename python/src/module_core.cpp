@@ -16,4 +16,5 @@ PYBIND11_MODULE(_core, m) {
   reshard::python::bind_plan(m);
   reshard::python::bind_host(m);
   reshard::python::bind_buffers(m);
+  reshard::python::bind_conversion(m);
 }

@@ -12,6 +12,7 @@
 #include "buffers.hpp"
 #include "errors.hpp"
 #include "redistributor.hpp"
+#include "reshard/block_scale_cuda.hpp"
 #include "reshard/cuda_check.hpp"
 #include "reshard/cuda_device.hpp"
 #include "reshard/nccl_communicator.hpp"
@@ -159,6 +160,23 @@ PYBIND11_MODULE(_cuda, m) {
     if (res != ncclSuccess) detail::throw_nccl(res, nullptr, "ncclGetUniqueId", __FILE__, __LINE__);
     return py::bytes(reinterpret_cast<const char*>(&id), sizeof(id));
   });
+
+  m.def(
+      "quantize_blocks",
+      [](std::uintptr_t in, const std::string& from, Index rows, Index cols, std::uintptr_t out, const std::string& to,
+         std::uintptr_t scale_inv, Index block, int device, std::uintptr_t stream) {
+        RESHARD_REQUIRE(rows == 0 || cols == 0 || (in != 0 && out != 0 && scale_inv != 0),
+                        "quantize_blocks: a null address for a ", rows, "x", cols, " matrix");
+        RESHARD_CUDA_CHECK(cudaSetDevice(device));
+        quantize_blocks_on_gpu(reinterpret_cast<const void*>(in), parse_dtype(from), rows, cols,
+                               reinterpret_cast<void*>(out), parse_dtype(to), reinterpret_cast<float*>(scale_inv),
+                               block, reinterpret_cast<cudaStream_t>(stream));
+      },
+      py::arg("input"), py::arg("from_dtype"), py::arg("rows"), py::arg("cols"), py::arg("output"),
+      py::arg("to_dtype"), py::arg("scale_inv"), py::arg("block"), py::arg("device"), py::arg("stream"),
+      py::call_guard<py::gil_scoped_release>(),
+      "Block-scaled fp8 of a dense rows x cols matrix on GPU `device`, enqueued on `stream` (data addresses; the "
+      "caller has checked the tensors: reshard.torch does).");
 
   py::class_<NcclCommunicator, std::shared_ptr<NcclCommunicator>>(
       m, "NcclCommunicator", "An NCCL communicator reshard created and owns (destroyed with this object).")

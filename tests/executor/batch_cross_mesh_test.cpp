@@ -131,6 +131,23 @@ TEST(CrossMeshBatchBudget, ATensorOverTheBudgetAloneIsRefused) {
   }
 }
 
+// Bytes a tensor holds besides the workspace (a caller's staging) count with its group's workspace.
+TEST(CrossMeshBatchBudget, HeldBytesCountWithTheWorkspace) {
+  const Layout a(Mesh({2, 2}), {Placement::partial(ReduceOp::kSum), Placement::shard(1)}, Dims{64, 64});
+  const Layout b(Mesh({2}, {2, 3}, 4), {Placement::shard(1)}, Dims{64, 64});
+  PlanOptions o;
+  o.transport = Transport::kNccl;
+  const auto plan = std::make_shared<const Plan>(make_plan(a, b, DType::kF32, o));
+  const PlanBatch batch({plan, plan, plan});
+  const std::vector<Index> none{0, 0, 0}, some{16384, 0, 0};
+  EXPECT_EQ(budget_groups(batch, 32768, {}, none), (std::vector<std::vector<size_t>>{{0, 1}, {2}}));
+  // 16 KiB held by tensor 0: with tensor 1 its group would need 48 KiB.
+  EXPECT_EQ(budget_groups(batch, 32768, {}, some), (std::vector<std::vector<size_t>>{{0}, {1, 2}}));
+  EXPECT_THROW(budget_groups(batch, 16384, {}, some), Error);  // 8 KiB of workspace and 16 KiB held alone
+  EXPECT_THROW(budget_groups(batch, 32768, {}, std::vector<Index>{1, 2}), Error);
+  EXPECT_THROW(budget_groups(batch, 32768, {}, std::vector<Index>{-1, 0, 0}), Error);
+}
+
 TEST(CrossMeshBatchCli, RunsABatchBetweenMeshes) {
   const testing::CliResult run = testing::run_cli(
       "run --backend host --iters 1 --warmup 0 --from-mesh 2x2 --to-mesh 2 --to-ranks 2,3 --from S0,S1 --to S1 "

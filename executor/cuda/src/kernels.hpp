@@ -96,4 +96,10 @@ cudaError_t launch_converting_copies(DType from, DType to, const DeviceCopyRegio
 cudaError_t launch_converting_fused(DType from, DType to, const DeviceCopyRegion* regions, const DeviceCopyTile* tiles,
                                     int tile_count, int blocks, DeviceBases bases, const FusedSync& sync,
                                     cudaStream_t stream);
+// block_scale_cuda.hpp's kernel on `tiles` = grid rows x grid_cols thread blocks (the caller has checked the pair, the
+// block and the shape); cudaErrorInvalidValue for a pair it does not quantize.
+cudaError_t launch_quantize_blocks(const void* in, DType from, long long rows, long long cols, void* out, DType to,
+                                   float* scale_inv, int block, long long grid_cols, unsigned tiles,
+                                   cudaStream_t stream);
+
 }  // namespace reshard::cuda

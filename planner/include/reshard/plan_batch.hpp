@@ -95,9 +95,11 @@ RankProgram lower(const PlanBatch& batch, int rank, const LowerOptions& options 
 // lowered with `options`, needs at most `budget` bytes of workspace on every rank of the world; so the staging memory
 // of the whole set is bounded by the budget, not by the budget times the number of tensors. Without a budget: one
 // group of every tensor. The plans must be global (every rank decides the same groups from them); kInvalidArgument,
-// naming the tensor, when one tensor alone needs more than the budget.
+// naming the tensor, when one tensor alone needs more than the budget. held[t] (empty: none): bytes per rank that
+// tensor t holds besides the workspace while its group runs (a caller's staging, as move_state_dict's conversion
+// routes take), counted with the group's workspace.
 std::vector<std::vector<size_t>> budget_groups(const PlanBatch& batch, std::optional<Index> budget,
-                                               const LowerOptions& options = {});
+                                               const LowerOptions& options = {}, std::span<const Index> held = {});
 
 // The batch of the tensors at `members` of `batch` (in that order).
 PlanBatch sub_batch(const PlanBatch& batch, std::span<const size_t> members);

@@ -27,7 +27,7 @@ PlanBatch sub_batch(const PlanBatch& batch, std::span<const size_t> members) {
 }
 
 std::vector<std::vector<size_t>> budget_groups(const PlanBatch& batch, std::optional<Index> budget,
-                                               const LowerOptions& options) {
+                                               const LowerOptions& options, std::span<const Index> held) {
   std::vector<std::vector<size_t>> groups;
   const size_t n = batch.size();
   if (!budget) {
@@ -36,6 +36,11 @@ std::vector<std::vector<size_t>> budget_groups(const PlanBatch& batch, std::opti
     return groups;
   }
   RESHARD_REQUIRE(*budget >= 0, "a memory budget must be >= 0 bytes, got ", *budget);
+  RESHARD_REQUIRE(held.empty() || held.size() == n, "budget_groups: ", held.size(), " held sizes for ", n, " tensors");
+  auto held_by = [&](size_t t) {
+    RESHARD_REQUIRE(held.empty() || held[t] >= 0, "budget_groups: tensor ", t, " holds ", held[t], " bytes");
+    return held.empty() ? Index{0} : held[t];
+  };
   RESHARD_REQUIRE(!batch.plan(0).scope_rank(),
                   "a batch is cut by its memory budget from global plans (every rank must decide the same groups)");
   // Each tensor's own workspace first: a group is grown while the sum of its members' fits (the merged program needs
@@ -43,7 +48,7 @@ std::vector<std::vector<size_t>> budget_groups(const PlanBatch& batch, std::opti
   // found by bisection (a prefix of one always fits: a batch of one is its plan).
   std::vector<Index> alone(n);
   for (size_t t = 0; t < n; ++t) {
-    alone[t] = peak_workspace(PlanBatch::of(batch.plan(t)), options);
+    alone[t] = checked_add(peak_workspace(PlanBatch::of(batch.plan(t)), options), held_by(t), "a tensor's memory");
     RESHARD_REQUIRE(alone[t] <= *budget, "tensor ", t, " needs ", alone[t],
                     " bytes of workspace per rank alone, over the memory budget of ", *budget, " for the whole set");
   }
@@ -54,7 +59,9 @@ std::vector<std::vector<size_t>> budget_groups(const PlanBatch& batch, std::opti
     std::vector<size_t> members;
     for (size_t t = begin; t < end; ++t) members.push_back(t);
     auto fits = [&](size_t k) {
-      return peak_workspace(sub_batch(batch, std::span(members).first(k)), options) <= *budget;
+      Index need = peak_workspace(sub_batch(batch, std::span(members).first(k)), options);
+      for (size_t i = 0; i < k; ++i) need = checked_add(need, held_by(members[i]), "a group's memory");
+      return need <= *budget;
     };
     if (members.size() > 1 && !fits(members.size())) {
       size_t lo = 1, hi = members.size();  // fits(lo), !fits(hi)
