@@ -269,6 +269,7 @@ def run_host_batch(mesh, tensors, *, strategy="auto", memory_budget=None, transp
     if not tensors:
         raise ValueError("run_host_batch needs at least one tensor")
     members = []  # (tensor, role, PlanArgs, shards, finish)
+    held = []  # per member: bytes per rank its route's staging holds (_sync_request.held_bytes)
     posts = {}  # tensor -> what turns its members' outputs into its result
     sizes = []
     for i, t in enumerate(tensors):
@@ -317,11 +318,14 @@ def run_host_batch(mesh, tensors, *, strategy="auto", memory_budget=None, transp
             posts[i] = lambda outs, dtype=args.dtype, to=to, block=block: [
                 None if o is None else _core.quantize_blocks(_np.ascontiguousarray(o), dtype, to, block)
                 for o in outs["data"]]
+        for piece in _sync_request.pieces(route, shape, args.dtype, to, block):
+            held.append(_sync_request.held_bytes(piece, route, src_side, dst_side, shape, args.dtype, to, block))
     all_args = [m[2] for m in members]
     groups = _sync_request.conversion_classes([(a.dtype, a.to_dtype or a.dtype) for a in all_args])
     if memory_budget is not None and len(members) > 1:
         budget = _args.byte_count("memory_budget", memory_budget)
-        groups = [[c[i] for i in g] for c in groups for g in _core.budget_groups([all_args[i] for i in c], budget)]
+        groups = [[c[i] for i in g] for c in groups
+                  for g in _core.budget_groups([all_args[i] for i in c], budget, [held[i] for i in c])]
     outs = [dict() for _ in tensors]
     left = _collections.Counter(m[0] for m in members)
     done = done_bytes = 0

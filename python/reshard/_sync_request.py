@@ -161,7 +161,8 @@ def conversion_route(name, src, dst, shape, dtype, to_dtype, block=None, say=pro
         narrower = _core.dtype_size(to_dtype) < _core.dtype_size(dtype)
         return "sender" if narrower and holds_each_element_once(src) else "receiver"
     if to_dtype not in FP8:
-        raise ValueError(say(name, f"block scales quantize into f8e4m3 (float8_e4m3fn) or f8e5m2 (float8_e5m2), not {to_dtype}"))
+        raise ValueError(say(name, "block scales quantize into f8e4m3 (float8_e4m3fn) or f8e5m2 (float8_e5m2), not "
+                                   f"{to_dtype}"))
     if len(shape) != 2:
         raise ValueError(say(name, f"block scales apply to 2-D tensors, not to shape {list(shape)}"))
     if not isinstance(block, int) or isinstance(block, bool) or not 1 <= block <= 4096:
@@ -189,3 +190,32 @@ def pieces(route, shape, dtype, to_dtype, block=None):
     if route == "block_receiver":
         return [Piece("data", dtype, None, tuple(shape))]
     raise ValueError(f"unknown conversion route {route!r}")
+
+
+@functools.lru_cache(maxsize=4096)
+def largest_local_elements(side, shape):
+    """The most elements any rank of `side` holds of `shape`."""
+    text = _core.layout_json("x".join(map(str, side.mesh_shape)), None, ",".join(side.placements),
+                             "x".join(map(str, shape)) if shape else [])
+    most = 0
+    for r in json.loads(text)["ranks"]:
+        n = 1
+        for s in r["local_shape"]:
+            n *= s
+        most = max(most, n)
+    return most
+
+
+def held_bytes(piece, route, src, dst, shape, dtype, to_dtype, block=None):
+    """Bytes per rank (the most any rank needs) that the route's staging holds while `piece` runs, besides the plan's
+    workspace (counted against the memory budget with it: budget_groups' `held`): the senders' narrowed tensor
+    ("sender"), their codes and scales ("block_sender": the codes with the data piece, the scales with both, as they
+    are made together), the receivers' source-dtype tensor ("block_receiver")."""
+    if route == "sender":
+        return largest_local_elements(src, tuple(shape)) * _core.dtype_size(to_dtype)
+    if route == "block_sender":
+        scales = largest_local_elements(src, scale_grid_shape(shape, block)) * 4
+        return scales + (largest_local_elements(src, tuple(shape)) if piece.role == "data" else 0)
+    if route == "block_receiver":
+        return largest_local_elements(dst, tuple(shape)) * _core.dtype_size(dtype)
+    return 0

@@ -31,8 +31,8 @@ def fp8_values(kind):
 
 
 def fp8_encode(x, kind):
-    """float32 values -> fp8 codes, round to nearest even (ties to the even code), as PyTorch's .to() rounds; values past
-    the largest finite one by more than half a step become NaN (e4m3), by half a step or more infinity (e5m2)."""
+    """float32 values -> fp8 codes, round to nearest even (ties to the even code), as PyTorch's .to() rounds; values
+    past the largest finite one by more than half a step become NaN (e4m3), by half a step or more infinity (e5m2)."""
     table = fp8_values(kind)
     top = 0x7E if kind == "f8e4m3" else 0x7B
     vals = table[:top + 1]  # the non-negative finite values, increasing with the code
@@ -218,3 +218,31 @@ def test_quantizer_input_is_checked():
         reshard._core.quantize_blocks(np.zeros((4, 4), np.float32)[:, ::2], "f32", "f8e4m3", 4)
     with pytest.raises(ValueError, match="quantizes f64, f32, f16 or bf16"):
         reshard._core.quantize_blocks(np.zeros((2, 2), np.int32), "i32", "f8e4m3", 4)
+
+
+def test_the_budget_counts_the_routes_staging():
+    """Under a memory budget the senders' codes and scales (block_sender) and narrowed tensors (sender) count with the
+    plans' workspace: a budget that fits the plans but not the staging cuts the set into more groups, and a tensor
+    whose staging alone exceeds it is refused by name."""
+    g = global_tensor((256, 256), "f32", np.random.default_rng(1))
+    shards = shards_of(g, [2], "S0")
+    tensor = {"src": "S0", "dst": "S1", "shards": shards, "to_dtype": "f8e4m3", "block_scale": 128}
+    side = lambda p: rules.Side((2,), (), (p,))
+    pieces = rules.pieces("block_sender", (256, 256), "f32", "f8e4m3", 128)
+    held = [rules.held_bytes(p, "block_sender", side("S0"), side("S1"), (256, 256), "f32", "f8e4m3", 128)
+            for p in pieces]
+    assert held == [128 * 256 + 2 * 4, 2 * 4]  # rank 0's codes and its two blocks' scales; the scales alone
+    assert rules.held_bytes(rules.Piece("data", "bf16", None, (256, 256)), "sender", side("S0"), side("S1"),
+                            (256, 256), "f32", "bf16") == 128 * 256 * 2
+    groups = []
+    outs = reshard.run_host_batch([2], [tensor, tensor], memory_budget=1 << 20, progress=groups.append)
+    assert groups[-1].groups == 1
+    for o in outs:
+        check_block_scaled(g, "f32", "f8e4m3", 128, [2], "S1", o)
+    groups.clear()
+    outs = reshard.run_host_batch([2], [tensor, tensor], memory_budget=3 * 128 * 256 // 2, progress=groups.append)
+    assert groups[-1].groups > 1
+    for o in outs:
+        check_block_scaled(g, "f32", "f8e4m3", 128, [2], "S1", o)
+    with pytest.raises(ValueError, match="needs .* bytes of workspace per rank alone"):
+        reshard.run_host_batch([2], [tensor, tensor], memory_budget=128 * 256)

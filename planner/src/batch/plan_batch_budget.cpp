@@ -48,9 +48,11 @@ std::vector<std::vector<size_t>> budget_groups(const PlanBatch& batch, std::opti
   // found by bisection (a prefix of one always fits: a batch of one is its plan).
   std::vector<Index> alone(n);
   for (size_t t = 0; t < n; ++t) {
-    alone[t] = checked_add(peak_workspace(PlanBatch::of(batch.plan(t)), options), held_by(t), "a tensor's memory");
-    RESHARD_REQUIRE(alone[t] <= *budget, "tensor ", t, " needs ", alone[t],
-                    " bytes of workspace per rank alone, over the memory budget of ", *budget, " for the whole set");
+    const Index workspace = peak_workspace(PlanBatch::of(batch.plan(t)), options);
+    alone[t] = checked_add(workspace, held_by(t), "a tensor's memory");
+    RESHARD_REQUIRE(alone[t] <= *budget, "tensor ", t, " needs ", alone[t], " bytes of workspace per rank alone",
+                    held_by(t) > 0 ? cat(" (", workspace, " for its plan, ", held_by(t), " held besides)") : "",
+                    ", over the memory budget of ", *budget, " for the whole set");
   }
   for (size_t begin = 0; begin < n;) {
     size_t end = begin + 1;

@@ -24,6 +24,13 @@ the CPU suite checks):
   never from a (mesh, placements, tensor) target's tensor, which only its own rank sees (that tensor's dtype must
   match). A batch converts one pair for all its members, so the set runs as one group per conversion pair (and one
   for the tensors that keep their dtype), each cut by the memory budget.
+- Which side converts is _sync_request.conversion_route's rule: the senders where the target is narrower and each
+  element sits on one source rank (the wire then carries the narrower bytes), the receivers' kernel otherwise.
+- block_scales: fp8 targets quantized per block of the global tensor, one float32 scale per block
+  (reshard/block_scale.hpp's rule), the scales delivered as a DTensor of their own under NAME + "_scale_inv", placed
+  as the data on the target mesh. Every target rank must hold whole blocks (serving engines shard so); a source that
+  holds each element once in whole blocks is quantized by the senders (codes and scales cross), any other by the
+  receivers after the move. The routes' staging tensors count against memory_budget (_sync_request.held_bytes).
 """
 
 import collections
@@ -48,19 +55,29 @@ _FP8 = (torch.float8_e4m3fn, torch.float8_e5m2)
 CONVERSIONS = {s: tuple(d for d in _FLOATS + _FP8 if d != s) for s in _FLOATS}
 # Target dtypes reshard writes that no source has (reshard's names).
 _TARGET_NAMES = {torch.float8_e4m3fn: "f8e4m3", torch.float8_e5m2: "f8e5m2"}
+SCALE_SUFFIX = "_scale_inv"  # a block-scaled tensor's scales are returned under its name + this
+
+
+def dtype_name(dtype):
+    """reshard's name of a torch dtype a source or target may have."""
+    return _TARGET_NAMES.get(dtype) or _layout.DTYPES[dtype][0]
 
 
 class _Tensor:
     """One tensor of the request: its two sides in reshard's terms (rules.Side) and this rank's buffers."""
 
     __slots__ = ("name", "src", "dst", "shape", "dtype", "to_dtype", "source", "dest", "dest_dtensor", "target_mesh",
-                 "target_placements")
+                 "target_placements", "block", "route", "scales_dest", "scales_dest_dtensor")
 
     def key(self):
-        return (self.src, self.dst, self.shape, self.dtype, self.to_dtype)
+        return (self.src, self.dst, self.shape, self.dtype, self.to_dtype, self.block)
+
+    def scale_name(self):
+        return self.name + SCALE_SUFFIX
 
 
-def move_state_dict(sources, targets, *, dtype=None, strategy=None, memory_budget=None, progress=None):
+def move_state_dict(sources, targets, *, dtype=None, block_scales=None, scales=None, strategy=None, memory_budget=None,
+                    progress=None):
     """Moves every DTensor of `sources` (name -> DTensor, all on one mesh) to its target, on another mesh of the same
     world (other ranks, overlapping ranks, or the same ranks in another shape), in one batch call.
 
@@ -75,7 +92,13 @@ def move_state_dict(sources, targets, *, dtype=None, strategy=None, memory_budge
     dtype: the target dtype of targets given as (DeviceMesh, placements[, tensor]), a torch.dtype for all or a mapping
     name -> torch.dtype (default: the source's); a DTensor target has its own. Where it differs from the source's the
     move converts, as tensor.to(dtype) would: floating sources (f64, f32, f16, bf16) to any other floating type or to
-    float8_e4m3fn / float8_e5m2; a (mesh, placements, tensor) target's tensor must have that dtype. strategy: as
+    float8_e4m3fn / float8_e5m2; a (mesh, placements, tensor) target's tensor must have that dtype.
+    block_scales: block-scaled fp8 (DeepSeek-V3-style serving weights): an int b quantizes every 2-D fp8 target per
+    b x b block of the global tensor, a mapping name -> b the tensors it names (each must have an fp8 target); the
+    result then also holds NAME + "_scale_inv", a float32 DTensor of shape [ceil(M/b), ceil(N/b)] placed as the data,
+    and the codes satisfy codes.float() * scale_inv ~ the source (docs/python.md states the rule). Every target rank must
+    hold whole blocks. scales: name -> where to write those scales in place (a DTensor on the target's mesh and
+    placements, or this rank's local float32 tensor; None on ranks outside the target mesh). strategy: as
     redistribute()'s; memory_budget: bytes per rank for the whole set (int or "64MiB"; default: configure()'s);
     progress: called with a reshard.SyncProgress after each group of tensors has finished on this rank.
     Bad requests (a rank outside the world, mismatched global shapes, a destination of the wrong shape or dtype, an
@@ -87,7 +110,7 @@ def move_state_dict(sources, targets, *, dtype=None, strategy=None, memory_budge
     strategy = strategy or _runtime.settings.strategy
     budget = _args.byte_count("memory_budget", memory_budget if memory_budget is not None else
                               _runtime.settings.memory_budget)
-    tensors = _request(sources, targets, dtype)
+    tensors = _request(sources, targets, dtype, block_scales, scales)
     me = dist.get_rank()
     members = rules.members(tensors[0].src, [t.dst for t in tensors]) if tensors else ()
     if me not in members:
@@ -99,7 +122,7 @@ def move_state_dict(sources, targets, *, dtype=None, strategy=None, memory_budge
         if len(_decided) >= _DECIDED_KEPT:
             _decided.clear()
         _decided[key] = decided
-    args, groups = decided
+    args, pieces, groups = decided
     device = torch.cuda.current_device()
     _agreements[members] += 1
     key_text = f"{rules.PREFIX}/" + "-".join(map(str, members)) + f"/{_agreements[members]}"
@@ -108,41 +131,47 @@ def move_state_dict(sources, targets, *, dtype=None, strategy=None, memory_budge
         raise ValueError(problem)
     from . import _sync_run
 
-    return _sync_run.run(tensors, args, groups, members, me, device, key + (device,) if budget is None else None,
-                         progress)
+    return _sync_run.run(tensors, pieces, args, groups, members, me, device,
+                         key + (device,) if budget is None else None, progress)
 
 
 def _decide(tensors, members, me, strategy, budget):
-    """Every tensor's PlanArgs (the planner's refusals raised, naming the tensor: the same on every rank) and the
-    groups the memory budget cuts the set into."""
-    args = []
-    for t in tensors:
-        dtype_name, is_complex = _layout.DTYPES[t.dtype]
-        shape = t.shape + ((2,) if is_complex else ())
-        a = _runtime.plan_args(t.src.mesh_shape, t.src.placements, t.dst.placements, shape, dtype_name, strategy)
-        a.options = {**a.options, **_args.plan_options(memory_budget=budget)}
-        if t.to_dtype != t.dtype:
-            a.to_dtype = _TARGET_NAMES.get(t.to_dtype) or _layout.DTYPES[t.to_dtype][0]
-        args.append(rules.between(a, t.src, t.dst, members))
-        try:
-            _core.make_plan(a, members.index(me))
-        except ValueError as e:
-            raise ValueError(rules.problem(t.name, str(e))) from None
-    classes = rules.conversion_classes([(t.dtype, t.to_dtype) for t in tensors])
+    """What the batch moves: every piece's PlanArgs (the planner's refusals raised, naming the tensor: the same on every
+    rank), the pieces ((tensor index, rules.Piece) each) and the groups of pieces the conversion pairs and the memory
+    budget cut the set into."""
+    args, pieces, held = [], [], []
+    for i, t in enumerate(tensors):
+        dtype, is_complex = _layout.DTYPES[t.dtype]
+        to = dtype_name(t.to_dtype)
+        for piece in rules.pieces(t.route, t.shape, dtype, to, t.block):
+            shape = piece.shape + ((2,) if is_complex else ())
+            a = _runtime.plan_args(t.src.mesh_shape, t.src.placements, t.dst.placements, shape, piece.dtype, strategy)
+            a.options = {**a.options, **_args.plan_options(memory_budget=budget)}
+            if piece.to_dtype is not None:
+                a.to_dtype = piece.to_dtype
+            args.append(rules.between(a, t.src, t.dst, members))
+            try:
+                _core.make_plan(a, members.index(me))
+            except ValueError as e:
+                raise ValueError(rules.problem(t.name, str(e))) from None
+            pieces.append((i, piece))
+            held.append(rules.held_bytes(piece, t.route, t.src, t.dst, t.shape, dtype, to, t.block))
+    classes = rules.conversion_classes([(a.dtype, a.to_dtype or a.dtype) for a in args])
     if budget is None:
-        return args, classes
+        return args, pieces, classes
     groups = []
     for members_ in classes:
         try:
-            groups += [[members_[i] for i in g] for g in _core.budget_groups([args[i] for i in members_], budget)]
-        except ValueError as e:  # "tensor i needs ... bytes ...": the tensor by its name
+            groups += [[members_[k] for k in g]
+                       for g in _core.budget_groups([args[k] for k in members_], budget, [held[k] for k in members_])]
+        except ValueError as e:  # "tensor k needs ... bytes ...": the tensor by its name
             text = re.sub(r"^tensor (\d+) needs",
-                          lambda m: f"tensor '{tensors[members_[int(m.group(1))]].name}' needs", str(e))
+                          lambda m: f"tensor '{tensors[pieces[members_[int(m.group(1))]][0]].name}' needs", str(e))
             raise ValueError(f"{rules.PREFIX}: {text}") from None
-    return args, groups
+    return args, pieces, groups
 
 
-def _request(sources, targets, dtype):
+def _request(sources, targets, dtype, block_scales=None, scales=None):
     """Every tensor of the request, checked the same way on every rank (ValueError naming the tensor)."""
     from torch.distributed.tensor import DTensor
 
@@ -160,6 +189,8 @@ def _request(sources, targets, dtype):
     elif dtype is not None and not isinstance(dtype, torch.dtype):
         raise TypeError(f"move_state_dict: dtype is a torch.dtype or a mapping name -> torch.dtype, got "
                         f"{type(dtype).__name__}")
+    _check_names("block_scales", block_scales, sources, int)
+    _check_names("scales", scales, sources, None)
     world = dist.get_world_size()
     out = []
     for name, x in sources.items():
@@ -176,8 +207,57 @@ def _request(sources, targets, dtype):
         if out:
             rules.check_source_mesh(name, t.src, out[0].name, out[0].src)
         _target(t, targets[name], world, dtype.get(name) if isinstance(dtype, collections.abc.Mapping) else dtype)
+        _block_scaling(t, block_scales, scales, sources)
         out.append(t)
     return out
+
+
+def _check_names(what, value, sources, kind):
+    """`value` is None, a `kind` for every tensor (kind None: mapping only), or a mapping naming sources."""
+    if value is None:
+        return
+    if isinstance(value, collections.abc.Mapping):
+        unknown = [n for n in value if n not in sources]
+        if unknown:
+            raise ValueError(f"{rules.PREFIX}: {what} names '{unknown[0]}', which has no source")
+    elif kind is None or not isinstance(value, kind) or isinstance(value, bool):
+        wanted = "a mapping name -> destination" if kind is None else f"an int or a mapping name -> int"
+        raise TypeError(f"move_state_dict: {what} is {wanted}, got {type(value).__name__}")
+
+
+def _block_scaling(t, block_scales, scales, sources):
+    """t.block (None: no block scaling), t.route (which side converts) and the scales' destination (t.scales_dest,
+    t.scales_dest_dtensor)."""
+    from torch.distributed.tensor import DTensor
+
+    name = t.name
+    if isinstance(block_scales, collections.abc.Mapping):
+        t.block = block_scales.get(name)
+    else:  # one block size for every 2-D fp8 target
+        t.block = block_scales if t.to_dtype in _FP8 and len(t.shape) == 2 else None
+    t.route = rules.conversion_route(name, t.src, t.dst, t.shape, _layout.DTYPES[t.dtype][0], dtype_name(t.to_dtype),
+                                     t.block)
+    t.scales_dest = t.scales_dest_dtensor = None
+    dest = scales.get(name) if scales is not None else None
+    if t.block is None:
+        if dest is not None:
+            raise ValueError(rules.problem(name, "scales= gives a destination for its scales, but it is not "
+                                                 "block-scaled"))
+        return
+    if t.scale_name() in sources:
+        raise ValueError(rules.problem(name, f"its scales would be returned as '{t.scale_name()}', which is also a "
+                                             "source's name"))
+    if isinstance(dest, DTensor):
+        grid = rules.scale_grid_shape(t.shape, t.block)
+        if (dest.device_mesh != t.target_mesh or tuple(dest.placements) != t.target_placements
+                or tuple(dest.shape) != grid or dest.dtype != torch.float32):
+            raise ValueError(rules.problem(name, f"the scales' DTensor must be float32 of shape {list(grid)} on the "
+                                                 f"target's mesh and placements; got {dest.dtype} of shape "
+                                                 f"{list(dest.shape)} with placements {tuple(dest.placements)}"))
+        t.scales_dest_dtensor = dest
+        t.scales_dest = dest._local_tensor
+    else:
+        t.scales_dest = dest  # this rank's alone: checked with it (_local_problem)
 
 
 def _target(t, target, world, wanted):
@@ -246,6 +326,20 @@ def _local_problem(tensors, me, device):
             return rules.problem(t.name, f"rank {me}'s destination is a {type(d).__name__}, not a local torch.Tensor")
         text = rules.buffer_problem(t.name, me, "destination", d.shape, want, str(d.device), here, d.dtype,
                                     t.to_dtype)
+        if text:
+            return text
+    for t in tensors:
+        if t.scales_dest is None:
+            continue
+        want = rules.local_shape(t.dst, rules.scale_grid_shape(t.shape, t.block), me)
+        d = t.scales_dest
+        if want is None:
+            return rules.problem(t.name, f"rank {me} is outside the target mesh but was given a destination for scales")
+        if not isinstance(d, torch.Tensor) or type(d).__name__ == "DTensor":
+            return rules.problem(t.name, f"rank {me}'s scales destination is a {type(d).__name__}, not a local "
+                                         "torch.Tensor")
+        text = rules.buffer_problem(t.name, me, "scales destination", d.shape, want, str(d.device), here, d.dtype,
+                                    torch.float32)
         if text:
             return text
     return ""
