@@ -8,8 +8,11 @@
 //   scale_inv    = amax / max_T (float32 division); 1 where that is 0 (amax 0, or too small to divide)
 //   q(x)         = T(float(x) / scale_inv)                      (float32 division, then dtype_convert.hpp's rounding)
 // so that float(q) * scale_inv approximates x. In PyTorch, on the gathered tensor x (M and N padded to blocks):
-//   s = x.float().abs().unflatten(0, (-1, b)).unflatten(2, (-1, b)).amax(dim=(1, 3)) / max_T; s[s == 0] = 1
+//   s = x.float().abs().unflatten(0, (-1, b)).unflatten(2, (-1, b)).amax(dim=(1, 3)) / torch.tensor(max_T)
+//   s[s == 0] = 1
 //   q = (x.float() / s.repeat_interleave(b, 0)[:M].repeat_interleave(b, 1)[:, :N]).to(T)
+// (divided by a tensor on the same device: PyTorch divides a CUDA tensor by a Python number as a product with the
+// rounded reciprocal, which can differ in the last bit).
 // The scale tensor has shape [ceil(M / b), ceil(N / b)] and is placed like the data: the same mesh and placements on
 // that shape. A layout carries block scales only where that gives every rank exactly the blocks of its data
 // (block_misalignment): its rows and columns start at a multiple of b and end at one or at the tensor's end, so a

@@ -65,7 +65,9 @@ def reference(full, to, block):
     gm, gn = -(-m // block), -(-n // block)
     padded = torch.zeros(gm * block, gn * block, device=x.device)
     padded[:m, :n] = x.abs()
-    s = padded.view(gm, block, gn, block).amax(dim=(1, 3)) / LARGEST[to]
+    # Divided by a tensor: PyTorch divides a CUDA tensor by a Python number as a product with its rounded reciprocal,
+    # which can differ from the rule's division in the last bit.
+    s = padded.view(gm, block, gn, block).amax(dim=(1, 3)) / torch.tensor(LARGEST[to], device=x.device)
     s[s == 0] = 1
     full_s = s.repeat_interleave(block, 0)[:m].repeat_interleave(block, 1)[:, :n]
     return (x / full_s).to(to), s
