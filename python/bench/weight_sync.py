@@ -7,16 +7,19 @@ Cases (by world size): 4 GPUs: FSDP2 Shard(0) on ranks 0,1 -> tensor parallel on
 tensor parallel on ranks 2,3; the same four ranks, FSDP x TP on (2,2) -> tensor parallel on (4). 2 GPUs: the whole
 model on rank 0 -> rank 1; FSDP2 on (2) -> tensor parallel on the same ranks viewed as (1,2). Serving placements are
 model_sync.py's (colwise Shard(0), rowwise Shard(1), norms Replicate).
-Variants, in the same run: reshard.torch.move_state_dict into the serving DTensors (bf16 -> bf16, and bf16 -> fp8 e4m3
-into fp8 ones); full_tensor + distribute_tensor per tensor (the training ranks gather, the first of them broadcasts
-the full tensor over the world where the serving mesh is another, distribute_tensor scatters it on the serving mesh);
+Variants, in the same run: reshard.torch.move_state_dict into the serving DTensors (bf16 -> bf16; bf16 -> fp8 e4m3 into
+fp8 ones; and block-scaled fp8, 128 x 128 blocks, for every 2-D weight whose serving part holds whole blocks, the
+others cast, the scales into the engine's own scale tensors); full_tensor + distribute_tensor per tensor (the training
+ranks gather, the first of them broadcasts the full tensor over the world where the serving mesh is another,
+distribute_tensor scatters it on the serving mesh);
 broadcast from one training rank (the training ranks gather, the first broadcasts, each serving rank keeps its part:
 checkpoint-engine's method). The sources stay the same tensors every call (a trainer updates its parameters in place).
 Timed: the slowest rank's CUDA-event time of the whole set after a barrier, median of --iters after --warmup calls.
 The bound: the most bytes a serving rank must receive from other ranks (its parts minus what its own source holds),
 over the per-GPU receive bandwidth measured in the same run (model_sync.link_gbps).
 Checks: every serving rank's every tensor equal, bit for bit, to full_tensor + distribute_tensor's (fp8: to its
-.to(torch.float8_e4m3fn)); torch.cuda.memory_allocated unchanged over a call into existing tensors.
+.to(torch.float8_e4m3fn); block-scaled: codes and scales to PyTorch's computation of the rule on it,
+check_block_scaled.reference); torch.cuda.memory_allocated unchanged over a call into existing tensors.
 Results: DIR/weight_sync.json and one JSON line per case on stdout.
 """
 
@@ -37,8 +40,12 @@ import common  # noqa: E402
 import model_sync  # noqa: E402
 import reshard  # noqa: E402
 import reshard.torch as rt  # noqa: E402
+from check_block_scaled import reference as block_reference  # noqa: E402
+from reshard import _sync_request as rules  # noqa: E402
+from reshard.torch import _sync  # noqa: E402
 
 FP8 = torch.float8_e4m3fn
+BLOCK = 128
 
 
 def cases(world):
@@ -155,21 +162,36 @@ def bench_case(case, set_name, world, me, iters, warmup, gbps):
     good = all(common.same_bits(cast[k], reference[k]) for k in reference)
     row["broadcast_equal"] = common.all_ranks_true(good)
     del cast
-    for label, dtype in (("reshard", None), ("reshard_fp8", FP8)):
+    # Block-scaled: every 2-D weight whose serving layout holds whole 128 x 128 blocks (the others are cast).
+    blocks = {k: BLOCK for k, x in sources.items()
+              if x.ndim == 2 and not rules.block_misalignment(_sync._side(k, "target", tmesh, tplace[k], 2, world),
+                                                              tuple(x.shape), BLOCK)}
+    row["block_scaled_tensors"] = len(blocks)
+    for label, dtype, scaled in (("reshard", None, None), ("reshard_fp8", FP8, None),
+                                 ("reshard_fp8_blocks", FP8, blocks)):
         targets = {k: (tmesh, tplace[k]) for k in sources}
-        dests = rt.move_state_dict(sources, targets, dtype=dtype)  # the engine's tensors, made once
-        into = dests if me in tranks else targets
+        dests = rt.move_state_dict(sources, targets, dtype=dtype, block_scales=scaled)  # the engine's tensors, once
+        into = {k: dests[k] for k in sources} if me in tranks else targets
         kw = {"dtype": dtype} if me not in tranks else {}
+        kw["block_scales"] = scaled
+        if scaled and me in tranks:
+            kw["scales"] = {k: dests[k + _sync.SCALE_SUFFIX] for k in scaled}
         row[f"{label}_us"], _ = timed(lambda: rt.move_state_dict(sources, into, **kw), iters, warmup)
         torch.cuda.synchronize()
         before = torch.cuda.memory_allocated()
         rt.move_state_dict(sources, into, **kw)
         torch.cuda.synchronize()
         row[f"{label}_allocates_nothing"] = common.all_ranks_true(torch.cuda.memory_allocated() == before)
-        good = all(common.same_bits(dests[k].to_local(), reference[k] if dtype is None else reference[k].to(dtype))
-                   for k in reference)
+        good = True
+        for k in reference:
+            if scaled and k in scaled:  # the serving rank holds whole blocks: its part quantizes as the global tensor
+                codes, scale_inv = block_reference(reference[k], dtype, BLOCK)
+                good = good and common.same_bits(dests[k + _sync.SCALE_SUFFIX].to_local(), scale_inv)
+            else:
+                codes = reference[k] if dtype is None else reference[k].to(dtype)
+            good = good and common.same_bits(dests[k].to_local(), codes)
         row[f"{label}_equal"] = common.all_ranks_true(good)
-        del dests, into
+        del dests, into, kw
     row["stats"] = rt.stats()
     rt.clear_cache()
     return row

@@ -7,7 +7,8 @@
 # each stage of a repeat call (python/bench/call_stages.py); batch: `reshard bench --batch 100` of 1 MiB tensors
 # against one of 100 MiB, S0/S1/R pairs, both transports (COALESCE: --coalesce-bytes values); llama_cpp: the moving
 # tensors of the Llama-3-8B set as one traced C++ batch (`reshard run`), both transports; weights: the weight sync
-# between meshes (python/tests/gpu/check_move_state_dict.py, then python/bench/weight_sync.py). Every result verified.
+# between meshes (python/tests/gpu/check_move_state_dict.py and check_block_scaled.py, then python/bench/weight_sync.py).
+# Every result verified.
 # Files under $OUT/real_callers.tgz.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -69,6 +70,7 @@ fi
 has stages && torch_job stages 60 python/bench/call_stages.py --out "$OUT" --iters 60
 has model && torch_job model 240 python/bench/model_sync.py --out "$OUT" --sets "${SETS:-llama3_8b,llama3_70b_8l,qwen3_moe_layer}"
 has weights && torch_job move_state_dict 120 python/tests/gpu/check_move_state_dict.py --out "$OUT"
+has weights && torch_job block_scaled 60 python/tests/gpu/check_block_scaled.py --out "$OUT"
 has weights && torch_job weight_sync 300 python/bench/weight_sync.py --out "$OUT"
 if has alloc; then
   for conf in expandable_segments:True backend:cudaMallocAsync; do
