@@ -13,11 +13,16 @@ namespace py = pybind11;
 namespace reshard::python {
 namespace {
 
-// `in` checked as a C-contiguous array holding `from`'s values (bf16 and fp8 as their bits).
+// `in` checked as an array the C++ side may read as `from` elements: of a kind holding `from`'s values (bf16 and fp8
+// as their bits) and its element size, native byte order, aligned, C-contiguous.
 void check_array(const py::array& in, DType from, const char* what) {
   RESHARD_REQUIRE(numpy_holds(in.dtype().kind(), from) && in.itemsize() == element_size(from), what, ": a ",
                   to_string(from), " array must hold ", element_size(from), "-byte elements of its kind, got ",
                   std::string(py::str(in.dtype())));
+  RESHARD_REQUIRE(in.dtype().attr("isnative").cast<bool>(), what, ": the array is in non-native byte order (dtype ",
+                  std::string(py::str(in.dtype())), ")");
+  RESHARD_REQUIRE(in.attr("flags").attr("aligned").cast<bool>(), what,
+                  ": the array is not aligned to its element size; pass a copy");
   RESHARD_REQUIRE(in.flags() & py::array::c_style, what, " takes a C-contiguous array");
 }
 

@@ -194,3 +194,41 @@ def test_a_relabelled_strategy_is_refused():
     with pytest.raises(ValueError) as e:
         reshard.Plan.from_json(json.dumps(j))
     assert "step 0 is p2p but the plan's strategy is collective" in one_line(e)
+
+
+# Block-scaled fp8 and conversion on the host: the arrays and numbers handed to C++ are checked first.
+@pytest.mark.parametrize("array, needle", [
+    (np.zeros((4, 4), ">f4" if np.little_endian else "<f4"), "non-native byte order"),
+    (np.frombuffer(bytearray(68), np.float32, 16, 2).reshape(4, 4), "not aligned to its element size"),
+    (np.zeros((4, 4), np.float32)[:, ::2], "C-contiguous"),
+    (np.zeros((4, 4), object), "must hold 4-byte elements of its kind"),
+    (np.zeros((2, 2), np.int32), "must hold 4-byte elements of its kind"),
+])
+def test_conversion_inputs_are_checked(array, needle):
+    for call in (lambda: reshard._core.quantize_blocks(array, "f32", "f8e4m3", 2),
+                 lambda: reshard._core.convert_array(array, "f32", "bf16")):
+        with pytest.raises(ValueError) as e:
+            call()
+        assert needle in one_line(e)
+
+
+@pytest.mark.parametrize("block", [-1, 0, 4097, 2**63 - 1, 2**64, 1.5, float("nan"), "128", True, [128]])
+def test_hostile_block_sizes_are_refused(block):
+    g = np.zeros((256, 256), np.float32)
+    with pytest.raises(ValueError) as e:
+        reshard.run_host_batch([2], [{"src": "S0", "dst": "S1", "shards": [g[:128], g[128:]], "to_dtype": "f8e4m3",
+                                      "block_scale": block}])
+    assert "\n" not in str(e.value) and "scale block" in str(e.value)
+    if block is not True:  # the binding reads a bool as the integer it is
+        with pytest.raises((ValueError, TypeError)):
+            reshard._core.quantize_blocks(g, "f32", "f8e4m3", block)
+
+
+def test_layout_checks_of_block_scaling_take_the_cli_messages():
+    with pytest.raises(ValueError, match="mesh"):
+        reshard._core.block_misalignment("2x", None, "S0", "8x8", 4)
+    with pytest.raises(ValueError, match="2-D"):
+        reshard._core.block_misalignment("2", None, "S0", "8x8x8", 4)
+    with pytest.raises(ValueError, match="scale block"):
+        reshard._core.block_misalignment("2", None, "S0", "8x8", 0)
+    assert reshard._core.block_misalignment("2", None, "S0", "8x8", 4) == ""
