@@ -180,7 +180,7 @@ Copies Executor::runnable(const Copies& copies) const {
 
 void Executor::prepare(const Mesh& mesh) {
   // Group communicators, in the program's first-use order (the same on every rank).
-  for (const std::vector<int>& dims : program_.communicator_dims) comm_.group(mesh, dims);
+  for (const GroupSpec& g : program_.communicators) comm_.group(group_mesh(mesh, g), g.mesh_dims);
   const int es = element_size(program_.dtype);
   identity_tensor_.assign(input_sizes_.size(), false);
   if (!program_.identity_tensors.empty()) {
@@ -214,7 +214,7 @@ void Executor::prepare(const Mesh& mesh) {
             rt.recvs.resize(body.recvs.size());
             rt.communicates = true;
           } else if constexpr (std::is_same_v<T, CollectiveOp>) {
-            rt.group = &comm_.group(mesh, body.mesh_dims);
+            rt.group = &comm_.group(group_mesh(mesh, group_of(body)), body.mesh_dims);
             rt.communicates = true;
           } else if constexpr (std::is_same_v<T, PeerSync>) {
             for (int p : body.notify) peers_->require(p);

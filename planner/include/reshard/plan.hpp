@@ -93,6 +93,10 @@ struct Step {
   // nvlink step's, pulled, never fused), concurrently with those between nodes, which run on nccl; a relayed step's
   // forwarding (within a node) runs one-sided too. A transfer's transport: nvlink when its two ranks share a node.
   bool mixed = false;
+  // all_reduce steps whose groups span nodes with several members on each (node_split.hpp): reduce_scatter among the
+  // members on one node, all_reduce of each piece among one member per node, all_gather on the node, so that each
+  // byte of the reduced tensor crosses between nodes once per node rather than once per member.
+  bool hierarchical = false;
   // The first step on nvlink of a plan for changing buffers (PlanSpec::buffers_change): every sending rank first
   // copies its source tensor into its workspace, and the peers read it there, so no call maps the caller's tensors.
   bool staged = false;

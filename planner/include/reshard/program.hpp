@@ -64,13 +64,26 @@ struct PeerTransfer {
   Index elements = 0;
 };
 
+// A collective's communicator: this rank's group over `mesh_dims` of the program's mesh, or, with split_dim >= 0, of
+// that mesh with dim split_dim (size s) viewed as two, (s / split_parts, split_parts), the dims numbered on the view
+// (a node split: Step::hierarchical).
+struct GroupSpec {
+  std::vector<int> mesh_dims;
+  int split_dim = -1;
+  int split_parts = 0;
+  friend bool operator==(const GroupSpec&, const GroupSpec&) = default;
+};
+// The mesh a group's dims refer to: `mesh` itself, or its view with split_dim split.
+Mesh group_mesh(const Mesh& mesh, const GroupSpec& group);
+
 struct CollectiveOp {
   StepKind kind = StepKind::kAllGather;  // all_gather, reduce_scatter or all_reduce
-  std::vector<int> mesh_dims;            // the sub-communicator
+  std::vector<int> mesh_dims;            // the sub-communicator (of the split mesh when split_dim >= 0)
   BufferRef send, recv;
   Index elements = 0;  // all_gather: sent per member; reduce_scatter: received per member; all_reduce: total
   ReduceOp op = ReduceOp::kSum;
   std::optional<DType> dtype;  // unset: the program's; a batch's program sets it (offsets and counts in its elements)
+  int split_dim = -1, split_parts = 0;  // GroupSpec's: the mesh mesh_dims refer to
 };
 
 // The streams a program's operations run on: the caller's, and the device's side streams.
@@ -85,6 +98,9 @@ struct Copies {
   CopyEngine engine = CopyEngine::kKernel;
   bool beside_communication = false;  // runs while communication moves data: a kernel may take fewer SMs
 };
+
+// The group a collective runs on.
+inline GroupSpec group_of(const CollectiveOp& c) { return GroupSpec{c.mesh_dims, c.split_dim, c.split_parts}; }
 
 struct Reductions {
   std::vector<ReduceRegion> regions;  // all of one dtype
@@ -148,8 +164,8 @@ struct RankProgram {
   std::vector<int> identity_tensors;
   int step_count = 0;
   std::vector<Op> ops;  // in issue order; every side lane's last operation is waited for by a later main-lane one
-  std::vector<std::vector<int>> communicator_dims;  // distinct mesh-dim sets of the collectives, in first-use order
-  bool one_sided = false;                           // reads peers' buffers (needs peer access)
+  std::vector<GroupSpec> communicators;  // distinct groups of the collectives, in first-use order
+  bool one_sided = false;                // reads peers' buffers (needs peer access)
   // Plan facts, decided here so that the executor reads nothing but the program:
   bool identity = false;           // one plan between identical layouts (is_identity): nothing runs; in place
   bool maps_peer_tensors = false;  // a one-sided step addresses the peers' tensors, not only their workspaces

@@ -336,9 +336,9 @@ RankProgram lower(const PlanBatch& batch, int rank, const LowerOptions& options)
     }
     staging_peak = std::max(staging_peak, cursor);
     for (const StageParts& s : collectives)
-      if (std::find(prog.communicator_dims.begin(), prog.communicator_dims.end(), s.collective->mesh_dims) ==
-          prog.communicator_dims.end())
-        prog.communicator_dims.push_back(s.collective->mesh_dims);
+      if (const GroupSpec g = group_of(*s.collective);
+          std::find(prog.communicators.begin(), prog.communicators.end(), g) == prog.communicators.end())
+        prog.communicators.push_back(g);
     merged.stages = std::move(exchanges);
     append(merged.stages, collectives);
     if (!one) {

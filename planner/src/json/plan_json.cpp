@@ -229,6 +229,7 @@ std::string plan_to_json(const Plan& plan) {
     if (s.staged) x["staged"] = true;
     if (s.relayed) x["relayed"] = true;
     if (s.mixed) x["mixed"] = true;
+    if (s.hierarchical) x["hierarchical"] = true;
     x["mesh_dims"] = s.mesh_dims;
     x["from"] = placement_strings(s.from);
     x["to"] = placement_strings(s.to);
@@ -332,6 +333,7 @@ Plan parse_plan(const std::string& text, const Profile* profile) {
     if (s.contains("staged")) x.staged = R::boolean(s, "staged", path);
     if (s.contains("relayed")) x.relayed = R::boolean(s, "relayed", path);
     if (s.contains("mixed")) x.mixed = R::boolean(s, "mixed", path);
+    if (s.contains("hierarchical")) x.hierarchical = R::boolean(s, "hierarchical", path);
     x.mesh_dims = R::ints(s, "mesh_dims", path);
     x.from = R::placements(s, "from", path);
     x.to = R::placements(s, "to", path);

@@ -118,7 +118,10 @@ void recompute_summary(PlanSpec& spec, const Profile* profile) {
       if (profile) s.estimated_us = priced.step.estimated_us;
       step_scratch = std::move(priced.scratch);
     } else {
-      StepPrice price = pricer.collective(a, b, s.kind, s.mesh_dims);
+      RESHARD_REQUIRE(!s.hierarchical || s.kind == StepKind::kAllReduce, "step ", i, " is ", to_string(s.kind),
+                      ": only an all_reduce runs hierarchically");
+      StepPrice price = pricer.collective(a, b, s.kind, s.mesh_dims,
+                                          s.hierarchical ? AllReduceForm::kHierarchical : AllReduceForm::kFlat);
       s.bytes_moved = price.bytes_moved;
       if (profile) s.estimated_us = price.us;
       step_scratch = pricer.collective_scratch(a, b, s.kind, s.mesh_dims);

@@ -7,6 +7,7 @@
 #include "lowering/exchange_lowering.hpp"
 #include "lowering/lowering_parts.hpp"
 #include "lowering/op_schedule.hpp"
+#include "plan/node_split.hpp"
 #include "plan/transitions.hpp"
 #include "pricing/region_views.hpp"
 #include "pricing/step_geometry.hpp"
@@ -93,12 +94,13 @@ class StepLowering {
           all_reduce(c);
           break;
       }
-      if (c.collective.collective) {
-        c.ps.stages.push_back(std::move(c.collective));
-        if (std::find(prog.communicator_dims.begin(), prog.communicator_dims.end(), c.step.mesh_dims) ==
-            prog.communicator_dims.end())
-          prog.communicator_dims.push_back(c.step.mesh_dims);
-      }
+      if (c.collective.collective) c.ps.stages.push_back(std::move(c.collective));
+      for (const StageParts& stage : c.ps.stages)
+        if (stage.collective) {
+          const GroupSpec g = group_of(*stage.collective);
+          if (std::find(prog.communicators.begin(), prog.communicators.end(), g) == prog.communicators.end())
+            prog.communicators.push_back(g);
+        }
       scratch_peak = std::max(scratch_peak, c.scratch);
       out_.steps.push_back(std::move(c.ps));
     }
@@ -266,14 +268,35 @@ class StepLowering {
     const BufferRef recv = c.convert_here ? BufferRef{Buffer::kWork, c.buf.scratch_base} : c.buf.out;
     if (c.convert_here) {
       c.scratch = aligned_elements(volume(from(c)), es_);
-      if (!is_empty(to(c))) c.collective.unpack.push_back(box_copy(recv, to(c), c.buf.out, to(c), to(c)));
+      if (!is_empty(to(c)) && !c.step.hierarchical)
+        c.collective.unpack.push_back(box_copy(recv, to(c), c.buf.out, to(c), to(c)));
     }
-    c.collective.collective = CollectiveOp{StepKind::kAllReduce,
-                                           c.step.mesh_dims,
-                                           c.buf.in,
-                                           recv,
-                                           volume(from(c)),
-                                           partial_op(c.step.from, c.step.mesh_dims)};
+    const ReduceOp op = partial_op(c.step.from, c.step.mesh_dims);
+    const Index n = volume(from(c));
+    if (!c.step.hierarchical) {
+      c.collective.collective = CollectiveOp{StepKind::kAllReduce, c.step.mesh_dims, c.buf.in, recv, n, op};
+      return;
+    }
+    // Three stages in order on the main lane (node_split.hpp): this rank's piece reduced among the members on its
+    // node (into its place in `recv`), among one member per node (in place), then gathered on the node (in place).
+    const std::optional<NodeSplit> split = node_split(c.a.layout().mesh(), c.step.mesh_dims, in_.topology);
+    RESHARD_REQUIRE(split && n % split->parts == 0, "internal: a hierarchical all_reduce without its node split");
+    const Index piece = n / split->parts;
+    const BufferRef mine{recv.buffer, recv.offset + piece * group_mesh(c.a.layout().mesh(), split->within)
+                                                                 .group_index(in_.rank, split->within.mesh_dims)};
+    auto stage = [&](StepKind kind, const GroupSpec& g, BufferRef send, BufferRef into, Index elements) {
+      StageParts s;
+      s.collective = CollectiveOp{kind,     g.mesh_dims, send, into, elements, kind == StepKind::kAllGather ? ReduceOp::kSum : op,
+                                  std::nullopt, g.split_dim, g.split_parts};
+      c.ps.stages.push_back(std::move(s));
+    };
+    // An average averages each stage over its own members: the mean of equal groups' means (floating types only: an
+    // integer average, truncated per stage, is never split).
+    stage(StepKind::kReduceScatter, split->within, c.buf.in, mine, piece);
+    stage(StepKind::kAllReduce, split->across, mine, mine, piece);
+    stage(StepKind::kAllGather, split->within, mine, recv, piece);
+    if (c.convert_here && !is_empty(to(c)))
+      c.ps.stages.back().unpack.push_back(box_copy(recv, to(c), c.buf.out, to(c), to(c)));
   }
 
   // The step as an exchange among the members of its mesh-dim group: an all-to-all, or a gather or reduce-scatter

@@ -21,6 +21,7 @@ void set_plan_facts(std::span<const Plan* const> plans, OneSidedCopies copies, R
       mix(s.fused);
       mix(s.relayed);
       mix(s.mixed);
+      mix(s.hierarchical);
       mix(s.mesh_dims.size());
       for (int d : s.mesh_dims) mix(static_cast<std::uint64_t>(d));
       // A staged first step reads the peers' workspaces only; any other one-sided step reads or writes their tensors.
@@ -38,7 +39,7 @@ void set_plan_facts(std::span<const Plan* const> plans, OneSidedCopies copies, R
           cat("reshard step ", i, " ", to_string(s.kind),
               s.kind == StepKind::kP2P ? cat("/", s.mixed ? "mixed" : to_string(s.transport), s.fused ? "-fused" : "",
                                              s.relayed ? "-relayed" : "")
-                                       : std::string()));
+                                       : std::string(s.hierarchical ? "/hierarchical" : "")));
     }
   } else {
     for (int i = 0; i < prog.step_count; ++i) prog.step_names.push_back(cat("reshard step ", i, " batch"));
@@ -46,3 +47,19 @@ void set_plan_facts(std::span<const Plan* const> plans, OneSidedCopies copies, R
 }
 
 }  // namespace reshard::detail
+
+namespace reshard {
+
+Mesh group_mesh(const Mesh& mesh, const GroupSpec& group) {
+  if (group.split_dim < 0) return mesh;
+  const int d = group.split_dim, s = mesh.dim_size(d);
+  RESHARD_REQUIRE(group.split_parts >= 1 && s % group.split_parts == 0, "a group splits mesh dim ", d, " of size ", s,
+                  " into parts of ", group.split_parts);
+  std::vector<int> shape = mesh.shape();
+  shape[d] = s / group.split_parts;
+  shape.insert(shape.begin() + d + 1, group.split_parts);
+  return mesh.has_explicit_ranks() ? Mesh(std::move(shape), mesh.explicit_ranks(), mesh.world_size())
+                                   : Mesh(std::move(shape));
+}
+
+}  // namespace reshard

@@ -295,6 +295,9 @@ void validate_plan(const PlanSpec& spec) {
       RESHARD_REQUIRE(partial_roles(a, b).contributions == 1, "step ", i,
                       " reduces Partial contributions; a step that reduces does not mix transports");
     }
+    // Whether its groups split by node is the pricing's check (a loaded plan is priced as written).
+    RESHARD_REQUIRE(!s.hierarchical || s.kind == StepKind::kAllReduce, "step ", i, " (", to_string(s.kind),
+                    ") is hierarchical: only an all_reduce runs hierarchically");
     if (s.relayed) {
       RESHARD_REQUIRE(s.kind == StepKind::kP2P && s.transport == Transport::kNccl, "step ", i,
                       ": only p2p steps on nccl relay");

@@ -18,6 +18,7 @@ std::string route_text(size_t n, const std::function<const Step&(size_t)>& step)
     if (st.kind == StepKind::kP2P && st.transport == Transport::kNvlink) s += st.fused ? "/nvlink-fused" : "/nvlink";
     if (st.mixed) s += "/mixed";
     if (st.relayed) s += "/relayed";
+    if (st.hierarchical) s += "/hierarchical";
     if (!st.mesh_dims.empty()) {
       s += "[";
       s += join(st.mesh_dims);

@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "plan/node_split.hpp"
 #include "plan/transitions.hpp"
 #include "pricing/transfer_classes.hpp"
 
@@ -63,15 +64,15 @@ void StepPricer::GiveBack::operator()(Scratch* s) const noexcept {
     delete s;
 }
 
-StepPrice StepPricer::collective(const RankBoxes& a, const RankBoxes& b, StepKind kind,
-                                 std::span<const int> dims) const {
-  StepPrice p = collective_wire(a, b, kind, dims);
+StepPrice StepPricer::collective(const RankBoxes& a, const RankBoxes& b, StepKind kind, std::span<const int> dims,
+                                 AllReduceForm form) const {
+  StepPrice p = collective_wire(a, b, kind, dims, form);
   if (is_communication(kind)) p.us = model_.with_overhead(p.us);
   return p;
 }
 
 StepPrice StepPricer::collective_wire(const RankBoxes& a, const RankBoxes& b, StepKind kind,
-                                      std::span<const int> dims) const {
+                                      std::span<const int> dims, AllReduceForm form) const {
   const Mesh& mesh = a.layout().mesh();
   const int n = mesh.group_size(dims);
   const LinkClass link = group_link(mesh, dims, model_.topology());
@@ -107,10 +108,17 @@ StepPrice StepPricer::collective_wire(const RankBoxes& a, const RankBoxes& b, St
       p.bytes_moved = b.total_volume() * (n - 1) * es_;
       return p;
     }
-    case StepKind::kAllReduce:
+    case StepKind::kAllReduce: {
       p.us = model_.all_reduce_us(n, a.max_volume() * es_, link);
       p.bytes_moved = 2 * (n - 1) * a.total_volume() * es_ / std::max(n, 1);
-      return p;
+      if (form == AllReduceForm::kFlat) return p;
+      const std::optional<StepPrice> h = hierarchical_all_reduce(a, dims);
+      RESHARD_REQUIRE(h || form != AllReduceForm::kHierarchical, "a hierarchical all_reduce over mesh dims ",
+                      join(std::vector<int>(dims.begin(), dims.end())),
+                      " needs groups with the same number (more than one) of members on each of several nodes, "
+                      "the innermost dim a multiple of it, and pieces of equal size");
+      return h && (form == AllReduceForm::kHierarchical || h->us < p.us) ? *h : p;
+    }
     case StepKind::kAllToAll: {
       RankTraffic worst;
       const int li = static_cast<int>(link);
@@ -140,6 +148,28 @@ StepPrice StepPricer::collective_wire(const RankBoxes& a, const RankBoxes& b, St
   fail(ErrorKind::kInternal, "p2p steps are priced from their transfers");
 }
 
+std::optional<StepPrice> StepPricer::hierarchical_all_reduce(const RankBoxes& a, std::span<const int> dims) const {
+  const Mesh& mesh = a.layout().mesh();
+  if (group_link(mesh, dims, model_.topology()) != LinkClass::kInterNode) return std::nullopt;
+  // An integer average truncates at every stage: only the flat all_reduce gives PyTorch's value.
+  if (!is_floating(dtype_) && a.layout().placement(dims.front()).op() == ReduceOp::kAvg) return std::nullopt;
+  const std::optional<NodeSplit> split = node_split(mesh, dims, model_.topology());
+  if (!split) return std::nullopt;
+  // Every rank's tensor splits into equal pieces, one per member on its node.
+  for (int r = 0; r < a.size(); ++r)
+    if (a.volume(r) % split->parts != 0) return std::nullopt;
+  const Index piece = a.max_volume() / split->parts * es_;
+  const int k = split->parts, m = split->nodes;
+  StepPrice p;
+  p.hierarchical = true;
+  p.us = model_.reduce_scatter_us(k, piece, LinkClass::kIntraNode) +
+         model_.all_reduce_us(m, piece, LinkClass::kInterNode) + model_.all_gather_us(k, piece, LinkClass::kIntraNode);
+  // Per member: (k - 1) pieces out in each node stage, 2 (m - 1) / m of a piece across nodes.
+  const Index total = a.total_volume() * es_;
+  p.bytes_moved = 2 * (total / k) * (k - 1) + 2 * (m - 1) * (total / k) / m;
+  return p;
+}
+
 double StepPricer::collective_floor(const RankBoxes& a, StepKind kind, std::span<const int> dims) const {
   if (!is_communication(kind)) return -std::numeric_limits<double>::infinity();
   // As collective_wire computes them: pack and unpack start at 0 and only grow, so with_overhead(pack + wire +
@@ -151,6 +181,8 @@ double StepPricer::collective_floor(const RankBoxes& a, StepKind kind, std::span
     const LinkClass link = group_link(mesh, dims, model_.topology());
     wire = kind == StepKind::kAllGather ? model_.all_gather_us(n, a.max_volume() * es_, link)
                                         : model_.all_reduce_us(n, a.max_volume() * es_, link);
+    if (kind == StepKind::kAllReduce)
+      if (const std::optional<StepPrice> h = hierarchical_all_reduce(a, dims)) wire = std::min(wire, h->us);
   }
   return model_.with_overhead(wire);
 }

@@ -20,9 +20,13 @@
 
 namespace reshard::detail {
 
+// How an all_reduce step runs: priced both ways with the cheaper kept, or as given (a loaded plan's Step::hierarchical).
+enum class AllReduceForm { kCheaper, kFlat, kHierarchical };
+
 struct StepPrice {
   double us = 0;
   Index bytes_moved = 0;
+  bool hierarchical = false;  // an all_reduce priced, and cheaper, as Step::hierarchical
 };
 
 // A step together with every rank's scratch (elements) as the lowering allocates it.
@@ -53,15 +57,22 @@ class StepPricer {
   bool reference() const { return reference_; }
 
   // A collective or local step from a to b on `dims`. Wire time from the largest member; packing and unpacking
-  // from representative ranks (the first, the last and the one with the largest tensor).
-  StepPrice collective(const RankBoxes& a, const RankBoxes& b, StepKind kind, std::span<const int> dims) const;
+  // from representative ranks (the first, the last and the one with the largest tensor). An all_reduce takes `form`:
+  // the cheaper of flat and hierarchical (StepPrice::hierarchical says which), or the one given (kInvalidArgument
+  // naming the step's dims where a hierarchical one cannot run).
+  StepPrice collective(const RankBoxes& a, const RankBoxes& b, StepKind kind, std::span<const int> dims,
+                       AllReduceForm form = AllReduceForm::kCheaper) const;
   // The same without the fixed per-step overhead.
-  StepPrice collective_wire(const RankBoxes& a, const RankBoxes& b, StepKind kind, std::span<const int> dims) const;
+  StepPrice collective_wire(const RankBoxes& a, const RankBoxes& b, StepKind kind, std::span<const int> dims,
+                            AllReduceForm form = AllReduceForm::kCheaper) const;
   // A floor of collective(a, b, kind, dims).us for every b (read off the source boxes only, without checking that the
   // step is valid): what a search may compare against its best so far before building b and pricing the step. All
   // gathers: the wire time of the largest member (packing and unpacking add to it); all_reduce: its price; other
   // communication steps: the fixed per-step overhead; local steps: -infinity (no floor).
   double collective_floor(const RankBoxes& a, StepKind kind, std::span<const int> dims) const;
+  // An all_reduce over groups that span nodes with several members on each, as Step::hierarchical runs it
+  // (node_split.hpp): unset where it cannot run so (no split, pieces of unequal size, an integer average).
+  std::optional<StepPrice> hierarchical_all_reduce(const RankBoxes& a, std::span<const int> dims) const;
   // Every rank's scratch for a collective or local step (computed once per class of alike ranks).
   std::vector<Index> collective_scratch(const RankBoxes& a, const RankBoxes& b, StepKind kind,
                                         std::span<const int> dims) const;

@@ -5,7 +5,9 @@
 #include <utility>
 #include <vector>
 
+#include "plan/node_split.hpp"
 #include "report/plan_traffic.hpp"
+#include "reshard/partial.hpp"
 #include "reshard/program.hpp"
 
 namespace reshard::detail {
@@ -19,23 +21,31 @@ Index node_of(const Topology& t, int rank) { return rank / std::max(1, t.ranks_p
 // Grid cells times boxes examined per node at most.
 constexpr Index kMaxCellChecks = Index(1) << 24;
 
-// The volume of the union of `need` minus the union of `have` (boxes of one tensor), over the grid their boundaries
-// cut the tensor into; unset past kMaxCellChecks.
-std::optional<Index> uncovered_volume(const std::vector<Box>& need, const std::vector<Box>& have, int ndim) {
+// The volume of the union of `need` minus what `have` covers (boxes of one tensor): an element is covered when every
+// class of `have` holds it in one of its boxes (a Partial source: each class one contribution), over the grid the
+// boundaries cut the tensor into; unset past kMaxCellChecks.
+std::optional<Index> uncovered_volume(const std::vector<Box>& need, const std::vector<std::vector<Box>>& have,
+                                      int ndim) {
   if (need.empty()) return 0;
   std::vector<std::vector<Index>> cuts(static_cast<size_t>(ndim));
-  for (const std::vector<Box>* boxes : {&need, &have})
-    for (const Box& b : *boxes)
-      for (int d = 0; d < ndim; ++d) {
-        cuts[d].push_back(b.offset[d]);
-        cuts[d].push_back(b.offset[d] + b.shape[d]);
-      }
+  Index boxes = static_cast<Index>(need.size());
+  auto cut = [&](const Box& b) {
+    for (int d = 0; d < ndim; ++d) {
+      cuts[d].push_back(b.offset[d]);
+      cuts[d].push_back(b.offset[d] + b.shape[d]);
+    }
+  };
+  for (const Box& b : need) cut(b);
+  for (const std::vector<Box>& c : have) {
+    boxes += static_cast<Index>(c.size());
+    for (const Box& b : c) cut(b);
+  }
   Index cells = 1;
   for (auto& c : cuts) {
     std::sort(c.begin(), c.end());
     c.erase(std::unique(c.begin(), c.end()), c.end());
     cells *= std::max<Index>(1, static_cast<Index>(c.size()) - 1);
-    if (cells * static_cast<Index>(need.size() + have.size()) > kMaxCellChecks) return std::nullopt;
+    if (cells * boxes > kMaxCellChecks) return std::nullopt;
   }
   Index total = 0;
   std::vector<Index> at(static_cast<size_t>(ndim), 0);  // the cell's index per dim
@@ -54,7 +64,9 @@ std::optional<Index> uncovered_volume(const std::vector<Box>& need, const std::v
       }
       return true;
     };
-    if (!std::any_of(need.begin(), need.end(), inside) || std::any_of(have.begin(), have.end(), inside)) continue;
+    auto held = [&](const std::vector<Box>& c) { return std::any_of(c.begin(), c.end(), inside); };
+    if (!std::any_of(need.begin(), need.end(), inside) || (!have.empty() && std::all_of(have.begin(), have.end(), held)))
+      continue;
     Index v = 1;
     for (int d = 0; d < ndim; ++d) v *= cuts[d][at[d] + 1] - cuts[d][at[d]];
     total += v;
@@ -62,18 +74,30 @@ std::optional<Index> uncovered_volume(const std::vector<Box>& need, const std::v
   return total;
 }
 
+// Every element a node's ranks need crosses into the node once, unless the node holds it: every contribution of it,
+// for a Partial source (one class per coordinate on the reduced Partial dims; replicas of a class are alike). A
+// Partial source whose Partial dims are not all reduced, or a Partial target: unset.
 std::optional<Index> minimum_crossing(const Plan& plan) {
   const Layout& a = plan.src();
   const Layout& b = plan.dst();
   const int n = a.mesh().world_size();
   if (n > kMaxMinimumRanks) return std::nullopt;
-  for (const Placement& p : a.placements())
-    if (p.is_partial()) return std::nullopt;
-  std::map<Index, std::pair<std::vector<Box>, std::vector<Box>>> nodes;  // node -> (needed, held)
+  const PartialRoles roles = partial_roles(a, b);
+  if (!roles.kept.empty() || !roles.created.empty()) return std::nullopt;
+  auto class_of = [&](int r) {
+    if (roles.reduced.empty() || !a.mesh().contains(r)) return 0;
+    const Dims c = a.mesh().coord_of(r);
+    int id = 0;
+    for (int k : roles.reduced) id = id * a.mesh().dim_size(k) + static_cast<int>(c[k]);
+    return id;
+  };
+  // node -> (needed, held per class)
+  std::map<Index, std::pair<std::vector<Box>, std::vector<std::vector<Box>>>> nodes;
   for (int r = 0; r < n; ++r) {
     auto& [need, have] = nodes[node_of(plan.topology(), r)];
+    have.resize(static_cast<size_t>(std::max<Index>(1, roles.contributions)));
     const Box held = a.box(r), wanted = b.box(r);
-    if (volume(held) > 0) have.push_back(held);
+    if (volume(held) > 0) have[class_of(r)].push_back(held);
     if (volume(wanted) > 0) need.push_back(wanted);
   }
   Index total = 0;
@@ -105,6 +129,12 @@ NodeTraffic node_traffic(const Plan& plan) {
       continue;
     }
     const Layout before = plan.layout_before(i), after = plan.layout_before(i + 1);
+    if (s.hierarchical) {  // only each piece's all_reduce among one member per node crosses: 2 (m - 1) / m of it
+      const NodeSplit split = node_split(before.mesh(), s.mesh_dims, topo).value();
+      const Index m = split.nodes;
+      for (int r = 0; r < n; ++r) out.crossing += 2 * (m - 1) * (before.local_volume(r) / split.parts) / m * es;
+      continue;
+    }
     const int g = mesh.group_size(s.mesh_dims);
     // Members of each group per node: a rank's group has g - same[(group, node)] members on other nodes.
     std::map<std::pair<Index, Index>, Index> same;

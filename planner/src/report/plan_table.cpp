@@ -130,7 +130,7 @@ std::string plan_table(const Plan& plan) {
     os += fmt::format("nodes  {} cross between nodes; the layouts need {}\n",
                       human_bytes(static_cast<double>(nodes.crossing)),
                       nodes.minimum ? cat(human_bytes(static_cast<double>(*nodes.minimum)), " at least")
-                                    : std::string("(not computed: a Partial source or a very large world)"));
+                                    : std::string("(not computed: a Partial target or one kept, or a very large world)"));
   }
   const Stages stages = pipeline_stages(plan);
   if (plan.pipeline_chunk_bytes() > 0) {

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <map>
 
+#include "plan/node_split.hpp"
+
 namespace reshard::detail {
 
 Index group_id(const Mesh& mesh, int rank, const std::vector<int>& dims) {
@@ -53,6 +55,16 @@ RankTraffic rank_traffic(const Plan& plan) {
       continue;
     }
     Collective c{plan, s, plan.layout_before(i), plan.layout_before(i + 1), es, mesh.group_size(s.mesh_dims)};
+    if (s.hierarchical) {  // k - 1 pieces out and in on the node twice, 2 (m - 1) / m of a piece between nodes
+      const NodeSplit split = node_split(mesh, s.mesh_dims, plan.topology()).value();
+      const double k = split.parts, m = split.nodes;
+      for (int r = 0; r < n; ++r) {
+        const double piece = static_cast<double>(c.a.local_volume(r)) * es / k;
+        t.out[r] += 2 * (k - 1) * piece + 2 * (m - 1) / m * piece;
+        t.in[r] += 2 * (k - 1) * piece + 2 * (m - 1) / m * piece;
+      }
+      continue;
+    }
     if (s.kind == StepKind::kAllToAll) {
       // The members' L_i+1 boxes tile the group's region, which holds r's L_i box: all of it leaves but what stays.
       for (int r = 0; r < n; ++r) {
@@ -133,6 +145,19 @@ BlockTraffic block_traffic(const Plan& plan, size_t i, int block) {
     }
     default:
       break;
+  }
+  if (s.hierarchical) {  // 2 pieces to each member on the node (its two stages), 2 / m of one to each across nodes
+    const detail::NodeSplit split = detail::node_split(mesh, s.mesh_dims, plan.topology()).value();
+    const Layout a = plan.layout_before(i);
+    const Mesh within = group_mesh(mesh, split.within), across = group_mesh(mesh, split.across);
+    for (int r = 0; r < n; ++r) {
+      const double piece = static_cast<double>(a.local_volume(r)) * es / split.parts;
+      for (int p : within.group(r, split.within.mesh_dims))
+        if (p != r) at(r, p) += 2 * piece, ++t.peers_out[r];
+      for (int p : across.group(r, split.across.mesh_dims))
+        if (p != r) at(r, p) += 2 * piece / split.nodes, ++t.peers_out[r];
+    }
+    return t;
   }
   // all_gather, reduce_scatter, all_reduce: per group, how many members (and how many bytes, for reduce_scatter)
   // each block of ranks holds; then every rank's row in O(cells).

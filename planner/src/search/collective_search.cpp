@@ -414,6 +414,7 @@ class Search {
                                         e.price.us,
                                         e.price.bytes_moved},
                                    {}});
+      r.steps.back().step.hierarchical = e.price.hierarchical;
       k = e.prev;
     }
     std::reverse(r.steps.begin(), r.steps.end());

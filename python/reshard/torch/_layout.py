@@ -22,7 +22,15 @@ DTYPES = {
     torch.complex128: ("f64", True),
 }
 
+# Target dtypes reshard writes that no source has (reshard's names).
+TARGET_NAMES = {torch.float8_e4m3fn: "f8e4m3", torch.float8_e5m2: "f8e5m2"}
+
 REDUCE_OPS = ("sum", "avg", "max", "min")
+
+
+def dtype_name(dtype):
+    """reshard's name of a torch dtype a source or target may have."""
+    return TARGET_NAMES.get(dtype) or DTYPES[dtype][0]
 
 
 class Unsupported(Exception):

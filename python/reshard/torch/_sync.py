@@ -53,14 +53,8 @@ _agreements = collections.Counter()  # members -> syncs so far (fresh store keys
 _FLOATS = (torch.float64, torch.float32, torch.float16, torch.bfloat16)
 _FP8 = (torch.float8_e4m3fn, torch.float8_e5m2)
 CONVERSIONS = {s: tuple(d for d in _FLOATS + _FP8 if d != s) for s in _FLOATS}
-# Target dtypes reshard writes that no source has (reshard's names).
-_TARGET_NAMES = {torch.float8_e4m3fn: "f8e4m3", torch.float8_e5m2: "f8e5m2"}
 SCALE_SUFFIX = "_scale_inv"  # a block-scaled tensor's scales are returned under its name + this
-
-
-def dtype_name(dtype):
-    """reshard's name of a torch dtype a source or target may have."""
-    return _TARGET_NAMES.get(dtype) or _layout.DTYPES[dtype][0]
+dtype_name = _layout.dtype_name
 
 
 class _Tensor:

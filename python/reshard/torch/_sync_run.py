@@ -21,7 +21,7 @@ import torch
 from torch.distributed.tensor._dtensor_spec import DTensorSpec, TensorMeta
 
 from .. import SyncProgress, _sync_request
-from . import _dtensor, _runtime
+from . import _dtensor, _layout, _runtime
 
 _prepared = {}  # request key -> BatchRedistributor (calls without a memory budget)
 _staging = {}  # (request key, tensor index, what) -> a staging tensor of a conversion route (no memory budget)
@@ -61,11 +61,9 @@ class _Call:
 
 def _quantize(x, to, out, scales, block, device, stream):
     """Block-scaled fp8 of the dense 2-D tensor x into out (fp8) and scales (float32) on `stream`."""
-    from ._sync import dtype_name
-
     rows, cols = x.shape
-    _runtime._cuda.quantize_blocks(x.data_ptr(), dtype_name(x.dtype), rows, cols, out.data_ptr(), dtype_name(to),
-                          scales.data_ptr(), block, device, stream)
+    _runtime._cuda.quantize_blocks(x.data_ptr(), _layout.dtype_name(x.dtype), rows, cols, out.data_ptr(),
+                                   _layout.dtype_name(to), scales.data_ptr(), block, device, stream)
 
 
 def _before(t, i, me, call, stream):
