@@ -8,6 +8,7 @@ the suite fast; RESHARD_PY_EXHAUSTIVE=1 runs all 4096 pairs at all three sizes.
 """
 
 import itertools
+import json
 import os
 import zlib
 
@@ -282,3 +283,17 @@ def test_conversion_in_a_batch_between_meshes():
         assert got[0] is None and got[1] is None
         for g_, w in zip(got[2:], want):
             assert g_.dtype == w.dtype and np.array_equal(g_, w)
+
+
+def test_partial_sources_reduce_within_nodes_first():
+    """(4) P -> R over two nodes of two: a hierarchical all_reduce (reduce_scatter on the node, all_reduce of the
+    halves across, all_gather on the node) crosses between nodes the least the layouts require, every element right."""
+    p = reshard.plan([4], "P", "R", [1024, 1024], "f32", ranks_per_node=2)
+    j = json.loads(p.json())
+    assert j["steps"][0].get("hierarchical") is True and "all_reduce/hierarchical" in j["candidates"][0]["route"]
+    assert j["inter_node_bytes"] == j["min_inter_node_bytes"] == 2 * 1024 * 1024 * 4
+    rng = np.random.default_rng(5)
+    parts = [rng.integers(-50, 50, (1024, 1024)).astype(np.float32) for _ in range(4)]
+    outs = reshard.run_host([4], "P", "R", parts, ranks_per_node=2)
+    want = parts[0] + parts[1] + parts[2] + parts[3]
+    assert all(np.array_equal(o, want) for o in outs)
