@@ -176,7 +176,7 @@ def bench_case(case, set_name, world, me, iters, warmup, gbps):
         kw["block_scales"] = scaled
         if scaled and me in tranks:
             kw["scales"] = {k: dests[k + _sync.SCALE_SUFFIX] for k in scaled}
-        row[f"{label}_us"], _ = timed(lambda: rt.move_state_dict(sources, into, **kw), iters, warmup)
+        row[f"{label}_us"], _ = timed(lambda into=into, kw=kw: rt.move_state_dict(sources, into, **kw), iters, warmup)
         torch.cuda.synchronize()
         before = torch.cuda.memory_allocated()
         rt.move_state_dict(sources, into, **kw)

@@ -74,7 +74,8 @@ void bind_conversion(py::module_& m) {
         return block_misalignment(make_layout({mesh, std::move(ranks), placements, shape}), block);
       },
       py::arg("mesh"), py::arg("ranks"), py::arg("placements"), py::arg("shape"), py::arg("block"),
-      "'' when the 2-D layout carries block scales (every rank holds whole blocks); else the first reason it does not.");
+      "'' when the 2-D layout carries block scales (every rank holds whole blocks); else the first reason it does "
+      "not.");
 }
 
 }  // namespace reshard::python

@@ -172,8 +172,8 @@ PYBIND11_MODULE(_cuda, m) {
                                reinterpret_cast<void*>(out), parse_dtype(to), reinterpret_cast<float*>(scale_inv),
                                block, reinterpret_cast<cudaStream_t>(stream));
       },
-      py::arg("input"), py::arg("from_dtype"), py::arg("rows"), py::arg("cols"), py::arg("output"),
-      py::arg("to_dtype"), py::arg("scale_inv"), py::arg("block"), py::arg("device"), py::arg("stream"),
+      py::arg("input"), py::arg("from_dtype"), py::arg("rows"), py::arg("cols"), py::arg("output"), py::arg("to_dtype"),
+      py::arg("scale_inv"), py::arg("block"), py::arg("device"), py::arg("stream"),
       py::call_guard<py::gil_scoped_release>(),
       "Block-scaled fp8 of a dense rows x cols matrix on GPU `device`, enqueued on `stream` (data addresses; the "
       "caller has checked the tensors: reshard.torch does).");

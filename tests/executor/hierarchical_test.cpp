@@ -94,9 +94,9 @@ TEST(HierarchicalChoice, FlatWhereItCannotHelpOrRun) {
     return make_plan(src, src.with_placements(parse_placements(to)), dtype, across_nodes(rpn)).steps()[0];
   };
   EXPECT_TRUE(first({4}, "P", "R", Dims{1024, 1024}, DType::kF32, 2).hierarchical);
-  EXPECT_FALSE(first({4}, "P", "R", Dims{1024, 1024}, DType::kF32, 4).hierarchical);   // one node
+  EXPECT_FALSE(first({4}, "P", "R", Dims{1024, 1024}, DType::kF32, 4).hierarchical);         // one node
   EXPECT_FALSE(first({2, 2}, "P,R", "R,R", Dims{1024, 1024}, DType::kF32, 2).hierarchical);  // one member per node
-  EXPECT_FALSE(first({4}, "P", "R", Dims{1023, 1}, DType::kF32, 2).hierarchical);      // 1023 in two pieces
+  EXPECT_FALSE(first({4}, "P", "R", Dims{1023, 1}, DType::kF32, 2).hierarchical);            // 1023 in two pieces
   EXPECT_FALSE(first({4}, "P(avg)", "R", Dims{1024, 1024}, DType::kI32, 2).hierarchical);
   EXPECT_TRUE(first({4}, "P(sum)", "R", Dims{1024, 1024}, DType::kI32, 2).hierarchical);
 }

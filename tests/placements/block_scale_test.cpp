@@ -115,13 +115,16 @@ TEST(BlockScale, WhichLayoutsCarryBlockScales) {
   EXPECT_EQ(why({2, 2}, "S0,S0", 1024, 128), "");  // nested: 256 rows each
   EXPECT_EQ(why({2, 2}, "SS0/2,S0", 1024, 256), "");
   EXPECT_EQ(why({2}, "S0", 255, 256), "");  // rows 0-127 and 128-254: the last ends at the tensor's end
-  EXPECT_EQ(why({3}, "S0", 4096, 128), "rank 0's rows end at 1366, neither a multiple of the block 128 nor the "
-                                       "tensor's end 4096");
-  EXPECT_EQ(why({2}, "S1", 128, 200), "rank 0's columns end at 100, neither a multiple of the block 128 nor the "
-                                      "tensor's end 200");
+  EXPECT_EQ(why({3}, "S0", 4096, 128),
+            "rank 0's rows end at 1366, neither a multiple of the block 128 nor the "
+            "tensor's end 4096");
+  EXPECT_EQ(why({2}, "S1", 128, 200),
+            "rank 0's columns end at 100, neither a multiple of the block 128 nor the "
+            "tensor's end 200");
   EXPECT_EQ(why({4}, "S0", 256, 128, 64), "");
-  EXPECT_EQ(why({8}, "S0", 256, 128), "rank 0's rows end at 32, neither a multiple of the block 128 nor the tensor's "
-                                      "end 256");
+  EXPECT_EQ(why({8}, "S0", 256, 128),
+            "rank 0's rows end at 32, neither a multiple of the block 128 nor the tensor's "
+            "end 256");
   EXPECT_THROW(why({2}, "S0", 8, 8, 0), Error);
   EXPECT_THROW(why({2}, "S0", 8, 8, kMaxScaleBlock + 1), Error);
   EXPECT_THROW(block_misalignment(Layout(Mesh({2}), parse_placements("S0"), Dims{8, 8, 8}), 4), Error);

@@ -57,11 +57,23 @@ Index brute_minimum(const Layout& a, const Layout& b, int ranks_per_node, int es
   return total * es;
 }
 
+// The block (node x node) traffic of every step, summed off the diagonal.
+double off_diagonal_bytes(const Plan& plan, int ranks_per_node) {
+  double blocks = 0;
+  for (size_t i = 0; i < plan.steps().size(); ++i) {
+    const detail::BlockTraffic t = detail::block_traffic(plan, i, ranks_per_node);
+    for (int x = 0; x < t.cells; ++x)
+      for (int y = 0; y < t.cells; ++y)
+        if (x != y) blocks += t.bytes[static_cast<size_t>(x) * t.cells + y];
+  }
+  return blocks;
+}
+
 TEST(NodeTraffic, CrossingAndMinimumAgreeWithIndependentCounts) {
-  const testing::LayoutCase cases[] = {
-      {{4}, "S0", "R", {10, 3}},          {{2, 2}, "S0,S1", "S1,S0", {8, 6}}, {{2, 2}, "S0,S0", "S1,S1", {8, 8}},
-      {{4}, "P", "R", {6, 4}},            {{2, 3}, "S0,R", "R,S1", {7, 11}},  {{2, 2, 2}, "S0,S1,S0", "S1,S0,R", {16, 8}},
-      {{4}, "R", "S1", {5, 9}},           {{3, 2}, "S1,S0", "S0,S0", {9, 10}}};
+  const testing::LayoutCase cases[] = {{{4}, "S0", "R", {10, 3}},          {{2, 2}, "S0,S1", "S1,S0", {8, 6}},
+                                       {{2, 2}, "S0,S0", "S1,S1", {8, 8}}, {{4}, "P", "R", {6, 4}},
+                                       {{2, 3}, "S0,R", "R,S1", {7, 11}},  {{2, 2, 2}, "S0,S1,S0", "S1,S0,R", {16, 8}},
+                                       {{4}, "R", "S1", {5, 9}},           {{3, 2}, "S1,S0", "S0,S0", {9, 10}}};
   int checked = 0, multi_node = 0;
   for (const testing::LayoutCase& c : cases) {
     const Layout src = c.src(), dst = c.dst();
@@ -79,13 +91,7 @@ TEST(NodeTraffic, CrossingAndMinimumAgreeWithIndependentCounts) {
         }
         const Plan& plan = *planned;
         const detail::NodeTraffic nodes = detail::node_traffic(plan);
-        double blocks = 0;
-        for (size_t i = 0; i < plan.steps().size(); ++i) {
-          const detail::BlockTraffic t = detail::block_traffic(plan, i, rpn);
-          for (int x = 0; x < t.cells; ++x)
-            for (int y = 0; y < t.cells; ++y)
-              if (x != y) blocks += t.bytes[static_cast<size_t>(x) * t.cells + y];
-        }
+        const double blocks = off_diagonal_bytes(plan, rpn);
         const std::string what = src.str() + " -> [" + c.to + "] " + std::string(to_string(s)) + ", " +
                                  std::to_string(rpn) + " ranks per node";
         EXPECT_EQ(static_cast<double>(nodes.crossing), blocks) << what;
@@ -96,7 +102,8 @@ TEST(NodeTraffic, CrossingAndMinimumAgreeWithIndependentCounts) {
         const bool spans = src.mesh().world_size() > rpn;
         multi_node += spans;
         EXPECT_EQ(text.find("\"inter_node_bytes\": " + std::to_string(nodes.crossing)) != std::string::npos, spans)
-            << what << "\n" << text;
+            << what << "\n"
+            << text;
         EXPECT_EQ(plan_table(plan).find("cross between nodes") != std::string::npos, spans) << what;
         EXPECT_EQ(plan_to_json(plan_from_json(text)), text) << what;
         ++checked;
@@ -123,13 +130,7 @@ TEST(NodeTraffic, HierarchicalAllReducesCrossAsCounted) {
     const std::string what = c.src().str() + " -> [" + c.to + "], " + std::to_string(rpn);
     ASSERT_TRUE(plan.steps().at(0).hierarchical) << what;
     const detail::NodeTraffic nodes = detail::node_traffic(plan);
-    double blocks = 0;
-    for (size_t i = 0; i < plan.steps().size(); ++i) {
-      const detail::BlockTraffic t = detail::block_traffic(plan, i, rpn);
-      for (int x = 0; x < t.cells; ++x)
-        for (int y = 0; y < t.cells; ++y)
-          if (x != y) blocks += t.bytes[static_cast<size_t>(x) * t.cells + y];
-    }
+    const double blocks = off_diagonal_bytes(plan, rpn);
     EXPECT_EQ(static_cast<double>(nodes.crossing), blocks) << what;
     ASSERT_TRUE(nodes.minimum) << what;
     EXPECT_EQ(*nodes.minimum, brute_minimum(c.src(), c.dst(), rpn, 4)) << what;

@@ -28,6 +28,24 @@ __device__ inline To encode_quantized(float v) {
 #endif
 }
 
+// The block's scale from every thread's partial maximum `m` (all threads of the block call it): written to
+// scale_inv[tile] by thread 0 and returned to every thread.
+__device__ inline float block_scale(float m, float* scale_inv, long long tile, float largest) {
+  for (int off = 16; off > 0; off >>= 1) m = detail::amax_join(m, __shfl_xor_sync(0xffffffffu, m, off));
+  __shared__ float warp_max[kWarps];
+  __shared__ float scale;
+  if (threadIdx.x % 32 == 0) warp_max[threadIdx.x / 32] = m;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    float t = 0;
+    for (int k = 0; k < kWarps; ++k) t = detail::amax_join(t, warp_max[k]);
+    scale = detail::scale_inv_of(t, largest);
+    scale_inv[tile] = scale;
+  }
+  __syncthreads();
+  return scale;
+}
+
 template <class From, class To>
 __global__ void __launch_bounds__(kQuantizeThreads)
     quantize_kernel(const From* __restrict__ in, long long rows, long long cols, To* __restrict__ out,
@@ -42,19 +60,7 @@ __global__ void __launch_bounds__(kQuantizeThreads)
     const From* row = in + (i0 + i) * cols + j0;
     for (int j = lane; j < w; j += 32) m = detail::amax_step(m, detail::cvt_to_float(row[j]));
   }
-  for (int off = 16; off > 0; off >>= 1) m = detail::amax_join(m, __shfl_xor_sync(0xffffffffu, m, off));
-  __shared__ float warp_max[kWarps];
-  __shared__ float scale;
-  if (lane == 0) warp_max[warp] = m;
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    float t = 0;
-    for (int k = 0; k < kWarps; ++k) t = detail::amax_join(t, warp_max[k]);
-    scale = detail::scale_inv_of(t, largest);
-    scale_inv[tile] = scale;
-  }
-  __syncthreads();
-  const float s = scale;
+  const float s = block_scale(m, scale_inv, tile, largest);
   for (int i = warp; i < h; i += kWarps) {
     const From* row = in + (i0 + i) * cols + j0;
     To* dst = out + (i0 + i) * cols + j0;
@@ -70,8 +76,8 @@ __global__ void __launch_bounds__(kQuantizeThreads)
     quantize_full_blocks(const From* __restrict__ in, long long cols, To* __restrict__ out,
                          float* __restrict__ scale_inv, long long grid_cols, float largest) {
   constexpr int kBlock = 128;
-  constexpr int kVec = 16 / sizeof(From);            // elements per 16-byte load
-  constexpr int kLanesPerRow = kBlock / kVec;        // threads across one row of the block
+  constexpr int kVec = 16 / sizeof(From);      // elements per 16-byte load
+  constexpr int kLanesPerRow = kBlock / kVec;  // threads across one row of the block
   constexpr int kRowsPerPass = kQuantizeThreads / kLanesPerRow;
   constexpr int kPasses = kBlock / kRowsPerPass;
   static_assert(sizeof(To) == 1 && kPasses * kRowsPerPass == kBlock, "full-block quantization: 1-byte codes");
@@ -87,20 +93,7 @@ __global__ void __launch_bounds__(kQuantizeThreads)
 #pragma unroll
     for (int k = 0; k < kVec; ++k) m = detail::amax_step(m, detail::cvt_to_float(e[k]));
   }
-  for (int off = 16; off > 0; off >>= 1) m = detail::amax_join(m, __shfl_xor_sync(0xffffffffu, m, off));
-  __shared__ float warp_max[kWarps];
-  __shared__ float scale;
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  if (lane == 0) warp_max[warp] = m;
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    float t = 0;
-    for (int k = 0; k < kWarps; ++k) t = detail::amax_join(t, warp_max[k]);
-    scale = detail::scale_inv_of(t, largest);
-    scale_inv[tile] = scale;
-  }
-  __syncthreads();
-  const float s = scale;
+  const float s = block_scale(m, scale_inv, tile, largest);
 #pragma unroll
   for (int p = 0; p < kPasses; ++p) {
     const From* e = reinterpret_cast<const From*>(&v[p]);
@@ -126,8 +119,8 @@ cudaError_t launch_quantize_blocks(const void* in, DType from, long long rows, l
       using To = typename decltype(t)::type;
       if constexpr (detail::kBlockScaledFrom<From> && detail::kBlockScaledTo<To>) {
         if constexpr (sizeof(From) <= 4) {
-          const bool aligned = reinterpret_cast<unsigned long long>(in) % 16 == 0 &&
-                               reinterpret_cast<unsigned long long>(out) % 16 == 0;
+          const bool aligned =
+              reinterpret_cast<unsigned long long>(in) % 16 == 0 && reinterpret_cast<unsigned long long>(out) % 16 == 0;
           if (block == 128 && rows % 128 == 0 && cols % 128 == 0 && aligned) {
             quantize_full_blocks<From, To><<<tiles, kQuantizeThreads, 0, stream>>>(
                 static_cast<const From*>(in), cols, static_cast<To*>(out), scale_inv, grid_cols, largest);

@@ -4,9 +4,9 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
-#include "report/node_traffic.hpp"
 #include "json/plan_recompute.hpp"
 #include "plan/json_input.hpp"
+#include "report/node_traffic.hpp"
 #include "reshard/detail/json_text.hpp"
 #include "reshard/text.hpp"
 
@@ -245,8 +245,8 @@ std::string plan_to_json(const Plan& plan) {
                           {"bytes", t.bytes}});
         if (t.via >= 0) ts.back()["via"] = t.via;
         if (s.mixed && !t.is_local())
-          ts.back()["transport"] = std::string(to_string(one_sided_in_mixed(plan.topology(), t) ? Transport::kNvlink
-                                                                                                 : Transport::kNccl));
+          ts.back()["transport"] =
+              std::string(to_string(one_sided_in_mixed(plan.topology(), t) ? Transport::kNvlink : Transport::kNccl));
       }
       x["transfers"] = std::move(ts);
     }
@@ -374,8 +374,8 @@ Plan parse_plan(const std::string& text, const Profile* profile) {
         const std::string at = cat(path, ".transfers[", t, "]");
         const Transport given = read_transport(ts[t], at);
         const Transfer& tr = x.transfers[t];
-        const Transport runs = x.mixed && !tr.is_local() && one_sided_in_mixed(spec.topology, tr) ? Transport::kNvlink
-                                                                                                  : x.transport;
+        const Transport runs =
+            x.mixed && !tr.is_local() && one_sided_in_mixed(spec.topology, tr) ? Transport::kNvlink : x.transport;
         RESHARD_REQUIRE(given == runs, "plan field '", at, ".transport' says ", to_string(given),
                         ", but the step runs that transfer on ", to_string(runs));
       }

@@ -282,11 +282,14 @@ class StepLowering {
     const std::optional<NodeSplit> split = node_split(c.a.layout().mesh(), c.step.mesh_dims, in_.topology);
     RESHARD_REQUIRE(split && n % split->parts == 0, "internal: a hierarchical all_reduce without its node split");
     const Index piece = n / split->parts;
-    const BufferRef mine{recv.buffer, recv.offset + piece * group_mesh(c.a.layout().mesh(), split->within)
-                                                                 .group_index(in_.rank, split->within.mesh_dims)};
+    const BufferRef mine{
+        recv.buffer,
+        recv.offset +
+            piece * group_mesh(c.a.layout().mesh(), split->within).group_index(in_.rank, split->within.mesh_dims)};
     auto stage = [&](StepKind kind, const GroupSpec& g, BufferRef send, BufferRef into, Index elements) {
       StageParts s;
-      s.collective = CollectiveOp{kind,     g.mesh_dims, send, into, elements, kind == StepKind::kAllGather ? ReduceOp::kSum : op,
+      s.collective = CollectiveOp{kind,         g.mesh_dims, send,
+                                  into,         elements,    kind == StepKind::kAllGather ? ReduceOp::kSum : op,
                                   std::nullopt, g.split_dim, g.split_parts};
       c.ps.stages.push_back(std::move(s));
     };

@@ -35,11 +35,10 @@ void set_plan_facts(std::span<const Plan* const> plans, OneSidedCopies copies, R
     const std::vector<Step>& steps = plans.front()->steps();
     for (size_t i = 0; i < steps.size(); ++i) {
       const Step& s = steps[i];
-      prog.step_names.push_back(
-          cat("reshard step ", i, " ", to_string(s.kind),
-              s.kind == StepKind::kP2P ? cat("/", s.mixed ? "mixed" : to_string(s.transport), s.fused ? "-fused" : "",
-                                             s.relayed ? "-relayed" : "")
-                                       : std::string(s.hierarchical ? "/hierarchical" : "")));
+      prog.step_names.push_back(cat("reshard step ", i, " ", to_string(s.kind),
+                                    s.kind == StepKind::kP2P ? cat("/", s.mixed ? "mixed" : to_string(s.transport),
+                                                                   s.fused ? "-fused" : "", s.relayed ? "-relayed" : "")
+                                                             : std::string(s.hierarchical ? "/hierarchical" : "")));
     }
   } else {
     for (int i = 0; i < prog.step_count; ++i) prog.step_names.push_back(cat("reshard step ", i, " batch"));

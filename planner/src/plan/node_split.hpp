@@ -16,9 +16,9 @@
 namespace reshard::detail {
 
 struct NodeSplit {
-  int dim = -1;    // the split mesh dim (the innermost of the step's dims)
-  int parts = 0;   // members of a group on one node
-  int nodes = 0;   // nodes a group spans
+  int dim = -1;              // the split mesh dim (the innermost of the step's dims)
+  int parts = 0;             // members of a group on one node
+  int nodes = 0;             // nodes a group spans
   GroupSpec within, across;  // the two communicators, on the split mesh
 };
 

@@ -71,8 +71,8 @@ StepPrice StepPricer::collective(const RankBoxes& a, const RankBoxes& b, StepKin
   return p;
 }
 
-StepPrice StepPricer::collective_wire(const RankBoxes& a, const RankBoxes& b, StepKind kind,
-                                      std::span<const int> dims, AllReduceForm form) const {
+StepPrice StepPricer::collective_wire(const RankBoxes& a, const RankBoxes& b, StepKind kind, std::span<const int> dims,
+                                      AllReduceForm form) const {
   const Mesh& mesh = a.layout().mesh();
   const int n = mesh.group_size(dims);
   const LinkClass link = group_link(mesh, dims, model_.topology());

@@ -20,7 +20,8 @@
 
 namespace reshard::detail {
 
-// How an all_reduce step runs: priced both ways with the cheaper kept, or as given (a loaded plan's Step::hierarchical).
+// How an all_reduce step runs: priced both ways with the cheaper kept, or as given (a loaded plan's
+// Step::hierarchical).
 enum class AllReduceForm { kCheaper, kFlat, kHierarchical };
 
 struct StepPrice {

@@ -65,7 +65,8 @@ std::optional<Index> uncovered_volume(const std::vector<Box>& need, const std::v
       return true;
     };
     auto held = [&](const std::vector<Box>& c) { return std::any_of(c.begin(), c.end(), inside); };
-    if (!std::any_of(need.begin(), need.end(), inside) || (!have.empty() && std::all_of(have.begin(), have.end(), held)))
+    if (!std::any_of(need.begin(), need.end(), inside) ||
+        (!have.empty() && std::all_of(have.begin(), have.end(), held)))
       continue;
     Index v = 1;
     for (int d = 0; d < ndim; ++d) v *= cuts[d][at[d] + 1] - cuts[d][at[d]];

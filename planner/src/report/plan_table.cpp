@@ -127,10 +127,10 @@ std::string plan_table(const Plan& plan) {
   os += "\n";
   if (detail::spans_nodes(plan)) {
     const detail::NodeTraffic nodes = detail::node_traffic(plan);
-    os += fmt::format("nodes  {} cross between nodes; the layouts need {}\n",
-                      human_bytes(static_cast<double>(nodes.crossing)),
-                      nodes.minimum ? cat(human_bytes(static_cast<double>(*nodes.minimum)), " at least")
-                                    : std::string("(not computed: a Partial target or one kept, or a very large world)"));
+    os += fmt::format(
+        "nodes  {} cross between nodes; the layouts need {}\n", human_bytes(static_cast<double>(nodes.crossing)),
+        nodes.minimum ? cat(human_bytes(static_cast<double>(*nodes.minimum)), " at least")
+                      : std::string("(not computed: a Partial target or one kept, or a very large world)"));
   }
   const Stages stages = pipeline_stages(plan);
   if (plan.pipeline_chunk_bytes() > 0) {
@@ -176,9 +176,10 @@ std::string plan_table(const Plan& plan) {
       const Transfer& t = s.transfers[j];
       os += fmt::format("        {:>5} -> {:<5}{:<34}{}{}\n", t.src, t.dst, to_string(t.region),
                         human_bytes(static_cast<double>(t.bytes)),
-                        t.is_local() ? std::string("  (local copy)")
-                                     : fmt::format("{}{}", t.is_relayed() ? fmt::format("  (via {})", t.via) : "",
-                                                   s.mixed && one_sided_in_mixed(plan.topology(), t) ? "  (nvlink)" : ""));
+                        t.is_local()
+                            ? std::string("  (local copy)")
+                            : fmt::format("{}{}", t.is_relayed() ? fmt::format("  (via {})", t.via) : "",
+                                          s.mixed && one_sided_in_mixed(plan.topology(), t) ? "  (nvlink)" : ""));
     }
     if (s.transfers.size() > kMaxListedTransfers)
       os += fmt::format("        ... {} more\n", s.transfers.size() - kMaxListedTransfers);

@@ -215,7 +215,7 @@ def _check_names(what, value, sources, kind):
         if unknown:
             raise ValueError(f"{rules.PREFIX}: {what} names '{unknown[0]}', which has no source")
     elif kind is None or not isinstance(value, kind) or isinstance(value, bool):
-        wanted = "a mapping name -> destination" if kind is None else f"an int or a mapping name -> int"
+        wanted = "a mapping name -> destination" if kind is None else "an int or a mapping name -> int"
         raise TypeError(f"move_state_dict: {what} is {wanted}, got {type(value).__name__}")
 
 

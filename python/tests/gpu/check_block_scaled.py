@@ -18,7 +18,7 @@ import zlib
 
 import torch
 import torch.distributed as dist
-from torch.distributed.tensor import DTensor, Partial, Replicate, Shard
+from torch.distributed.tensor import Partial, Replicate, Shard
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import check_move_state_dict as base  # noqa: E402
@@ -203,13 +203,7 @@ def main():
         for which in ("fsdp", "partial", "replicated", "strided"):
             sync_case(checks, world, p, meshes, which, zlib.crc32(f"{p[0]} {which}".encode()) % 1000)
     bad_requests(checks, world)
-    common.log(f"block-scaled move_state_dict: {checks.passed} checks passed, {checks.failed} failed")
-    if a.out:
-        common.write_json(a.out, "block_scaled.json", {"passed": checks.passed, "failed": checks.failed,
-                                                       "failures": checks.failures, "versions": common.versions()})
-    dist.barrier()
-    dist.destroy_process_group()
-    sys.exit(1 if checks.failed else 0)
+    checks.finish("block-scaled move_state_dict", a.out, "block_scaled.json")
 
 
 if __name__ == "__main__":

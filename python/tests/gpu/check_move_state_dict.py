@@ -119,6 +119,17 @@ class Checks:
             self.failures.append(what)
             common.log("FAIL", what)
 
+    def finish(self, label, out_dir, file_name):
+        """Logs the counts, writes them to out_dir/file_name (when given), ends the process group and exits 1 on a
+        failure."""
+        common.log(f"{label}: {self.passed} checks passed, {self.failed} failed")
+        if out_dir:
+            common.write_json(out_dir, file_name, {"passed": self.passed, "failed": self.failed,
+                                                   "failures": self.failures, "versions": common.versions()})
+        dist.barrier()
+        dist.destroy_process_group()
+        sys.exit(1 if self.failed else 0)
+
 
 def expected_local(full, mesh_shape, ranks, placements):
     box = layout_box(mesh_shape, ranks, placements, full.shape)
@@ -325,13 +336,7 @@ def main():
                 sync_case(checks, world, p, meshes, which, dtype, seed)
             conversion_case(checks, world, p, meshes, which, zlib.crc32(f"{p[0]} {which} convert".encode()) % 1000)
     bad_requests(checks, world)
-    common.log(f"move_state_dict: {checks.passed} checks passed, {checks.failed} failed")
-    if a.out:
-        common.write_json(a.out, "move_state_dict.json", {"passed": checks.passed, "failed": checks.failed,
-                                                          "failures": checks.failures, "versions": common.versions()})
-    dist.barrier()
-    dist.destroy_process_group()
-    sys.exit(1 if checks.failed else 0)
+    checks.finish("move_state_dict", a.out, "move_state_dict.json")
 
 
 if __name__ == "__main__":

@@ -91,14 +91,12 @@ TEST(GpuBlockScale, KernelEqualsTheHostQuantizerBitForBit) {
 TEST(GpuBlockScale, RefusesWhatItDoesNotQuantize) {
   if (cuda_device_count() < 1) GTEST_SKIP() << "needs a GPU";
   DeviceBuffer a(64), b(64), s(64);
-  EXPECT_THROW(quantize_blocks_on_gpu(a.p, DType::kI32, 4, 4, b.p, DType::kF8E4M3, static_cast<float*>(s.p), 4,
-                                      nullptr),
-               Error);
+  EXPECT_THROW(
+      quantize_blocks_on_gpu(a.p, DType::kI32, 4, 4, b.p, DType::kF8E4M3, static_cast<float*>(s.p), 4, nullptr), Error);
   EXPECT_THROW(quantize_blocks_on_gpu(a.p, DType::kF32, 4, 4, b.p, DType::kBF16, static_cast<float*>(s.p), 4, nullptr),
                Error);
-  EXPECT_THROW(quantize_blocks_on_gpu(a.p, DType::kF32, 4, 4, b.p, DType::kF8E4M3, static_cast<float*>(s.p), 0,
-                                      nullptr),
-               Error);
+  EXPECT_THROW(
+      quantize_blocks_on_gpu(a.p, DType::kF32, 4, 4, b.p, DType::kF8E4M3, static_cast<float*>(s.p), 0, nullptr), Error);
 }
 
 }  // namespace

@@ -11,8 +11,8 @@ namespace detail {
 
 // The element types of block_scales_from and block_scales_to (the kernels' instances).
 template <class T>
-inline constexpr bool kBlockScaledFrom = std::is_same_v<T, double> || std::is_same_v<T, float> ||
-                                         std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>;
+inline constexpr bool kBlockScaledFrom =
+    std::is_same_v<T, double> || std::is_same_v<T, float> || std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>;
 template <class T>
 inline constexpr bool kBlockScaledTo = std::is_same_v<T, Float8E4M3> || std::is_same_v<T, Float8E5M2>;
 
