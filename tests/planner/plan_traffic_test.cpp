@@ -51,7 +51,7 @@ TEST(PlanTraffic, PerRankTotalsEqualTheMatrixSums) {
             in[b] += t.bytes[static_cast<size_t>(a) * n + b];
           }
     }
-    detail::RankTraffic totals = detail::rank_traffic(plan);
+    detail::RankTotals totals = detail::rank_traffic(plan);
     for (int r = 0; r < n; ++r) {
       EXPECT_DOUBLE_EQ(totals.out[r], out[r]) << plan.src().str() << " -> " << to_string(plan.dst().placements()) << " "
                                               << to_string(plan.strategy()) << " rank " << r;

@@ -186,7 +186,7 @@ std::string plan_table(const Plan& plan) {
   }
 
   os += "\nper-rank traffic (bytes out / in over all steps)\n";
-  const detail::RankTraffic t = detail::rank_traffic(plan);
+  const detail::RankTotals t = detail::rank_traffic(plan);
   for (int r = 0; r < n && r < kMaxListedRanks; ++r)
     os += fmt::format("  rank {:<5} out {:<12} in {}\n", r, human_bytes(t.out[r]), human_bytes(t.in[r]));
   if (n > kMaxListedRanks) {

@@ -39,10 +39,10 @@ struct Collective {
 
 }  // namespace
 
-RankTraffic rank_traffic(const Plan& plan) {
+RankTotals rank_traffic(const Plan& plan) {
   const Mesh& mesh = plan.src().mesh();  // collectives: a plan on one mesh, the whole world
   const int n = mesh.world_size(), es = plan.element_size();
-  RankTraffic t{std::vector<double>(n, 0.0), std::vector<double>(n, 0.0)};
+  RankTotals t{std::vector<double>(n, 0.0), std::vector<double>(n, 0.0)};
   for (size_t i = 0; i < plan.steps().size(); ++i) {
     const Step& s = plan.steps()[i];
     if (s.kind == StepKind::kLocal) continue;

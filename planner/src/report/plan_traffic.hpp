@@ -16,10 +16,10 @@ namespace reshard::detail {
 // Which group over `dims` a rank belongs to: its coordinates on the other mesh dims, row-major.
 Index group_id(const Mesh& mesh, int rank, const std::vector<int>& dims);
 
-struct RankTraffic {
+struct RankTotals {
   std::vector<double> out, in;  // per rank, over all steps, local copies excluded
 };
-RankTraffic rank_traffic(const Plan& plan);
+RankTotals rank_traffic(const Plan& plan);
 
 struct BlockTraffic {
   int block = 1;               // ranks per cell
