@@ -11,6 +11,7 @@ plans run in, and how the ranks agree on a problem only one of them can see.
 import collections
 import functools
 import json
+import math
 
 from . import _core
 
@@ -77,15 +78,20 @@ def between(args, src, dst, members_):
     return args
 
 
-@functools.lru_cache(maxsize=65536)
+@functools.lru_cache(maxsize=4096)
+def local_shapes(mesh_shape, placements, shape):
+    """Every mesh position's local shape of `shape` placed on a mesh, as reshard.layout computes it (_StridedShard
+    too)."""
+    text = _core.layout_json("x".join(map(str, mesh_shape)), None, ",".join(placements),
+                             "x".join(map(str, shape)) if shape else [])
+    return tuple(tuple(r["local_shape"]) for r in json.loads(text)["ranks"])
+
+
 def local_shape(side, shape, rank):
-    """`rank`'s local shape of `shape` placed on `side` (None outside the mesh), as reshard.layout computes it
-    (_StridedShard too)."""
+    """`rank`'s local shape of `shape` placed on `side` (None outside the mesh)."""
     if rank not in side.ranks:
         return None
-    text = _core.layout_json("x".join(map(str, side.mesh_shape)), None, ",".join(side.placements),
-                             "x".join(map(str, shape)) if shape else [])
-    return tuple(json.loads(text)["ranks"][side.ranks.index(rank)]["local_shape"])
+    return local_shapes(side.mesh_shape, side.placements, tuple(shape))[side.ranks.index(rank)]
 
 
 def conversion_classes(keys):
@@ -140,6 +146,7 @@ def holds_each_element_once(side):
     return all(p.startswith("S") or size == 1 for p, size in zip(side.placements, side.mesh_shape))
 
 
+@functools.lru_cache(maxsize=4096)
 def block_misalignment(side, shape, block):
     """"" when `side` gives every rank whole blocks (and the scale grid placed as the data gives it exactly those);
     otherwise why not (reshard/block_scale.hpp's rule)."""
@@ -192,18 +199,9 @@ def pieces(route, shape, dtype, to_dtype, block=None):
     raise ValueError(f"unknown conversion route {route!r}")
 
 
-@functools.lru_cache(maxsize=4096)
 def largest_local_elements(side, shape):
     """The most elements any rank of `side` holds of `shape`."""
-    text = _core.layout_json("x".join(map(str, side.mesh_shape)), None, ",".join(side.placements),
-                             "x".join(map(str, shape)) if shape else [])
-    most = 0
-    for r in json.loads(text)["ranks"]:
-        n = 1
-        for s in r["local_shape"]:
-            n *= s
-        most = max(most, n)
-    return most
+    return max(math.prod(s) for s in local_shapes(side.mesh_shape, side.placements, tuple(shape)))
 
 
 def held_bytes(piece, route, src, dst, shape, dtype, to_dtype, block=None):

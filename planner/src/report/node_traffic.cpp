@@ -92,18 +92,21 @@ std::optional<Index> minimum_crossing(const Plan& plan) {
     for (int k : roles.reduced) id = id * a.mesh().dim_size(k) + static_cast<int>(c[k]);
     return id;
   };
-  // node -> (needed, held per class)
-  std::map<Index, std::pair<std::vector<Box>, std::vector<std::vector<Box>>>> nodes;
+  // node -> (needed, held by class: only the classes present on the node)
+  std::map<Index, std::pair<std::vector<Box>, std::map<int, std::vector<Box>>>> nodes;
   for (int r = 0; r < n; ++r) {
     auto& [need, have] = nodes[node_of(plan.topology(), r)];
-    have.resize(static_cast<size_t>(std::max<Index>(1, roles.contributions)));
     const Box held = a.box(r), wanted = b.box(r);
     if (volume(held) > 0) have[class_of(r)].push_back(held);
     if (volume(wanted) > 0) need.push_back(wanted);
   }
   Index total = 0;
   for (const auto& [node, boxes] : nodes) {
-    const std::optional<Index> v = uncovered_volume(boxes.first, boxes.second, a.ndim());
+    // A node without every class holds no element whole.
+    std::vector<std::vector<Box>> classes;
+    if (static_cast<Index>(boxes.second.size()) == std::max<Index>(1, roles.contributions))
+      for (const auto& [c, held] : boxes.second) classes.push_back(held);
+    const std::optional<Index> v = uncovered_volume(boxes.first, classes, a.ndim());
     if (!v) return std::nullopt;
     total = checked_add(total, *v, "bytes crossing nodes");
   }
