@@ -166,23 +166,20 @@ def _input(t, piece, staged, me, holder, keep):
 def _output(t, i, piece, me, call, outputs, received, copies_back, holder):
     """The address a piece writes on this rank: the destination (the caller's, dense, or a dense temporary copied
     into it afterwards; else a new tensor), its scales, or a block_receiver's staging."""
-    if piece.role == "scales":
-        shape = _sync_request.local_shape(t.dst, piece.shape, me)
-    else:
-        shape = _sync_request.local_shape(t.dst, t.shape, me)
-    if shape is None:
+    data_shape = _sync_request.local_shape(t.dst, t.shape, me)
+    if data_shape is None:
         return holder
-    if i not in outputs:
-        outputs[i] = (_destination(t.dest, shape if piece.role == "data" else
-                                   _sync_request.local_shape(t.dst, t.shape, me), t.to_dtype, call, copies_back),
-                      None if t.block is None else _destination(
-                          t.scales_dest, _sync_request.local_shape(t.dst, _sync_request.scale_grid_shape(
-                              t.shape, t.block), me), torch.float32, call, copies_back))
+    if i not in outputs:  # the tensor's destinations, made on its first piece
+        scales = None
+        if t.block is not None:
+            grid = _sync_request.local_shape(t.dst, _sync_request.scale_grid_shape(t.shape, t.block), me)
+            scales = _destination(t.scales_dest, grid, torch.float32, call, copies_back)
+        outputs[i] = (_destination(t.dest, data_shape, t.to_dtype, call, copies_back), scales)
     data, scales = outputs[i]
     if piece.role == "scales":
         out = scales
     elif t.route == "block_receiver":
-        out = received[i] = call.staging(i, "received", shape, t.dtype)
+        out = received[i] = call.staging(i, "received", data_shape, t.dtype)
     else:
         out = data
     return out.data_ptr() if out.numel() else holder
