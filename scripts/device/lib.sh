@@ -79,15 +79,21 @@ smi_start() {
 }
 smi_stop() { [ -n "${SMI_PID:-}" ] && kill "$SMI_PID" 2> /dev/null; wait "$SMI_PID" 2> /dev/null; SMI_PID=; }
 
-# two_processes FILE RUN-FLAGS...: one `reshard run --mesh 2` as two processes (one per GPU, file rendezvous, one job
-# token for both); appends rank 0's result row (and any error), tagged with the flags, to FILE.
-two_processes() {
-  local file=$1; shift
-  local rv="$OUT/rv_$RANDOM" token="two$RANDOM$$"
-  for rk in 0 1; do
-    RESHARD_RENDEZVOUS_TOKEN=$token RANK=$rk LOCAL_RANK=$rk WORLD_SIZE=2 timeout 60 $R run --mesh 2 "$@" \
+# n_processes FILE N RUN-FLAGS...: one `reshard run --mesh N` as N processes (one per GPU, file rendezvous, one job
+# token for all); appends rank 0's result row (and any error), tagged with the flags, to FILE.
+n_processes() {
+  local file=$1 n=$2; shift 2
+  local rv="$OUT/rv_$RANDOM" token="job$RANDOM$$"
+  for ((rk = 0; rk < n; rk++)); do
+    RESHARD_RENDEZVOUS_TOKEN=$token RANK=$rk LOCAL_RANK=$rk WORLD_SIZE=$n timeout 60 $R run --mesh $n "$@" \
       --rendezvous file:$rv > "$OUT/mp_$rk.txt" 2>&1 &
   done
   wait; rm -f "$rv"
-  grep -hE "^  2 |error" "$OUT/mp_0.txt" "$OUT/mp_1.txt" | sed "s|\$|   [$*]|" >> "$file"
+  grep -hE "^  $n |error" "$OUT"/mp_*.txt | sed "s|\$|   [$*]|" >> "$file"
+  rm -f "$OUT"/mp_*.txt
+}
+# two_processes FILE RUN-FLAGS...: n_processes on 2 GPUs.
+two_processes() {
+  local file=$1; shift
+  n_processes "$file" 2 "$@"
 }

@@ -7,15 +7,16 @@
 # each stage of a repeat call (python/bench/call_stages.py); batch: `reshard bench --batch 100` of 1 MiB tensors
 # against one of 100 MiB, S0/S1/R pairs, both transports (COALESCE: --coalesce-bytes values); llama_cpp: the moving
 # tensors of the Llama-3-8B set as one traced C++ batch (`reshard run`), both transports; weights: the weight sync
-# between meshes (python/tests/gpu/check_move_state_dict.py and check_block_scaled.py, then python/bench/weight_sync.py).
-# Every result verified.
+# between meshes (python/tests/gpu/check_move_state_dict.py and check_block_scaled.py, then python/bench/weight_sync.py);
+# buffers: `reshard run` one process per GPU on the same, cached and new buffers (--buffers), both transports, and
+# `reshard calibrate`'s mapping figures (nvlink map_us, first_map_us). Every result verified.
 # Files under $OUT/real_callers.tgz.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 source scripts/device/lib.sh
 archive_begin real_callers || exit 1
 N=$(nvidia-smi -L | wc -l)
-PARTS=${PARTS:-cpp fresh stages model alloc}
+PARTS=${PARTS:-cpp buffers fresh stages model alloc}
 export PYTHONPATH="$PWD/build-device/python${PYTHONPATH:+:$PYTHONPATH}" OMP_NUM_THREADS=4 STACKS_EVERY_S=120
 has() { [[ " $PARTS " == *" $1 "* ]]; }
 torch_job() {  # torch_job NAME SECONDS SCRIPT ARGS...
@@ -30,9 +31,22 @@ if has cpp; then
   timeout 150 build-device/tests/executor_gpu_tests --gtest_filter='GpuBatch.*' > "$OUT/batch_gpu.log" 2>&1; rc=$?
   echo "[$(el) s] batch_gpu exit $rc"
   grep -E "^\[ +(OK|FAILED) \]|Failure" "$OUT/batch_gpu.log" | head -12
-  timeout 150 build-device/tests/executor_gpu_tests --gtest_filter='GpuProcesses.*:Gpu.OneProcessPerRank' \
+  timeout 150 build-device/tests/executor_gpu_tests --gtest_filter='GpuProcesses.*:Gpu.OneProcessPerRank:GpuChangingBuffers.*' \
     > "$OUT/processes.log" 2>&1; rc=$?; echo "[$(el) s] processes exit $rc"
   grep -E "^\[ +(OK|FAILED) \]|Failure" "$OUT/processes.log" | head -12
+fi
+if has buffers; then
+  for shape in 4096x14336 4096x4096; do
+    for tr in nvlink nccl; do
+      for b in same cached new; do
+        n_processes "$OUT/buffers.txt" $N --backend nccl --from S0 --to S1 --shape $shape --dtype bf16 --transport $tr \
+          --iters 30 --buffers $b
+      done
+    done
+  done
+  echo "[$(el) s] buffers"; cat "$OUT/buffers.txt"
+  timeout 240 $R calibrate --out "$OUT/calibrated.json" --sizes 1MiB,16MiB,256MiB --iters 5 > "$OUT/calibrate.log" 2>&1
+  echo "[$(el) s] calibrate exit $?"; grep -o '"source": .*' "$OUT/calibrated.json" | grep -o "nvlink map_us.*" | cut -c1-400
 fi
 has fresh && torch_job fresh 120 python/tests/gpu/check_fresh_buffers.py --out "$OUT"
 if has rows; then  # peer copies of narrow rows: copy engines (the profile's rule) against the copy kernel

@@ -20,9 +20,9 @@ CASES=("--mesh 4 --from S0 --to R" "--mesh 2x2 --from S0,S1 --to S1,S0" "--mesh 
 SHAPES=("8192x8192" "16384x16384")  # 256 MiB, 1 GiB of f32
 # The emulated machine's profile: NCCL measured on its network path for both links (within a "node" NCCL takes the
 # sockets here too), the one-sided transport as measured; every plan below is made with it.
-timeout 200 $R calibrate --nccl-link intra_node --sizes 1MiB,16MiB,256MiB --iters 5 --out "$OUT/emulated_intra.json" \
+timeout 200 $R calibrate --nccl-link intra_node --sizes 1MiB,16MiB,256MiB --iters 5 --no-mapping --out "$OUT/emulated_intra.json" \
   > "$OUT/calibrate.txt" 2>&1
-timeout 200 $R calibrate --nccl-link inter_node --sizes 1MiB,16MiB,256MiB --iters 5 --base "$OUT/emulated_intra.json" \
+timeout 200 $R calibrate --nccl-link inter_node --sizes 1MiB,16MiB,256MiB --iters 5 --no-mapping --base "$OUT/emulated_intra.json" \
   --out "$OUT/emulated.json" >> "$OUT/calibrate.txt" 2>&1
 grep -E "p2p|all_gather|nvlink" "$OUT/calibrate.txt" | head -8
 P="$OUT/emulated.json"

@@ -176,7 +176,15 @@ TEST(Profile, DefaultsRoundTripAndEveryFieldIsChecked) {
   expect_bad([](json& j) { j["inter_node"]["p2p"]["alpha_us"] = "fast"; }, "must be a number, got \"fast\"");
   expect_bad([](json& j) { j["p2p_per_peer_us"] = -1; }, "'p2p_per_peer_us' must be >= 0");
   expect_bad([](json& j) { j["name"] = 3; }, "'name' must be a string");
+  expect_bad([](json& j) { j["nvlink"]["first_map_us"] = -2; }, "'nvlink.first_map_us' must be >= 0");
   EXPECT_THROW(profile_from_json("nope"), Error);
+  // first_map_us is read and written; a profile written before it existed takes the built-in figure.
+  json mapped = json::parse(text);
+  mapped["nvlink"]["first_map_us"] = 1234.5;
+  EXPECT_EQ(profile_from_json(mapped.dump()).nvlink.first_map_us, 1234.5);
+  mapped["nvlink"].erase("first_map_us");
+  EXPECT_EQ(profile_from_json(mapped.dump()).nvlink.first_map_us, p.nvlink.first_map_us);
+  EXPECT_GT(p.nvlink.first_map_us, 0);
   json j = json::parse(text);
   j["fits"] = {{"p2p", {{"residual", 0.1}}}};
   Profile with_extra = profile_from_json(j.dump());

@@ -48,6 +48,17 @@ TEST(RunCli, BadRequestsAreRefused) {
   r = run_cli("run --mesh 2 --from S0 --to S1 --shape 8x8 --one-sided-copies sideways");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("--one-sided-copies must be pull or push, got 'sideways'"), std::string::npos) << r.err;
+  r = run_cli("run --mesh 2 --from S0 --to S1 --shape 8x8 --buffers borrowed");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--buffers must be same, cached or new, got 'borrowed'"), std::string::npos) << r.err;
+  r = run_cli("run --mesh 2 --from S0 --to S1 --shape 8x8 --backend host --buffers new");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--buffers new needs the nccl backend"), std::string::npos) << r.err;
+  if (local_gpu_count() >= 2) {
+    r = run_cli("run --mesh 2 --from S0 --to S1 --shape 8x8 --backend nccl --buffers new --iters 5000");
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("new buffers on every run need one set per run, at most 4096"), std::string::npos) << r.err;
+  }
   if (local_gpu_count() < 64) {
     r = run_cli("run --mesh 64 --from S0 --to S1 --shape 64x64 --backend nccl");
     EXPECT_EQ(r.exit_code, 2) << r.err;

@@ -1,6 +1,7 @@
 // reshard calibrate: fit the cost model's alpha and beta from measurements on the local GPUs and write a profile.
 #include <fmt/format.h>
 
+#include "calibrate_mapping.hpp"
 #include "cli_common.hpp"
 #include "cli_output.hpp"
 #include "reshard/calibrate.hpp"
@@ -12,6 +13,7 @@ Command add_calibrate_command(CLI::App& app) {
   struct Flags {
     std::string out, sizes, base, nccl_link = "intra_node";
     int iters = 20;
+    bool no_mapping = false;
   };
   auto f = std::make_shared<Flags>();
   CLI::App* cmd =
@@ -24,6 +26,9 @@ Command add_calibrate_command(CLI::App& app) {
                   "The profile link NCCL's measurements go to: intra_node, or inter_node with NCCL on its network path "
                   "(run under NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1)")
       ->capture_default_str();
+  cmd->add_flag("--no-mapping", f->no_mapping,
+                "Skip the mapping costs (nvlink map_us, first_map_us: `reshard run` started once per GPU with "
+                "--buffers same, cached and new)");
   return [f] {
     RESHARD_REQUIRE(f->iters >= 1, "--iters must be >= 1, got ", f->iters);
     RESHARD_REQUIRE(f->nccl_link == "intra_node" || f->nccl_link == "inter_node",
@@ -41,6 +46,13 @@ Command add_calibrate_command(CLI::App& app) {
       std::fflush(stderr);
     };
     Calibration cal = calibrate(o);
+    if (!f->no_mapping && cal.peer_access) {
+      fmt::print(stderr, "[mapping] measuring changing buffers, one process per GPU\n");
+      cal.profile.source += "; " + calibrate_mapping(cal.profile, f->iters, 300);
+    } else {
+      cal.profile.source += !f->no_mapping ? "; nvlink map_us and first_map_us from the base profile (no peer access)"
+                                       : "; nvlink map_us and first_map_us from the base profile (--no-mapping)";
+    }
     Output out = Output::open(f->out, "--out");
     out.write(profile_to_json(cal.profile));
     out.flush();

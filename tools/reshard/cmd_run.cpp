@@ -41,6 +41,7 @@ struct RunFlags {
   std::string inject_fault;
   std::string stages = "lanes";
   std::string one_sided_copies = "push";
+  std::string buffers = "same";
   BatchFlags batch;
 };
 
@@ -128,6 +129,12 @@ Command add_run_command(CLI::App& app) {
                   "nvlink steps without reductions: push (every rank copies into its readers' tensors) or pull (out of "
                   "its sources'; kernels where the copy engines cannot reach the peer: ranks of this process)")
       ->capture_default_str();
+  cmd->add_option("--buffers", flags->buffers,
+                  "Buffers of the runs (nccl backend): same every run; cached (another of 4 sets each run, mapped by "
+                  "the peers after the first round: a caching allocator's steady state); new (a set no run used "
+                  "before: every peer maps it first). Changing buffers run as reshard.torch does, exchanging "
+                  "them with the peers on every run")
+      ->capture_default_str();
   add_batch_flags(*cmd, flags->batch, true);
   cmd->add_option("--inject-fault", flags->inject_fault,
                   "Testing aid: RANK:after-prepare or RANK:mid-run makes that rank's process exit abruptly (nccl)");
@@ -142,6 +149,8 @@ Command add_run_command(CLI::App& app) {
                     printable(f.stages), "'");
     RESHARD_REQUIRE(f.one_sided_copies == "pull" || f.one_sided_copies == "push",
                     "--one-sided-copies must be pull or push, got '", printable(f.one_sided_copies), "'");
+    RESHARD_REQUIRE(f.buffers == "same" || f.buffers == "cached" || f.buffers == "new",
+                    "--buffers must be same, cached or new, got '", printable(f.buffers), "'");
     std::optional<double> link_flag;
     if (cmd->count("--link-GBps")) {
       RESHARD_REQUIRE(std::isfinite(f.link_GBps) && f.link_GBps >= kMinLinkGBps && f.link_GBps <= kMaxLinkGBps,
@@ -176,6 +185,9 @@ Command add_run_command(CLI::App& app) {
     options.stage_schedule = f.stages == "serial" ? StageSchedule::kSerial : StageSchedule::kLanes;
     options.one_sided_copies = f.one_sided_copies == "push" ? OneSidedCopies::kPush : OneSidedCopies::kPull;
     options.timeout = std::chrono::milliseconds(f.timeout_ms);
+    options.buffers = f.buffers == "same"     ? BufferUse::kSame
+                      : f.buffers == "cached" ? BufferUse::kCached
+                                              : BufferUse::kNew;
 
     if (multi_process) {
       options.backend = Backend::kNccl;
@@ -187,6 +199,9 @@ Command add_run_command(CLI::App& app) {
       options.backend = Backend::kHost;
     }
     RESHARD_REQUIRE(!f.graph || options.backend == Backend::kNccl, "--graph needs the nccl backend");
+    RESHARD_REQUIRE(options.buffers == BufferUse::kSame || options.backend == Backend::kNccl, "--buffers ", f.buffers,
+                    " needs the nccl backend (host ranks map nothing)");
+    if (options.buffers != BufferUse::kSame) buffer_sets(options);  // its limits, before any plan is made
     RESHARD_REQUIRE(!f.measure_link || options.backend == Backend::kNccl, "--measure-link needs the nccl backend");
     if (!f.inject_fault.empty()) parse_fault(f.inject_fault, mesh, options.backend, options);
     if (f.batch.given()) {

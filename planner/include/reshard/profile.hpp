@@ -12,7 +12,8 @@
 //   "copy": {"alpha_us": a, "bandwidth_GBps": b},
 //   "copy_engine": {"alpha_us": a, "bandwidth_GBps": b},                       (optional: defaults)
 //   "nvlink": {"copy_engine": {..}, "kernel": {..}, "sync_us": s, "step_overhead_us": o,
-//              "copy_engine_min_row_bytes": n[, "fused": {..}, "fused_overhead_us": f][, "map_us": m]}
+//              "copy_engine_min_row_bytes": n[, "fused": {..}, "fused_overhead_us": f][, "map_us": m]
+//              [, "first_map_us": m]}
 //                                                                              (optional: defaults)
 //   "low_sm_kernel_factor": f                                                  (optional: default)
 // }
@@ -56,8 +57,12 @@ struct OneSidedProfile {
   double fused_overhead_us = 0;
   long long copy_engine_min_row_bytes = 0;  // regions with shorter contiguous rows (or over 3-D) go to the kernel
   // Host work of mapping a peer's new tensor, per (rank, peer it reads) pair, for callers whose tensors change every
-  // call (PlanOptions::buffers_change): what a one-sided step reading them costs on top, unless it is staged.
+  // call (PlanOptions::buffers_change): what a one-sided step reading them costs on top, unless it is staged. A
+  // caching allocator's tensors lie in allocations the peers have mapped before, so this is the per-call cost with
+  // the mappings cached (the exposure's host round trip); first_map_us is what a reader's first mapping of an
+  // allocation costs, paid once per allocation and reader (not priced per call).
   double map_us = 0;
+  double first_map_us = 0;
   friend bool operator==(const OneSidedProfile&, const OneSidedProfile&) = default;
 };
 

@@ -167,6 +167,8 @@ Profile profile_from_json(const std::string& text) {
       p.nvlink.fused_overhead_us = number(n, "fused_overhead_us", "nvlink", Kind::kLatency);
     }
     if (n.contains("map_us")) p.nvlink.map_us = number(n, "map_us", "nvlink", Kind::kLatency);
+    p.nvlink.first_map_us = n.contains("first_map_us") ? number(n, "first_map_us", "nvlink", Kind::kLatency)
+                                                       : defaults().nvlink.first_map_us;
   }
   p.low_sm_kernel_factor = j.contains("low_sm_kernel_factor") ? number(j, "low_sm_kernel_factor", "", Kind::kFactor)
                                                               : defaults().low_sm_kernel_factor;
@@ -212,7 +214,8 @@ std::string profile_to_json(const Profile& p) {
                      {"copy_engine_min_row_bytes", p.nvlink.copy_engine_min_row_bytes},
                      {"fused", to_json(p.nvlink.fused)},
                      {"fused_overhead_us", p.nvlink.fused_overhead_us},
-                     {"map_us", p.nvlink.map_us}};
+                     {"map_us", p.nvlink.map_us},
+                     {"first_map_us", p.nvlink.first_map_us}};
   j["low_sm_kernel_factor"] = p.low_sm_kernel_factor;
   if (!p.extra_json.empty()) {
     json extra = json::parse(p.extra_json);

@@ -16,7 +16,7 @@ bool times_nonnegative(const Profile& p) {
   const OneSidedProfile& n = p.nvlink;
   return line(p.copy) && line(p.copy_engine) && line(n.copy_engine) && line(n.kernel) && line(n.fused) &&
          p.p2p_per_peer_us >= 0 && p.step_overhead_us >= 0 && p.low_sm_kernel_factor >= 0 && n.sync_us >= 0 &&
-         n.step_overhead_us >= 0 && n.fused_overhead_us >= 0 && n.map_us >= 0;
+         n.step_overhead_us >= 0 && n.fused_overhead_us >= 0 && n.map_us >= 0 && n.first_map_us >= 0;
 }
 
 }  // namespace reshard::detail

@@ -234,13 +234,13 @@ Calibration calibrate(const CalibrateOptions& in) {
   ncclGetVersion(&nccl_version);
   cal.machine = cat(cuda_device_count(), "x ", prop.name, ", NCCL ", nccl_version);
   cal.profile.name = "calibrated: " + cal.machine;
-  cal.profile.source =
-      "reshard calibrate on " + cal.machine +
-      ": " + link_name + " links fitted by weighted least squares (relative error)" +
-      (inter ? " with NCCL on its network path between two local GPUs" : "") +
-      ", copy and copy_engine by least squares (absolute error), over " + std::to_string(o.sizes_bytes.size()) +
-      " sizes; " + nvlink + "; " + (inter ? "intra_node" : "inter_node") + " and p2p_per_peer_us from the base profile (" +
-      o.base.name + ")";
+  cal.profile.source = "reshard calibrate on " + cal.machine + ": " + link_name +
+                       " links fitted by weighted least squares (relative error)" +
+                       (inter ? " with NCCL on its network path between two local GPUs" : "") +
+                       ", copy and copy_engine by least squares (absolute error), over " +
+                       std::to_string(o.sizes_bytes.size()) + " sizes; " + nvlink + "; " +
+                       (inter ? "intra_node" : "inter_node") + " and p2p_per_peer_us from the base profile (" +
+                       o.base.name + ")";
   nlohmann::ordered_json fits;
   for (const auto& [name, f] : cal.fits) fits[name] = fit_json(f);
   nlohmann::ordered_json extra;

@@ -1,5 +1,6 @@
 // The one-sided (nvlink) part of `reshard calibrate`: end-to-end S0 -> S1 runs on mesh (2), ranks as threads, each
 // run verified, timed like any other run (the slower rank's median per iteration, eager), separate copies and fused.
+// Mapping costs need one process per GPU: the CLI measures them (tools/reshard/calibrate_mapping.hpp).
 #include "calibrate_nvlink.hpp"
 
 #include <algorithm>
@@ -35,6 +36,7 @@ std::string calibrate_nvlink(Calibration& cal, const CalibrateOptions& o) {
   int can = 0;
   RESHARD_CUDA_CHECK(cudaDeviceCanAccessPeer(&can, 0, 1));
   if (!can) return "nvlink fields from the base profile (GPUs 0 and 1 cannot address each other's memory)";
+  cal.peer_access = true;
   double largest = 0;
   for (double s : o.sizes_bytes) largest = std::max(largest, s);
   LocalRunner runner(Backend::kNccl, 2);
@@ -83,7 +85,7 @@ std::string calibrate_nvlink(Calibration& cal, const CalibrateOptions& o) {
   cal.fits.emplace_back("nvlink.fused", std::move(f));
   return "nvlink copy_engine bandwidth and sync_us, step_overhead_us, fused and fused_overhead_us fitted from "
          "end-to-end S0->S1 runs on mesh (2) (separate copies against bytes pulled per rank, fused against bytes "
-         "pulled and copied); its kernel and map_us from the base profile";
+         "pulled and copied); its kernel from the base profile";
 }
 
 }  // namespace reshard::detail

@@ -13,6 +13,20 @@ namespace reshard {
 
 std::string_view to_string(Backend b) { return b == Backend::kHost ? "host" : "nccl"; }
 std::string_view to_string(NcclMode m) { return m == NcclMode::kBlocking ? "blocking" : "non-blocking"; }
+std::string_view to_string(BufferUse b) {
+  return b == BufferUse::kSame ? "same" : b == BufferUse::kCached ? "cached" : "new";
+}
+
+int buffer_sets(const RunOptions& options) {
+  if (options.buffers == BufferUse::kSame) return 1;
+  RESHARD_REQUIRE(!options.cuda_graph, "changing buffers (", to_string(options.buffers),
+                  ") cannot be timed in a CUDA graph: its replays repeat the captured buffers");
+  if (options.buffers == BufferUse::kCached) return kCachedBufferSets;
+  const long long runs = 2LL + options.warmup + options.iters + (options.trace ? 1 : 0);
+  RESHARD_REQUIRE(runs <= kMaxBufferSets, "new buffers on every run need one set per run, at most ", kMaxBufferSets,
+                  ", but ", options.warmup, " warm-up and ", options.iters, " timed runs make ", runs);
+  return static_cast<int>(runs);
+}
 
 namespace {
 
@@ -158,7 +172,9 @@ RunResult LocalRunner::run(const PlanBatch& batch, RunOptions options) {
   std::vector<int> devices;
   if (backend_ == Backend::kNccl)
     for (int r = 0; r < ranks_; ++r) devices.push_back(r);
-  check_memory(memory_need(batch, backend_), backend_, devices);
+  RESHARD_REQUIRE(backend_ == Backend::kNccl || options.buffers == BufferUse::kSame, "changing buffers (",
+                  to_string(options.buffers), ") need the nccl backend: host ranks map nothing");
+  check_memory(memory_need(batch, backend_, std::nullopt, buffer_sets(options)), backend_, devices);
   if (backend_ == Backend::kHost) return run_host(batch, options);
   return run_nccl(*state_->nccl, batch, options);
 }

@@ -61,13 +61,14 @@ void require_device(int rank, int device) {
                   " (LOCAL_RANK) but ", gpus, " GPUs are visible");
 }
 
-// `plan` can run as rank `rank` of a job of `world_size` processes on `device`: its world, its scope, the memory.
-void require_runnable(const Plan& plan, int rank, int world_size, int device) {
+// `plan` can run as rank `rank` of a job of `world_size` processes on `device` with `options`: its world, its scope,
+// the memory.
+void require_runnable(const Plan& plan, int rank, int world_size, int device, const RunOptions& options) {
   RESHARD_REQUIRE(world_size == plan.src().mesh().world_size(), "the launcher started ", world_size,
                   " processes but mesh ", plan.src().mesh().str(), " has ", plan.src().mesh().world_size(), " ranks");
   RESHARD_REQUIRE(!plan.scope_rank() || *plan.scope_rank() == rank, "the plan is scoped to rank ", *plan.scope_rank(),
                   " but this process is rank ", rank);
-  check_memory(memory_need(plan, Backend::kNccl, rank), Backend::kNccl, {device});
+  check_memory(memory_need(plan, Backend::kNccl, rank, buffer_sets(options)), Backend::kNccl, {device});
 }
 
 }  // namespace
@@ -83,7 +84,7 @@ ProcessRunner::ProcessRunner(int rank, int world_size, int device, const std::st
 ProcessRunner::~ProcessRunner() = default;
 
 RunResult ProcessRunner::run(const Plan& plan, const RunOptions& options) {
-  require_runnable(plan, rank_, world_size_, device_);
+  require_runnable(plan, rank_, world_size_, device_, options);
   NcclCommunicator& comm = *state_->comm;
   RankOutcome mine = detail::aborting_on_failure(
       comm, [&] { return detail::run_timed_rank(plan, comm, device_, options, [&] { comm.abort(); }); });
@@ -122,7 +123,7 @@ RunResult run_plan_process(const Plan& plan, int rank, int world_size, int devic
                            const RunOptions& options) {
   // Checked before the communicator: a job that cannot run fails before it bootstraps.
   require_device(rank, device);
-  require_runnable(plan, rank, world_size, device);
+  require_runnable(plan, rank, world_size, device, options);
   return ProcessRunner(rank, world_size, device, rendezvous, options.timeout, options.nccl_mode).run(plan, options);
 }
 

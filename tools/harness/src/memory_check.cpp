@@ -88,7 +88,7 @@ std::string limit_note() { return injected_memory_limit() ? fmt::format(", cappe
 
 }  // namespace
 
-MemoryNeed memory_need(const Plan& plan, Backend backend, std::optional<int> rank) {
+MemoryNeed memory_need(const Plan& plan, Backend backend, std::optional<int> rank, int buffer_sets) {
   const int n = plan.src().mesh().world_size(), es = plan.element_size();
   const bool partial = plan.src().has_partial() || plan.dst().has_partial();
   const Index workspace = plan.peak_workspace_bytes();
@@ -106,7 +106,9 @@ MemoryNeed memory_need(const Plan& plan, Backend backend, std::optional<int> ran
   } else {
     Index worst = 0;
     for (int r = rank.value_or(0); r < (rank ? *rank + 1 : n); ++r) {
-      Index in = local_bytes(plan.src(), r, es), out = local_bytes(plan.dst(), r, plan.target_element_size());
+      const Index in = checked_mul(local_bytes(plan.src(), r, es), buffer_sets, "a rank's source sets");
+      const Index out =
+          checked_mul(local_bytes(plan.dst(), r, plan.target_element_size()), buffer_sets, "a rank's target sets");
       Index mine = checked_add(checked_add(in, out, "a rank's bytes"), workspace, "a rank's bytes");
       if (mine >= worst) {
         worst = mine;
@@ -128,12 +130,12 @@ MemoryNeed memory_need(const Plan& plan, Backend backend, std::optional<int> ran
   return need;
 }
 
-MemoryNeed memory_need(const PlanBatch& batch, Backend backend, std::optional<int> rank) {
-  if (batch.size() == 1) return memory_need(batch.plan(0), backend, rank);
+MemoryNeed memory_need(const PlanBatch& batch, Backend backend, std::optional<int> rank, int buffer_sets) {
+  if (batch.size() == 1) return memory_need(batch.plan(0), backend, rank, buffer_sets);
   MemoryNeed sum;
   Index staging = 0;
   for (const auto& plan : batch.plans()) {
-    const MemoryNeed one = memory_need(*plan, backend, rank);
+    const MemoryNeed one = memory_need(*plan, backend, rank, buffer_sets);
     sum.host_bytes = checked_add(sum.host_bytes, one.host_bytes, "a batch's memory");
     sum.device_bytes = checked_add(sum.device_bytes, one.device_bytes, "a batch's memory");
     staging = checked_add(staging, plan->peak_workspace_bytes(), "a batch's memory");

@@ -16,15 +16,21 @@ namespace reshard::detail {
 class RankRedistribution {
  public:
   // Collective over the plan's ranks (the executor's construction is). `device` and `plan` must outlive this object.
-  RankRedistribution(const Plan& plan, Communicator& comm, CudaDevice& device, const ExecutorOptions& options);
+  // `buffer_sets` sets of sources and targets (RunOptions::buffers), each source filled with the pattern and each
+  // target with a poison byte.
+  RankRedistribution(const Plan& plan, Communicator& comm, CudaDevice& device, const ExecutorOptions& options,
+                     int buffer_sets = 1);
   // Every tensor of a batch, in one executor call per run.
-  RankRedistribution(PlanBatch batch, Communicator& comm, CudaDevice& device, const ExecutorOptions& options);
+  RankRedistribution(PlanBatch batch, Communicator& comm, CudaDevice& device, const ExecutorOptions& options,
+                     int buffer_sets = 1);
 
   cudaStream_t stream() const { return stream_.get(); }
   size_t workspace_bytes() const { return exec_.workspace_bytes(); }
   Index target_elements() const;
 
-  // Enqueues one redistribution of the sources into the targets on stream().
+  // The set the next run(), poison() and count_wrong() use (in [0, buffer_sets)).
+  void use_set(int set);
+  // Enqueues one redistribution of the set's sources into its targets on stream().
   void run();
   // Waits for the enqueued work (the executor's wait, with its timeout).
   void wait();
@@ -39,14 +45,19 @@ class RankRedistribution {
   std::vector<StepTime> step_times() const { return exec_.step_times(); }
 
  private:
-  // One tensor's buffers.
+  // One tensor's layout facts.
   struct Tensor {
     bool partial = false;   // Partial layouts: contributions and expected values are made on the host (pattern.hpp)
     bool in_place = false;  // runs_in_place: no target buffer, the source is the output
     Box in_box, out_box;
-    std::unique_ptr<DeviceMemory> input, output;  // output: unset in place
   };
-  void fill_source(size_t t);  // tensor t's source with the pattern
+  // Every tensor's buffers, one allocation each (output: unset in place), as the executor takes them.
+  struct BufferSet {
+    std::vector<std::unique_ptr<DeviceMemory>> input, output;
+    std::vector<ConstBuffer> inputs;
+    std::vector<MutableBuffer> outputs;
+  };
+  void fill_source(const BufferSet& set, size_t t);  // tensor t's source with the pattern
 
   PlanBatch batch_;
   int rank_;
@@ -54,8 +65,8 @@ class RankRedistribution {
   CudaPatternChecker pattern_;
   Executor exec_;
   std::vector<Tensor> tensors_;
-  std::vector<ConstBuffer> inputs_;
-  std::vector<MutableBuffer> outputs_;
+  std::vector<BufferSet> sets_;
+  size_t current_ = 0;
 };
 
 // Runs `body`; on any failure (a stop request included) aborts `comm` first, so that peers and the unwinding of

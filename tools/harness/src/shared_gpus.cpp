@@ -68,7 +68,7 @@ RunResult run_shared_gpus(const Plan& plan, const RunOptions& options) {
   }
   const int n = plan.src().mesh().world_size();
   RESHARD_REQUIRE(n <= kMaxHostRanks, "ranks sharing GPUs are threads: at most ", kMaxHostRanks, ", not ", n);
-  MemoryNeed need = memory_need(plan, Backend::kNccl);
+  MemoryNeed need = memory_need(plan, Backend::kNccl, std::nullopt, buffer_sets(options));
   const Index per_gpu = (n + gpus - 1) / gpus;
   RESHARD_REQUIRE(need.device_bytes <= std::numeric_limits<Index>::max() / per_gpu, "ranks sharing GPUs: ", per_gpu,
                   " ranks per GPU need more memory than can be counted");

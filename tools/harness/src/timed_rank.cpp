@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 
@@ -23,9 +24,15 @@ RankOutcome run_timed_rank(const PlanBatch& batch, Communicator& comm, int devic
                            const std::function<void()>& finished) {
   const int r = comm.rank();
   CudaDevice device(device_ordinal);
-  RankRedistribution redistribution(batch, comm, device,
-                                    ExecutorOptions{options.timeout, options.trace, options.stage_schedule,
-                                                    options.coalesce_max_bytes, options.one_sided_copies});
+  ExecutorOptions eo{options.timeout, options.trace, options.stage_schedule, options.coalesce_max_bytes,
+                     options.one_sided_copies};
+  if (options.buffers != BufferUse::kSame) eo.buffers_change = BuffersChange::kAnyRank;
+  const int sets = buffer_sets(options);
+  RankRedistribution redistribution(batch, comm, device, eo, sets);
+  // Run k's buffer set (RunOptions::buffers); kCached warms every set before the timed runs.
+  auto set_of_run = [&](int k) { return options.buffers == BufferUse::kCached ? k % kCachedBufferSets : k % sets; };
+  const int warmup =
+      options.buffers == BufferUse::kCached ? std::max(options.warmup, kCachedBufferSets - 2) : options.warmup;
   auto fault = [&](RunOptions::FaultPoint point) {
     if (options.fault_point == point && options.fault_rank == r) {
       fmt::print(stderr, "rank {}: injected fault, exiting\n", r);
@@ -46,7 +53,8 @@ RankOutcome run_timed_rank(const PlanBatch& batch, Communicator& comm, int devic
   const cudaStream_t stream = redistribution.stream();
   int runs = 0;
   auto run = [&] {
-    phase("run", runs++);
+    phase("run", runs);
+    redistribution.use_set(set_of_run(runs++));
     redistribution.run();
   };
   auto verify = [&] {
@@ -56,12 +64,13 @@ RankOutcome run_timed_rank(const PlanBatch& batch, Communicator& comm, int devic
   };
   for (int poison : {0xA5, 0x5A}) {
     phase("poison", poison);
+    redistribution.use_set(set_of_run(runs));
     redistribution.poison(poison);
     run();
     verify();
   }
   fault(RunOptions::FaultPoint::kMidRun);
-  for (int i = 0; i < options.warmup; ++i) {
+  for (int i = 0; i < warmup; ++i) {
     throw_if_stop_requested();
     run();
   }

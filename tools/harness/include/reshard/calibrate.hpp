@@ -29,8 +29,7 @@ enum class FitError { kRelative, kAbsolute };
 
 // Least squares of us = alpha + x / (bandwidth * 1e3) on `error`. A negative alpha is clamped to 0 and the bandwidth
 // refitted; a non-positive slope is an error (kInvalidArgument) naming `what`.
-Fit fit_alpha_beta(const std::vector<Sample>& samples, const std::string& what,
-                   FitError error = FitError::kRelative);
+Fit fit_alpha_beta(const std::vector<Sample>& samples, const std::string& what, FitError error = FitError::kRelative);
 
 struct CalibrateOptions {
   std::vector<double> sizes_bytes;  // empty: 4 KiB to 1 GiB in x4 steps
@@ -49,6 +48,7 @@ struct Calibration {
   Profile profile;  // fitted intra-node links and copy; base values elsewhere; fits in extra_json
   std::vector<std::pair<std::string, Fit>> fits;
   std::string machine;
+  bool peer_access = false;  // GPUs 0 and 1 address each other's memory: the nvlink fields were measured
 };
 
 // Needs 2 local GPUs (kInvalidArgument otherwise). A stop request (interrupt.hpp) ends it with Interrupted.

@@ -35,6 +35,18 @@ std::string_view to_string(NcclMode m);
 // The most calls one timing graph may capture (RunOptions::graph_calls): a graph holds every call's nodes.
 inline constexpr int kMaxGraphCalls = 1000;
 
+// Which buffers the runs hand the executor (nccl backend; host ranks map nothing). kSame: the same every run.
+// Otherwise another set on every run, as a caching allocator's caller hands them, run with
+// ExecutorOptions::buffers_change = kAnyRank as reshard.torch runs: kCached takes kCachedBufferSets sets in turn
+// (after the first round every peer has mapped them: the per-call cost of changing buffers), kNew a set no run has
+// used (every reader maps every buffer first: the cost of fresh allocations). Every set is allocated, its sources
+// filled and its targets poisoned before the first run; the poisoned verification runs and the final check use the
+// set of the run they check.
+enum class BufferUse { kSame, kCached, kNew };
+std::string_view to_string(BufferUse b);
+inline constexpr int kCachedBufferSets = 4;
+inline constexpr int kMaxBufferSets = 4096;
+
 struct RunOptions {
   Backend backend = Backend::kHost;
   int warmup = 3;
@@ -49,12 +61,18 @@ struct RunOptions {
   StageSchedule stage_schedule = StageSchedule::kLanes;  // how pipelined steps run their stages (executor.hpp)
   Index coalesce_max_bytes = kDefaultCoalesceMaxBytes;   // batches: smaller messages are staged to join (program.hpp)
   OneSidedCopies one_sided_copies = OneSidedCopies::kPush;  // push or pull in one-sided steps (executor.hpp)
+  BufferUse buffers = BufferUse::kSame;                     // see BufferUse
   // Testing aid (NCCL backend): the process of rank `fault_rank` exits abruptly (std::_Exit(3)) at `fault_point`, as
   // a crashed rank would, so that tests can check the other ranks fail within their timeout instead of hanging.
   enum class FaultPoint { kNone, kAfterPrepare, kMidRun } fault_point = FaultPoint::kNone;
   int fault_rank = -1;
   std::chrono::milliseconds timeout{std::chrono::seconds(120)};
 };
+
+// Buffer sets a run of `options` allocates per rank (1 for kSame; kNew: one per run, the verification and traced
+// runs included). kInvalidArgument past kMaxBufferSets and for a CUDA graph with changing buffers (its replays would
+// repeat the captured buffers). The host backend runs only kSame.
+int buffer_sets(const RunOptions& options);
 
 struct RunResult {
   Backend backend = Backend::kHost;

@@ -28,11 +28,13 @@ struct MemoryNeed {
   std::string host_detail, device_detail;  // "sources 1.0 GiB + targets 1.0 GiB + ..."
 };
 
-// Needs of running `plan` on `backend` in this process: all the mesh's ranks, or only `rank` (one process per rank).
-MemoryNeed memory_need(const Plan& plan, Backend backend, std::optional<int> rank = std::nullopt);
+// Needs of running `plan` on `backend` in this process: all the mesh's ranks, or only `rank` (one process per rank);
+// on GPUs every source and target `buffer_sets` times (RunOptions::buffers).
+MemoryNeed memory_need(const Plan& plan, Backend backend, std::optional<int> rank = std::nullopt, int buffer_sets = 1);
 // A batch's: its plans' needs summed, plus every plan's workspace once more (the batch's staging area, which holds at
 // most what the plans stage).
-MemoryNeed memory_need(const PlanBatch& batch, Backend backend, std::optional<int> rank = std::nullopt);
+MemoryNeed memory_need(const PlanBatch& batch, Backend backend, std::optional<int> rank = std::nullopt,
+                       int buffer_sets = 1);
 
 // Host memory available to this process (bytes; see above), and RESHARD_MEMORY_LIMIT_BYTES when set (nullopt when not;
 // kInvalidArgument when it is not a byte count).
