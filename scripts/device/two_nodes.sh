@@ -4,7 +4,8 @@
 # would between nodes; reshard plans for 2 ranks per node with a profile calibrated under the emulation (`reshard
 # calibrate --nccl-link`), so it carries a node's own traffic one-sided over NVLink (mixed steps) and sends into each
 # node once what several of its ranks need (relayed steps; docs/planner.md, "Many nodes"). Per case at 256 MiB and
-# 1 GiB f32: reshard's plan (auto) and the flat NCCL plan (--transport nccl --relay never), each run verified, with
+# 1 GiB f32: reshard's plan (auto) and the flat NCCL plan (--transport nccl --relay never, no hierarchical all_reduce),
+# each run from its plan file, verified, with
 # the bytes between nodes (counted from the ranks' programs and from the plan) and the least the layouts need; the
 # link: a 1 GiB transfer from GPU 0 to GPU 2 under the same settings (bound = least bytes into a node / its rate).
 # Then reshard.torch against DTensor.redistribute under the same NCCL settings (python/bench/bench_torch.py). Files
@@ -37,15 +38,20 @@ for shape in "${SHAPES[@]}"; do
       flags=$([ $form = flat ] && echo "--transport nccl --relay never" || echo "")
       name=$(echo "$c $shape $form" | tr -c 'A-Za-z0-9\n' '_')
       $R plan $c --shape $shape --ranks-per-node 2 --profile $P $flags --json "$OUT/plan_$name.json" > /dev/null 2>&1
-      timeout 150 $R run --backend nccl --iters 10 $c --shape $shape --ranks-per-node 2 --profile $P $flags \
-        > "$OUT/run_$name.txt" 2>&1
+      if [ $form = flat ]; then  # flat: no hierarchical all_reduce either (the key dropped; the plan priced anew)
+        python3 -c "import json, sys; p = json.load(open(sys.argv[1])); [s.pop('hierarchical', None) for s in p['steps']]
+json.dump(p, open(sys.argv[2], 'w'))" "$OUT/plan_$name.json" "$OUT/stripped.json"
+        $R plan --load "$OUT/stripped.json" --json "$OUT/plan_$name.json" > /dev/null 2>&1
+      fi
+      timeout 150 $R run --backend nccl --iters 10 --plan "$OUT/plan_$name.json" > "$OUT/run_$name.txt" 2>&1
       python3 - "$OUT/plan_$name.json" "$OUT/run_$name.txt" "$c $shape $form" <<'PY' | tee -a "$OUT/two_nodes.txt"
 import json, sys
 plan = json.load(open(sys.argv[1]))
 rows = [l for l in open(sys.argv[2]) if l.startswith("  ")]
 verified = [l.strip() for l in open(sys.argv[2]) if "verified" in l]
 nodes = [l.strip("# \n") for l in open(sys.argv[2]) if l.startswith("# between nodes")]
-route = next((c["route"] for c in plan["candidates"] if c["estimated_us"] == plan["estimated_us"]), "?")
+route = " + ".join(f"{s['kind']}/{s.get('transport', '')}" + ("/hierarchical" if s.get("hierarchical") else "") +
+                   ("/mixed" if s.get("mixed") else "") + ("/relayed" if s.get("relayed") else "") for s in plan["steps"])
 print(f"{sys.argv[3]} | {route} | est {plan['estimated_us']:.0f} us | {nodes[-1] if nodes else 'no node count'} | "
       f"{rows[-1].split()[-8:] if rows else 'no run'} | {verified[-1] if verified else 'not verified'}")
 PY
