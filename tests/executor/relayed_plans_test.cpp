@@ -41,8 +41,13 @@ std::vector<RelayCase> relay_cases() {
           same("S0S1_to_RR_on_2x4_nodes", {2, 4}, "S0,S1", "R,R", 4),
           same("S0S1_to_S1R_on_4x2_nodes", {4, 2}, "S0,S1", "S1,R", 2),
           same("uneven_S1_to_R_on_3_nodes", {6}, "S1", "R", 2),
+          // Replicated sources: every rank of a node reads a block held on other nodes from one holder (per node).
+          same("S0R_to_RR_on_4x2_nodes", {2, 4}, "S0,R", "R,R", 2),
+          same("S0R_to_RR_on_3x2_nodes", {3, 2}, "S0,R", "R,R", 2),
           // Between meshes: training ranks 0,1 (one node) -> serving ranks 2,3 (the other), both needing everything.
           RelayCase{"cross_mesh_0_1_to_2_3", Layout(Mesh({2}, {0, 1}, 4), parse_placements("S0"), shape),
+                    Layout(Mesh({2}, {2, 3}, 4), parse_placements("R"), shape), 2},
+          RelayCase{"cross_mesh_replicated_0_1_to_2_3", Layout(Mesh({2}, {0, 1}, 4), parse_placements("R"), shape),
                     Layout(Mesh({2}, {2, 3}, 4), parse_placements("R"), shape), 2}};
 }
 

@@ -10,7 +10,9 @@
 //   3. otherwise a holder on r's node, if there is one: of the block's holders on that node, listed in
 //      row-major order of their replicated coordinates, the one at position (r's row-major index over the
 //      replicated mesh dims) mod (their number), which spreads destinations over them;
-//   4. otherwise the aligned holder.
+//   4. otherwise the aligned holder (HolderSpread::kPerRank); for a relayed step (HolderSpread::kPerNode) the holder
+//      listed at (r's node) mod (the block's holders), the same for every rank of r's node, so the relay rule
+//      (planner/src/plan/relays.hpp) carries the block into the node once.
 // Aligned holders split the destinations of a block evenly between its replicas (each replica serves the
 // destinations that share its replicated coordinates), which keeps the busiest sender's volume at its share:
 // the balance rule. Every byte a rank needs and does not hold crosses a link exactly once, so the p2p step moves
@@ -43,14 +45,18 @@ namespace detail {
 class TransferClasses;
 }
 
+// Rule 4 above: which holder a rank reads a block from when none is on its node.
+enum class HolderSpread { kPerRank, kPerNode };
+
 class OverlapIndex {
  public:
   // Layouts on the same mesh and shape. kInvalidArgument when the target creates a Partial placement, or the
   // reduced Partial dims of the source mix reduce ops.
-  OverlapIndex(const Layout& src, const Layout& dst, const Topology& topology, int element_size);
+  OverlapIndex(const Layout& src, const Layout& dst, const Topology& topology, int element_size,
+               HolderSpread spread = HolderSpread::kPerRank);
   // The same over rank boxes already built (shared, not copied: on a 16k-rank mesh each is megabytes).
   OverlapIndex(std::shared_ptr<const RankBoxes> src, std::shared_ptr<const RankBoxes> dst, const Topology& topology,
-               int element_size);
+               int element_size, HolderSpread spread = HolderSpread::kPerRank);
 
   // Transfers into `dst_rank` (its local copy included), appended to `out` in row-major block order.
   void transfers_into(int dst_rank, std::vector<Transfer>& out) const;
@@ -87,6 +93,7 @@ class OverlapIndex {
   const RankBoxes& src_boxes() const { return src_; }
   const RankBoxes& dst_boxes() const { return dst_; }
   const Topology& topology() const { return topology_; }
+  HolderSpread spread() const { return spread_; }
   const PartialRoles& partial_roles() const { return roles_; }
 
  private:
@@ -124,6 +131,7 @@ class OverlapIndex {
   const RankBoxes& dst_ = *dst_boxes_;
   Topology topology_;
   int element_size_;
+  HolderSpread spread_;
   std::vector<ChunkList> src_chunks_, dst_chunks_;
   std::vector<int> src_free_dims_;  // mesh dims where the source is Replicate (size > 1)
   std::vector<int> dst_free_dims_;

@@ -12,8 +12,8 @@ namespace {
 // The source side of the transfer rule: blocks, their holders, and per tensor dim the source's chunks.
 class CrossOverlap {
  public:
-  CrossOverlap(const Layout& a, const Layout& b, const Topology& topology, int element_size)
-      : a_(a), b_(b), topology_(topology), es_(element_size) {
+  CrossOverlap(const Layout& a, const Layout& b, const Topology& topology, int element_size, HolderSpread spread)
+      : a_(a), b_(b), topology_(topology), es_(element_size), spread_(spread) {
     const Mesh& m = a.mesh();
     for (int k = 0; k < m.ndim(); ++k) {
       if (m.dim_size(k) == 1) continue;
@@ -106,13 +106,15 @@ class CrossOverlap {
   int holder(Index blk, int r, Index own_block, Index position) const {
     return pick_holder(
         r, blk == own_block, blk == own_block ? r : listed(blk, position % replicas_), topology_,
-        [&] { return holders_.of(blk); }, [&] { return position; });
+        [&] { return holders_.of(blk); }, [&] { return position; }, spread_, [&](Index i) { return listed(blk, i); },
+        replicas_);
   }
 
   const Layout& a_;
   const Layout& b_;
   Topology topology_;
   int es_;
+  HolderSpread spread_;
   std::vector<int> block_dims_, free_dims_, partial_dims_;
   Index contributions_ = 1;
   std::vector<std::vector<Chunk>> chunks_;
@@ -128,8 +130,8 @@ bool needs_cross_mesh(const Layout& a, const Layout& b) {
 }
 
 std::vector<Transfer> cross_mesh_transfers(const Layout& a, const Layout& b, const Topology& topology, int element_size,
-                                           std::optional<int> scope_rank) {
-  const CrossOverlap overlap(a, b, topology, element_size);
+                                           std::optional<int> scope_rank, HolderSpread spread) {
+  const CrossOverlap overlap(a, b, topology, element_size, spread);
   const int n = a.mesh().world_size();
   std::vector<Transfer> all;
   for (int r = 0; r < n; ++r) {

@@ -14,6 +14,7 @@
 #include <optional>
 #include <vector>
 
+#include "reshard/overlap.hpp"
 #include "reshard/plan.hpp"
 
 namespace reshard::detail {
@@ -23,8 +24,10 @@ namespace reshard::detail {
 bool needs_cross_mesh(const Layout& a, const Layout& b);
 
 // The p2p step's transfers from `a` to `b` (canonical placements, `b` creating no Partial placement) by the rule
-// above: every transfer sorted by (src, dst), or those `scope_rank` sends or receives.
+// above: every transfer sorted by (src, dst), or those `scope_rank` sends or receives; `spread` as a relayed step
+// (kPerNode) or any other (kPerRank) takes them.
 std::vector<Transfer> cross_mesh_transfers(const Layout& a, const Layout& b, const Topology& topology, int element_size,
-                                           std::optional<int> scope_rank = std::nullopt);
+                                           std::optional<int> scope_rank = std::nullopt,
+                                           HolderSpread spread = HolderSpread::kPerRank);
 
 }  // namespace reshard::detail

@@ -7,7 +7,9 @@
 //   1. r itself when it holds the block (a local copy);
 //   2. otherwise the holder listed at p(r) mod n, when it is on r's node;
 //   3. otherwise, of the holders on r's node (in list order), the one at p(r) mod their number;
-//   4. otherwise the holder listed at p(r) mod n.
+//   4. otherwise the holder listed at p(r) mod n (HolderSpread::kPerRank), or, for relayed steps
+//      (HolderSpread::kPerNode), the holder listed at node(r) mod n: every rank of a node that reads the block from
+//      another node reads it from one holder, which the relay rule (relays.hpp) sends into the node once.
 // On one mesh p(r) is r's row-major index over the source's Replicate mesh dims, so the holder listed at p(r) is the
 // one with r's own coordinates there (the "aligned" holder: every replica serves the targets that share its
 // coordinates), and it is r itself whenever r holds the block. Between meshes p(r) is r's row-major position in the
@@ -19,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include "reshard/overlap.hpp"
 #include "reshard/plan.hpp"
 
 namespace reshard::detail {
@@ -64,17 +67,20 @@ BlockHolders list_holders(Index blocks, Index replicas, const Topology& topology
 
 // The rule above for target rank r: `r_holds` whether r holds the block, `listed` the holder listed at p(r) mod n.
 // holders() gives the block's group of BlockHolders and position() p(r); each is called only when rule 3 needs it.
-template <class Holders, class Position>
-int pick_holder(int r, bool r_holds, int listed, const Topology& topology, Holders holders, Position position) {
+// listed_at(i) gives the holder listed at i < n, called only by rule 4 under kPerNode.
+template <class Holders, class Position, class ListedAt>
+int pick_holder(int r, bool r_holds, int listed, const Topology& topology, Holders holders, Position position,
+                HolderSpread spread, ListedAt listed_at, Index n) {
   if (r_holds) return r;
   if (listed == r || topology.same_node(listed, r)) return listed;
-  const std::span<const NodeRank> group = holders();
-  if (group.size() <= 1) return listed;
   const int node = topology.node_of(r);
+  const auto off_node = [&] { return spread == HolderSpread::kPerNode && n > 1 ? listed_at(node % n) : listed; };
+  const std::span<const NodeRank> group = holders();
+  if (group.size() <= 1) return off_node();
   const auto lo =
-      std::lower_bound(group.begin(), group.end(), node, [](const NodeRank& h, int n) { return h.first < n; });
-  const auto hi = std::upper_bound(lo, group.end(), node, [](int n, const NodeRank& h) { return n < h.first; });
-  if (lo == hi) return listed;
+      std::lower_bound(group.begin(), group.end(), node, [](const NodeRank& h, int k) { return h.first < k; });
+  const auto hi = std::upper_bound(lo, group.end(), node, [](int k, const NodeRank& h) { return k < h.first; });
+  if (lo == hi) return off_node();
   return (lo + static_cast<std::ptrdiff_t>(position() % (hi - lo)))->second;
 }
 

@@ -25,17 +25,23 @@ std::vector<int> free_mesh_dims(const Layout& l, bool with_partial) {
 
 }  // namespace
 
-OverlapIndex::OverlapIndex(const Layout& src, const Layout& dst, const Topology& topology, int element_size)
+OverlapIndex::OverlapIndex(const Layout& src, const Layout& dst, const Topology& topology, int element_size,
+                           HolderSpread spread)
     : src_boxes_(std::make_shared<const RankBoxes>(src)),
       dst_boxes_(std::make_shared<const RankBoxes>(dst)),
       topology_(topology),
-      element_size_(element_size) {
+      element_size_(element_size),
+      spread_(spread) {
   init();
 }
 
 OverlapIndex::OverlapIndex(std::shared_ptr<const RankBoxes> src, std::shared_ptr<const RankBoxes> dst,
-                           const Topology& topology, int element_size)
-    : src_boxes_(std::move(src)), dst_boxes_(std::move(dst)), topology_(topology), element_size_(element_size) {
+                           const Topology& topology, int element_size, HolderSpread spread)
+    : src_boxes_(std::move(src)),
+      dst_boxes_(std::move(dst)),
+      topology_(topology),
+      element_size_(element_size),
+      spread_(spread) {
   init();
 }
 
@@ -133,7 +139,13 @@ int OverlapIndex::choose_holder(int dst_rank, const Dims& dst_coord, const Dims&
         return std::span<const detail::NodeRank>(holders_.data() + holders_begin_[b],
                                                  holders_.data() + holders_begin_[b + 1]);
       },
-      [&] { return encode(src().mesh(), src_free_dims_, dst_coord); });
+      [&] { return encode(src().mesh(), src_free_dims_, dst_coord); }, spread_,
+      [&](Index i) {  // the holder listed at i: the block's coordinates, the i-th replicated ones
+        Dims coord = aligned;
+        decode(src().mesh(), src_free_dims_, i, coord);
+        return rank_at(coord);
+      },
+      combos(src().mesh(), src_free_dims_));
 }
 
 void OverlapIndex::transfers_into(int dst_rank, std::vector<Transfer>& out) const {

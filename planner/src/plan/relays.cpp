@@ -81,16 +81,25 @@ std::vector<Transfer> rank_relayed_transfers(std::vector<Transfer> node_in, std:
   return out;
 }
 
+std::vector<Transfer> per_node_transfers(const Layout& from, const Layout& to, const Topology& topology,
+                                         int element_size) {
+  if (needs_cross_mesh(from, to))
+    return cross_mesh_transfers(from, to, topology, element_size, std::nullopt, HolderSpread::kPerNode);
+  return OverlapIndex(from, to, topology, element_size, HolderSpread::kPerNode).all_transfers();
+}
+
 std::vector<Transfer> planned_transfers(const Layout& from, const Layout& to, const Topology& topology,
                                         int element_size, std::optional<int> scope, bool relayed,
                                         const OverlapIndex* known) {
   const bool cross = needs_cross_mesh(from, to);
+  const HolderSpread spread = relayed ? HolderSpread::kPerNode : HolderSpread::kPerRank;
+  if (known && known->spread() != spread) known = nullptr;
   std::optional<OverlapIndex> made;
-  if (!cross && !known) made.emplace(from, to, topology, element_size);
+  if (!cross && !known) made.emplace(from, to, topology, element_size, spread);
   const OverlapIndex* index = known ? known : made ? &*made : nullptr;
   if (!scope) {
     std::vector<Transfer> all =
-        cross ? cross_mesh_transfers(from, to, topology, element_size) : index->all_transfers();
+        cross ? cross_mesh_transfers(from, to, topology, element_size, std::nullopt, spread) : index->all_transfers();
     if (relayed) relay_transfers(all, topology);
     return all;
   }
@@ -98,12 +107,12 @@ std::vector<Transfer> planned_transfers(const Layout& from, const Layout& to, co
   // Every transfer into `r` and (`sent`) every one `r` sends.
   auto into = [&](int r, std::vector<Transfer>& out) {
     if (!cross) return index->transfers_into(r, out);
-    for (const Transfer& t : cross_mesh_transfers(from, to, topology, element_size, r))
+    for (const Transfer& t : cross_mesh_transfers(from, to, topology, element_size, r, spread))
       if (t.dst == r) out.push_back(t);
   };
   std::vector<Transfer> sent;
   if (cross) {
-    for (const Transfer& t : cross_mesh_transfers(from, to, topology, element_size, rank))
+    for (const Transfer& t : cross_mesh_transfers(from, to, topology, element_size, rank, spread))
       if (t.src == rank) sent.push_back(t);
   } else {
     index->transfers_from(rank, sent);

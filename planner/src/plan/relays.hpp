@@ -1,7 +1,9 @@
 // Relayed p2p steps (Step::relayed, Transfer::via): the rule that picks which transfers of a step are relayed, and by
 // which rank (internal to the planner).
 //
-// Rule: the transfers of a step from one sender to ranks of another node that carry the same region form a group; a
+// Rule: a relayed step takes its holders per node (HolderSpread::kPerNode: every rank of a node that reads a block
+// from another node reads it from one holder), then the transfers from one sender to ranks of another node that
+// carry the same region form a group; a
 // group of k >= 2 crosses into the node once, to its member at position (sender mod k) in rank order (the relay; the
 // senders' groups spread over the node's ranks), and the relay forwards the region to the other k - 1 members. So a
 // byte crosses between two nodes at most once per (sender, node) instead of once per receiving rank. Whether a
@@ -29,10 +31,15 @@ bool relays_any(const std::vector<Transfer>& transfers, const Topology& topology
 std::vector<Transfer> rank_relayed_transfers(std::vector<Transfer> node_in, std::vector<Transfer> from_rank, int rank,
                                              const Topology& topology);
 
+// Every transfer of the p2p step from `from` to `to` with holders picked as a relayed step picks them
+// (HolderSpread::kPerNode), sorted by (src, dst), not yet relayed.
+std::vector<Transfer> per_node_transfers(const Layout& from, const Layout& to, const Topology& topology,
+                                         int element_size);
+
 // The planner's transfers of a p2p step from `from` to `to` (canonical placements): every rank's, or (`scope`) those
-// that rank sends, receives or relays, sorted by (src, dst); relayed by the rule when `relayed`. Between meshes
-// (cross_mesh_transfers.hpp) or on one (OverlapIndex, or `index` where the caller holds the step's), as
-// needs_cross_mesh says.
+// that rank sends, receives or relays, sorted by (src, dst); with holders per node and relayed by the rule when
+// `relayed`. Between meshes (cross_mesh_transfers.hpp) or on one (OverlapIndex, or `index` where the caller holds
+// the step's and its spread is the step's), as needs_cross_mesh says.
 std::vector<Transfer> planned_transfers(const Layout& from, const Layout& to, const Topology& topology,
                                         int element_size, std::optional<int> scope, bool relayed,
                                         const OverlapIndex* index = nullptr);

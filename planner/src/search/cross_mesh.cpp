@@ -189,7 +189,7 @@ Plan make_cross_mesh_plan(const Layout& src, const Layout& dst, DType dtype, con
   for (const Built& c : built) spec.candidates.push_back(c.summary);
   spec.steps = best->steps;
   Step& first = spec.steps.front();
-  std::vector<Transfer> chosen = all;
+  std::vector<Transfer> chosen = first.relayed ? per_node_transfers(csrc, mid, options.topology, es) : all;
   if (first.relayed) relay_transfers(chosen, options.topology);
   if (!rank) {
     first.transfers = std::move(chosen);

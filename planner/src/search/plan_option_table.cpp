@@ -14,8 +14,8 @@ using K = OptionKind;
 
 constexpr std::array kSpecs = {
     PlanOptionSpec{"strategy", K::kChoice, "auto, collective, p2p or hybrid", "p2p"},
-    PlanOptionSpec{"transport", K::kChoice, "auto, nccl (two-sided, staged) or nvlink (one-sided peer copies, one host)",
-                   "nccl"},
+    PlanOptionSpec{"transport", K::kChoice,
+                   "auto, nccl (two-sided, staged) or nvlink (one-sided peer copies, one host)", "nccl"},
     PlanOptionSpec{"fuse", K::kChoice,
                    "auto, always or never: run an nvlink step's peer copies as one kernel per rank (small tensors)",
                    "never"},

@@ -20,9 +20,10 @@ bool node_aware(const Layout& mesh_layout, const PlanOptions& options) {
 
 void node_aware_step(std::vector<Transfer> all, const RankBoxes& a, const RankBoxes& b, const StepPricer& pricer,
                      const PlanOptions& options, PricedStep& step) {
-  std::vector<Transfer> relayed = all;
+  std::vector<Transfer> relayed;
   bool relays = false;
   if (options.relay != Relay::kNever) {
+    relayed = per_node_transfers(a.layout(), b.layout(), pricer.model().topology(), pricer.element_size());
     relay_transfers(relayed, pricer.model().topology());
     relays = std::any_of(relayed.begin(), relayed.end(), [](const Transfer& t) { return t.is_relayed(); });
   }

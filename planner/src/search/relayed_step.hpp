@@ -19,9 +19,10 @@ inline constexpr size_t kMaxNodeAwareTransfers = size_t(1) << 16;
 bool node_aware(const Layout& mesh_layout, const PlanOptions& options);
 
 // `all`: every transfer of the nccl p2p step `step` (a step that reduces nothing) from `a` to `b`. Of the step as it
-// is, relayed (where the rule relays some transfer and options.relay is not never) and mixing transports (where
-// options.transport is auto and the topology has peer access), each form also both, `step` becomes the cheapest
-// (options.relay always: the cheapest relayed one, where the rule relays something).
+// is, relayed (its transfers with holders per node, relays.hpp, where the rule relays some transfer and
+// options.relay is not never) and mixing transports (where options.transport is auto and the topology has peer
+// access), each form also both, `step` becomes the cheapest (options.relay always: the cheapest relayed one, where
+// the rule relays something).
 void node_aware_step(std::vector<Transfer> all, const RankBoxes& a, const RankBoxes& b, const StepPricer& pricer,
                      const PlanOptions& options, PricedStep& step);
 
