@@ -3,7 +3,7 @@
 # (NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1, sockets on the loopback interface), so every byte NCCL carries travels as it
 # would between nodes; reshard plans for 2 ranks per node with a profile calibrated under the emulation (`reshard
 # calibrate --nccl-link`), so it carries a node's own traffic one-sided over NVLink (mixed steps) and sends into each
-# node once what several of its ranks need (relayed steps; docs/planner.md, "Many nodes"). Per case at 256 MiB and
+# node once what several of its ranks need (relayed steps; docs/nodes.md). Per case at 256 MiB and
 # 1 GiB f32: reshard's plan (auto) and the flat NCCL plan (--transport nccl --relay never, no hierarchical all_reduce),
 # each run from its plan file, verified, with
 # the bytes between nodes (counted from the ranks' programs and from the plan) and the least the layouts need; the
