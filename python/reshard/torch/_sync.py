@@ -35,6 +35,7 @@ the CPU suite checks):
 
 import collections
 import collections.abc
+import itertools
 import re
 
 import torch
@@ -44,9 +45,15 @@ from .. import _args, _core
 from .. import _sync_request as rules
 from . import _layout, _ops, _runtime
 
-_decided = {}  # (members, strategy, budget, every tensor's layouts) -> (PlanArgs list, groups)
+# (members, strategy, budget, every tensor's layouts) -> (PlanArgs list, pieces, groups, token). The token, a small
+# int unique to the decision, keys what later calls reuse (_sync_run's executors and staging): hashing the whole key
+# once per tensor cost more than the move on a 291-tensor set.
+_decided = {}
 _DECIDED_KEPT = 64
+_tokens = itertools.count()
 _runtime.clear_hooks.append(_decided.clear)
+_sides = {}  # (role, mesh, placements, tensor ndim, world) -> rules.Side (checked once, reused by later calls)
+_runtime.clear_hooks.append(_sides.clear)
 _agreements = collections.Counter()  # members -> syncs so far (fresh store keys per sync)
 
 # Source dtype -> the target dtypes the move converts it to (reshard/dtype_convert.hpp: floating types).
@@ -110,23 +117,24 @@ def move_state_dict(sources, targets, *, dtype=None, block_scales=None, scales=N
     if me not in members:
         return {}
     key = (members, strategy, budget, tuple(t.key() for t in tensors))
+    from . import _sync_run
+
     decided = _decided.get(key)
     if decided is None:
-        decided = _decide(tensors, members, me, strategy, budget)
+        decided = _decide(tensors, members, me, strategy, budget) + (next(_tokens),)
         if len(_decided) >= _DECIDED_KEPT:
             _decided.clear()
+            _sync_run.forget()
         _decided[key] = decided
-    args, pieces, groups = decided
+    args, pieces, groups, token = decided
     device = torch.cuda.current_device()
     _agreements[members] += 1
     key_text = f"{rules.PREFIX}/" + "-".join(map(str, members)) + f"/{_agreements[members]}"
     problem = rules.agree(_runtime._default_store(), key_text, members, me, _local_problem(tensors, me, device))
     if problem:
         raise ValueError(problem)
-    from . import _sync_run
-
     return _sync_run.run(tensors, pieces, args, groups, members, me, device,
-                         key + (device,) if budget is None else None, progress)
+                         (token, device) if budget is None else None, progress)
 
 
 def _decide(tensors, members, me, strategy, budget):
@@ -291,6 +299,13 @@ def _target(t, target, world, wanted):
 def _side(name, role, mesh, placements, ndim, world):
     from torch.distributed.device_mesh import DeviceMesh
 
+    try:
+        key = (role, mesh, tuple(placements), ndim, world)
+        side = _sides.get(key)
+    except TypeError:  # unhashable: checked below, not kept
+        key = side = None
+    if side is not None:
+        return side
     if not isinstance(mesh, DeviceMesh):
         raise ValueError(rules.problem(name, f"the {role} mesh is a {type(mesh).__name__}, not a DeviceMesh"))
     shape, ranks, _ = _ops.mesh_info(mesh)
@@ -299,7 +314,12 @@ def _side(name, role, mesh, placements, ndim, world):
         text = _args.placements_text(placements)
     except ValueError as e:
         raise ValueError(rules.problem(name, f"{role} placements: {e}")) from None
-    return rules.Side(tuple(shape), tuple(ranks), rules.canonical_placements(name, role, text, ndim))
+    side = rules.Side(tuple(shape), tuple(ranks), rules.canonical_placements(name, role, text, ndim))
+    if key is not None:
+        if len(_sides) >= 1024:
+            _sides.clear()
+        _sides[key] = side
+    return side
 
 
 def _local_problem(tensors, me, device):

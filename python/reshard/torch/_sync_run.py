@@ -12,9 +12,9 @@ on the current stream, with the conversion routes' work before and after (_sync_
 - Destinations given by the caller are written in place when dense; otherwise a dense temporary is written and copied
   into them on the same stream.
 - Without a memory budget each group's executor (one group, or one per conversion pair) and the routes' staging
-  tensors are kept (keyed by the members, the layouts, the device and the group) and reused by later calls, so a
-  repeat call allocates nothing but the new targets it returns; with one, each group's executor and staging are freed
-  once its group has finished.
+  tensors are kept (keyed by the decision's token, the device and the group) and reused by later calls, so a repeat
+  call allocates nothing but the new targets it returns; with one, each group's executor and staging are freed once
+  its group has finished.
 """
 
 import torch
@@ -29,6 +29,12 @@ _PREPARED_KEPT = 16
 _runtime.clear_hooks.append(_prepared.clear)
 _runtime.clear_hooks.append(_staging.clear)
 _placeholders = {}  # device -> a one-element tensor whose address stands for an empty buffer
+
+
+def forget():
+    """Drops every kept executor and staging tensor (their decisions were forgotten)."""
+    _prepared.clear()
+    _staging.clear()
 
 
 def _placeholder(device):
