@@ -43,7 +43,7 @@ import torch.distributed as dist
 
 from .. import _args, _core
 from .. import _sync_request as rules
-from . import _layout, _ops, _runtime
+from . import _layout, _ops, _runtime, _sync_repeat
 
 # (members, strategy, budget, every tensor's layouts) -> (PlanArgs list, pieces, groups, token). The token, a small
 # int unique to the decision, keys what later calls reuse (_sync_run's executors and staging): hashing the whole key
@@ -54,6 +54,7 @@ _tokens = itertools.count()
 _runtime.clear_hooks.append(_decided.clear)
 _sides = {}  # (role, mesh, placements, tensor ndim, world) -> rules.Side (checked once, reused by later calls)
 _runtime.clear_hooks.append(_sides.clear)
+_runtime.clear_hooks.append(_sync_repeat.forget)
 _agreements = collections.Counter()  # members -> syncs so far (fresh store keys per sync)
 
 # Source dtype -> the target dtypes the move converts it to (reshard/dtype_convert.hpp: floating types).
@@ -111,7 +112,19 @@ def move_state_dict(sources, targets, *, dtype=None, block_scales=None, scales=N
     strategy = strategy or _runtime.settings.strategy
     budget = _args.byte_count("memory_budget", memory_budget if memory_budget is not None else
                               _runtime.settings.memory_budget)
-    tensors = _request(sources, targets, dtype, block_scales, scales)
+    world = dist.get_world_size()
+    tensors = _sync_repeat.reuse(sources, targets, dtype, block_scales, scales, world)
+    if tensors is None:
+        tensors = _request(sources, targets, dtype, block_scales, scales)
+        _sync_repeat.remember(sources, targets, dtype, block_scales, scales, world, tensors)
+    try:
+        return _move(tensors, strategy, budget, progress)
+    finally:
+        _sync_repeat.release(tensors)
+
+
+def _move(tensors, strategy, budget, progress):
+    """The checked request's move on this rank (the rest of move_state_dict)."""
     me = dist.get_rank()
     members = rules.members(tensors[0].src, [t.dst for t in tensors]) if tensors else ()
     if me not in members:
