@@ -114,16 +114,20 @@ def buffer_problem(name, rank, role, shape, want_shape, device, want_device, dty
     return ""
 
 
-def agree(store, key, members_, me, own):
+def agree(store, key, members_, me, own, retire=None):
     """The first member's problem in rank order ("" when none), the same on every member: each member sets its own
-    under `key`/rank (a fresh key per sync) and reads the others' (store: set(key, str), get(key) -> bytes, blocking
-    until the key is set)."""
+    under `key`/rank (a fresh key per sync) and reads every other's (store: set(key, str), get(key) -> bytes, blocking
+    until the key is set). `retire`: the key of this member's sync two before, deleted where the store can
+    (delete_key): a member reads every key of a sync before it sets its key of the next, so once this member has read
+    every key of the last sync, every member has read its key of the one before."""
     store.set(f"{key}/{me}", own)
-    for r in members_:
-        text = own if r == me else bytes(store.get(f"{key}/{r}")).decode()
-        if text:
-            return text
-    return ""
+    texts = [own if r == me else bytes(store.get(f"{key}/{r}")).decode() for r in members_]
+    if retire is not None and hasattr(store, "delete_key"):
+        try:
+            store.delete_key(f"{retire}/{me}")
+        except RuntimeError:  # a store that cannot delete keeps it
+            pass
+    return next((text for text in texts if text), "")
 
 
 # Where a tensor's dtype changes in the move (conversion_route), and the parts of it the batch moves (pieces):

@@ -96,6 +96,10 @@ class _Store:
             self.cond.wait_for(lambda: key in self.values, timeout=10)
             return self.values[key]
 
+    def delete_key(self, key):
+        with self.cond:
+            return self.values.pop(key, None) is not None
+
 
 @pytest.mark.parametrize("bad", [[], [3], [1, 3], [0, 1, 3]])
 def test_members_agree_on_the_first_problem(bad):
@@ -112,3 +116,24 @@ def test_members_agree_on_the_first_problem(bad):
         t.join()
     want = f"problem of rank {min(bad)}" if bad else ""
     assert got == {r: want for r in members}
+
+
+def test_members_delete_their_keys_two_syncs_back():
+    """Many syncs in a row, members at their own pace: every sync agrees, and the store keeps at most the last two
+    syncs' keys (a member's key is deleted only after every member has read it)."""
+    members, syncs = (0, 1, 3), 40
+    store, got = _Store(), {r: [] for r in (0, 1, 3)}
+
+    def member(r):
+        for c in range(1, syncs + 1):
+            own = f"problem of rank {r} at {c}" if (c % 7 == 0 and r == 1) else ""
+            got[r].append(rules.agree(store, f"sync/{c}", members, r, own, f"sync/{c - 2}" if c > 2 else None))
+
+    threads = [threading.Thread(target=member, args=(r,)) for r in members]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    want = [f"problem of rank 1 at {c}" if c % 7 == 0 else "" for c in range(1, syncs + 1)]
+    assert all(got[r] == want for r in members)
+    assert sorted(store.values) == sorted(f"sync/{c}/{r}" for c in (syncs - 1, syncs) for r in members)

@@ -142,8 +142,9 @@ def _move(tensors, strategy, budget, progress):
     args, pieces, groups, token = decided
     device = torch.cuda.current_device()
     _agreements[members] += 1
-    key_text = f"{rules.PREFIX}/" + "-".join(map(str, members)) + f"/{_agreements[members]}"
-    problem = rules.agree(_runtime._default_store(), key_text, members, me, _local_problem(tensors, me, device))
+    count, prefix = _agreements[members], f"{rules.PREFIX}/" + "-".join(map(str, members))
+    problem = rules.agree(_runtime._default_store(), f"{prefix}/{count}", members, me,
+                          _local_problem(tensors, me, device), f"{prefix}/{count - 2}" if count > 2 else None)
     if problem:
         raise ValueError(problem)
     return _sync_run.run(tensors, pieces, args, groups, members, me, device,
