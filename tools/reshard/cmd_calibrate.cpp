@@ -51,7 +51,7 @@ Command add_calibrate_command(CLI::App& app) {
       cal.profile.source += "; " + calibrate_mapping(cal.profile, f->iters, 300);
     } else {
       cal.profile.source += !f->no_mapping ? "; nvlink map_us and first_map_us from the base profile (no peer access)"
-                                       : "; nvlink map_us and first_map_us from the base profile (--no-mapping)";
+                                           : "; nvlink map_us and first_map_us from the base profile (--no-mapping)";
     }
     Output out = Output::open(f->out, "--out");
     out.write(profile_to_json(cal.profile));
