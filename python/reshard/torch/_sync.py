@@ -69,7 +69,7 @@ class _Tensor:
     """One tensor of the request: its two sides in reshard's terms (rules.Side) and this rank's buffers."""
 
     __slots__ = ("name", "src", "dst", "shape", "dtype", "to_dtype", "source", "dest", "dest_dtensor", "target_mesh",
-                 "target_placements", "block", "route", "scales_dest", "scales_dest_dtensor")
+                 "target_placements", "block", "route", "scales_dest", "scales_dest_dtensor", "specs")
 
     def key(self):
         return (self.src, self.dst, self.shape, self.dtype, self.to_dtype, self.block)
@@ -211,7 +211,7 @@ def _request(sources, targets, dtype, block_scales=None, scales=None):
     out = []
     for name, x in sources.items():
         t = _Tensor()
-        t.name = name
+        t.name, t.specs = name, {}  # specs: the results' DTensorSpecs by role, made once (_sync_run._wrap)
         if not isinstance(x, DTensor):
             raise ValueError(rules.problem(name, f"the source is a {type(x).__name__}, not a DTensor"))
         t.source = x

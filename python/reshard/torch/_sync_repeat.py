@@ -3,11 +3,12 @@ last call's checked tensors (_sync._request's result) instead of checking every 
 
 The rule: the last request is kept as its checked tensors without their buffers, and a fingerprint holding the
 caller's objects only weakly (a kept request never keeps a tensor alive): the names in order; per name the source
-(the same DTensor object) and the target (the same DTensor, or a (mesh, placements[, tensor]) whose mesh and tensor
-are the same objects and whose placements are equal); dtype and block_scales equal; scales naming the same objects;
-the same world size. A DTensor's mesh, placements, shape and dtype cannot change, so the same objects pass the same
-checks. On a match the buffers (source, destination, the scales' destination) are taken from this call's objects;
-what depends on a rank's buffers (_sync._local_problem) is checked on every call.
+(the same DTensor object) and the target (the same DTensor, or a (mesh, placements[, tensor]) of the same length
+whose mesh is the same object and whose placements are equal: its local tensor, like every local buffer, is checked
+by _sync._local_problem on every call, so any tensor will do); dtype and block_scales equal; scales naming the same
+DTensors where they named DTensors; the same world size. A DTensor's mesh, placements, shape and dtype cannot change,
+so the same objects pass the same checks. On a match the buffers (source, destination, the scales' destination) are
+taken from this call's objects.
 """
 
 import collections.abc
@@ -19,7 +20,7 @@ _last = None  # (_Fingerprint, checked tensors) of the last request
 class _Entry:
     """One name's objects, held weakly."""
 
-    __slots__ = ("name", "source", "target", "kind", "mesh", "placements", "tensor", "size")
+    __slots__ = ("name", "source", "target", "kind", "mesh", "placements", "size")
 
 
 class _Fingerprint:
@@ -55,7 +56,8 @@ def remember(sources, targets, dtype, block_scales, scales, world, tensors):
     fp.entries, fp.world = [], world
     fp.dtype, fp.blocks = _mapping_copy(dtype), _mapping_copy(block_scales)
     try:
-        fp.scales = None if scales is None else {k: _weak(v) for k, v in scales.items()}
+        fp.scales = None if scales is None else {k: _weak(v) if isinstance(v, DTensor) else None
+                                                 for k, v in scales.items()}
         for name, x in sources.items():
             e, target = _Entry(), targets[name]
             e.name, e.source = name, weakref.ref(x)
@@ -64,7 +66,6 @@ def remember(sources, targets, dtype, block_scales, scales, world, tensors):
             else:
                 e.kind, e.size = "tuple", len(target)
                 e.mesh, e.placements = weakref.ref(target[0]), tuple(target[1])
-                e.tensor = _weak(target[2]) if len(target) == 3 else None
             fp.entries.append(e)
     except TypeError:  # an object without weak references: not kept
         return
@@ -75,8 +76,6 @@ def _target_matches(e, target):
     if e.kind == "dtensor":
         return target is _alive(e.target)
     if not isinstance(target, (tuple, list)) or len(target) != e.size or target[0] is not _alive(e.mesh):
-        return False
-    if e.size == 3 and target[2] is not _alive(e.tensor):
         return False
     try:
         return tuple(target[1]) == e.placements
@@ -93,16 +92,21 @@ def reuse(sources, targets, dtype, block_scales, scales, world):
     if (world != fp.world or len(sources) != len(fp.entries) or len(targets) != len(sources)
             or not _same_option(dtype, fp.dtype) or not _same_option(block_scales, fp.blocks)):
         return None
+    from torch.distributed.tensor import DTensor
+
     if scales is None or fp.scales is None:
         if scales is not fp.scales:
             return None
-    elif (not isinstance(scales, collections.abc.Mapping) or scales.keys() != fp.scales.keys()
-          or any(v is not _alive(fp.scales[k]) for k, v in scales.items())):
+    elif not isinstance(scales, collections.abc.Mapping) or scales.keys() != fp.scales.keys():
         return None
+    else:
+        for k, v in scales.items():  # the same DTensors; local tensors (checked every call) where there were some
+            kept = fp.scales[k]
+            if (v is not _alive(kept)) if kept is not None else isinstance(v, DTensor):
+                return None
     for (name, x), e in zip(sources.items(), fp.entries):
         if name != e.name or x is not _alive(e.source) or not _target_matches(e, targets.get(name)):
             return None
-    from torch.distributed.tensor import DTensor
 
     for t, (name, x) in zip(tensors, sources.items()):
         target = targets[name]

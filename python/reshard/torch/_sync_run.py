@@ -149,10 +149,11 @@ def run(tensors, pieces, args, groups, members, me, device, cache_key, progress)
     results = {}
     for i, (data, scales) in outputs.items():
         t = tensors[i]
-        results[t.name] = _wrap(t, data, t.shape, t.to_dtype, t.dest_dtensor, t.dest)
+        results[t.name] = _wrap(t, "data", data, t.shape, t.to_dtype, t.dest_dtensor, t.dest)
         if scales is not None:
             grid = _sync_request.scale_grid_shape(t.shape, t.block)
-            results[t.scale_name()] = _wrap(t, scales, grid, torch.float32, t.scales_dest_dtensor, t.scales_dest)
+            results[t.scale_name()] = _wrap(t, "scales", scales, grid, torch.float32, t.scales_dest_dtensor,
+                                            t.scales_dest)
     return results
 
 
@@ -202,15 +203,18 @@ def _destination(given, shape, dtype, call, copies_back):
     return dense
 
 
-def _wrap(t, local, shape, dtype, dest_dtensor, dest):
+def _wrap(t, role, local, shape, dtype, dest_dtensor, dest):
     """The target DTensor: the caller's DTensor itself, or a new one around the local result (the caller's local
-    destination where it gave one)."""
+    destination where it gave one), its spec made once per tensor and role and shared by later calls."""
     if dest_dtensor is not None:
         return dest_dtensor
     if dest is not None:
         local = dest
-    meta = TensorMeta(torch.Size(shape), _contiguous_stride(shape), dtype)
-    return _dtensor.make(local, DTensorSpec(t.target_mesh, t.target_placements, tensor_meta=meta), False)
+    spec = t.specs.get(role)
+    if spec is None:
+        meta = TensorMeta(torch.Size(shape), _contiguous_stride(shape), dtype)
+        spec = t.specs[role] = DTensorSpec(t.target_mesh, t.target_placements, tensor_meta=meta)
+    return _dtensor.make(local, spec, False)
 
 
 def _contiguous_stride(shape):
