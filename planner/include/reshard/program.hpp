@@ -22,6 +22,7 @@
 #include <variant>
 #include <vector>
 
+#include "reshard/mesh_group.hpp"
 #include "reshard/plan.hpp"
 
 namespace reshard {
@@ -63,18 +64,6 @@ struct PeerTransfer {
   BufferRef buffer;
   Index elements = 0;
 };
-
-// A collective's communicator: this rank's group over `mesh_dims` of the program's mesh, or, with split_dim >= 0, of
-// that mesh with dim split_dim (size s) viewed as two, (s / split_parts, split_parts), the dims numbered on the view
-// (a node split: Step::hierarchical).
-struct GroupSpec {
-  std::vector<int> mesh_dims;
-  int split_dim = -1;
-  int split_parts = 0;
-  friend bool operator==(const GroupSpec&, const GroupSpec&) = default;
-};
-// The mesh a group's dims refer to: `mesh` itself, or its view with split_dim split.
-Mesh group_mesh(const Mesh& mesh, const GroupSpec& group);
 
 struct CollectiveOp {
   StepKind kind = StepKind::kAllGather;  // all_gather, reduce_scatter or all_reduce

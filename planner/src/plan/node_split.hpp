@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "reshard/mesh.hpp"
-#include "reshard/program.hpp"
+#include "reshard/mesh_group.hpp"
 #include "reshard/topology.hpp"
 
 namespace reshard::detail {
