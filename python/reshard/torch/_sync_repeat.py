@@ -75,7 +75,7 @@ def remember(sources, targets, dtype, block_scales, scales, world, tensors):
 def _target_matches(e, target):
     if e.kind == "dtensor":
         return target is _alive(e.target)
-    if not isinstance(target, (tuple, list)) or len(target) != e.size or target[0] is not _alive(e.mesh):
+    if type(target) not in (tuple, list) or len(target) != e.size or target[0] is not _alive(e.mesh):
         return False
     try:
         return tuple(target[1]) == e.placements
@@ -94,6 +94,13 @@ def reuse(sources, targets, dtype, block_scales, scales, world):
         return None
     from torch.distributed.tensor import DTensor
 
+    # Every object is read once and the objects checked are the ones used (a mapping may answer differently each time).
+    items = list(sources.items())
+    chosen = [targets.get(name) for name, _ in items]
+    if len(items) != len(fp.entries):
+        return None
+    if isinstance(scales, collections.abc.Mapping):
+        scales = dict(scales)
     if scales is None or fp.scales is None:
         if scales is not fp.scales:
             return None
@@ -104,12 +111,10 @@ def reuse(sources, targets, dtype, block_scales, scales, world):
             kept = fp.scales[k]
             if (v is not _alive(kept)) if kept is not None else isinstance(v, DTensor):
                 return None
-    for (name, x), e in zip(sources.items(), fp.entries):
-        if name != e.name or x is not _alive(e.source) or not _target_matches(e, targets.get(name)):
+    for (name, x), target, e in zip(items, chosen, fp.entries):
+        if name != e.name or x is not _alive(e.source) or not _target_matches(e, target):
             return None
-
-    for t, (name, x) in zip(tensors, sources.items()):
-        target = targets[name]
+    for t, (name, x), target in zip(tensors, items, chosen):
         t.source = x
         if isinstance(target, DTensor):
             t.dest_dtensor, t.dest = target, target._local_tensor
