@@ -313,15 +313,15 @@ def _target(t, target, world, wanted):
 def _side(name, role, mesh, placements, ndim, world):
     from torch.distributed.device_mesh import DeviceMesh
 
-    try:
-        key = (role, mesh, tuple(placements), ndim, world)
-        side = _sides.get(key)
-    except TypeError:  # unhashable: checked below, not kept
-        key = side = None
-    if side is not None:
-        return side
     if not isinstance(mesh, DeviceMesh):
         raise ValueError(rules.problem(name, f"the {role} mesh is a {type(mesh).__name__}, not a DeviceMesh"))
+    # Kept only for PyTorch's own mesh and placement types (whose equality and hashing are PyTorch's).
+    key = None
+    if type(mesh) is DeviceMesh and all(type(p).__module__.startswith("torch.distributed.tensor") for p in placements):
+        key = (role, mesh, tuple(placements), ndim, world)
+        side = _sides.get(key)
+        if side is not None:
+            return side
     shape, ranks, _ = _ops.mesh_info(mesh)
     rules.check_ranks(name, role, ranks, world)
     try:
