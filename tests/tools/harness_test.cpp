@@ -68,6 +68,9 @@ TEST(MemoryNeed, HostRunCountsEveryRanksTensorsWorkspaceAndMessages) {
   MemoryNeed gpu = memory_need(plan, Backend::kNccl, 1);
   EXPECT_EQ(gpu.host_bytes, 0);
   EXPECT_EQ(gpu.device_bytes, 2 * mib + 2 * mib + plan.peak_workspace_bytes());
+  // Changing buffers (RunOptions::buffers): every set's source and target, one workspace.
+  MemoryNeed sets = memory_need(plan, Backend::kNccl, 1, 27);
+  EXPECT_EQ(sets.device_bytes, 27 * (2 * mib + 2 * mib) + plan.peak_workspace_bytes());
 }
 
 TEST(MemoryNeed, AllGatherStagesTheGroupsData) {
