@@ -12,6 +12,7 @@ message the `reshard` CLI prints for the same input; docs/python.md has the refe
 
 import collections as _collections
 import json as _json
+import math as _math
 
 import numpy as _np
 
@@ -290,8 +291,13 @@ def run_host_batch(mesh, tensors, *, strategy="auto", memory_budget=None, transp
         sizes.append(_global_bytes(args))
         to = args.dtype if t.get("to_dtype") is None else _args.dtype_name(t["to_dtype"])
         shape = tuple(int(v) for v in args.shape.split("x")) if isinstance(args.shape, str) else ()
-        src_side = _sync_request.Side(tuple(_mesh_dims(args.mesh)), (), tuple(args.src.split(",")))
-        dst_side = _sync_request.Side(tuple(_mesh_dims(args.dst_mesh or args.mesh)), (), tuple(args.dst.split(",")))
+        src_dims = tuple(_mesh_dims(args.mesh))
+        dst_dims = tuple(_mesh_dims(args.dst_mesh or args.mesh))
+        src_ranks = tuple(args.ranks) if args.ranks else tuple(range(_math.prod(src_dims)))
+        dst_ranks = tuple(args.dst_ranks) if args.dst_ranks else src_ranks if not args.dst_mesh else tuple(
+            range(_math.prod(dst_dims)))
+        src_side = _sync_request.Side(src_dims, src_ranks, tuple(args.src.split(",")))
+        dst_side = _sync_request.Side(dst_dims, dst_ranks, tuple(args.dst.split(",")))
         route = _sync_request.conversion_route(i, src_side, dst_side, shape, args.dtype, to, t.get("block_scale"),
                                                say=lambda name, text: f"tensor {name}: {text}")
         block = t.get("block_scale")

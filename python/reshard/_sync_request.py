@@ -12,6 +12,7 @@ import collections
 import functools
 import json
 import math
+import re
 
 from . import _core
 
@@ -87,6 +88,32 @@ def local_shapes(mesh_shape, placements, shape):
     return tuple(tuple(r["local_shape"]) for r in json.loads(text)["ranks"])
 
 
+@functools.lru_cache(maxsize=4096)
+def local_boxes(mesh_shape, placements, shape):
+    """Every mesh position's (global offset, local shape) of `shape` placed on a mesh (plain Shard and Replicate
+    placements: each local tensor is that box of the global one)."""
+    text = _core.layout_json("x".join(map(str, mesh_shape)), None, ",".join(placements),
+                             "x".join(map(str, shape)) if shape else [])
+    return tuple((tuple(r["global_offset"]), tuple(r["local_shape"])) for r in json.loads(text)["ranks"])
+
+
+def stays_on_rank(src, dst, shape):
+    """Whether no element crosses between ranks: every target rank is a source rank whose source box holds its target
+    box (plain Shard and Replicate placements on both sides; a Partial or _StridedShard side is taken to move)."""
+    plain = re.compile(r"S\d+|R")
+    if not all(plain.fullmatch(p) for p in src.placements + dst.placements):
+        return False
+    a = local_boxes(src.mesh_shape, src.placements, tuple(shape))
+    b = local_boxes(dst.mesh_shape, dst.placements, tuple(shape))
+    for i, r in enumerate(dst.ranks):
+        if r not in src.ranks:
+            return False
+        (so, ss), (to, ts) = a[src.ranks.index(r)], b[i]
+        if any(t < s or t + n > s + m for s, m, t, n in zip(so, ss, to, ts) if n > 0):
+            return False
+    return True
+
+
 def local_shape(side, shape, rank):
     """`rank`'s local shape of `shape` placed on `side` (None outside the mesh)."""
     if rank not in side.ranks:
@@ -134,8 +161,10 @@ def agree(store, key, members_, me, own, retire=None):
 # - "keep": the dtype stays; one piece, the tensor.
 # - "receiver": the plan converts, in the kernel that writes the target (every source, Partial ones reduced first).
 # - "sender": a narrower target whose source holds each element once (no Partial, no Replicate dim: each element is
-#   converted once): every source rank converts its local tensor into a staging tensor of the target dtype and the
-#   plan moves target-dtype elements, so the wire carries the narrower bytes.
+#   converted once) and some of whose elements cross between ranks: every source rank converts its local tensor into
+#   a staging tensor of the target dtype and the plan moves target-dtype elements, so the wire carries the narrower
+#   bytes. Where nothing crosses (every target box within its rank's own source box: stays_on_rank) the plan's local
+#   copy converts instead, one pass over the data rather than a conversion and a copy.
 # - "block_sender": block-scaled fp8 (reshard/block_scale.hpp) from a source that holds each element once in whole
 #   blocks: every source rank quantizes its local tensor (codes and its blocks' scales) and the batch moves the codes
 #   (as u8) and the scale grid (f32, placed as the data); the wire carries fp8 bytes.
@@ -170,7 +199,8 @@ def conversion_route(name, src, dst, shape, dtype, to_dtype, block=None, say=pro
         if dtype == to_dtype:
             return "keep"
         narrower = _core.dtype_size(to_dtype) < _core.dtype_size(dtype)
-        return "sender" if narrower and holds_each_element_once(src) else "receiver"
+        crosses = not stays_on_rank(src, dst, shape)
+        return "sender" if narrower and crosses and holds_each_element_once(src) else "receiver"
     if to_dtype not in FP8:
         raise ValueError(say(name, "block scales quantize into f8e4m3 (float8_e4m3fn) or f8e5m2 (float8_e5m2), not "
                                    f"{to_dtype}"))

@@ -176,12 +176,23 @@ def test_narrowing_on_the_sender_gives_the_receivers_values():
     g = np.concatenate([np.random.default_rng(3).standard_normal((60, 8)).astype(np.float32) * 50,
                         np.array([[0.0, -0.0, 448.0, 464.0, 1e6, 0.0009765625 * 1.5, 13.0, 2.0**-9]], np.float32)])
     want = fp8_encode(g, "f8e4m3")
-    side = lambda p: rules.Side((2,), (), (p,))
+    side = lambda p: rules.Side((2,), (0, 1), (p,))
     for src, route in [("S0", "sender"), ("R", "receiver"), ("P", "receiver")]:
         assert rules.conversion_route("x", side(src), side("S1"), g.shape, "f32", "f8e4m3") == route
         shards = shards_of(g, [2], src) if src != "P" else [g, np.full_like(g, -0.0)]  # x + -0 is x, -0 too
         outs = reshard.run_host_batch([2], [{"src": src, "dst": "S1", "shards": shards, "to_dtype": "f8e4m3"}])[0]
         assert np.array_equal(outs[0], want[:, :4]) and np.array_equal(outs[1], want[:, 4:]), src
+    # Nothing crosses between ranks (each target box within its rank's source box): the local copy converts.
+    for src, dst in [("S1", "S1"), ("R", "S1")]:
+        assert rules.conversion_route("x", side(src), side(dst), g.shape, "f32", "f8e4m3") == "receiver", src
+        outs = reshard.run_host_batch([2], [{"src": src, "dst": dst, "shards": shards_of(g, [2], src),
+                                             "to_dtype": "f8e4m3"}])[0]
+        assert np.array_equal(outs[0], want[:, :4]) and np.array_equal(outs[1], want[:, 4:]), src
+    assert rules.stays_on_rank(side("S1"), side("S1"), g.shape) and not rules.stays_on_rank(side("S0"), side("S1"),
+                                                                                              g.shape)
+    assert not rules.stays_on_rank(side("S1"), rules.Side((2,), (2, 3), ("S1",)), g.shape)  # other ranks
+    assert rules.stays_on_rank(side("S1"), rules.Side((1, 2), (0, 1), ("R", "S1")), g.shape)  # another mesh shape
+    assert not rules.stays_on_rank(side("S1"), rules.Side((2,), (1, 0), ("S1",)), g.shape)  # ranks swapped
     assert rules.conversion_route("x", side("S0"), side("S1"), g.shape, "bf16", "f32") == "receiver"  # wider
     assert rules.conversion_route("x", side("S0"), side("S1"), g.shape, "bf16", "bf16") == "keep"
 
