@@ -79,29 +79,28 @@ def between(args, src, dst, members_):
     return args
 
 
-@functools.lru_cache(maxsize=4096)
-def local_shapes(mesh_shape, placements, shape):
-    """Every mesh position's local shape of `shape` placed on a mesh, as reshard.layout computes it (_StridedShard
-    too)."""
-    text = _core.layout_json("x".join(map(str, mesh_shape)), None, ",".join(placements),
-                             "x".join(map(str, shape)) if shape else [])
-    return tuple(tuple(r["local_shape"]) for r in json.loads(text)["ranks"])
+_PLAIN = re.compile(r"S\d+|R")  # a canonical Shard or Replicate placement
 
 
 @functools.lru_cache(maxsize=4096)
 def local_boxes(mesh_shape, placements, shape):
-    """Every mesh position's (global offset, local shape) of `shape` placed on a mesh (plain Shard and Replicate
-    placements: each local tensor is that box of the global one)."""
+    """Every mesh position's (global offset, local shape) of `shape` placed on a mesh, as reshard.layout computes them
+    (with plain Shard and Replicate placements each local tensor is that box of the global one)."""
     text = _core.layout_json("x".join(map(str, mesh_shape)), None, ",".join(placements),
                              "x".join(map(str, shape)) if shape else [])
     return tuple((tuple(r["global_offset"]), tuple(r["local_shape"])) for r in json.loads(text)["ranks"])
 
 
+@functools.lru_cache(maxsize=4096)
+def local_shapes(mesh_shape, placements, shape):
+    """Every mesh position's local shape of `shape` placed on a mesh (_StridedShard too)."""
+    return tuple(local for _, local in local_boxes(mesh_shape, placements, shape))
+
+
 def stays_on_rank(src, dst, shape):
     """Whether no element crosses between ranks: every target rank is a source rank whose source box holds its target
     box (plain Shard and Replicate placements on both sides; a Partial or _StridedShard side is taken to move)."""
-    plain = re.compile(r"S\d+|R")
-    if not all(plain.fullmatch(p) for p in src.placements + dst.placements):
+    if not all(_PLAIN.fullmatch(p) for p in src.placements + dst.placements):
         return False
     a = local_boxes(src.mesh_shape, src.placements, tuple(shape))
     b = local_boxes(dst.mesh_shape, dst.placements, tuple(shape))

@@ -18,6 +18,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -46,18 +47,14 @@ std::string tail(const std::string& text, size_t chars = 1500) {
 
 // This process's environment with the launcher's variables set for rank `rank` of `n`.
 std::vector<std::string> rank_environment(int rank, int n, const std::string& token) {
-  const std::string token_key = std::string(kRendezvousTokenEnv) + "=";
   const std::vector<std::string> set = {"RANK=" + std::to_string(rank), "LOCAL_RANK=" + std::to_string(rank),
                                         "WORLD_SIZE=" + std::to_string(n), "LOCAL_WORLD_SIZE=" + std::to_string(n),
-                                        token_key + token};
+                                        std::string(kRendezvousTokenEnv) + "=" + token};
+  auto key = [](std::string_view entry) { return entry.substr(0, entry.find('=')); };
   std::vector<std::string> env;
-  for (char** e = environ; e && *e; ++e) {
-    const std::string_view v(*e);
-    const bool replaced = std::any_of(set.begin(), set.end(), [&](const std::string& s) {
-      return v.substr(0, s.find('=') + 1) == std::string_view(s).substr(0, s.find('=') + 1);
-    });
-    if (!replaced) env.emplace_back(v);
-  }
+  for (char** e = environ; e && *e; ++e)
+    if (std::none_of(set.begin(), set.end(), [&](const std::string& s) { return key(s) == key(*e); }))
+      env.emplace_back(*e);
   env.insert(env.end(), set.begin(), set.end());
   return env;
 }

@@ -140,6 +140,7 @@ class OverlapIndex {
   Dims mesh_strides_;                         // row-major strides of the mesh
   std::vector<std::pair<int, int>> holders_;  // (node, rank) of every holder, grouped by block, node-sorted
   std::vector<Index> holders_begin_;          // per block: first entry in holders_ (size blocks + 1)
+  Index replicas_ = 1;                        // holders per block: combos over src_free_dims_
 };
 
 }  // namespace reshard

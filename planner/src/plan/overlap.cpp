@@ -71,12 +71,13 @@ void OverlapIndex::init() {
   for (int k = mesh.ndim() - 2; k >= 0; --k) mesh_strides_[k] = mesh_strides_[k + 1] * mesh.dim_size(k + 1);
   // Every block's holders, listed in row-major order of their replicated coordinates (holder_rule.hpp).
   Dims coord(mesh.ndim(), 0);
-  detail::BlockHolders h = detail::list_holders(combos(mesh, src_sharding_dims_), combos(mesh, src_free_dims_),
-                                                topology, [&](Index b, Index i) {
-                                                  decode(mesh, src_sharding_dims_, b, coord);
-                                                  decode(mesh, src_free_dims_, i, coord);
-                                                  return rank_at(coord);
-                                                });
+  replicas_ = combos(mesh, src_free_dims_);
+  detail::BlockHolders h =
+      detail::list_holders(combos(mesh, src_sharding_dims_), replicas_, topology, [&](Index b, Index i) {
+        decode(mesh, src_sharding_dims_, b, coord);
+        decode(mesh, src_free_dims_, i, coord);
+        return rank_at(coord);
+      });
   holders_ = std::move(h.holders);
   holders_begin_ = std::move(h.begin);
 }
@@ -145,7 +146,7 @@ int OverlapIndex::choose_holder(int dst_rank, const Dims& dst_coord, const Dims&
         decode(src().mesh(), src_free_dims_, i, coord);
         return rank_at(coord);
       },
-      combos(src().mesh(), src_free_dims_));
+      replicas_);
 }
 
 void OverlapIndex::transfers_into(int dst_rank, std::vector<Transfer>& out) const {

@@ -46,8 +46,8 @@ from .. import _sync_request as rules
 from . import _layout, _ops, _runtime, _sync_repeat
 
 # (members, strategy, budget, every tensor's layouts) -> (PlanArgs list, pieces, groups, token). The token, a small
-# int unique to the decision, keys what later calls reuse (_sync_run's executors and staging): hashing the whole key
-# once per tensor cost more than the move on a 291-tensor set.
+# int unique to the decision, keys what later calls reuse (_sync_run's executors and staging), so a lookup hashes an
+# int, not every tensor's layouts.
 _decided = {}
 _DECIDED_KEPT = 64
 _tokens = itertools.count()

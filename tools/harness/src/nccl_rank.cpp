@@ -28,6 +28,7 @@ RankRedistribution::RankRedistribution(PlanBatch batch, Communicator& comm, Cuda
     x.in_box = plan.src().box(rank_);
     x.out_box = plan.dst().box(rank_);
   }
+  // The first set's sources are filled with the pattern; the others copy them.
   sets_.resize(static_cast<size_t>(buffer_sets));
   for (BufferSet& set : sets_) {
     for (size_t t = 0; t < batch_.size(); ++t) {
@@ -36,7 +37,11 @@ RankRedistribution::RankRedistribution(PlanBatch batch, Communicator& comm, Cuda
       DeviceMemory& target = tensors_[t].in_place ? input : *set.output.back();
       set.inputs.push_back({input.data(), input.bytes()});
       set.outputs.push_back({target.data(), target.bytes()});
-      fill_source(set, t);
+      if (&set == &sets_.front())
+        fill_source(set, t);
+      else if (input.bytes())
+        RESHARD_CUDA_CHECK(cudaMemcpyAsync(input.data(), sets_.front().inputs[t].data, input.bytes(),
+                                           cudaMemcpyDeviceToDevice, stream_.get()));
       if (!tensors_[t].in_place && target.bytes())
         RESHARD_CUDA_CHECK(cudaMemsetAsync(target.data(), 0xA5, target.bytes(), stream_.get()));
     }
