@@ -6,7 +6,9 @@
 # node once what several of its ranks need (relayed steps; docs/nodes.md). Per case at 256 MiB and
 # 1 GiB f32: reshard's plan (auto) and the flat NCCL plan (--transport nccl --relay never, no hierarchical all_reduce),
 # each run from its plan file, verified, with
-# the bytes between nodes (counted from the ranks' programs and from the plan) and the least the layouts need; the
+# the bytes between nodes (measured: the loopback interface's bytes sent during the run over its 17 calls, NCCL's setup
+# included, a node's own NCCL traffic too; counted from the ranks' programs and from the plan) and the least the
+# layouts need; the
 # link: a 1 GiB transfer from GPU 0 to GPU 2 under the same settings (bound = least bytes into a node / its rate).
 # Then reshard.torch against DTensor.redistribute under the same NCCL settings (python/bench/bench_torch.py). Files
 # under $OUT: two_nodes.txt (the table), calibrate.txt, emulated.json, run_*.txt, link.txt, bench_torch/.
@@ -16,6 +18,8 @@ source scripts/device/lib.sh
 device_begin || exit 1
 echo "[$(el) s] built"
 export NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_SOCKET_IFNAME=lo NCCL_IB_DISABLE=1
+# Bytes sent on the loopback interface so far: every byte NCCL carries here goes through it (and little else).
+lo_tx() { awk '$1 == "lo:" { print $10 }' /proc/net/dev; }
 CASES=("--mesh 4 --from S0 --to R" "--mesh 2x2 --from S0,S1 --to S1,S0" "--mesh 2x2 --from S0,S0 --to S1,S1"
        "--mesh 4 --from P --to R" "--from-mesh 2 --from-ranks 0,1 --to-mesh 2 --to-ranks 2,3 --world-size 4 --from S0 --to R")
 SHAPES=("8192x8192" "16384x16384")  # 256 MiB, 1 GiB of f32
@@ -43,16 +47,21 @@ for shape in "${SHAPES[@]}"; do
 json.dump(p, open(sys.argv[2], 'w'))" "$OUT/plan_$name.json" "$OUT/stripped.json"
         $R plan --load "$OUT/stripped.json" --json "$OUT/plan_$name.json" > /dev/null 2>&1
       fi
-      timeout 150 $R run --backend nccl --iters 10 --plan "$OUT/plan_$name.json" > "$OUT/run_$name.txt" 2>&1
-      python3 - "$OUT/plan_$name.json" "$OUT/run_$name.txt" "$c $shape $form" <<'PY' | tee -a "$OUT/two_nodes.txt"
+      sent=$(lo_tx)
+      timeout 150 $R run --backend nccl --iters 10 --warmup 5 --plan "$OUT/plan_$name.json" > "$OUT/run_$name.txt" 2>&1
+      sent=$(( $(lo_tx) - sent ))
+      python3 - "$OUT/plan_$name.json" "$OUT/run_$name.txt" "$c $shape $form" "$sent" <<'PY' | tee -a "$OUT/two_nodes.txt"
 import json, sys
 plan = json.load(open(sys.argv[1]))
+socket = int(sys.argv[4]) / 17  # 2 verification runs + 5 warm-up + 10 timed calls
 rows = [l for l in open(sys.argv[2]) if l.startswith("  ")]
 verified = [l.strip() for l in open(sys.argv[2]) if "verified" in l]
 nodes = [l.strip("# \n") for l in open(sys.argv[2]) if l.startswith("# between nodes")]
 route = " + ".join(f"{s['kind']}/{s.get('transport', '')}" + ("/hierarchical" if s.get("hierarchical") else "") +
                    ("/mixed" if s.get("mixed") else "") + ("/relayed" if s.get("relayed") else "") for s in plan["steps"])
 print(f"{sys.argv[3]} | {route} | est {plan['estimated_us']:.0f} us | {nodes[-1] if nodes else 'no node count'} | "
+      f"sockets {socket / 2**20:.1f} MiB per call (plan {plan.get('inter_node_bytes', 0) / 2**20:.1f}, least "
+      f"{(plan.get('min_inter_node_bytes') or 0) / 2**20:.1f}) | "
       f"{rows[-1].split()[-8:] if rows else 'no run'} | {verified[-1] if verified else 'not verified'}")
 PY
       [ "$(left)" -lt 120 ] && break 3

@@ -92,6 +92,10 @@ struct Step {
   // p2p steps on nccl where the topology has peer access: the transfers between ranks of one node run one-sided (as an
   // nvlink step's, pulled, never fused), concurrently with those between nodes, which run on nccl; a relayed step's
   // forwarding (within a node) runs one-sided too. A transfer's transport: nvlink when its two ranks share a node.
+  // A hierarchical all_reduce (below) that mixes runs its two node stages one-sided (each member reduces its piece
+  // reading the node's contributions in place, then reads the other members' reduced pieces) and only the piece's
+  // all_reduce between nodes on nccl; not in a plan for changing buffers (its readers would map the peers' tensors on
+  // every call).
   bool mixed = false;
   // all_reduce steps whose groups span nodes with several members on each (node_split.hpp): reduce_scatter among the
   // members on one node, all_reduce of each piece among one member per node, all_gather on the node, so that each

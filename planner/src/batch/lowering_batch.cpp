@@ -264,7 +264,7 @@ RankProgram lower(const PlanBatch& batch, int rank, const LowerOptions& options)
     if (is_identity(batch.plan(t))) {  // no operations and no workspace (RankProgram::identity_tensors)
       prog.identity_tensors.push_back(static_cast<int>(t));
       parts.back().steps.clear();
-      parts.back().relays.clear();
+      parts.back().later.clear();
       parts.back().program.work_elements = 0;
       continue;
     }
@@ -359,15 +359,18 @@ RankProgram lower(const PlanBatch& batch, int rank, const LowerOptions& options)
   for (int k = 0; k < prog.step_count; ++k) {
     const size_t step = static_cast<size_t>(k);
     schedule_merged(k, [&](size_t t) { return step < parts[t].steps.size() ? &parts[t].steps[step] : nullptr; });
-    // The relayed members' second phases (Step::relayed), once every member's step k is done: their staging reuses
-    // the step's, as a single plan's second phase reuses its scratch.
-    auto relay_of = [&](size_t t) -> StepParts* {
-      if (step >= parts[t].relays.size() || !parts[t].relays[step]) return nullptr;
-      return &*parts[t].relays[step];
-    };
-    bool relayed = false;
-    for (size_t t = 0; t < batch.size(); ++t) relayed = relayed || relay_of(t) != nullptr;
-    if (relayed) schedule_merged(k, relay_of);
+    // The members' later phases of step k (LoweredParts::later), phase by phase once every member's phase before is
+    // done: their staging reuses the step's, as a single plan's later phases reuse its scratch.
+    for (size_t phase = 0;; ++phase) {
+      auto phase_of = [&](size_t t) -> StepParts* {
+        if (step >= parts[t].later.size() || phase >= parts[t].later[step].size()) return nullptr;
+        return &parts[t].later[step][phase];
+      };
+      bool any = false;
+      for (size_t t = 0; t < batch.size(); ++t) any = any || phase_of(t) != nullptr;
+      if (!any) break;
+      schedule_merged(k, phase_of);
+    }
   }
   prog.work_elements = staging_peak > 0
                            ? align_up(checked_add(staging_base, staging_peak, "a batch's workspace"), kWorkAlign)

@@ -121,7 +121,9 @@ void recompute_summary(PlanSpec& spec, const Profile* profile) {
       RESHARD_REQUIRE(!s.hierarchical || s.kind == StepKind::kAllReduce, "step ", i, " is ", to_string(s.kind),
                       ": only an all_reduce runs hierarchically");
       StepPrice price = pricer.collective(a, b, s.kind, s.mesh_dims,
-                                          s.hierarchical ? AllReduceForm::kHierarchical : AllReduceForm::kFlat);
+                                          !s.hierarchical ? AllReduceForm::kFlat
+                                          : s.mixed       ? AllReduceForm::kHierarchicalOneSided
+                                                          : AllReduceForm::kHierarchical);
       s.bytes_moved = price.bytes_moved;
       if (profile) s.estimated_us = price.us;
       step_scratch = pricer.collective_scratch(a, b, s.kind, s.mesh_dims);

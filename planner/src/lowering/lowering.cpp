@@ -67,7 +67,7 @@ class StepLowering {
     prog.dtype = in_.dtype;
     if (in_.to_dtype != in_.dtype) prog.output_dtype = in_.to_dtype;
     prog.step_count = static_cast<int>(in_.steps.size());
-    out_.relays.resize(in_.steps.size());
+    out_.later.resize(in_.steps.size());
     prog.input_elements = layouts_.front().volume(in_.rank);
     prog.output_elements = layouts_.back().volume(in_.rank);
     Index scratch_peak = 0;
@@ -95,12 +95,16 @@ class StepLowering {
           break;
       }
       if (c.collective.collective) c.ps.stages.push_back(std::move(c.collective));
-      for (const StageParts& stage : c.ps.stages)
-        if (stage.collective) {
-          const GroupSpec g = group_of(*stage.collective);
-          if (std::find(prog.communicators.begin(), prog.communicators.end(), g) == prog.communicators.end())
-            prog.communicators.push_back(g);
-        }
+      auto note_groups = [&](const StepParts& ps) {
+        for (const StageParts& stage : ps.stages)
+          if (stage.collective) {
+            const GroupSpec g = group_of(*stage.collective);
+            if (std::find(prog.communicators.begin(), prog.communicators.end(), g) == prog.communicators.end())
+              prog.communicators.push_back(g);
+          }
+      };
+      note_groups(c.ps);
+      for (const StepParts& phase : out_.later[i]) note_groups(phase);
       scratch_peak = std::max(scratch_peak, c.scratch);
       out_.steps.push_back(std::move(c.ps));
     }
@@ -185,7 +189,7 @@ class StepLowering {
         c.scratch =
             std::max(c.scratch, lower_exchange(second, in_.relays.at(c.i), c.b, c.b, rank, from_out, rules, nullptr));
       }
-      out_.relays[c.i] = std::move(second);
+      out_.later[c.i].push_back(std::move(second));
     }
   }
 
@@ -282,6 +286,7 @@ class StepLowering {
     const std::optional<NodeSplit> split = node_split(c.a.layout().mesh(), c.step.mesh_dims, in_.topology);
     RESHARD_REQUIRE(split && n % split->parts == 0, "internal: a hierarchical all_reduce without its node split");
     const Index piece = n / split->parts;
+    if (c.step.mixed) return node_stages_one_sided(c, *split, piece, recv, op);
     const BufferRef mine{
         recv.buffer,
         recv.offset +
@@ -300,6 +305,61 @@ class StepLowering {
     stage(StepKind::kAllGather, split->within, mine, recv, piece);
     if (c.convert_here && !is_empty(to(c)))
       c.ps.stages.back().unpack.push_back(box_copy(recv, to(c), c.buf.out, to(c), to(c)));
+  }
+
+  // A hierarchical all_reduce whose node stages run one-sided (Step::mixed), in three phases among this rank's node
+  // members (`recv`: where the reduced tensor lands, the output or, converting, scratch): this rank reduces its piece
+  // reading every member's contribution in place; all_reduces that piece among one member per node (nccl, in place);
+  // reads the other members' reduced pieces (converting: into the output, its own piece copied there too). Each
+  // one-sided phase posts ready to its node members, waits for theirs, reads, then posts and awaits done.
+  void node_stages_one_sided(Current& c, const NodeSplit& split, Index piece, BufferRef recv, ReduceOp op) {
+    if (piece == 0) return;
+    out_.program.one_sided = true;
+    const Mesh view = group_mesh(c.a.layout().mesh(), split.within);
+    const std::vector<int> node = view.group(in_.rank, split.within.mesh_dims);  // in group order
+    std::vector<int> others;
+    for (int p : node)
+      if (p != in_.rank) others.push_back(p);
+    auto at = [](BufferRef b, Index offset) {
+      b.offset += offset;
+      return b;
+    };
+    const auto theirs = [&](int p) { return step_buffers(workspace_of(layouts_, p, es_), c.i, in_.steps.size(), p); };
+    // Rank p's reduced tensor as this rank addresses it.
+    const auto peer_recv = [&](int p) {
+      return c.convert_here ? BufferRef{Buffer::kWork, theirs(p).scratch_base, p} : theirs(p).out;
+    };
+    const Index mine = piece * view.group_index(in_.rank, split.within.mesh_dims);
+    const Dims flat{piece}, unit{1};
+    auto syncs = [&](OneSidedParts& o) {
+      o.ready = PeerSync{SyncPhase::kReady, others, others};
+      o.done = PeerSync{SyncPhase::kDone, others, others};
+    };
+    OneSidedParts& reduce = c.ps.one_sided.emplace();
+    syncs(reduce);
+    ReduceRegion r{flat, at(recv, mine), unit, {}, {}, op, op == ReduceOp::kAvg ? static_cast<Index>(node.size()) : 1};
+    for (int p : node) {
+      r.srcs.push_back(at(p == in_.rank ? c.buf.in : theirs(p).in, mine));
+      r.src_strides.push_back(unit);
+    }
+    reduce.reduce.push_back(std::move(r));
+    StepParts across, gather;
+    const GroupSpec& g = split.across;
+    across.stages.emplace_back().collective =
+        CollectiveOp{StepKind::kAllReduce, g.mesh_dims, at(recv, mine), at(recv, mine), piece, op,
+                     std::nullopt,         g.split_dim, g.split_parts};
+    OneSidedParts& pull = gather.one_sided.emplace();
+    syncs(pull);
+    const BufferRef into = c.convert_here ? c.buf.out : recv;
+    const bool engines = !c.convert_here && piece * es_ >= in_.engine_min_row_bytes;
+    for (int p : others) {
+      const Index offset = piece * view.group_index(p, split.within.mesh_dims);
+      (engines ? pull.engine_copies : pull.kernel_copies)
+          .push_back(CopyRegion{at(peer_recv(p), offset), at(into, offset), flat, unit, unit});
+    }
+    if (c.convert_here) gather.local.push_back(CopyRegion{at(recv, mine), at(c.buf.out, mine), flat, unit, unit});
+    out_.later[c.i].push_back(std::move(across));
+    out_.later[c.i].push_back(std::move(gather));
   }
 
   // The step as an exchange among the members of its mesh-dim group: an all-to-all, or a gather or reduce-scatter
@@ -386,8 +446,8 @@ RankProgram lower(const Plan& plan, int rank, const LowerOptions& options) {
       if (step.one_sided) detail::split_engine_copies(step.one_sided->engine_copies, es, detail::kLowSmEngineCopyBytes);
     }
     detail::schedule_step(std::move(step), static_cast<int>(i), es, options.stage_schedule, prog.ops);
-    if (parts.relays[i])
-      detail::schedule_step(std::move(*parts.relays[i]), static_cast<int>(i), es, options.stage_schedule, prog.ops);
+    for (detail::StepParts& phase : parts.later[i])
+      detail::schedule_step(std::move(phase), static_cast<int>(i), es, options.stage_schedule, prog.ops);
   }
   if (prog.output_dtype) detail::convert_on_kernels(prog);
   const Plan* plans[] = {&plan};

@@ -15,8 +15,9 @@ namespace reshard::detail {
 struct LoweredParts {
   RankProgram program;           // everything but the operations
   std::vector<StepParts> steps;  // one per plan step
-  // Per plan step: a relayed step's second phase (Step::relayed), which runs once the step's parts are done.
-  std::vector<std::optional<StepParts>> relays;
+  // Per plan step: the phases after its first, in order, each run once the one before is done: a relayed step's
+  // second phase (Step::relayed); a hierarchical all_reduce's nccl piece and one-sided gather (Step::mixed).
+  std::vector<std::vector<StepParts>> later;
 };
 
 // Checks the rank against the plan (as lower() does) and lowers every step. `gathers_as_exchanges`: all_gather and

@@ -38,7 +38,9 @@ void set_plan_facts(std::span<const Plan* const> plans, OneSidedCopies copies, R
       prog.step_names.push_back(cat("reshard step ", i, " ", to_string(s.kind),
                                     s.kind == StepKind::kP2P ? cat("/", s.mixed ? "mixed" : to_string(s.transport),
                                                                    s.fused ? "-fused" : "", s.relayed ? "-relayed" : "")
-                                                             : std::string(s.hierarchical ? "/hierarchical" : "")));
+                                                             : std::string(!s.hierarchical ? ""
+                                                                           : s.mixed       ? "/hierarchical-mixed"
+                                                                                           : "/hierarchical")));
     }
   } else {
     for (int i = 0; i < prog.step_count; ++i) prog.step_names.push_back(cat("reshard step ", i, " batch"));

@@ -288,12 +288,19 @@ void validate_plan(const PlanSpec& spec) {
                         " ranks per node)");
     }
     if (s.mixed) {
-      RESHARD_REQUIRE(s.kind == StepKind::kP2P && s.transport == Transport::kNccl && !s.staged && !s.fused, "step ", i,
-                      ": only p2p steps on nccl (not staged, not fused) mix transports");
+      const bool node_stages = s.kind == StepKind::kAllReduce && s.hierarchical;
+      RESHARD_REQUIRE(
+          (s.kind == StepKind::kP2P || node_stages) && s.transport == Transport::kNccl && !s.staged && !s.fused,
+          "step ", i,
+          ": only p2p steps on nccl (not staged, not fused) and hierarchical all_reduce steps mix "
+          "transports");
       RESHARD_REQUIRE(spec.topology.peer_access, "step ", i,
                       " mixes transports, but the plan's topology has no peer access between GPUs");
-      RESHARD_REQUIRE(partial_roles(a, b).contributions == 1, "step ", i,
-                      " reduces Partial contributions; a step that reduces does not mix transports");
+      RESHARD_REQUIRE(node_stages || partial_roles(a, b).contributions == 1, "step ", i,
+                      " reduces Partial contributions; a p2p step that reduces does not mix transports");
+      RESHARD_REQUIRE(!node_stages || !spec.buffers_change, "step ", i,
+                      " runs its node stages one-sided (hierarchical, mixed) in a plan for changing buffers; its "
+                      "readers would map the peers' tensors on every call");
     }
     // Whether its groups split by node is the pricing's check (a loaded plan is priced as written).
     RESHARD_REQUIRE(!s.hierarchical || s.kind == StepKind::kAllReduce, "step ", i, " (", to_string(s.kind),

@@ -112,12 +112,19 @@ StepPrice StepPricer::collective_wire(const RankBoxes& a, const RankBoxes& b, St
       p.us = model_.all_reduce_us(n, a.max_volume() * es_, link);
       p.bytes_moved = 2 * (n - 1) * a.total_volume() * es_ / std::max(n, 1);
       if (form == AllReduceForm::kFlat) return p;
-      const std::optional<StepPrice> h = hierarchical_all_reduce(a, dims);
-      RESHARD_REQUIRE(h || form != AllReduceForm::kHierarchical, "a hierarchical all_reduce over mesh dims ",
+      const bool given = form != AllReduceForm::kCheaper;
+      const Transport nodes = form == AllReduceForm::kHierarchicalOneSided ? Transport::kNvlink : Transport::kNccl;
+      const std::optional<StepPrice> h = hierarchical_all_reduce(a, dims, nodes);
+      RESHARD_REQUIRE(h || !given, "a hierarchical all_reduce over mesh dims ",
                       join(std::vector<int>(dims.begin(), dims.end())),
                       " needs groups with the same number (more than one) of members on each of several nodes, "
                       "the innermost dim a multiple of it, and pieces of equal size");
-      return h && (form == AllReduceForm::kHierarchical || h->us < p.us) ? *h : p;
+      if (given) return *h;
+      if (h && h->us < p.us) p = *h;
+      if (one_sided_node_stages_)
+        if (const std::optional<StepPrice> o = hierarchical_all_reduce(a, dims, Transport::kNvlink); o && o->us < p.us)
+          p = *o;
+      return p;
     }
     case StepKind::kAllToAll: {
       RankTraffic worst;
@@ -148,7 +155,8 @@ StepPrice StepPricer::collective_wire(const RankBoxes& a, const RankBoxes& b, St
   fail(ErrorKind::kInternal, "p2p steps are priced from their transfers");
 }
 
-std::optional<StepPrice> StepPricer::hierarchical_all_reduce(const RankBoxes& a, std::span<const int> dims) const {
+std::optional<StepPrice> StepPricer::hierarchical_all_reduce(const RankBoxes& a, std::span<const int> dims,
+                                                             Transport node_stages) const {
   const Mesh& mesh = a.layout().mesh();
   if (group_link(mesh, dims, model_.topology()) != LinkClass::kInterNode) return std::nullopt;
   // An integer average truncates at every stage: only the flat all_reduce gives PyTorch's value.
@@ -162,8 +170,31 @@ std::optional<StepPrice> StepPricer::hierarchical_all_reduce(const RankBoxes& a,
   const int k = split->parts, m = split->nodes;
   StepPrice p;
   p.hierarchical = true;
-  p.us = model_.reduce_scatter_us(k, piece, LinkClass::kIntraNode) +
-         model_.all_reduce_us(m, piece, LinkClass::kInterNode) + model_.all_gather_us(k, piece, LinkClass::kIntraNode);
+  const double across = model_.all_reduce_us(m, piece, LinkClass::kInterNode);
+  if (node_stages == Transport::kNvlink) {
+    // One-sided node stages (Step::mixed), each a one-sided step of every member: the reduction reads the k - 1 other
+    // contributions to its piece over NVLink (a kernel) and its own locally; the gather pulls the k - 1 other reduced
+    // pieces (copy engines for pieces of at least the copy-engine row, else a kernel). Each member serves as much.
+    RankTraffic reduce, gather;
+    constexpr int kNode = static_cast<int>(LinkClass::kIntraNode);
+    for (RankTraffic* t : {&reduce, &gather}) {
+      t->in_bytes[kNode] = t->out_bytes[kNode] = (k - 1) * piece;
+      t->peers_in = t->peers_out = k - 1;
+    }
+    reduce.kernel_in_bytes = (k - 1) * piece;
+    reduce.local_bytes = piece;
+    if (piece >= model_.profile().nvlink.copy_engine_min_row_bytes) {
+      gather.engine_in_bytes = (k - 1) * piece;
+      gather.engine_calls = k - 1;
+    } else {
+      gather.kernel_in_bytes = (k - 1) * piece;
+    }
+    p.node_one_sided = true;
+    p.us = model_.one_sided_rank_us(reduce) + across + model_.one_sided_rank_us(gather);
+  } else {
+    p.us = model_.reduce_scatter_us(k, piece, LinkClass::kIntraNode) + across +
+           model_.all_gather_us(k, piece, LinkClass::kIntraNode);
+  }
   // Per member: (k - 1) pieces out in each node stage, 2 (m - 1) / m of a piece across nodes.
   const Index total = a.total_volume() * es_;
   p.bytes_moved = 2 * (total / k) * (k - 1) + 2 * (m - 1) * (total / k) / m;
@@ -181,8 +212,12 @@ double StepPricer::collective_floor(const RankBoxes& a, StepKind kind, std::span
     const LinkClass link = group_link(mesh, dims, model_.topology());
     wire = kind == StepKind::kAllGather ? model_.all_gather_us(n, a.max_volume() * es_, link)
                                         : model_.all_reduce_us(n, a.max_volume() * es_, link);
-    if (kind == StepKind::kAllReduce)
+    if (kind == StepKind::kAllReduce) {
       if (const std::optional<StepPrice> h = hierarchical_all_reduce(a, dims)) wire = std::min(wire, h->us);
+      if (one_sided_node_stages_)
+        if (const std::optional<StepPrice> h = hierarchical_all_reduce(a, dims, Transport::kNvlink))
+          wire = std::min(wire, h->us);
+    }
   }
   return model_.with_overhead(wire);
 }

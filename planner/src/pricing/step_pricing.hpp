@@ -20,14 +20,15 @@
 
 namespace reshard::detail {
 
-// How an all_reduce step runs: priced both ways with the cheaper kept, or as given (a loaded plan's
-// Step::hierarchical).
-enum class AllReduceForm { kCheaper, kFlat, kHierarchical };
+// How an all_reduce step runs: every form the pricer may offer priced with the cheapest kept, or as given (a loaded
+// plan's Step::hierarchical, with Step::mixed for one-sided node stages).
+enum class AllReduceForm { kCheaper, kFlat, kHierarchical, kHierarchicalOneSided };
 
 struct StepPrice {
   double us = 0;
   Index bytes_moved = 0;
-  bool hierarchical = false;  // an all_reduce priced, and cheaper, as Step::hierarchical
+  bool hierarchical = false;    // an all_reduce priced, and cheaper, as Step::hierarchical
+  bool node_one_sided = false;  // ... with its node stages one-sided (Step::mixed)
 };
 
 // A step together with every rank's scratch (elements) as the lowering allocates it.
@@ -56,6 +57,10 @@ class StepPricer {
   Index chunk_bytes() const { return chunk_bytes_; }
   Fusion fusion() const { return fusion_; }
   bool reference() const { return reference_; }
+  // Whether an all_reduce's cheapest form may run its node stages one-sided (Step::hierarchical with Step::mixed):
+  // where the planner may mix transports (transport auto, peer access) for buffers that stay. Off by default.
+  void offer_one_sided_node_stages(bool offer) { one_sided_node_stages_ = offer; }
+  bool one_sided_node_stages() const { return one_sided_node_stages_; }
 
   // A collective or local step from a to b on `dims`. Wire time from the largest member; packing and unpacking
   // from representative ranks (the first, the last and the one with the largest tensor). An all_reduce takes `form`:
@@ -72,8 +77,10 @@ class StepPricer {
   // communication steps: the fixed per-step overhead; local steps: -infinity (no floor).
   double collective_floor(const RankBoxes& a, StepKind kind, std::span<const int> dims) const;
   // An all_reduce over groups that span nodes with several members on each, as Step::hierarchical runs it
-  // (node_split.hpp): unset where it cannot run so (no split, pieces of unequal size, an integer average).
-  std::optional<StepPrice> hierarchical_all_reduce(const RankBoxes& a, std::span<const int> dims) const;
+  // (node_split.hpp), its node stages on `node_stages` (nccl collectives, or nvlink: one-sided, Step::mixed): unset
+  // where it cannot run so (no split, pieces of unequal size, an integer average).
+  std::optional<StepPrice> hierarchical_all_reduce(const RankBoxes& a, std::span<const int> dims,
+                                                   Transport node_stages = Transport::kNccl) const;
   // Every rank's scratch for a collective or local step (computed once per class of alike ranks).
   std::vector<Index> collective_scratch(const RankBoxes& a, const RankBoxes& b, StepKind kind,
                                         std::span<const int> dims) const;
@@ -118,6 +125,7 @@ class StepPricer {
   Index chunk_bytes_;
   Fusion fusion_;
   bool reference_;
+  bool one_sided_node_stages_ = false;
   // collective_scratch()'s tables.
   struct ScratchTables {
     std::vector<Index> signature_of, signatures, signature_start, keys, key, class_scratch;

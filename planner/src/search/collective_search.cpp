@@ -415,6 +415,7 @@ class Search {
                                         e.price.bytes_moved},
                                    {}});
       r.steps.back().step.hierarchical = e.price.hierarchical;
+      r.steps.back().step.mixed = e.price.node_one_sided;
       k = e.prev;
     }
     std::reverse(r.steps.begin(), r.steps.end());

@@ -159,6 +159,8 @@ class HybridSearch {
     if (!price) return false;
     const StepPrice& p = *price;
     steps.push_back(PricedStep{Step{*kind, dims, from, to, {}, p.us, p.bytes_moved}, {}});
+    steps.back().step.hierarchical = p.hierarchical;  // the form the price is for
+    steps.back().step.mixed = p.node_one_sided;
     us += p.us;
     return true;
   }

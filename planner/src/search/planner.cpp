@@ -51,7 +51,7 @@ class Planner {
         rank_(rank),
         reference_(reference),
         model_(options.profile, options.topology, options.low_sm),
-        pricer_(model_, dtype, options.pipeline_chunk_bytes, options.fusion, reference),
+        pricer_(detail::planning_pricer(model_, dtype, options.pipeline_chunk_bytes, options, reference)),
         cache_(src, options.topology, element_size(dtype)) {
     validate_inputs();
     csrc_ = src.with_placements(canonical_placements(src.mesh(), src.placements()));
@@ -249,7 +249,7 @@ class Planner {
       int stalled = 0;  // halvings without a smaller workspace since the last one that helped
       bool helped = false;
       for (; chunk >= kMinChunkBytes && stalled < 2; chunk /= 2) {
-        detail::StepPricer pricer(model_, dtype_, chunk, options_.fusion, reference_);
+        const detail::StepPricer pricer = detail::planning_pricer(model_, dtype_, chunk, options_, reference_);
         Built t = build_strategy(b.summary.strategy, b.summary.transport, pricer);
         if (!t.summary.available) break;
         finish(t, pricer);

@@ -5,13 +5,17 @@
 #include "plan/relays.hpp"
 
 namespace reshard::detail {
-namespace {
 
 bool may_mix(const PlanOptions& options) {
   return options.transport == Transport::kAuto && options.topology.peer_access;
 }
 
-}  // namespace
+StepPricer planning_pricer(const CostModel& model, DType dtype, Index chunk_bytes, const PlanOptions& options,
+                           bool reference) {
+  StepPricer pricer(model, dtype, chunk_bytes, options.fusion, reference);
+  pricer.offer_one_sided_node_stages(may_mix(options) && !options.buffers_change);
+  return pricer;
+}
 
 bool node_aware(const Layout& mesh_layout, const PlanOptions& options) {
   return mesh_layout.mesh().world_size() > options.topology.ranks_per_node &&

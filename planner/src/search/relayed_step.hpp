@@ -26,4 +26,12 @@ bool node_aware(const Layout& mesh_layout, const PlanOptions& options);
 void node_aware_step(std::vector<Transfer> all, const RankBoxes& a, const RankBoxes& b, const StepPricer& pricer,
                      const PlanOptions& options, PricedStep& step);
 
+// Whether transports may mix within a step under `options`: transport auto and peer access.
+bool may_mix(const PlanOptions& options);
+
+// A pricer for one planning under `options`: an all_reduce's node stages may run one-sided where transports may mix
+// and the buffers stay (StepPricer::offer_one_sided_node_stages).
+StepPricer planning_pricer(const CostModel& model, DType dtype, Index chunk_bytes, const PlanOptions& options,
+                           bool reference);
+
 }  // namespace reshard::detail
