@@ -11,7 +11,8 @@
 # layouts need; the
 # link: a 1 GiB transfer from GPU 0 to GPU 2 under the same settings (bound = least bytes into a node / its rate).
 # Then reshard.torch against DTensor.redistribute under the same NCCL settings (python/bench/bench_torch.py). Files
-# under $OUT: two_nodes.txt (the table), calibrate.txt, emulated.json, run_*.txt, link.txt, bench_torch/.
+# under $OUT: two_nodes.txt (the table), calibrate.txt, emulated.json, emulated_processes.json (the inter-node link
+# calibrated between two processes, as on a cluster), run_*.txt, link.txt, bench_torch/.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 source scripts/device/lib.sh
@@ -30,6 +31,15 @@ timeout 200 $R calibrate --nccl-link intra_node --sizes 1MiB,16MiB,256MiB --iter
 timeout 200 $R calibrate --nccl-link inter_node --sizes 1MiB,16MiB,256MiB --iters 5 --no-mapping --base "$OUT/emulated_intra.json" \
   --out "$OUT/emulated.json" >> "$OUT/calibrate.txt" 2>&1
 grep -E "p2p|all_gather|nvlink" "$OUT/calibrate.txt" | head -8
+# The same link measured as on a cluster: two processes, one per "node" (GPUs 0 and 2), `calibrate` between processes.
+rv="$OUT/rv_calibrate"
+for rk in 0 1; do
+  RESHARD_RENDEZVOUS_TOKEN=calib$$ RANK=$rk LOCAL_RANK=$((2 * rk)) WORLD_SIZE=2 timeout 200 $R calibrate \
+    --nccl-link inter_node --sizes 1MiB,16MiB,256MiB --iters 5 --base "$OUT/emulated.json" --rendezvous file:$rv \
+    --out "$OUT/emulated_processes.json" > "$OUT/calibrate_processes_$rk.txt" 2>&1 &
+done
+wait; rm -f "$rv"
+grep -hE "calibrated between|inter_node.p2p|inter_node.all_reduce|error" "$OUT"/calibrate_processes_*.txt | head -6
 P="$OUT/emulated.json"
 echo "[$(el) s] calibrated"
 # The link between "nodes": one 1 GiB p2p exchange from GPU 0's node to the other, flat NCCL, as reshard runs it.

@@ -121,6 +121,23 @@ TEST(CalibrateCli, RefusesWithoutGpus) {
   EXPECT_NE(r.err.find("calibrate needs 2 GPUs"), std::string::npos) << r.err;
 }
 
+// Under a launcher, calibrate measures the link between two processes, one per node: it says what it needs (two
+// processes, --nccl-link inter_node, a rendezvous, a GPU each) before measuring anything.
+TEST(CalibrateCli, BetweenProcessesSaysWhatItNeeds) {
+  auto refused = [](const std::string& env, const std::string& args, const std::string& needle) {
+    testing::CliResult r = run_cli("calibrate --out /tmp/reshard_profile_nodes.json " + args, env);
+    EXPECT_EQ(r.exit_code, 2) << env << " " << args;
+    EXPECT_NE(r.err.find(needle), std::string::npos) << r.err;
+  };
+  refused("WORLD_SIZE=3 RANK=0", "--nccl-link inter_node", "runs as two processes, one per node; WORLD_SIZE is 3");
+  refused("WORLD_SIZE=2 RANK=1", "", "measures the link between their nodes: give --nccl-link inter_node");
+  refused("WORLD_SIZE=2 RANK=0", "--nccl-link inter_node --rendezvous bogus", "rendezvous 'bogus' must be");
+  refused("", "--nccl-link inter_node --rendezvous tcp:127.0.0.1:29999", "WORLD_SIZE is 1");
+  if (local_gpu_count() == 0)
+    refused("WORLD_SIZE=2 RANK=0", "--nccl-link inter_node --rendezvous tcp:127.0.0.1:29999",
+            "multi-process mode needs one GPU per process");
+}
+
 TEST(Cli, HelpOnEverySubcommand) {
   for (const char* sub : {"layout", "plan", "run", "bench", "calibrate"}) {
     testing::CliResult r = run_cli(std::string(sub) + " --help");

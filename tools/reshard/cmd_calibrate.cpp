@@ -8,10 +8,20 @@
 #include "reshard/text.hpp"
 
 namespace reshard::cli {
+namespace {
+
+void print_fits(Output& screen, const Calibration& cal) {
+  for (const auto& [name, fit] : cal.fits)
+    screen.write(fmt::format("  {}: alpha {:.3g} us, bandwidth {:.4g} GB/s, rms relative error {:.1f}%, max {:.1f}%\n",
+                             name, fit.params.alpha_us, fit.params.bandwidth_GBps, 100 * fit.rms_rel_error,
+                             100 * fit.max_rel_error));
+}
+
+}  // namespace
 
 Command add_calibrate_command(CLI::App& app) {
   struct Flags {
-    std::string out, sizes, base, nccl_link = "intra_node";
+    std::string out, sizes, base, nccl_link = "intra_node", rendezvous;
     int iters = 20;
     bool no_mapping = false;
   };
@@ -26,6 +36,7 @@ Command add_calibrate_command(CLI::App& app) {
                   "The profile link NCCL's measurements go to: intra_node, or inter_node with NCCL on its network path "
                   "(run under NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1)")
       ->capture_default_str();
+  cmd->add_option("--rendezvous", f->rendezvous, kRendezvousHelp);
   cmd->add_flag("--no-mapping", f->no_mapping,
                 "Skip the mapping costs (nvlink map_us, first_map_us: `reshard run` started once per GPU with "
                 "--buffers same, cached and new)");
@@ -39,12 +50,38 @@ Command add_calibrate_command(CLI::App& app) {
     if (!f->base.empty()) o.base = load_profile(f->base);
     for (std::string_view size : f->sizes.empty() ? std::vector<std::string_view>{} : split(f->sizes, ','))
       o.sizes_bytes.push_back(static_cast<double>(parse_bytes("--sizes", std::string(size))));
-    // The profile is written at the end; a path that cannot be written fails now, before minutes of measuring.
-    check_writable(f->out, "--out");
     o.progress = [](const std::string& what, int done, int total) {
       fmt::print(stderr, "[{}/{}] measuring {}\n", done + 1, total, what);
       std::fflush(stderr);
     };
+    // Under a launcher (WORLD_SIZE, RANK): one process per node, two of them, measuring the link between the nodes.
+    const LaunchEnvironment env = launch_environment();
+    if (env.world_size > 1 || !f->rendezvous.empty()) {
+      RESHARD_REQUIRE(env.world_size == 2,
+                      "calibrate between processes runs as two processes, one per node; "
+                      "WORLD_SIZE is ",
+                      env.world_size);
+      RESHARD_REQUIRE(f->nccl_link == "inter_node",
+                      "calibrate between processes measures the link between their "
+                      "nodes: give --nccl-link inter_node");
+      const std::optional<ProcessPlace> place = process_place(f->rendezvous, "nccl", "calibrate");
+      if (env.rank == 0) check_writable(f->out, "--out");
+      Calibration cal = calibrate_between_processes(o, env.rank, env.local_rank, place->rendezvous);
+      Output screen = Output::standard();
+      if (env.rank != 0) {
+        screen.write(fmt::format("# rank {}: measured with rank 0, which writes the profile\n", env.rank));
+        return 0;
+      }
+      Output out = Output::open(f->out, "--out");
+      out.write(profile_to_json(cal.profile));
+      out.flush();
+      screen.write(fmt::format("# calibrated between {}\n", cal.machine));
+      print_fits(screen, cal);
+      screen.write(fmt::format("# wrote {}\n", f->out));
+      return 0;
+    }
+    // The profile is written at the end; a path that cannot be written fails now, before minutes of measuring.
+    check_writable(f->out, "--out");
     Calibration cal = calibrate(o);
     if (!f->no_mapping && cal.peer_access) {
       fmt::print(stderr, "[mapping] measuring changing buffers, one process per GPU\n");
@@ -58,10 +95,7 @@ Command add_calibrate_command(CLI::App& app) {
     out.flush();
     Output screen = Output::standard();
     screen.write(fmt::format("# calibrated on {}\n", cal.machine));
-    for (const auto& [name, fit] : cal.fits)
-      screen.write(fmt::format(
-          "  {}: alpha {:.3g} us, bandwidth {:.4g} GB/s, rms relative error {:.1f}%, max {:.1f}%\n", name,
-          fit.params.alpha_us, fit.params.bandwidth_GBps, 100 * fit.rms_rel_error, 100 * fit.max_rel_error));
+    print_fits(screen, cal);
     screen.write(fmt::format("# wrote {}\n", f->out));
     return 0;
   };

@@ -1,11 +1,9 @@
-// Calibration microbenchmarks on GPUs 0 and 1: send/recv, all_gather, reduce_scatter, all_reduce, all_to_all
-// (grouped send/recv) over sizes, and the batched copy kernel (a strided pack), each timed like the executor runs
-// (CUDA events between back-to-back operations, the slower rank's median); then the step overhead and the one-sided
-// transport's fields (calibrate_nvlink.cpp) from end-to-end runs.
-#include <iterator>
-
+// Calibration microbenchmarks on GPUs 0 and 1: the NCCL link operations (calibrate_links.cpp), the batched copy kernel
+// (a strided pack) and the copy engines over sizes, each timed like the executor runs (CUDA events between back-to-back
+// operations); then the step overhead and the one-sided transport's fields (calibrate_nvlink.cpp) from end-to-end runs.
 #include <nlohmann/json.hpp>
 
+#include "calibrate_links.hpp"
 #include "calibrate_nvlink.hpp"
 #include "gpu_timing.hpp"
 #include "reshard/calibrate.hpp"
@@ -19,66 +17,11 @@
 #include "reshard/planner.hpp"
 
 namespace reshard {
-namespace {
-
-using CommOp = std::function<void(int rank, Communicator& comm, void* a, void* b, size_t bytes, StreamHandle s)>;
-
-// Median time of `op` on both ranks (the slower of the two), per size.
-std::vector<Sample> measure(std::vector<std::unique_ptr<NcclCommunicator>>& comms, const std::vector<double>& sizes,
-                            const CalibrateOptions& o, const CommOp& op, double (*x_of)(double bytes, int n)) {
-  std::vector<Sample> out;
-  size_t max_bytes = 0;
-  for (double s : sizes) max_bytes = std::max(max_bytes, static_cast<size_t>(s));
-  std::vector<std::vector<double>> per_rank(2);
-  run_ranks(2, [&](int r) {
-    CudaDevice dev(r);
-    CudaStream stream(r);
-    auto a = dev.allocate(max_bytes * 2), b = dev.allocate(max_bytes * 2);
-    RESHARD_CUDA_CHECK(cudaMemset(a->data(), 1, a->bytes()));
-    auto stalled = [&] {
-      comms[r]->abort();
-      fail(ErrorKind::kTimeout, "calibrate: a measurement made no progress for 120 s; the communicator was aborted");
-    };
-    for (double size : sizes) {
-      size_t bytes = static_cast<size_t>(size);
-      auto once = [&] { op(r, *comms[r], a->data(), b->data(), bytes, stream.handle()); };
-      for (int i = 0; i < o.warmup; ++i) once();
-      IterationSamples t = detail::time_on_stream(stream.get(), o.iters, once, std::chrono::seconds(120), stalled);
-      comms[r]->wait(stream.handle(), std::chrono::seconds(120));
-      per_rank[r].push_back(summarize(t).median_us);
-    }
-  });
-  for (size_t i = 0; i < sizes.size(); ++i)
-    out.push_back(Sample{x_of(sizes[i], 2), std::max(per_rank[0][i], per_rank[1][i])});
-  return out;
-}
-
-nlohmann::ordered_json fit_json(const Fit& f) {
-  nlohmann::ordered_json j;
-  if (f.samples.empty()) return j;
-  j["alpha_us"] = f.params.alpha_us;
-  j["bandwidth_GBps"] = f.params.bandwidth_GBps;
-  j["rms_rel_error"] = f.rms_rel_error;
-  j["max_rel_error"] = f.max_rel_error;
-  j["range_bytes"] = {f.samples.front().x, f.samples.back().x};
-  nlohmann::ordered_json pts = nlohmann::ordered_json::array();
-  for (size_t i = 0; i < f.samples.size(); ++i) pts.push_back({f.samples[i].x, f.samples[i].us, f.rel_residuals[i]});
-  j["samples_bytes_us_residual"] = std::move(pts);
-  return j;
-}
-
-}  // namespace
 
 Calibration calibrate(const CalibrateOptions& in) {
   RESHARD_REQUIRE(cuda_device_count() >= 2, "calibrate needs 2 GPUs; ", cuda_device_count(), " visible");
   CalibrateOptions o = in;
-  if (o.sizes_bytes.empty())
-    for (double s = 4096; s <= double(1 << 30); s *= 4) o.sizes_bytes.push_back(s);
-  double largest = 0;
-  for (double s : o.sizes_bytes) {
-    RESHARD_REQUIRE(s >= 4 && s <= double(Index(1) << 40), "calibrate: size ", s, " bytes is outside 4 B .. 1 TiB");
-    largest = std::max(largest, s);
-  }
+  const double largest = detail::settle_sizes(o);
   // Two buffers of twice the largest size per GPU (all_gather's output); the copy kernel takes three times it.
   const Index need = static_cast<Index>(4 * largest);
   for (int d = 0; d < 2; ++d) {
@@ -95,52 +38,10 @@ Calibration calibrate(const CalibrateOptions& in) {
   auto comms = make_local_communicators(2, NcclOptions{});
   Calibration cal;
   cal.profile = o.base;
-  auto one = [](double bytes, int) { return bytes; };
-  auto ring = [](double bytes, int n) { return bytes * (n - 1); };                 // all_gather / reduce_scatter chunk
-  auto allreduce = [](double bytes, int n) { return 2.0 * (n - 1) / n * bytes; };  // ring all_reduce
-
-  CommOp p2p = [](int r, Communicator& c, void* a, void* b, size_t bytes, StreamHandle s) {
-    SendOp so{1 - r, a, bytes};
-    RecvOp ro{1 - r, b, bytes};
-    c.exchange(std::span<const SendOp>(&so, 1), std::span<const RecvOp>(&ro, 1), s);
-  };
-  CommOp ag = [](int, Communicator& c, void* a, void* b, size_t bytes, StreamHandle s) {
-    c.all_gather(a, b, bytes, s);
-  };
-  CommOp rs = [](int, Communicator& c, void* a, void* b, size_t bytes, StreamHandle s) {
-    c.reduce_scatter(a, b, bytes / 4, DType::kF32, ReduceOp::kSum, s);
-  };
-  CommOp ar = [](int, Communicator& c, void* a, void* b, size_t bytes, StreamHandle s) {
-    c.all_reduce(a, b, bytes / 4, DType::kF32, ReduceOp::kSum, s);
-  };
-  // Link operations keep their samples for interpolation (NCCL's protocols bend the times away from one line). The
-  // copies keep a line, fitted on absolute error: the planner prices copies per rank and candidate, where interpolating
-  // made planning a third slower, and a line through the large sizes prices them within 2%, where a relative fit is
-  // pulled by the sizes a back-to-back copy keeps in the L2 and prices large copies a sixth too cheap.
-  auto add = [&](const std::string& name, AlphaBeta* target, const std::vector<Sample>& samples, bool copy = false) {
-    Fit f = fit_alpha_beta(samples, name, copy ? FitError::kAbsolute : FitError::kRelative);
-    if (target) {
-      *target = f.params;
-      for (const Sample& s : copy ? std::vector<Sample>{} : samples)
-        if (s.x > 0 && (target->samples.empty() || s.x > target->samples.back().first))
-          target->samples.emplace_back(s.x, s.us);
-    }
-    cal.fits.emplace_back(name, std::move(f));
-  };
   const bool inter = o.nccl_link == LinkClass::kInterNode;
   const std::string link_name = inter ? "inter_node" : "intra_node";
-  LinkProfile& link = inter ? cal.profile.inter_node : cal.profile.intra_node;
-  const std::pair<const char*, AlphaBeta*> ops[] = {{".p2p", &link.p2p},
-                                                    {".all_to_all", &link.all_to_all},
-                                                    {".all_gather", &link.all_gather},
-                                                    {".reduce_scatter", &link.reduce_scatter},
-                                                    {".all_reduce", &link.all_reduce}};
-  const CommOp* run[] = {&p2p, &p2p, &ag, &rs, &ar};
-  double (*const per[])(double bytes, int n) = {one, one, ring, ring, allreduce};
-  for (size_t k = 0; k < std::size(ops); ++k) {
-    next(link_name + ops[k].first);
-    add(link_name + ops[k].first, ops[k].second, measure(comms, o.sizes_bytes, o, *run[k], per[k]));
-  }
+  detail::calibrate_links(detail::LinkRanks{{comms[0].get(), comms[1].get()}, {0, 1}, {0, 1}}, o,
+                          inter ? cal.profile.inter_node : cal.profile.intra_node, link_name, cal, next);
 
   // Local copies: the copy kernel on a strided pack, half the columns of a square matrix (rows of the sweep's S0->S1
   // packs), and the copy engines on one contiguous block (what a local step copies where rows are wide).
@@ -172,14 +73,14 @@ Calibration calibrate(const CalibrateOptions& in) {
                               Dims{cols, 1}, Dims{cols / 2, 1}};
       packs.push_back(Sample{static_cast<double>(rows * (cols / 2) * 4), median_us(region, CopyEngine::kKernel)});
     }
-    add("copy", &cal.profile.copy, packs, true);
+    detail::add_fit(cal, "copy", &cal.profile.copy, packs, true);
     next("copy_engine");
     for (double size : o.sizes_bytes) {
       const Index elems = static_cast<Index>(size) / 4;
       const CopyRegion region{BufferRef{Buffer::kInput, 0}, BufferRef{Buffer::kWork, 0}, Dims{elems}, Dims{1}, Dims{1}};
       contiguous.push_back(Sample{static_cast<double>(elems * 4), median_us(region, CopyEngine::kCopyEngine)});
     }
-    add("copy_engine", &cal.profile.copy_engine, contiguous, true);
+    detail::add_fit(cal, "copy_engine", &cal.profile.copy_engine, contiguous, true);
   }
 
   next("step_overhead");
@@ -242,7 +143,7 @@ Calibration calibrate(const CalibrateOptions& in) {
                        (inter ? "intra_node" : "inter_node") + " and p2p_per_peer_us from the base profile (" +
                        o.base.name + ")";
   nlohmann::ordered_json fits;
-  for (const auto& [name, f] : cal.fits) fits[name] = fit_json(f);
+  for (const auto& [name, f] : cal.fits) fits[name] = detail::fit_json(f);
   nlohmann::ordered_json extra;
   extra["machine"] = cal.machine;
   extra["fits"] = std::move(fits);

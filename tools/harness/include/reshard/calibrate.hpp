@@ -54,4 +54,11 @@ struct Calibration {
 // Needs 2 local GPUs (kInvalidArgument otherwise). A stop request (interrupt.hpp) ends it with Interrupted.
 Calibration calibrate(const CalibrateOptions& options);
 
+// One process of a job of two, one process per node (RANK 0 or 1 from a launcher, `device` its GPU), meeting through
+// `rendezvous` (file:PATH or tcp:HOST:PORT): measures NCCL between the two processes' GPUs, the path it takes between
+// nodes, into the profile's inter_node link (options.nccl_link is not read); everything else is options.base's. Both
+// ranks return the same figures (each size's slower rank). Calibration::machine names both hosts and GPUs.
+Calibration calibrate_between_processes(const CalibrateOptions& options, int rank, int device,
+                                        const std::string& rendezvous);
+
 }  // namespace reshard
