@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <iterator>
 
+#include <nlohmann/json.hpp>
+
 #include "gpu_timing.hpp"
 #include "reshard/cuda_check.hpp"
 #include "reshard/cuda_device.hpp"
@@ -52,6 +54,20 @@ std::vector<Sample> measure(const LinkRanks& ranks, const std::vector<double>& s
   std::vector<Sample> out;
   for (size_t k = 0; k < sizes.size(); ++k) out.push_back(Sample{x_of(sizes[k], 2), slower[k]});
   return out;
+}
+
+nlohmann::ordered_json fit_json(const Fit& f) {
+  nlohmann::ordered_json j;
+  if (f.samples.empty()) return j;
+  j["alpha_us"] = f.params.alpha_us;
+  j["bandwidth_GBps"] = f.params.bandwidth_GBps;
+  j["rms_rel_error"] = f.rms_rel_error;
+  j["max_rel_error"] = f.max_rel_error;
+  j["range_bytes"] = {f.samples.front().x, f.samples.back().x};
+  nlohmann::ordered_json pts = nlohmann::ordered_json::array();
+  for (size_t i = 0; i < f.samples.size(); ++i) pts.push_back({f.samples[i].x, f.samples[i].us, f.rel_residuals[i]});
+  j["samples_bytes_us_residual"] = std::move(pts);
+  return j;
 }
 
 }  // namespace
@@ -111,18 +127,13 @@ void calibrate_links(const LinkRanks& ranks, const CalibrateOptions& o, LinkProf
   }
 }
 
-nlohmann::ordered_json fit_json(const Fit& f) {
-  nlohmann::ordered_json j;
-  if (f.samples.empty()) return j;
-  j["alpha_us"] = f.params.alpha_us;
-  j["bandwidth_GBps"] = f.params.bandwidth_GBps;
-  j["rms_rel_error"] = f.rms_rel_error;
-  j["max_rel_error"] = f.max_rel_error;
-  j["range_bytes"] = {f.samples.front().x, f.samples.back().x};
-  nlohmann::ordered_json pts = nlohmann::ordered_json::array();
-  for (size_t i = 0; i < f.samples.size(); ++i) pts.push_back({f.samples[i].x, f.samples[i].us, f.rel_residuals[i]});
-  j["samples_bytes_us_residual"] = std::move(pts);
-  return j;
+void record_fits(Calibration& cal) {
+  nlohmann::ordered_json fits;
+  for (const auto& [name, f] : cal.fits) fits[name] = fit_json(f);
+  nlohmann::ordered_json extra;
+  extra["machine"] = cal.machine;
+  extra["fits"] = std::move(fits);
+  cal.profile.extra_json = extra.dump();
 }
 
 }  // namespace reshard::detail

@@ -6,8 +6,6 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "reshard/calibrate.hpp"
 #include "reshard/nccl_communicator.hpp"
 
@@ -37,7 +35,8 @@ void add_fit(Calibration& cal, const std::string& name, AlphaBeta* target, const
 void calibrate_links(const LinkRanks& ranks, const CalibrateOptions& o, LinkProfile& link, const std::string& link_name,
                      Calibration& cal, const std::function<void(const std::string&)>& next);
 
-// A fit as the profile's "fits" record it.
-nlohmann::ordered_json fit_json(const Fit& f);
+// Records cal.machine and every fit of cal.fits (alpha, bandwidth, errors, samples with residuals) in the profile's
+// extra JSON, which the planner keeps as text.
+void record_fits(Calibration& cal);
 
 }  // namespace reshard::detail

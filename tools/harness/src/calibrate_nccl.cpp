@@ -142,12 +142,7 @@ Calibration calibrate(const CalibrateOptions& in) {
                        std::to_string(o.sizes_bytes.size()) + " sizes; " + nvlink + "; " +
                        (inter ? "intra_node" : "inter_node") + " and p2p_per_peer_us from the base profile (" +
                        o.base.name + ")";
-  nlohmann::ordered_json fits;
-  for (const auto& [name, f] : cal.fits) fits[name] = detail::fit_json(f);
-  nlohmann::ordered_json extra;
-  extra["machine"] = cal.machine;
-  extra["fits"] = std::move(fits);
-  cal.profile.extra_json = extra.dump();
+  detail::record_fits(cal);
   return cal;
 }
 

@@ -66,12 +66,7 @@ Calibration calibrate_between_processes(const CalibrateOptions& in, int rank, in
                   "NCCL_SHM_DISABLE=1 makes it the network's)"
                 : "") +
       "; everything else from the base profile (" + o.base.name + ")";
-  nlohmann::ordered_json fits;
-  for (const auto& [name, f] : cal.fits) fits[name] = detail::fit_json(f);
-  nlohmann::ordered_json extra;
-  extra["machine"] = cal.machine;
-  extra["fits"] = std::move(fits);
-  cal.profile.extra_json = extra.dump();
+  detail::record_fits(cal);
   return cal;
 }
 
