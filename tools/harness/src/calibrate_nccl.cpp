@@ -1,8 +1,6 @@
 // Calibration microbenchmarks on GPUs 0 and 1: the NCCL link operations (calibrate_links.cpp), the batched copy kernel
 // (a strided pack) and the copy engines over sizes, each timed like the executor runs (CUDA events between back-to-back
 // operations); then the step overhead and the one-sided transport's fields (calibrate_nvlink.cpp) from end-to-end runs.
-#include <nlohmann/json.hpp>
-
 #include "calibrate_links.hpp"
 #include "calibrate_nvlink.hpp"
 #include "gpu_timing.hpp"
