@@ -2,7 +2,7 @@
 # On a one-GPU machine (H100 or H200), one call: build; the NVLink transport with ranks sharing the GPU
 # (executor_gpu_tests' SharedGpu.*, tests/executor/gpu/shared_gpu_test.cpp: ordering, copy-engine and kernel copies,
 # fused kernels, eager and graph, every element checked; FILTER overrides); PY=1 adds the Python checks that run in
-# one process. Files under $OUT. (compute-sanitizer over ranks sharing a GPU stalls: sanitize on 2 GPUs.)
+# one process; NODES=1 emulates nodes on the GPU with one process per rank (below). Files under $OUT. (compute-sanitizer over ranks sharing a GPU stalls: sanitize on 2 GPUs.)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 export NCCL_NVLS_ENABLE=0
@@ -20,5 +20,33 @@ if [[ "${PY:-0}" == 1 ]]; then
   timeout $(( ${BUDGET:-300} - $(el) - 5 )) torchrun --nproc-per-node 1 python/tests/gpu/check_block_scaled.py \
     --out "$OUT" > "$OUT/block_scaled.log" 2>&1; echo "check_block_scaled.py (1 process) exit $?"
   grep -E "FAIL|checks passed|Error|error" "$OUT/block_scaled.log" | head -20
+fi
+# NODES=1: nodes emulated on the one GPU, one process per rank, each its own "host" for NCCL (lib.sh host_processes):
+# plans for 2 ranks per node run their steps within a node one-sided (IPC between the processes) and between nodes on
+# NCCL's sockets: (4) P -> R as the hierarchical all_reduce with one-sided node stages, with NCCL's node stages, and
+# flat, and a mixed relayed p2p step, every element verified; `calibrate` between two such processes.
+if [[ "${NODES:-0}" == 1 ]]; then
+  source scripts/device/lib.sh
+  R=build-device/tools/reshard
+  export NCCL_NVLS_ENABLE=0
+  $R plan --mesh 4 --from P --to R --shape 1024x1024 --ranks-per-node 2 --strategy collective --transport nccl \
+    --json "$OUT/plan_hier.json" > /dev/null
+  python3 - "$OUT/plan_hier.json" "$OUT" <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1]))
+assert p["steps"][0].get("hierarchical"), p["steps"][0]
+mixed = json.loads(json.dumps(p)); mixed["steps"][0]["mixed"] = True
+flat = json.loads(json.dumps(p)); flat["steps"][0].pop("hierarchical")
+json.dump(mixed, open(sys.argv[2] + "/plan_mixed.json", "w")); json.dump(flat, open(sys.argv[2] + "/plan_flat.json", "w"))
+PY
+  for form in mixed hier flat; do
+    $R plan --load "$OUT/plan_$form.json" --json "$OUT/priced_$form.json" > /dev/null
+    host_processes "$OUT/nodes.txt" 4 run --iters 20 --plan "$OUT/priced_$form.json"
+  done
+  host_processes "$OUT/nodes.txt" 4 run --iters 20 --mesh 4 --from S0 --to R --shape 1024x1024 --ranks-per-node 2 \
+    --relay always --trace
+  host_processes "$OUT/nodes.txt" 2 calibrate --nccl-link inter_node --sizes 1MiB,16MiB --iters 5 --no-mapping \
+    --out "$OUT/calibrated_processes.json"
+  echo "[$(el) s] nodes on one GPU"; cut -c1-250 "$OUT/nodes.txt"
 fi
 echo "[$(el) s] done"

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <fstream>
+#include <iterator>
 
 #include <nlohmann/json.hpp>
 
@@ -62,6 +64,28 @@ TEST_F(PlanFile, DumpedPlanLoadsRendersAndRunsVerified) {
   other = run_cli("plan --load " + file + " --strategy collective");
   EXPECT_EQ(other.exit_code, 2);
   EXPECT_NE(other.err.find("--strategy shapes a new plan; it cannot be combined with --load"), std::string::npos);
+}
+
+// An output names the file the command reads: it is read first, then replaced (priced anew here); a command that
+// fails before writing leaves it as it was.
+TEST_F(PlanFile, OutputMayNameTheFileItReads) {
+  CliResult dumped = run_cli("plan " + kCliRequest + " --strategy p2p --json");
+  ASSERT_EQ(dumped.exit_code, 0) << dumped.err;
+  std::string file = write("in_place", dumped.out);
+  CliResult again = run_cli("plan --load " + file + " --json " + file);
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  std::ifstream in(file);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text, dumped.out);
+  CliResult run = run_cli("run --plan " + file + " --backend host --iters 1 --json " + file);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  std::ifstream record(file);
+  EXPECT_EQ(json::parse(record).at("wrong").get<long long>(), 0);
+  const std::string kept = write("kept", dumped.out);
+  CliResult refused = run_cli("plan --load " + kept + " --mesh 4 --json " + kept);
+  EXPECT_EQ(refused.exit_code, 2);
+  std::ifstream still(kept);
+  EXPECT_EQ(std::string((std::istreambuf_iterator<char>(still)), std::istreambuf_iterator<char>()), dumped.out);
 }
 
 TEST_F(PlanFile, EditedButValidPlanRunsWithEveryElementCorrect) {

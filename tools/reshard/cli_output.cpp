@@ -1,5 +1,6 @@
 #include "cli_output.hpp"
 
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -21,9 +22,21 @@ Output Output::standard() { return Output(stdout, "standard output", false); }
 Output Output::open(const std::string& path, std::string_view flag) {
   if (path == "-") return standard();
   if (path.empty()) throw WriteFailure(fmt::format("{}: empty file name", flag));
-  std::FILE* f = std::fopen(path.c_str(), "w");
-  if (!f) throw WriteFailure(fmt::format("{}: cannot write '{}': {}", flag, printable(path), std::strerror(errno)));
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
+  std::FILE* f = fd < 0 ? nullptr : ::fdopen(fd, "w");
+  if (!f) {
+    const int error = errno;
+    if (fd >= 0) ::close(fd);
+    throw WriteFailure(fmt::format("{}: cannot write '{}': {}", flag, printable(path), std::strerror(error)));
+  }
   return Output(f, "'" + printable(path) + "'", true);
+}
+
+void Output::start() {
+  if (started_ || !owned_) return;
+  started_ = true;
+  struct stat st {};
+  if (::fstat(::fileno(file_), &st) == 0 && S_ISREG(st.st_mode) && ::ftruncate(::fileno(file_), 0) != 0) failed(errno);
 }
 
 void Output::failed(int error) const {
@@ -31,11 +44,13 @@ void Output::failed(int error) const {
 }
 
 void Output::write(std::string_view text) {
+  start();
   errno = 0;
   if (!text.empty() && std::fwrite(text.data(), 1, text.size(), file_) != text.size()) failed(errno);
 }
 
 void Output::flush() {
+  start();
   errno = 0;
   if (std::fflush(file_) != 0 || std::ferror(file_)) failed(errno);
 }

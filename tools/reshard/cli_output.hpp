@@ -21,7 +21,9 @@ class WriteFailure : public std::runtime_error {
 
 class Output {
  public:
-  // "-": standard output. A file is created or truncated now; WriteFailure when it cannot be.
+  // "-": standard output. A file is created now (WriteFailure when it cannot be) and emptied at the first write or
+  // flush, so that a command may still read it first (`plan --load p.json --json p.json`) and one that fails before
+  // writing leaves it as it was.
   static Output open(const std::string& path, std::string_view flag);
   static Output standard();
 
@@ -37,8 +39,11 @@ class Output {
   struct Closer {
     void operator()(std::FILE* f) const;
   };
+  // Empties a regular file the first time anything is written or flushed.
+  void start();
   std::FILE* file_;
   std::string name_;
+  bool started_ = false;
   std::unique_ptr<std::FILE, Closer> owned_;
   [[noreturn]] void failed(int error) const;
 };
