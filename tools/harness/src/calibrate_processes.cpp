@@ -62,8 +62,8 @@ Calibration calibrate_between_processes(const CalibrateOptions& in, int rank, in
       "reshard calibrate between two processes (" + cal.machine +
       "): inter_node links fitted by weighted least squares (relative error) over " +
       std::to_string(o.sizes_bytes.size()) + " sizes" +
-      (one_host ? "; both processes on one host: the path NCCL takes between them there (NCCL_P2P_DISABLE=1 "
-                  "NCCL_SHM_DISABLE=1 makes it the network's)"
+      (one_host ? "; both processes on one host: the path NCCL takes between them there (its network path under "
+                  "NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1, or with an NCCL_HOSTID of its own per process)"
                 : "") +
       "; everything else from the base profile (" + o.base.name + ")";
   detail::record_fits(cal);
