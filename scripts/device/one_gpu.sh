@@ -2,7 +2,8 @@
 # On a one-GPU machine (H100 or H200), one call: build; the NVLink transport with ranks sharing the GPU
 # (executor_gpu_tests' SharedGpu.*, tests/executor/gpu/shared_gpu_test.cpp: ordering, copy-engine and kernel copies,
 # fused kernels, eager and graph, every element checked; FILTER overrides); PY=1 adds the Python checks that run in
-# one process; NODES=1 emulates nodes on the GPU with one process per rank (below). Files under $OUT. (compute-sanitizer over ranks sharing a GPU stalls: sanitize on 2 GPUs.)
+# one process, PY2=1 those that need two processes (on the one GPU); NODES=1 emulates nodes on the GPU with one
+# process per rank (below). Files under $OUT. (compute-sanitizer over ranks sharing a GPU stalls: sanitize on 2 GPUs.)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 export NCCL_NVLS_ENABLE=0
@@ -20,6 +21,18 @@ if [[ "${PY:-0}" == 1 ]]; then
   timeout $(( ${BUDGET:-300} - $(el) - 5 )) torchrun --nproc-per-node 1 python/tests/gpu/check_block_scaled.py \
     --out "$OUT" > "$OUT/block_scaled.log" 2>&1; echo "check_block_scaled.py (1 process) exit $?"
   grep -E "FAIL|checks passed|Error|error" "$OUT/block_scaled.log" | head -20
+fi
+# PY2=1: the Python GPU checks that need two processes (CHECKS, default move_state_dict and block_scaled), both on the
+# one GPU, each its own NCCL host (as NODES=1 below): correctness only, every element checked.
+if [[ "${PY2:-0}" == 1 ]]; then
+  export PYTHONPATH="$PWD/build-device/python${PYTHONPATH:+:$PYTHONPATH}"
+  for check in ${CHECKS:-move_state_dict block_scaled}; do
+    timeout $(( ${BUDGET:-300} - $(el) - 5 )) torchrun --nproc-per-node 2 --no-python bash -c \
+      'LOCAL_RANK=0 NCCL_HOSTID=host$RANK NCCL_SOCKET_IFNAME=lo NCCL_IB_DISABLE=1 exec python3 "$0" "$@"' \
+      python/tests/gpu/check_$check.py --out "$OUT" > "$OUT/two_$check.log" 2>&1
+    echo "[$(el) s] check_$check.py (2 processes, one GPU) exit $?"
+    grep -E "FAIL|checks passed|Error|error" "$OUT/two_$check.log" | head -12
+  done
 fi
 # NODES=1: nodes emulated on the one GPU, one process per rank, each its own "host" for NCCL (lib.sh host_processes):
 # plans for 2 ranks per node run their steps within a node one-sided (IPC between the processes) and between nodes on

@@ -150,11 +150,12 @@ def sync_case(checks, world, pair, meshes, which, seed):
     torch.cuda.synchronize()
     checks.ok(what + " repeat allocates nothing", torch.cuda.memory_allocated() == before)
     seen = []
-    # 3 MiB per rank: the largest tensor alone fits on 1, 2 and 4 ranks (w1 on 2 ranks: 1 MiB of workspace and 1 MiB
-    # of codes and scales held), the set does not.
-    budget_out = rt.move_state_dict(sources, targets, dtype=dtypes, block_scales=blocks, memory_budget="3MiB",
+    # 4 MiB per rank: the largest tensor alone fits on 1, 2 and 4 ranks (w1 from rank 0 to rank 1, quantized by its
+    # receiver: 2 MiB of bf16 workspace for its plan and the 2 MiB bf16 staging tensor the receiver quantizes), the
+    # set of receiver-quantized tensors does not.
+    budget_out = rt.move_state_dict(sources, targets, dtype=dtypes, block_scales=blocks, memory_budget="4MiB",
                                     progress=seen.append)
-    check_out(checks, what + " 3MiB budget", budget_out, wants, tshape, tranks, tplacements)
+    check_out(checks, what + " 4MiB budget", budget_out, wants, tshape, tranks, tplacements)
     me_in = me in set(sranks) | set(tranks)
     checks.ok(what + " progress", not me_in or (seen and seen[-1].tensors_done == len(WEIGHTS)))
 
