@@ -37,7 +37,8 @@ fi
 # NODES=1: nodes emulated on the one GPU, one process per rank, each its own "host" for NCCL (lib.sh host_processes):
 # plans for 2 ranks per node run their steps within a node one-sided (IPC between the processes) and between nodes on
 # NCCL's sockets: (4) P -> R as the hierarchical all_reduce with one-sided node stages, with NCCL's node stages, and
-# flat, and a mixed relayed p2p step, every element verified; `calibrate` between two such processes.
+# flat; the two-node emulation's cases as auto plans them; every element verified; `calibrate` between two such
+# processes.
 if [[ "${NODES:-0}" == 1 ]]; then
   source scripts/device/lib.sh
   R=build-device/tools/reshard
@@ -56,8 +57,14 @@ PY
     $R plan --load "$OUT/plan_$form.json" --json "$OUT/priced_$form.json" > /dev/null
     host_processes "$OUT/nodes.txt" 4 run --iters 20 --plan "$OUT/priced_$form.json"
   done
-  host_processes "$OUT/nodes.txt" 4 run --iters 20 --mesh 4 --from S0 --to R --shape 1024x1024 --ranks-per-node 2 \
-    --relay always --trace
+  # The two-node emulation's cases (two_nodes.sh) as auto plans them with the built-in profile at 64 MiB: relayed,
+  # plain, mixed, hierarchical with one-sided node stages, and mixed relayed between meshes; every element verified.
+  for c in "--mesh 4 --from S0 --to R" "--mesh 2x2 --from S0,S1 --to S1,S0" "--mesh 2x2 --from S0,S0 --to S1,S1" \
+           "--mesh 4 --from P --to R" \
+           "--from-mesh 2 --from-ranks 0,1 --to-mesh 2 --to-ranks 2,3 --world-size 4 --from S0 --to R"; do
+    echo "$($R plan $c --shape 4096x4096 --ranks-per-node 2 | grep '^\*' | cut -c1-150)" >> "$OUT/nodes.txt"
+    host_processes "$OUT/nodes.txt" 4 run --iters 5 --warmup 2 $c --shape 4096x4096 --ranks-per-node 2
+  done
   host_processes "$OUT/nodes.txt" 2 calibrate --nccl-link inter_node --sizes 1MiB,16MiB --iters 5 --no-mapping \
     --out "$OUT/calibrated_processes.json"
   echo "[$(el) s] nodes on one GPU"; cut -c1-250 "$OUT/nodes.txt"
