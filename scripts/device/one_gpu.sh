@@ -34,6 +34,19 @@ if [[ "${PY2:-0}" == 1 ]]; then
     grep -E "FAIL|checks passed|Error|error" "$OUT/two_$check.log" | head -12
   done
 fi
+# BUFFERS=1: `reshard run --buffers same|cached|new` on two processes sharing the GPU (an NCCL host each), both
+# transports: every buffer set verified (correctness only: the processes share one GPU).
+if [[ "${BUFFERS:-0}" == 1 ]]; then
+  source scripts/device/lib.sh
+  R=build-device/tools/reshard
+  for tr in nvlink nccl; do
+    for b in same cached new; do
+      host_processes "$OUT/buffers.txt" 2 run --iters 10 --mesh 2 --from S0 --to S1 --shape 4096x4096 --dtype bf16 \
+        --transport $tr --buffers $b
+    done
+  done
+  echo "[$(el) s] buffers on one GPU"; grep -E "verified|error" "$OUT/buffers.txt" | cut -c1-200
+fi
 # NODES=1: nodes emulated on the one GPU, one process per rank, each its own "host" for NCCL (lib.sh host_processes):
 # plans for 2 ranks per node run their steps within a node one-sided (IPC between the processes) and between nodes on
 # NCCL's sockets: (4) P -> R as the hierarchical all_reduce with one-sided node stages, with NCCL's node stages, and
