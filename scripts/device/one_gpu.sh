@@ -50,8 +50,8 @@ fi
 # NODES=1: nodes emulated on the one GPU, one process per rank, each its own "host" for NCCL (lib.sh host_processes):
 # plans for 2 ranks per node run their steps within a node one-sided (IPC between the processes) and between nodes on
 # NCCL's sockets: (4) P -> R as the hierarchical all_reduce with one-sided node stages, with NCCL's node stages, and
-# flat; the two-node emulation's cases as auto plans them; every element verified; `calibrate` between two such
-# processes.
+# flat (the first also captured in CUDA graphs); the two-node emulation's cases as auto plans them; every element
+# verified; `calibrate` between two such processes.
 if [[ "${NODES:-0}" == 1 ]]; then
   source scripts/device/lib.sh
   R=build-device/tools/reshard
@@ -70,6 +70,7 @@ PY
     $R plan --load "$OUT/plan_$form.json" --json "$OUT/priced_$form.json" > /dev/null
     host_processes "$OUT/nodes.txt" 4 run --iters 20 --plan "$OUT/priced_$form.json"
   done
+  host_processes "$OUT/nodes.txt" 4 run --iters 20 --graph --plan "$OUT/priced_mixed.json"
   # The two-node emulation's cases (two_nodes.sh) as auto plans them with the built-in profile at 64 MiB: relayed,
   # plain, mixed, hierarchical with one-sided node stages, and mixed relayed between meshes; every element verified.
   for c in "--mesh 4 --from S0 --to R" "--mesh 2x2 --from S0,S1 --to S1,S0" "--mesh 2x2 --from S0,S0 --to S1,S1" \
