@@ -439,15 +439,17 @@ RankProgram lower(const Plan& plan, int rank, const LowerOptions& options) {
   detail::LoweredParts parts = detail::lower_parts(plan, rank, false, options.one_sided);
   RankProgram& prog = parts.program;
   const int es = element_size(prog.dtype);
-  for (size_t i = 0; i < parts.steps.size(); ++i) {
-    detail::StepParts& step = parts.steps[i];
+  auto schedule = [&](detail::StepParts& phase, size_t i) {
     if (plan.low_sm()) {  // beside compute: copy-engine copies in pieces (op_schedule.hpp)
-      detail::split_engine_copies(step.local_engine, es, detail::kLowSmEngineCopyBytes);
-      if (step.one_sided) detail::split_engine_copies(step.one_sided->engine_copies, es, detail::kLowSmEngineCopyBytes);
+      detail::split_engine_copies(phase.local_engine, es, detail::kLowSmEngineCopyBytes);
+      if (phase.one_sided)
+        detail::split_engine_copies(phase.one_sided->engine_copies, es, detail::kLowSmEngineCopyBytes);
     }
-    detail::schedule_step(std::move(step), static_cast<int>(i), es, options.stage_schedule, prog.ops);
-    for (detail::StepParts& phase : parts.later[i])
-      detail::schedule_step(std::move(phase), static_cast<int>(i), es, options.stage_schedule, prog.ops);
+    detail::schedule_step(std::move(phase), static_cast<int>(i), es, options.stage_schedule, prog.ops);
+  };
+  for (size_t i = 0; i < parts.steps.size(); ++i) {
+    schedule(parts.steps[i], i);
+    for (detail::StepParts& phase : parts.later[i]) schedule(phase, i);
   }
   if (prog.output_dtype) detail::convert_on_kernels(prog);
   const Plan* plans[] = {&plan};
