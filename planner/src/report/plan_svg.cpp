@@ -94,9 +94,10 @@ std::string plan_svg(const Plan& plan) {
   std::vector<double> slot(steps);
   for (size_t i = 0; i < steps; ++i) {
     const Step& s = plan.steps()[i];
-    head[i] = fmt::format("step {}: {}{}{}{}", i, to_string(s.kind), s.mixed ? " (mixed transports)" : "",
-                          s.relayed ? " (relayed)" : "",
-                          s.mesh_dims.empty() ? std::string() : fmt::format(" on mesh dims {}", join(s.mesh_dims, ' ')));
+    head[i] =
+        fmt::format("step {}: {}{}{}{}{}", i, to_string(s.kind), s.hierarchical ? " (hierarchical)" : "",
+                    s.mixed ? " (mixed transports)" : "", s.relayed ? " (relayed)" : "",
+                    s.mesh_dims.empty() ? std::string() : fmt::format(" on mesh dims {}", join(s.mesh_dims, ' ')));
     sub[i] = fmt::format("{} -> {}", to_string(s.from), to_string(s.to));
     const std::vector<int>& p = traffic[i].peers_out;
     if (!p.empty() && s.kind != StepKind::kLocal) {
@@ -114,8 +115,7 @@ std::string plan_svg(const Plan& plan) {
     slot[i] = std::max({matrix, text_width(head[i], 12), text_width(sub[i], 12), text_width(peers[i], 11)});
   }
   const std::string axis = blocked ? fmt::format("destination rank (blocks of {})", block) : "destination rank";
-  const bool any_mixed =
-      std::any_of(plan.steps().begin(), plan.steps().end(), [](const Step& s) { return s.mixed; });
+  const bool any_mixed = std::any_of(plan.steps().begin(), plan.steps().end(), [](const Step& s) { return s.mixed; });
   const std::string legend =
       std::string("green outline: local copy; ") +
       (any_mixed ? "blue dashed outline: one-sided (nvlink) within a node of a step that mixes transports; " : "") +
@@ -161,8 +161,8 @@ std::string plan_svg(const Plan& plan) {
             local       ? " stroke=\"#1a9850\" stroke-width=\"2\""
             : one_sided ? " stroke=\"#2166ac\" stroke-width=\"2\" stroke-dasharray=\"3,2\""
                         : "",
-            range_label(a * block, a_last),
-            range_label(b * block, b_last), escape(human_bytes(v)), local ? " (includes local copies)" : "");
+            range_label(a * block, a_last), range_label(b * block, b_last), escape(human_bytes(v)),
+            local ? " (includes local copies)" : "");
       }
     }
     // Tick labels: above the matrix and left of it, clear of the axis labels.
