@@ -92,21 +92,24 @@ n_processes() {
   grep -hE "^  $n |error" "$OUT"/mp_*.txt | sed "s|\$|   [$*]|" >> "$file"
   rm -f "$OUT"/mp_*.txt
 }
-# host_processes FILE N COMMAND-FLAGS...: one `reshard COMMAND-FLAGS` as N processes on GPU 0, each its own "host" for
-# NCCL (NCCL_HOSTID=hostK: NCCL then connects them over its network path, sockets on the loopback, and lets them share
-# the GPU), file rendezvous, one job token; appends every rank's last result row (and any error) to FILE.
+# host_processes FILE N COMMAND-FLAGS...: one `reshard COMMAND-FLAGS` as N processes, HOST_RANKS consecutive ranks
+# (default 1) on each "host" for NCCL (NCCL_HOSTID: between hosts NCCL takes its network path, sockets on the loopback;
+# within one it takes NVLink), all on GPU 0 (NCCL lets ranks of different hosts share a GPU) or, with OWN_GPUS=1, rank k
+# on GPU k; file rendezvous, one job token; appends every rank's last result row (and any error) to FILE (HP_KEEP=1:
+# each rank's whole output stays in $OUT/hp_RANK.txt).
 host_processes() {
   local file=$1 n=$2; shift 2
   local rv="$OUT/rv_$RANDOM" token="job$RANDOM$$"
   for ((rk = 0; rk < n; rk++)); do
-    NCCL_HOSTID=host$rk NCCL_SOCKET_IFNAME=lo NCCL_IB_DISABLE=1 RESHARD_RENDEZVOUS_TOKEN=$token RANK=$rk LOCAL_RANK=0 \
-      WORLD_SIZE=$n timeout 120 $R "$@" --rendezvous file:$rv > "$OUT/hp_$rk.txt" 2>&1 &
+    NCCL_HOSTID=host$((rk / ${HOST_RANKS:-1})) NCCL_SOCKET_IFNAME=lo NCCL_IB_DISABLE=1 RESHARD_RENDEZVOUS_TOKEN=$token \
+      RANK=$rk LOCAL_RANK=$([[ ${OWN_GPUS:-0} == 1 ]] && echo $rk || echo 0) WORLD_SIZE=$n timeout ${HP_TIMEOUT:-120} \
+      $R "$@" --rendezvous file:$rv > "$OUT/hp_$rk.txt" 2>&1 &
   done
   wait; rm -f "$rv"
   for ((rk = 0; rk < n; rk++)); do
     grep -hE "^  [0-9]|verified|error|wrote|calibrated|inter_node" "$OUT/hp_$rk.txt" | sed "s|^|rank $rk: |; s|\$|   [$*]|"
   done >> "$file"
-  rm -f "$OUT"/hp_*.txt
+  [[ ${HP_KEEP:-0} == 1 ]] || rm -f "$OUT"/hp_*.txt
 }
 # two_processes FILE RUN-FLAGS...: n_processes on 2 GPUs.
 two_processes() {
