@@ -79,9 +79,11 @@ TEST(PendingCandidates, EqualEachStrategyPlannedAlone) {
       const bool mixes = x.route.find("/mixed") != std::string::npos;
       if (mixes) o.transport = Transport::kAuto;
       const Plan alone = make_plan(src, dst, DType::kBF16, o);
-      if (!mixes) ASSERT_EQ(alone.candidates().size(), 1u);
-      const auto same = std::find_if(alone.candidates().begin(), alone.candidates().end(), [&](const Candidate& c) {
-        return c.strategy == x.strategy && c.transport == x.transport;
+      if (!mixes) {
+        ASSERT_EQ(alone.candidates().size(), 1u);
+      }
+      const auto same = std::find_if(alone.candidates().begin(), alone.candidates().end(), [&](const Candidate& other) {
+        return other.strategy == x.strategy && other.transport == x.transport;
       });
       ASSERT_NE(same, alone.candidates().end()) << x.route;
       const Candidate& y = *same;
