@@ -120,11 +120,8 @@ StepPrice StepPricer::collective_wire(const RankBoxes& a, const RankBoxes& b, St
                       " needs groups with the same number (more than one) of members on each of several nodes, "
                       "the innermost dim a multiple of it, and pieces of equal size");
       if (given) return *h;
-      if (h && h->us < p.us) p = *h;
-      if (one_sided_node_stages_)
-        if (const std::optional<StepPrice> o = hierarchical_all_reduce(a, dims, Transport::kNvlink); o && o->us < p.us)
-          p = *o;
-      return p;
+      const std::optional<StepPrice> cheapest = cheapest_hierarchical(a, dims);
+      return cheapest && cheapest->us < p.us ? *cheapest : p;
     }
     case StepKind::kAllToAll: {
       RankTraffic worst;
@@ -201,6 +198,15 @@ std::optional<StepPrice> StepPricer::hierarchical_all_reduce(const RankBoxes& a,
   return p;
 }
 
+std::optional<StepPrice> StepPricer::cheapest_hierarchical(const RankBoxes& a, std::span<const int> dims) const {
+  std::optional<StepPrice> best = hierarchical_all_reduce(a, dims);
+  if (one_sided_node_stages_)
+    if (std::optional<StepPrice> o = hierarchical_all_reduce(a, dims, Transport::kNvlink);
+        o && (!best || o->us < best->us))
+      best = o;
+  return best;
+}
+
 double StepPricer::collective_floor(const RankBoxes& a, StepKind kind, std::span<const int> dims) const {
   if (!is_communication(kind)) return -std::numeric_limits<double>::infinity();
   // As collective_wire computes them: pack and unpack start at 0 and only grow, so with_overhead(pack + wire +
@@ -212,12 +218,8 @@ double StepPricer::collective_floor(const RankBoxes& a, StepKind kind, std::span
     const LinkClass link = group_link(mesh, dims, model_.topology());
     wire = kind == StepKind::kAllGather ? model_.all_gather_us(n, a.max_volume() * es_, link)
                                         : model_.all_reduce_us(n, a.max_volume() * es_, link);
-    if (kind == StepKind::kAllReduce) {
-      if (const std::optional<StepPrice> h = hierarchical_all_reduce(a, dims)) wire = std::min(wire, h->us);
-      if (one_sided_node_stages_)
-        if (const std::optional<StepPrice> h = hierarchical_all_reduce(a, dims, Transport::kNvlink))
-          wire = std::min(wire, h->us);
-    }
+    if (kind == StepKind::kAllReduce)
+      if (const std::optional<StepPrice> h = cheapest_hierarchical(a, dims)) wire = std::min(wire, h->us);
   }
   return model_.with_overhead(wire);
 }

@@ -81,6 +81,8 @@ class StepPricer {
   // where it cannot run so (no split, pieces of unequal size, an integer average).
   std::optional<StepPrice> hierarchical_all_reduce(const RankBoxes& a, std::span<const int> dims,
                                                    Transport node_stages = Transport::kNccl) const;
+  // The cheaper of the hierarchical forms this pricer offers (NCCL node stages; one-sided ones where offered).
+  std::optional<StepPrice> cheapest_hierarchical(const RankBoxes& a, std::span<const int> dims) const;
   // Every rank's scratch for a collective or local step (computed once per class of alike ranks).
   std::vector<Index> collective_scratch(const RankBoxes& a, const RankBoxes& b, StepKind kind,
                                         std::span<const int> dims) const;

@@ -1,6 +1,6 @@
 // The p2p step on nccl of a world that spans nodes, in the forms that cross between nodes less or that carry the
-// traffic within a node on NVLink: relayed (relays.hpp) and mixing transports (Step::mixed) (internal to the
-// planner's searches).
+// traffic within a node on NVLink: relayed (relays.hpp) and mixing transports (Step::mixed); and which of those forms
+// a planning offers (internal to the planner's searches).
 #pragma once
 
 #include <vector>
