@@ -149,11 +149,7 @@ PYBIND11_MODULE(_cuda, m) {
   register_error_translation(m);
 
   m.def("device_count", &cuda_device_count);
-  m.def("nccl_version", [] {
-    int v = 0;
-    ncclGetVersion(&v);
-    return v;
-  });
+  m.def("nccl_version", &nccl_version);
   m.def("nccl_unique_id", [] {
     ncclUniqueId id;
     ncclResult_t res = ncclGetUniqueId(&id);

@@ -25,6 +25,13 @@ void throw_nccl(ncclResult_t res, ncclComm_t comm, const char* call, const char*
 
 }  // namespace detail
 
+int nccl_version() {
+  int v = 0;
+  if (const ncclResult_t res = ncclGetVersion(&v); res != ncclSuccess)
+    detail::throw_nccl(res, nullptr, "ncclGetVersion", __FILE__, __LINE__);
+  return v;
+}
+
 namespace {
 
 // How long abort() waits for ncclCommAbort before leaving it to finish alone.

@@ -129,9 +129,7 @@ Calibration calibrate(const CalibrateOptions& in) {
 
   cudaDeviceProp prop{};
   RESHARD_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
-  int nccl_version = 0;
-  ncclGetVersion(&nccl_version);
-  cal.machine = cat(cuda_device_count(), "x ", prop.name, ", NCCL ", nccl_version);
+  cal.machine = cat(cuda_device_count(), "x ", prop.name, ", NCCL ", nccl_version());
   cal.profile.name = "calibrated: " + cal.machine;
   cal.profile.source = "reshard calibrate on " + cal.machine + ": " + link_name +
                        " links fitted by weighted least squares (relative error)" +

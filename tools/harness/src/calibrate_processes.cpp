@@ -53,9 +53,7 @@ Calibration calibrate_between_processes(const CalibrateOptions& in, int rank, in
   std::string both(2 * kPlaceText, '\0');
   comm->all_gather_host(mine.data(), both.data(), kPlaceText);
   const std::string first = both.substr(0, kPlaceText).c_str(), second = both.substr(kPlaceText).c_str();
-  int nccl_version = 0;
-  ncclGetVersion(&nccl_version);
-  cal.machine = cat(first, " <-> ", second, ", NCCL ", nccl_version);
+  cal.machine = cat(first, " <-> ", second, ", NCCL ", nccl_version());
   const bool one_host = first.substr(0, first.find(" (")) == second.substr(0, second.find(" ("));
   cal.profile.name = "calibrated between processes: " + cal.machine;
   cal.profile.source =

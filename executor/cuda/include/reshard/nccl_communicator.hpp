@@ -99,6 +99,9 @@ class NcclCommunicator : public Communicator {
   std::map<std::string, std::unique_ptr<NcclCommunicator>> groups_;  // by group_key(mesh, dims)
 };
 
+// The NCCL library's version as ncclGetVersion gives it (22809 for 2.28.9); kBackend if NCCL fails to say.
+int nccl_version();
+
 // One communicator per local GPU (devices 0..n-1, rank i on device i), all in this process: a caller runs rank i
 // from its own thread.
 std::vector<std::unique_ptr<NcclCommunicator>> make_local_communicators(int n, NcclOptions options = {});
