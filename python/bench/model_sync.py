@@ -10,9 +10,11 @@ Variants, timed in the same run, each over --iters iterations after --warmup unt
 one (PyTorch); reshard.torch.redistribute one by one (auto, and transport nccl and nvlink); redistribute_many (auto and
 nccl). Every iteration takes fresh copies of every source tensor (not timed) and the timed part is the whole set, the
 slowest rank's CUDA-event time after a barrier; medians reported. The bound: the most bytes any rank must receive from
-other ranks, over the per-GPU receive bandwidth measured in the same run (every GPU pushing to every other at once,
-copy engines). Every result of every variant equal, bit for bit, to PyTorch's. Then the single-tensor cases (4096x14336
-and 4096x4096 bf16 S0->S1): fresh and reused tensors, and the host time of one call with the GPU idle.
+other ranks, over the per-GPU receive bandwidth measured in the same run with every GPU sending to every other at once
+(link_gbps: the faster of copy engines and NCCL); a variant faster than its bound is flagged ("beats_bound": the probe
+under-measured the link). Every result of every variant equal, bit for bit, to PyTorch's. Then the single-tensor
+cases (4096x14336 and 4096x4096 bf16 S0->S1): fresh and reused tensors, and the host time of one call with the GPU
+idle.
 Results: DIR/model_sync.json and a table on stdout.
 """
 
@@ -87,33 +89,56 @@ def received_bytes(shape, src, dst, world, rank, es):
     return (need - held) * es
 
 
-def link_gbps(world, rank, mib=256, iters=5):
-    """Per-GPU receive bandwidth with every GPU pushing `mib` MiB to every other at once (copy engines, one stream per
-    peer, so that a GPU receives from all its peers concurrently): each process writes from its GPU into buffers it
-    allocates on the others."""
-    n = mib << 20
-    src = torch.empty(n, dtype=torch.uint8, device="cuda")
-    dsts = {p: torch.empty(n, dtype=torch.uint8, device=f"cuda:{p}") for p in range(world) if p != rank}
-    streams = {p: torch.cuda.Stream() for p in dsts}
+def _slowest_median(move, iters):
+    """The slowest rank's median time (s) of move() over `iters` calls, each after a barrier."""
     times = []
     for _ in range(iters):
         torch.cuda.synchronize()
         dist.barrier()
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
+        move()
+        end.record()
+        torch.cuda.synchronize()
+        times.append(start.elapsed_time(end) / 1000.0)
+    t = torch.tensor([statistics.median(times)], device="cuda", dtype=torch.float64)
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    return t.item()
+
+
+def link_gbps(world, rank, senders=None, receivers=None, mib=256, iters=5):
+    """Per-GPU receive bandwidth of a pattern: every rank of `senders` (default: all) sends `mib` MiB to every other
+    rank of `receivers` (default: all) at once. Moved two ways, each timed as the slowest rank's median: copy engines
+    (one stream per peer, each process writing into buffers it allocates on the others) and NCCL (batch_isend_irecv).
+    Returns (GB/s, {method: GB/s}): the bytes the receiver with the most senders gets over the time, the faster way's
+    figure, so that a bound taken from it is never slower than a way of moving the bytes that exists."""
+    senders = list(range(world)) if senders is None else list(senders)
+    receivers = list(range(world)) if receivers is None else list(receivers)
+    n = mib << 20
+    src = torch.empty(n, dtype=torch.uint8, device="cuda")
+    to = [p for p in receivers if p != rank] if rank in senders else []
+    frm = [p for p in senders if p != rank] if rank in receivers else []
+    most = max(sum(1 for s in senders if s != r) for r in receivers)
+    dsts = {p: torch.empty(n, dtype=torch.uint8, device=f"cuda:{p}") for p in to}
+    streams = {p: torch.cuda.Stream() for p in dsts}
+    inbox = [torch.empty(n, dtype=torch.uint8, device="cuda") for _ in frm]
+
+    def pushes():
         for p, d in dsts.items():
             streams[p].wait_stream(torch.cuda.current_stream())
             with torch.cuda.stream(streams[p]):
                 d.copy_(src, non_blocking=True)
         for s in streams.values():
             torch.cuda.current_stream().wait_stream(s)
-        end.record()
-        torch.cuda.synchronize()
-        times.append(start.elapsed_time(end) / 1000.0)
-    t = torch.tensor([statistics.median(times)], device="cuda", dtype=torch.float64)
-    dist.all_reduce(t, op=dist.ReduceOp.MAX)
-    del dsts
-    return (world - 1) * n / t.item() / 1e9
+
+    def nccl():
+        ops = [dist.P2POp(dist.isend, src, p) for p in to] + [dist.P2POp(dist.irecv, b, p) for p, b in zip(frm, inbox)]
+        for w in dist.batch_isend_irecv(ops) if ops else []:
+            w.wait()
+
+    rates = {name: most * n / _slowest_median(move, iters) / 1e9
+             for name, move in (("copy_engines", pushes), ("nccl", nccl))}
+    return max(rates.values()), rates
 
 
 def timed_set(fn, iters, warmup):
@@ -186,6 +211,8 @@ def bench_set(name, mesh, world, rank, iters, warmup, gbps):
         if label != "pytorch":
             row[f"{label}_equal"] = common.all_ranks_true(
                 all(common.same_bits(a, b) for a, b in zip(results["pytorch"], outs)))
+    row["beats_bound"] = sorted(k[:-3] for k, v in row.items() if k.endswith("_us") and k != "bound_us"
+                                and v < row["bound_us"])
     row["stats"] = rt.stats()
     rt.clear_cache()
     return row
@@ -243,10 +270,11 @@ def main():
             raise SystemExit(f"--sets: unknown set {s!r} (known: {', '.join(SETS)})")
     rank, world = common.setup()
     mesh = init_device_mesh("cuda", (world,))
-    gbps = link_gbps(world, rank)
-    report = {"world": world, "device": torch.cuda.get_device_name(), "link_gbps": gbps, "sets": [], "single": []}
+    gbps, ways = link_gbps(world, rank)
+    report = {"world": world, "device": torch.cuda.get_device_name(), "link_gbps": gbps, "link_ways_gbps": ways,
+              "sets": [], "single": []}
     if rank == 0:
-        print(f"# {world}x {report['device']}, receive bandwidth per GPU {gbps:.1f} GB/s", flush=True)
+        print(f"# {world}x {report['device']}, receive bandwidth per GPU {gbps:.1f} GB/s ({ways})", flush=True)
     for s in sets:
         row = bench_set(s, mesh, world, rank, args.iters, args.warmup, gbps)
         report["sets"].append(row)
