@@ -2,7 +2,8 @@
 // independently (one rank keeps its buffers, another gets new ones, as a caching allocator does): every run maps the
 // peers' buffers collectively, and every element of every rank's result is right on every run. (With kTogether the
 // same runs time out: the ranks that changed buffers wait in the mapping all-gather for those that did not.) Staged
-// plans (PlanOptions::buffers_change) map once and take such changes under either setting.
+// plans (PlanOptions::buffers_change) map once and take such changes under either setting; a hierarchical all_reduce
+// with one-sided node stages planned for them maps on every run and is priced so.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -15,6 +16,7 @@
 #include "reshard/executor.hpp"
 #include "reshard/host_backend.hpp"
 #include "reshard/pattern.hpp"
+#include "reshard/plan_json.hpp"
 #include "reshard/planner.hpp"
 #include "test_plans.hpp"
 
@@ -167,6 +169,49 @@ TEST(BuffersChange, TheDefaultMapsOnlyWhenBuffersChange) {
       &world);
   EXPECT_EQ(wrong.load(), 0);
   EXPECT_EQ(exposes.load(), 2);
+}
+
+// A hierarchical all_reduce whose node stages run one-sided (Step::mixed), planned for changing buffers: its price
+// carries mapping the node members' new tensors (two per (rank, member) pair) on every call, so auto takes it where
+// mapping is cheap beside NCCL's node stages and not where it is dear; taken, it runs right with ranks changing their
+// buffers independently. P(max): every rank contributes the same pattern, whose maximum is the pattern.
+TEST(BuffersChange, OneSidedNodeStagesPriceTheirMappingAndRunOnChangingBuffers) {
+  const Layout src(Mesh({4}), parse_placements("P(max)"), Dims{128, 96});
+  const Layout dst = src.with_placements(parse_placements("R"));
+  auto options = [](double map_us, bool changing) {
+    PlanOptions o;
+    o.strategy = Strategy::kCollective;
+    o.topology.ranks_per_node = 2;
+    o.buffers_change = changing;
+    o.profile.nvlink.map_us = map_us;
+    // NCCL as slow within a node as between nodes (the two-node emulation's sockets), the link between nodes slower
+    // still, so that at this size the split and its one-sided node stages pay.
+    for (AlphaBeta* l : {&o.profile.inter_node.all_reduce, &o.profile.inter_node.reduce_scatter,
+                         &o.profile.inter_node.all_gather, &o.profile.inter_node.p2p})
+      l->bandwidth_GBps /= 400;
+    for (AlphaBeta* l : {&o.profile.intra_node.all_reduce, &o.profile.intra_node.reduce_scatter,
+                         &o.profile.intra_node.all_gather, &o.profile.intra_node.p2p}) {
+      l->samples.clear();
+      l->bandwidth_GBps /= 100;
+      l->alpha_us += 100;
+    }
+    return o;
+  };
+  const PlanOptions cheap_options = options(1, true);
+  const Plan fixed = make_plan(src, dst, DType::kF32, options(1, false));
+  const Plan cheap = make_plan(src, dst, DType::kF32, cheap_options);
+  const Plan dear = make_plan(src, dst, DType::kF32, options(1e6, true));
+  ASSERT_EQ(cheap.steps().size(), 1u);
+  EXPECT_TRUE(fixed.steps()[0].hierarchical && fixed.steps()[0].mixed) << plan_to_json(fixed);
+  EXPECT_TRUE(cheap.steps()[0].hierarchical && cheap.steps()[0].mixed) << plan_to_json(cheap);
+  // 4 ranks each read 1 node member's contribution and reduced piece: 8 mappings of 1 us.
+  EXPECT_NEAR(cheap.estimated_us() - fixed.estimated_us(), 8.0, 1e-6);
+  EXPECT_FALSE(dear.steps()[0].mixed) << plan_to_json(dear);
+  // A plan file says the same: reloaded with the same profile, priced alike.
+  EXPECT_NEAR(plan_from_json(plan_to_json(cheap), cheap_options.profile).estimated_us(), cheap.estimated_us(), 1e-6);
+  const ChangingRuns got = run_changing(cheap, BuffersChange::kAnyRank);
+  EXPECT_EQ(got.wrong, 0);
+  EXPECT_EQ(got.exposes, 4 * kRuns);
 }
 
 }  // namespace

@@ -197,7 +197,7 @@ TEST(HierarchicalFiles, RefusesWhatCannotRunSo) {
   refused(edited(s0, "R", 2, [](nlohmann::json& j) { j["steps"][0]["hierarchical"] = true; }),
           "only an all_reduce runs hierarchically");
   refused(edited(src, "R", 2, [](nlohmann::json& j) { j["steps"][0]["hierarchical"] = "yes"; }), "hierarchical");
-  // One-sided node stages: only on a hierarchical all_reduce, and not in a plan for changing buffers.
+  // One-sided node stages: only on a hierarchical all_reduce.
   const Layout wide(Mesh({4}), parse_placements("P"), Dims{8192, 8192});
   auto mixed_edit = [&](bool hierarchical, bool buffers_change) {
     nlohmann::json j =
@@ -210,7 +210,11 @@ TEST(HierarchicalFiles, RefusesWhatCannotRunSo) {
   };
   EXPECT_TRUE(plan_from_json(mixed_edit(true, false)).steps()[0].mixed);
   refused(mixed_edit(false, false), "only p2p steps on nccl (not staged, not fused) and hierarchical all_reduce");
-  refused(mixed_edit(true, true), "runs its node stages one-sided (hierarchical, mixed) in a plan for changing");
+  // For changing buffers too (priced with mapping the members' tensors on every call: buffers_change_test.cpp).
+  const Plan changing = plan_from_json(mixed_edit(true, true));
+  EXPECT_TRUE(changing.buffers_change() && changing.steps()[0].mixed);
+  EXPECT_GT(changing.estimated_us(), plan_from_json(mixed_edit(true, false)).estimated_us());
+  EXPECT_EQ(run_plan(changing, testing::quick_host_run()).wrong_elements, 0);
   // Flat where the planner chose hierarchical: accepted, priced as written.
   const Plan flat = plan_from_json(edited(src, "R", 2, [](nlohmann::json& j) { j["steps"][0].erase("hierarchical"); }));
   EXPECT_FALSE(flat.steps()[0].hierarchical);

@@ -82,7 +82,8 @@ void recompute_summary(PlanSpec& spec, const Profile* profile) {
   const int es = element_size(spec.dtype);
   const int n = spec.src.mesh().world_size();
   const CostModel model(profile ? *profile : default_profile(), spec.topology, spec.low_sm);
-  const StepPricer pricer(model, spec.dtype, spec.pipeline_chunk_bytes);
+  StepPricer pricer(model, spec.dtype, spec.pipeline_chunk_bytes);
+  pricer.price_changing_buffers(spec.buffers_change);
   // nvlink steps priced as they were planned: fused or separate copies.
   const StepPricer fused_pricer(model, spec.dtype, spec.pipeline_chunk_bytes, Fusion::kAlways);
   const StepPricer separate_pricer(model, spec.dtype, spec.pipeline_chunk_bytes, Fusion::kNever);

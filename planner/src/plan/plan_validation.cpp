@@ -298,9 +298,6 @@ void validate_plan(const PlanSpec& spec) {
                       " mixes transports, but the plan's topology has no peer access between GPUs");
       RESHARD_REQUIRE(node_stages || partial_roles(a, b).contributions == 1, "step ", i,
                       " reduces Partial contributions; a p2p step that reduces does not mix transports");
-      RESHARD_REQUIRE(!node_stages || !spec.buffers_change, "step ", i,
-                      " runs its node stages one-sided (hierarchical, mixed) in a plan for changing buffers; its "
-                      "readers would map the peers' tensors on every call");
     }
     // Whether its groups split by node is the pricing's check (a loaded plan is priced as written).
     RESHARD_REQUIRE(!s.hierarchical || s.kind == StepKind::kAllReduce, "step ", i, " (", to_string(s.kind),

@@ -188,6 +188,11 @@ std::optional<StepPrice> StepPricer::hierarchical_all_reduce(const RankBoxes& a,
     }
     p.node_one_sided = true;
     p.us = model_.one_sided_rank_us(reduce) + across + model_.one_sided_rank_us(gather);
+    // Changing buffers: the reduction reads the members' contributions and the gather their reduced pieces in the
+    // caller's tensors, so on every call each (rank, member it reads) pair maps two new allocations, in turn across
+    // the host's processes (price_source_reads' rule). Priced with the form, on every such step (one beside other
+    // steps reads a workspace on one side and pays for it too), so that the choice between the forms sees it.
+    if (changing_buffers_) p.us += model_.profile().nvlink.map_us * 2.0 * a.size() * (k - 1);
   } else {
     p.us = model_.reduce_scatter_us(k, piece, LinkClass::kIntraNode) + across +
            model_.all_gather_us(k, piece, LinkClass::kIntraNode);
@@ -291,6 +296,7 @@ void StepPricer::finish_p2p(const std::vector<RankExchange>& ranks, const Exchan
 
 void StepPricer::price_source_reads(PricedStep& ps, const RankBoxes& a, std::optional<bool> staged) const {
   Step& s = ps.step;
+  if (s.mixed && s.kind == StepKind::kAllReduce) return;  // its mapping is priced with its form
   if (s.mixed) {  // its one-sided parts read the caller's tensors (never staged): mapping them, as below
     s.estimated_us += model_.profile().nvlink.map_us * std::max(1, ps.peer_reads);
     return;

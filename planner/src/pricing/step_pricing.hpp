@@ -58,9 +58,12 @@ class StepPricer {
   Fusion fusion() const { return fusion_; }
   bool reference() const { return reference_; }
   // Whether an all_reduce's cheapest form may run its node stages one-sided (Step::hierarchical with Step::mixed):
-  // where the planner may mix transports (transport auto, peer access) for buffers that stay. Off by default.
+  // where the planner may mix transports (transport auto, peer access). Off by default.
   void offer_one_sided_node_stages(bool offer) { one_sided_node_stages_ = offer; }
   bool one_sided_node_stages() const { return one_sided_node_stages_; }
+  // For callers whose tensors change every call (PlanOptions::buffers_change): one-sided node stages also cost
+  // mapping the node members' new tensors on every call (hierarchical_all_reduce). Off by default.
+  void price_changing_buffers(bool changing) { changing_buffers_ = changing; }
 
   // A collective or local step from a to b on `dims`. Wire time from the largest member; packing and unpacking
   // from representative ranks (the first, the last and the one with the largest tensor). An all_reduce takes `form`:
@@ -109,7 +112,8 @@ class StepPricer {
   // copy more) or not (the step costs mapping the peers' new tensors more: Profile::nvlink.map_us per (rank, peer
   // it reads) pair, PricedStep::peer_reads). `staged`: as a loaded plan
   // says; unset: the cheaper. A step that mixes transports (Step::mixed) costs mapping its one-sided parts' peers'
-  // tensors (PricedStep::peer_reads of them; never staged). Other steps are left as they are.
+  // tensors (PricedStep::peer_reads of them; never staged); a hierarchical all_reduce's one-sided node stages pay
+  // theirs in their price (price_changing_buffers). Other steps are left as they are.
   void price_source_reads(PricedStep& ps, const RankBoxes& a, std::optional<bool> staged = std::nullopt) const;
 
  private:
@@ -128,6 +132,7 @@ class StepPricer {
   Fusion fusion_;
   bool reference_;
   bool one_sided_node_stages_ = false;
+  bool changing_buffers_ = false;
   // collective_scratch()'s tables.
   struct ScratchTables {
     std::vector<Index> signature_of, signatures, signature_start, keys, key, class_scratch;

@@ -13,7 +13,8 @@ bool may_mix(const PlanOptions& options) {
 StepPricer planning_pricer(const CostModel& model, DType dtype, Index chunk_bytes, const PlanOptions& options,
                            bool reference) {
   StepPricer pricer(model, dtype, chunk_bytes, options.fusion, reference);
-  pricer.offer_one_sided_node_stages(may_mix(options) && !options.buffers_change);
+  pricer.offer_one_sided_node_stages(may_mix(options));
+  pricer.price_changing_buffers(options.buffers_change);
   return pricer;
 }
 

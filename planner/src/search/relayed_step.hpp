@@ -30,7 +30,8 @@ void node_aware_step(std::vector<Transfer> all, const RankBoxes& a, const RankBo
 bool may_mix(const PlanOptions& options);
 
 // A pricer for one planning under `options`: an all_reduce's node stages may run one-sided where transports may mix
-// and the buffers stay (StepPricer::offer_one_sided_node_stages).
+// (StepPricer::offer_one_sided_node_stages), at the price of mapping the caller's tensors on every call where they
+// change (StepPricer::price_changing_buffers).
 StepPricer planning_pricer(const CostModel& model, DType dtype, Index chunk_bytes, const PlanOptions& options,
                            bool reference);
 
