@@ -109,19 +109,21 @@ def _slowest_median(move, iters):
 def link_gbps(world, rank, senders=None, receivers=None, mib=256, iters=5):
     """Per-GPU receive bandwidth of a pattern: every rank of `senders` (default: all) sends `mib` MiB to every other
     rank of `receivers` (default: all) at once. Moved two ways, each timed as the slowest rank's median: copy engines
-    (one stream per peer, each process writing into buffers it allocates on the others) and NCCL (batch_isend_irecv).
+    (one stream per peer, each process writing into buffers it allocates on the others) and NCCL (one all_to_all_single
+    of the world, zero bytes between the other pairs).
     Returns (GB/s, {method: GB/s}): the bytes the receiver with the most senders gets over the time, the faster way's
     figure, so that a bound taken from it is never slower than a way of moving the bytes that exists."""
     senders = list(range(world)) if senders is None else list(senders)
     receivers = list(range(world)) if receivers is None else list(receivers)
     n = mib << 20
     src = torch.empty(n, dtype=torch.uint8, device="cuda")
-    to = [p for p in receivers if p != rank] if rank in senders else []
-    frm = [p for p in senders if p != rank] if rank in receivers else []
+    sends = [n if rank in senders and p in receivers and p != rank else 0 for p in range(world)]
+    gets = [n if rank in receivers and p in senders and p != rank else 0 for p in range(world)]
     most = max(sum(1 for s in senders if s != r) for r in receivers)
-    dsts = {p: torch.empty(n, dtype=torch.uint8, device=f"cuda:{p}") for p in to}
+    dsts = {p: torch.empty(n, dtype=torch.uint8, device=f"cuda:{p}") for p in range(world) if sends[p]}
     streams = {p: torch.cuda.Stream() for p in dsts}
-    inbox = [torch.empty(n, dtype=torch.uint8, device="cuda") for _ in frm]
+    outbox = torch.empty(sum(sends), dtype=torch.uint8, device="cuda")
+    inbox = torch.empty(sum(gets), dtype=torch.uint8, device="cuda")
 
     def pushes():
         for p, d in dsts.items():
@@ -131,10 +133,8 @@ def link_gbps(world, rank, senders=None, receivers=None, mib=256, iters=5):
         for s in streams.values():
             torch.cuda.current_stream().wait_stream(s)
 
-    def nccl():
-        ops = [dist.P2POp(dist.isend, src, p) for p in to] + [dist.P2POp(dist.irecv, b, p) for p, b in zip(frm, inbox)]
-        for w in dist.batch_isend_irecv(ops) if ops else []:
-            w.wait()
+    def nccl():  # every rank calls it (a collective of the world)
+        dist.all_to_all_single(inbox, outbox, output_split_sizes=gets, input_split_sizes=sends)
 
     rates = {name: most * n / _slowest_median(move, iters) / 1e9
              for name, move in (("copy_engines", pushes), ("nccl", nccl))}
