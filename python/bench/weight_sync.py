@@ -1,7 +1,7 @@
 """Weight sync between meshes: a model's parameters moved from the training job's layout to the serving engine's, into
 the engine's own tensors, as an RL loop does every step; bf16 kept or cast to fp8 e4m3 on the way.
 
-    torchrun --nproc-per-node 4 python/bench/weight_sync.py --out DIR [--sets llama3_8b] [--iters 5]
+    torchrun --nproc-per-node 4 python/bench/weight_sync.py --out DIR [--sets llama3_8b] [--cases NAMES] [--iters 5]
 
 Cases (by world size): 4 GPUs: FSDP2 Shard(0) on ranks 0,1 -> tensor parallel on ranks 2,3; FSDP x TP on (2,2) ->
 tensor parallel on ranks 2,3; the same four ranks, FSDP x TP on (2,2) -> tensor parallel on (4). 2 GPUs: the whole
@@ -22,7 +22,8 @@ flagged ("beats_bound").
 Checks: every serving rank's every tensor equal, bit for bit, to full_tensor + distribute_tensor's (fp8: to its
 .to(torch.float8_e4m3fn); block-scaled: codes and scales to PyTorch's computation of the rule on it,
 check_block_scaled.reference); torch.cuda.memory_allocated unchanged over a call into existing tensors.
-Results: DIR/weight_sync.json and one JSON line per case on stdout.
+Results: DIR/weight_sync.json and one JSON line per case on stdout; rank 0 names each variant as it starts, and
+reshard's communicators give up after --timeout-s (a stalled call then raises, naming what did not arrive).
 """
 
 import argparse
@@ -160,8 +161,10 @@ def bench_case(case, set_name, world, me, iters, warmup):
                 out[k] = part(full, b).clone()
         return out
 
+    common.log(f"# {name}: full_tensor + distribute_tensor")
     row["full_distribute_us"], reference = timed(full_and_distribute, iters, 1)
     reference = {k: v.to_local() for k, v in reference.items()} if me in tranks else {}
+    common.log(f"# {name}: broadcast")
     row["broadcast_us"], cast = timed(broadcast_from_one, iters, 1)
     good = all(common.same_bits(cast[k], reference[k]) for k in reference)
     row["broadcast_equal"] = common.all_ranks_true(good)
@@ -173,6 +176,7 @@ def bench_case(case, set_name, world, me, iters, warmup):
     row["block_scaled_tensors"] = len(blocks)
     for label, dtype, scaled in (("reshard", None, None), ("reshard_fp8", FP8, None),
                                  ("reshard_fp8_blocks", FP8, blocks)):
+        common.log(f"# {name}: {label}")
         targets = {k: (tmesh, tplace[k]) for k in sources}
         dests = rt.move_state_dict(sources, targets, dtype=dtype, block_scales=scaled)  # the engine's tensors, once
         into = {k: dests[k] for k in sources} if me in tranks else targets
@@ -209,16 +213,23 @@ def main():
     ap.add_argument("--sets", default="llama3_8b")
     ap.add_argument("--iters", type=int, default=5)
     ap.add_argument("--warmup", type=int, default=2)
+    ap.add_argument("--cases", default="", help="names of the cases to run (default: every case of the world size)")
+    ap.add_argument("--timeout-s", type=float, default=120.0, help="reshard.torch.configure(timeout_s=...)")
     args = ap.parse_args()
     sets = [s for s in args.sets.split(",") if s]
     for s in sets:
         if s not in model_sync.SETS:
             raise SystemExit(f"--sets: unknown set {s!r} (known: {', '.join(model_sync.SETS)})")
     me, world = common.setup()
+    rt.configure(timeout_s=args.timeout_s)
+    chosen = [c for c in cases(world) if not args.cases or c[0] in args.cases.split(",")]
+    unknown = set(filter(None, args.cases.split(","))) - {c[0] for c in cases(world)}
+    if unknown:
+        raise SystemExit(f"--cases: unknown for {world} ranks: {', '.join(sorted(unknown))}")
     report = {"world": world, "device": torch.cuda.get_device_name(), "rows": [], "versions": common.versions()}
     common.log(f"# {world}x {report['device']}")
     for s in sets:
-        for case in cases(world):
+        for case in chosen:
             row = bench_case(case, s, world, me, args.iters, args.warmup)
             report["rows"].append(row)
             common.log(json.dumps({k: v for k, v in row.items() if k != "stats"}))

@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # On a 2- or 4-GPU machine, one call (BUDGET seconds, default 575): reshard with the buffers real callers hand it.
-# PARTS (default "cpp fresh model alloc"): cpp: executor_gpu_tests' batches and one-process-per-GPU tests (IPC);
+# PARTS (default "cpp buffers fresh stages model alloc"): cpp: executor_gpu_tests' batches and one-process-per-GPU tests (IPC);
 # fresh: python/tests/gpu/check_fresh_buffers.py on every GPU (fresh, reused, freed and reallocated buffers,
 # redistribute_many forward and backward); alloc: the same under expandable segments and cudaMallocAsync, and the
 # Llama-3-8B set under both; model: python/bench/model_sync.py (SETS, default every set); stages: the host time of
 # each stage of a repeat call (python/bench/call_stages.py); batch: `reshard bench --batch 100` of 1 MiB tensors
 # against one of 100 MiB, S0/S1/R pairs, both transports (COALESCE: --coalesce-bytes values); llama_cpp: the moving
 # tensors of the Llama-3-8B set as one traced C++ batch (`reshard run`), both transports; weights: the weight sync
-# between meshes (python/tests/gpu/check_move_state_dict.py and check_block_scaled.py, then python/bench/weight_sync.py);
+# between meshes (python/tests/gpu/check_move_state_dict.py and check_block_scaled.py, then python/bench/weight_sync.py,
+# WEIGHT_CASES: its --cases);
 # buffers: `reshard run` one process per GPU on the same, cached and new buffers (--buffers), both transports, and
 # `reshard calibrate`'s mapping figures (nvlink map_us, first_map_us). Every result verified.
 # Files under $OUT/real_callers.tgz.
@@ -85,7 +86,7 @@ has stages && torch_job stages 60 python/bench/call_stages.py --out "$OUT" --ite
 has model && torch_job model 240 python/bench/model_sync.py --out "$OUT" --sets "${SETS:-llama3_8b,llama3_70b_8l,qwen3_moe_layer}"
 has weights && torch_job move_state_dict 120 python/tests/gpu/check_move_state_dict.py --out "$OUT"
 has weights && torch_job block_scaled 60 python/tests/gpu/check_block_scaled.py --out "$OUT"
-has weights && torch_job weight_sync 300 python/bench/weight_sync.py --out "$OUT"
+has weights && torch_job weight_sync 300 python/bench/weight_sync.py --out "$OUT" ${WEIGHT_CASES:+--cases "$WEIGHT_CASES"}
 if has alloc; then
   for conf in expandable_segments:True backend:cudaMallocAsync; do
     tag=${conf%%:*}
