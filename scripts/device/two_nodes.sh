@@ -13,7 +13,7 @@
 # run over its 17 calls, NCCL's setup included, under sockets a node's own NCCL traffic too; counted from the ranks'
 # programs and from the plan) and the least the layouts need; the link: a 1 GiB transfer from GPU 0 to GPU 2 under the
 # same settings (bound = least bytes into a node / its rate). Then reshard.torch against DTensor.redistribute under the
-# same NCCL settings (python/bench/bench_torch.py). Files under $OUT: two_nodes.txt (the table), calibrate.txt,
+# same NCCL settings (python/bench/bench_torch.py, median of 5 calls after 2). Files under $OUT: two_nodes.txt (the table), calibrate.txt,
 # emulated.json, run_*.txt, link.txt, bench_torch/.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -90,7 +90,7 @@ if [ "$(left)" -gt 150 ]; then
   node_env=$([[ $EMULATION == hostid ]] && echo 'NCCL_HOSTID=node$((RANK / 2))' || echo 'true')
   timeout $(( $(left) - 30 )) torchrun --nproc-per-node 4 --no-python bash -c "$node_env; export NCCL_HOSTID 2>/dev/null; \
     exec python3 \"\$0\" \"\$@\"" python/bench/bench_torch.py --out "$OUT/bench_torch" --ranks-per-node 2 --profile $P \
-    --sizes 256MiB,1GiB --cases 'S0->S1,S0->R,P->R' > "$OUT/bench_torch.log" 2>&1
+    --iters 5 --warmup 2 --sizes 256MiB,1GiB --cases 'S0->S1,S0->R,P->R' > "$OUT/bench_torch.log" 2>&1
   echo "bench_torch exit $?"; grep -E "PyTorch|equal" "$OUT/bench_torch.log" | tail -12
 fi
 echo "[$(el) s] done"
