@@ -13,8 +13,8 @@
 # run over its 17 calls, NCCL's setup included, under sockets a node's own NCCL traffic too; counted from the ranks'
 # programs and from the plan) and the least the layouts need; the link: a 1 GiB transfer from GPU 0 to GPU 2 under the
 # same settings (bound = least bytes into a node / its rate). Then reshard.torch against DTensor.redistribute under the
-# same NCCL settings (python/bench/bench_torch.py, median of 5 calls after 2). Files under $OUT: two_nodes.txt (the table), calibrate.txt,
-# emulated.json, run_*.txt, link.txt, bench_torch/.
+# same NCCL settings (python/bench/bench_torch.py, median of 5 calls after 2). Files under $OUT: two_nodes.txt (the
+# table), calibrate.txt, emulated.json, run_*.txt, link.txt, bench_torch/.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 source scripts/device/lib.sh
