@@ -188,10 +188,7 @@ std::optional<StepPrice> StepPricer::hierarchical_all_reduce(const RankBoxes& a,
     }
     p.node_one_sided = true;
     p.us = model_.one_sided_rank_us(reduce) + across + model_.one_sided_rank_us(gather);
-    // Changing buffers: the reduction reads the members' contributions and the gather their reduced pieces in the
-    // caller's tensors, so on every call each (rank, member it reads) pair maps two new allocations, in turn across
-    // the host's processes (price_source_reads' rule). Priced with the form, on every such step (one beside other
-    // steps reads a workspace on one side and pays for it too), so that the choice between the forms sees it.
+    // Changing buffers: every (rank, member it reads) pair maps 2 new allocations a call, priced in the form's price.
     if (changing_buffers_) p.us += model_.profile().nvlink.map_us * 2.0 * a.size() * (k - 1);
   } else {
     p.us = model_.reduce_scatter_us(k, piece, LinkClass::kIntraNode) + across +
