@@ -22,8 +22,10 @@ flagged ("beats_bound").
 Checks: every serving rank's every tensor equal, bit for bit, to full_tensor + distribute_tensor's (fp8: to its
 .to(torch.float8_e4m3fn); block-scaled: codes and scales to PyTorch's computation of the rule on it,
 check_block_scaled.reference); torch.cuda.memory_allocated unchanged over a call into existing tensors.
-Results: DIR/weight_sync.json and one JSON line per case on stdout; rank 0 names each variant as it starts, and
-reshard's communicators give up after --timeout-s (a stalled call then raises, naming what did not arrive).
+Results: DIR/weight_sync.json and one JSON line per case on stdout; rank 0 names each variant as it starts.
+Stalls: reshard's communicators give up after --timeout-s; one-sided steps' stream-ordered waits are bounded only
+where reshard itself waits for the work, which --wait-groups makes it do after every group of every move (a stall
+then raises naming the pending waits; times include those host waits).
 """
 
 import argparse
@@ -115,7 +117,7 @@ def timed(fn, iters, warmup):
     return statistics.median(t.tolist()), out
 
 
-def bench_case(case, set_name, world, me, iters, warmup):
+def bench_case(case, set_name, world, me, iters, warmup, wait_groups=False):
     name, sshape, sranks, tshape, tranks = case
     gbps, ways = model_sync.link_gbps(world, me, senders=sranks, receivers=tranks)
     smesh = DeviceMesh("cuda", torch.tensor(sranks).reshape(sshape))
@@ -178,10 +180,13 @@ def bench_case(case, set_name, world, me, iters, warmup):
                                  ("reshard_fp8_blocks", FP8, blocks)):
         common.log(f"# {name}: {label}")
         targets = {k: (tmesh, tplace[k]) for k in sources}
-        dests = rt.move_state_dict(sources, targets, dtype=dtype, block_scales=scaled)  # the engine's tensors, once
+        # A progress callback makes each group wait with reshard's timeout: a stall raises, naming the pending waits.
+        watch = {"progress": lambda _: None} if wait_groups else {}
+        dests = rt.move_state_dict(sources, targets, dtype=dtype, block_scales=scaled, **watch)  # the engine's tensors
         into = {k: dests[k] for k in sources} if me in tranks else targets
         kw = {"dtype": dtype} if me not in tranks else {}
         kw["block_scales"] = scaled
+        kw.update(watch)
         if scaled and me in tranks:
             kw["scales"] = {k: dests[k + _sync.SCALE_SUFFIX] for k in scaled}
         row[f"{label}_us"], _ = timed(lambda into=into, kw=kw: rt.move_state_dict(sources, into, **kw), iters, warmup)
@@ -215,6 +220,8 @@ def main():
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--cases", default="", help="names of the cases to run (default: every case of the world size)")
     ap.add_argument("--timeout-s", type=float, default=120.0, help="reshard.torch.configure(timeout_s=...)")
+    ap.add_argument("--wait-groups", action="store_true",
+                    help="wait for each group of a move with reshard's timeout (a diagnosis: times include the waits)")
     args = ap.parse_args()
     sets = [s for s in args.sets.split(",") if s]
     for s in sets:
@@ -230,7 +237,7 @@ def main():
     common.log(f"# {world}x {report['device']}")
     for s in sets:
         for case in chosen:
-            row = bench_case(case, s, world, me, args.iters, args.warmup)
+            row = bench_case(case, s, world, me, args.iters, args.warmup, args.wait_groups)
             report["rows"].append(row)
             common.log(json.dumps({k: v for k, v in row.items() if k != "stats"}))
     common.write_json(args.out, "weight_sync.json", report)

@@ -8,7 +8,7 @@
 # against one of 100 MiB, S0/S1/R pairs, both transports (COALESCE: --coalesce-bytes values); llama_cpp: the moving
 # tensors of the Llama-3-8B set as one traced C++ batch (`reshard run`), both transports; weights: the weight sync
 # between meshes (python/tests/gpu/check_move_state_dict.py and check_block_scaled.py, then python/bench/weight_sync.py,
-# WEIGHT_CASES: its --cases);
+# WEIGHT_CASES: its --cases, WEIGHT_ARGS: more of its flags, e.g. --wait-groups);
 # buffers: `reshard run` one process per GPU on the same, cached and new buffers (--buffers), both transports, and
 # `reshard calibrate`'s mapping figures (nvlink map_us, first_map_us). Every result verified.
 # Files under $OUT/real_callers.tgz.
@@ -86,7 +86,8 @@ has stages && torch_job stages 60 python/bench/call_stages.py --out "$OUT" --ite
 has model && torch_job model 240 python/bench/model_sync.py --out "$OUT" --sets "${SETS:-llama3_8b,llama3_70b_8l,qwen3_moe_layer}"
 has weights && torch_job move_state_dict 120 python/tests/gpu/check_move_state_dict.py --out "$OUT"
 has weights && torch_job block_scaled 60 python/tests/gpu/check_block_scaled.py --out "$OUT"
-has weights && torch_job weight_sync 300 python/bench/weight_sync.py --out "$OUT" ${WEIGHT_CASES:+--cases "$WEIGHT_CASES"}
+has weights && torch_job weight_sync 300 python/bench/weight_sync.py --out "$OUT" ${WEIGHT_CASES:+--cases "$WEIGHT_CASES"} \
+  ${WEIGHT_ARGS:-}
 if has alloc; then
   for conf in expandable_segments:True backend:cudaMallocAsync; do
     tag=${conf%%:*}
