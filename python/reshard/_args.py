@@ -35,6 +35,20 @@ def integer(name, value, lo=0, hi=INT32_MAX):
     return v
 
 
+def seconds(name, value, lo=1e-3, hi=1e6):
+    """A duration in seconds: a number (not a bool) from lo to hi, finite; TypeError or ValueError (one line)
+    otherwise."""
+    if isinstance(value, bool):
+        raise TypeError(f"{name} must be a number of seconds, got bool {value!r}")
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a number of seconds, got {value!r}") from None
+    if not lo <= v <= hi:  # NaN fails too
+        raise ValueError(f"{name} must be from {lo:g} to {hi:g} seconds, got {value!r}")
+    return v
+
+
 def mesh_text(mesh):
     if isinstance(mesh, str):
         return mesh

@@ -6,6 +6,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <cmath>
 #include <cstring>
 
 #include "args.hpp"
@@ -28,7 +29,8 @@ std::shared_ptr<NcclCommunicator> make_communicator(const py::bytes& unique_id, 
   RESHARD_REQUIRE(id_bytes.size() == sizeof(ncclUniqueId), "NCCL unique id must be ", sizeof(ncclUniqueId),
                   " bytes, got ", id_bytes.size());
   RESHARD_REQUIRE(nranks >= 1 && rank >= 0 && rank < nranks, "rank ", rank, " is not in 0..", nranks - 1);
-  RESHARD_REQUIRE(timeout_s > 0, "timeout must be > 0 seconds, got ", timeout_s);
+  RESHARD_REQUIRE(std::isfinite(timeout_s) && timeout_s > 0 && timeout_s <= 1e6,
+                  "timeout must be from above 0 to 1e6 seconds, got ", timeout_s);
   ncclUniqueId id;
   std::memcpy(&id, id_bytes.data(), sizeof(id));
   NcclOptions options;

@@ -232,3 +232,20 @@ def test_layout_checks_of_block_scaling_take_the_cli_messages():
     with pytest.raises(ValueError, match="scale block"):
         reshard._core.block_misalignment("2", None, "S0", "8x8", 0)
     assert reshard._core.block_misalignment("2", None, "S0", "8x8", 4) == ""
+
+
+# ---- durations (reshard.torch.configure(timeout_s=...)) ----------------------------------------------------------
+
+@pytest.mark.parametrize("value", [0, -1, 0.0005, 1e7, float("inf"), float("-inf"), float("nan"), "soon", None, [1]])
+def test_durations_out_of_range_or_not_numbers_are_refused(value):
+    with pytest.raises(ValueError) as e:
+        reshard._args.seconds("timeout_s", value)
+    assert "timeout_s" in one_line(e)
+
+
+def test_durations_refuse_bools_and_take_numbers_and_their_text():
+    with pytest.raises(TypeError) as e:
+        reshard._args.seconds("timeout_s", True)
+    assert "timeout_s" in one_line(e)
+    assert reshard._args.seconds("timeout_s", 60) == 60.0
+    assert reshard._args.seconds("timeout_s", "2.5") == 2.5

@@ -25,6 +25,7 @@ except ModuleNotFoundError as _missing:
     ) from None
 from torch.distributed.tensor import Shard
 
+from .. import _args
 from . import _autograd, _dtensor, _layout, _many, _ops, _patch, _runtime
 from ._autograd import Redistribute
 from ._many import redistribute_many
@@ -181,19 +182,32 @@ def _target_placements(placements, source, ndim):
     return out
 
 
+def _count(name, value, hi):
+    """A configure() count: int(value) from 1 to hi, else ValueError (one line)."""
+    try:
+        v = int(value)
+    except (TypeError, ValueError, OverflowError):
+        raise ValueError(f"{name} must be a whole number, got {value!r}") from None
+    return _args.integer(name, v, 1, hi)
+
+
 def configure(*, strategy=None, transport=None, memory_budget=None, ranks_per_node=None, timeout_s=None,
               cache_size=None, fuse=None, low_sm=None, profile=None, relay=None):
     """Settings of reshard.torch (the same on every rank). strategy/transport/fuse/low_sm/relay: as `reshard plan`'s
-    --strategy, --transport, --fuse, --low-sm and --relay (low_sm: when redistributions run beside compute); memory_budget:
-    workspace bytes per rank (int or "64MiB"); ranks_per_node: for the cost model (default: LOCAL_WORLD_SIZE);
-    timeout_s: NCCL calls and waits longer than this abort reshard's communicators; cache_size: prepared executors
-    kept; profile: path of a cost-model profile JSON (as `reshard plan --profile`, e.g. from `reshard calibrate`; the
-    same file on every rank), read and checked here (ValueError naming the problem), "" for the built-in profile.
-    Returns the settings in force."""
+    --strategy, --transport, --fuse, --low-sm and --relay (low_sm: when redistributions run beside compute);
+    memory_budget: workspace bytes per rank (int or "64MiB"); ranks_per_node: for the cost model (1 to 2^16; default:
+    LOCAL_WORLD_SIZE); timeout_s: NCCL calls and waits longer than this abort reshard's communicators (0.001 to 1e6
+    s); cache_size: prepared executors kept (1 to 2^20); profile: path of a cost-model profile JSON (as `reshard plan
+    --profile`, e.g. from `reshard calibrate`; the same file on every rank), read and checked here (ValueError naming
+    the problem), "" for the built-in profile. A value out of range or of the wrong kind raises ValueError (TypeError
+    for a bool timeout) and changes nothing. Returns the settings in force."""
     given = {"strategy": (strategy, str), "transport": (transport, str), "fuse": (fuse, str), "relay": (relay, str),
              "low_sm": (low_sm, bool),
-             "memory_budget": (memory_budget, None), "ranks_per_node": (ranks_per_node, int),
-             "timeout_s": (timeout_s, float), "cache_size": (cache_size, int), "profile": (profile, _profile_path)}
+             "memory_budget": (memory_budget, None),
+             "ranks_per_node": (ranks_per_node, lambda v: _count("ranks_per_node", v, 1 << 16)),
+             "timeout_s": (timeout_s, lambda v: _args.seconds("timeout_s", v)),
+             "cache_size": (cache_size, lambda v: _count("cache_size", v, 1 << 20)),
+             "profile": (profile, _profile_path)}
     s = _runtime.settings
     before = {name: getattr(s, name) for name in given}
     # Every value converted before any is set: a value that cannot be converted leaves the settings as they were.
