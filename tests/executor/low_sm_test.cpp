@@ -1,8 +1,10 @@
 // Low-SM mode (PlanOptions::low_sm): SM kernels are priced at the profile's low_sm_kernel_factor, so auto moves from
 // a kernel path that is faster alone to the copy-engine nvlink path; the plans it picks run correctly on the host
-// backend, and the mode survives plan JSON and the profile's JSON.
+// backend, and the mode survives plan JSON and the profile's JSON. Its copy-engine copies go in pieces, in a step's
+// later phases too.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <utility>
 
 #include "host_runs.hpp"
@@ -10,6 +12,7 @@
 #include "reshard/harness.hpp"
 #include "reshard/plan_json.hpp"
 #include "reshard/planner.hpp"
+#include "reshard/program.hpp"
 
 namespace reshard {
 namespace {
@@ -160,6 +163,32 @@ TEST(LowSm, SurvivesPlanAndProfileJson) {
     EXPECT_NE(std::string(e.what()).find("'low_sm_kernel_factor' must be a factor in [1, 100], got 0.5"),
               std::string::npos)
         << e.what();
+  }
+}
+
+// Later phases of a step too: the gather of a hierarchical all_reduce with one-sided node stages (8192² f32 over two
+// nodes of two: 128 MiB pieces) and a relayed step's forwarding pull their peers' pieces in pieces of at most 16 MiB.
+TEST(LowSm, PlansIssueLaterPhasesCopyEngineCopiesInPieces) {
+  for (const char* from : {"P", "S0"}) {
+    const Layout src(Mesh({4}), parse_placements(from), Dims{8192, 8192});
+    PlanOptions o;
+    o.topology.ranks_per_node = 2;
+    o.low_sm = true;
+    const Plan plan = make_plan(src, src.with_placements(parse_placements("R")), DType::kF32, o);
+    ASSERT_EQ(plan.steps().size(), 1u);
+    const Step& s = plan.steps()[0];
+    ASSERT_TRUE(s.mixed && (s.hierarchical || s.relayed)) << from << ": " << plan_to_json(plan);
+    for (int rank = 0; rank < 4; ++rank) {
+      Index engine_bytes = 0, largest = 0;
+      for (const Op& op : lower(plan, rank).ops)
+        if (const auto* c = std::get_if<Copies>(&op.body); c && c->engine == CopyEngine::kCopyEngine)
+          for (const CopyRegion& r : c->regions) {
+            engine_bytes += r.shape.product() * 4;
+            largest = std::max(largest, r.shape.product() * 4);
+          }
+      EXPECT_GT(engine_bytes, Index{16} << 20) << from << " rank " << rank;
+      EXPECT_EQ(largest, Index{16} << 20) << from << " rank " << rank;
+    }
   }
 }
 
