@@ -8,16 +8,6 @@
 #include "reshard/text.hpp"
 
 namespace reshard::cli {
-namespace {
-
-void print_fits(Output& screen, const Calibration& cal) {
-  for (const auto& [name, fit] : cal.fits)
-    screen.write(fmt::format("  {}: alpha {:.3g} us, bandwidth {:.4g} GB/s, rms relative error {:.1f}%, max {:.1f}%\n",
-                             name, fit.params.alpha_us, fit.params.bandwidth_GBps, 100 * fit.rms_rel_error,
-                             100 * fit.max_rel_error));
-}
-
-}  // namespace
 
 Command add_calibrate_command(CLI::App& app) {
   struct Flags {
@@ -56,7 +46,9 @@ Command add_calibrate_command(CLI::App& app) {
     };
     // Under a launcher (WORLD_SIZE, RANK): one process per node, two of them, measuring the link between the nodes.
     const LaunchEnvironment env = launch_environment();
-    if (env.world_size > 1 || !f->rendezvous.empty()) {
+    const bool between = env.world_size > 1 || !f->rendezvous.empty();
+    Calibration cal;
+    if (between) {
       RESHARD_REQUIRE(env.world_size == 2,
                       "calibrate between processes runs as two processes, one per node; "
                       "WORLD_SIZE is ",
@@ -64,38 +56,34 @@ Command add_calibrate_command(CLI::App& app) {
       RESHARD_REQUIRE(f->nccl_link == "inter_node",
                       "calibrate between processes measures the link between their "
                       "nodes: give --nccl-link inter_node");
-      const std::optional<ProcessPlace> place = process_place(f->rendezvous, "nccl", "calibrate");
+      const std::optional<ProcessPlace> place = process_place(f->rendezvous, "nccl", "calibrate");  // set: 2 ranks
       if (env.rank == 0) check_writable(f->out, "--out");
-      Calibration cal = calibrate_between_processes(o, env.rank, env.local_rank, place->rendezvous);
-      Output screen = Output::standard();
+      cal = calibrate_between_processes(o, env.rank, env.local_rank, place->rendezvous);
       if (env.rank != 0) {
-        screen.write(fmt::format("# rank {}: measured with rank 0, which writes the profile\n", env.rank));
+        Output::standard().write(fmt::format("# rank {}: measured with rank 0, which writes the profile\n", env.rank));
         return 0;
       }
-      Output out = Output::open(f->out, "--out");
-      out.write(profile_to_json(cal.profile));
-      out.flush();
-      screen.write(fmt::format("# calibrated between {}\n", cal.machine));
-      print_fits(screen, cal);
-      screen.write(fmt::format("# wrote {}\n", f->out));
-      return 0;
-    }
-    // The profile is written at the end; a path that cannot be written fails now, before minutes of measuring.
-    check_writable(f->out, "--out");
-    Calibration cal = calibrate(o);
-    if (!f->no_mapping && cal.peer_access) {
-      fmt::print(stderr, "[mapping] measuring changing buffers, one process per GPU\n");
-      cal.profile.source += "; " + calibrate_mapping(cal.profile, f->iters, 300);
     } else {
-      cal.profile.source += !f->no_mapping ? "; nvlink map_us and first_map_us from the base profile (no peer access)"
-                                           : "; nvlink map_us and first_map_us from the base profile (--no-mapping)";
+      // The profile is written at the end; a path that cannot be written fails now, before minutes of measuring.
+      check_writable(f->out, "--out");
+      cal = calibrate(o);
+      if (!f->no_mapping && cal.peer_access) {
+        fmt::print(stderr, "[mapping] measuring changing buffers, one process per GPU\n");
+        cal.profile.source += "; " + calibrate_mapping(cal.profile, f->iters, 300);
+      } else {
+        cal.profile.source += !f->no_mapping ? "; nvlink map_us and first_map_us from the base profile (no peer access)"
+                                             : "; nvlink map_us and first_map_us from the base profile (--no-mapping)";
+      }
     }
     Output out = Output::open(f->out, "--out");
     out.write(profile_to_json(cal.profile));
     out.flush();
     Output screen = Output::standard();
-    screen.write(fmt::format("# calibrated on {}\n", cal.machine));
-    print_fits(screen, cal);
+    screen.write(fmt::format("# calibrated {} {}\n", between ? "between" : "on", cal.machine));
+    for (const auto& [name, fit] : cal.fits)
+      screen.write(fmt::format(
+          "  {}: alpha {:.3g} us, bandwidth {:.4g} GB/s, rms relative error {:.1f}%, max {:.1f}%\n", name,
+          fit.params.alpha_us, fit.params.bandwidth_GBps, 100 * fit.rms_rel_error, 100 * fit.max_rel_error));
     screen.write(fmt::format("# wrote {}\n", f->out));
     return 0;
   };

@@ -60,7 +60,6 @@ class StepPricer {
   // Whether an all_reduce's cheapest form may run its node stages one-sided (Step::hierarchical with Step::mixed):
   // where the planner may mix transports (transport auto, peer access). Off by default.
   void offer_one_sided_node_stages(bool offer) { one_sided_node_stages_ = offer; }
-  bool one_sided_node_stages() const { return one_sided_node_stages_; }
   // For callers whose tensors change every call (PlanOptions::buffers_change): one-sided node stages also cost
   // mapping the node members' new tensors on every call (hierarchical_all_reduce). Off by default.
   void price_changing_buffers(bool changing) { changing_buffers_ = changing; }
