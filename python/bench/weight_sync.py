@@ -19,9 +19,10 @@ The bound: the most bytes a serving rank must receive from other ranks (its part
 over the receive bandwidth of the case's pattern measured in the same run (model_sync.link_gbps: every training rank
 sending to every other serving rank at once, the faster of copy engines and NCCL); a variant faster than its bound is
 flagged ("beats_bound").
-Checks: every serving rank's every tensor equal, bit for bit, to full_tensor + distribute_tensor's (fp8: to its
-.to(torch.float8_e4m3fn); block-scaled: codes and scales to PyTorch's computation of the rule on it,
-check_block_scaled.reference); torch.cuda.memory_allocated unchanged over a call into existing tensors.
+Checks: every serving rank's every tensor of every variant equal, bit for bit, to its part of the global tensor
+(fp8: to its .to(torch.float8_e4m3fn); block-scaled: codes and scales to PyTorch's computation of the rule on it,
+check_block_scaled.reference); torch.cuda.memory_allocated unchanged over a call into existing tensors. --variants
+picks variants (a diagnosis without the slow baselines; each is checked on its own).
 Results: DIR/weight_sync.json and one JSON line per case on stdout; rank 0 names each variant as it starts.
 Stalls: reshard's communicators give up after --timeout-s; one-sided steps' stream-ordered waits are bounded only
 where reshard itself waits for the work, which --wait-groups makes it do after every group of every move (a stall
@@ -51,6 +52,7 @@ from reshard.torch import _sync  # noqa: E402
 
 FP8 = torch.float8_e4m3fn
 BLOCK = 128
+VARIANTS = ("full_distribute", "broadcast", "reshard", "reshard_fp8", "reshard_fp8_blocks")
 
 
 def cases(world):
@@ -117,12 +119,14 @@ def timed(fn, iters, warmup):
     return statistics.median(t.tolist()), out
 
 
-def bench_case(case, set_name, world, me, iters, warmup, wait_groups=False):
+def bench_case(case, set_name, world, me, iters, warmup, wait_groups=False, variants=VARIANTS):
     name, sshape, sranks, tshape, tranks = case
-    gbps, ways = model_sync.link_gbps(world, me, senders=sranks, receivers=tranks)
+    # The probe needs a GPU per rank (ranks sharing a GPU, as scripts/device/one_gpu.sh runs them, have no bound).
+    gbps, ways = (model_sync.link_gbps(world, me, senders=sranks, receivers=tranks)
+                  if torch.cuda.device_count() >= world else (None, {}))
     smesh = DeviceMesh("cuda", torch.tensor(sranks).reshape(sshape))
     tmesh = DeviceMesh("cuda", torch.tensor(tranks).reshape(tshape))
-    sources, tplace, need = {}, {}, [0] * world
+    sources, tplace, need, reference = {}, {}, [0] * world, {}
     for i, (key, shape, role) in enumerate(model_sync.SETS[set_name]()):
         full = common.make_global(shape, torch.bfloat16, 1000 + i)
         sp = training(role, len(shape), len(sshape))
@@ -130,13 +134,16 @@ def bench_case(case, set_name, world, me, iters, warmup, wait_groups=False):
         b = box(sshape, sranks, sp, shape, me)
         local = part(full, b).contiguous() if b is not None else full.new_empty(0)
         sources[key] = DTensor.from_local(local, smesh, sp, run_check=False, shape=full.shape, stride=full.stride())
+        tb = box(tshape, tranks, tplace[key], shape, me)
+        if tb is not None:  # what this serving rank must end up with: its part of the global tensor
+            reference[key] = part(full, tb).clone()
         for r in range(world):
             need[r] += received(shape, box(sshape, sranks, sp, shape, r), box(tshape, tranks, tplace[key], shape, r), 2)
         del full
     row = {"case": name, "set": set_name, "tensors": len(sources), "from": [list(sshape), sranks],
            "to": [list(tshape), tranks], "bytes": sum(x.numel() * 2 for x in sources.values()),
            "max_received_bytes": max(need), "link_gbps": gbps, "link_ways_gbps": ways,
-           "bound_us": max(need) / (gbps * 1e3)}
+           "bound_us": max(need) / (gbps * 1e3) if gbps else None}
     first, same_world = sranks[0], set(sranks) == set(tranks)
 
     def gathered(x):
@@ -163,14 +170,15 @@ def bench_case(case, set_name, world, me, iters, warmup, wait_groups=False):
                 out[k] = part(full, b).clone()
         return out
 
-    common.log(f"# {name}: full_tensor + distribute_tensor")
-    row["full_distribute_us"], reference = timed(full_and_distribute, iters, 1)
-    reference = {k: v.to_local() for k, v in reference.items()} if me in tranks else {}
-    common.log(f"# {name}: broadcast")
-    row["broadcast_us"], cast = timed(broadcast_from_one, iters, 1)
-    good = all(common.same_bits(cast[k], reference[k]) for k in reference)
-    row["broadcast_equal"] = common.all_ranks_true(good)
-    del cast
+    for label, fn in (("full_distribute", full_and_distribute), ("broadcast", broadcast_from_one)):
+        if label not in variants:
+            continue
+        common.log(f"# {name}: {label}")
+        row[f"{label}_us"], out = timed(fn, iters, 1)
+        good = all(common.same_bits(out[k].to_local() if isinstance(out[k], DTensor) else out[k], reference[k])
+                   for k in reference)
+        row[f"{label}_equal"] = common.all_ranks_true(good)
+        del out
     # Block-scaled: every 2-D weight whose serving layout holds whole 128 x 128 blocks (the others are cast).
     blocks = {k: BLOCK for k, x in sources.items()
               if x.ndim == 2 and not rules.block_misalignment(_sync._side(k, "target", tmesh, tplace[k], 2, world),
@@ -178,6 +186,8 @@ def bench_case(case, set_name, world, me, iters, warmup, wait_groups=False):
     row["block_scaled_tensors"] = len(blocks)
     for label, dtype, scaled in (("reshard", None, None), ("reshard_fp8", FP8, None),
                                  ("reshard_fp8_blocks", FP8, blocks)):
+        if label not in variants:
+            continue
         common.log(f"# {name}: {label}")
         targets = {k: (tmesh, tplace[k]) for k in sources}
         # A progress callback makes each group wait with reshard's timeout: a stall raises, naming the pending waits.
@@ -206,7 +216,7 @@ def bench_case(case, set_name, world, me, iters, warmup, wait_groups=False):
         row[f"{label}_equal"] = common.all_ranks_true(good)
         del dests, into, kw
     row["beats_bound"] = sorted(k[:-3] for k, v in row.items() if k.endswith("_us") and k != "bound_us"
-                                and v < row["bound_us"])
+                                and row["bound_us"] and v < row["bound_us"])
     row["stats"] = rt.stats()
     rt.clear_cache()
     return row
@@ -220,6 +230,7 @@ def main():
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--cases", default="", help="names of the cases to run (default: every case of the world size)")
     ap.add_argument("--timeout-s", type=float, default=120.0, help="reshard.torch.configure(timeout_s=...)")
+    ap.add_argument("--variants", default=",".join(VARIANTS), help="variants to run (checks need none of the others)")
     ap.add_argument("--wait-groups", action="store_true",
                     help="wait for each group of a move with reshard's timeout (a diagnosis: times include the waits)")
     args = ap.parse_args()
@@ -227,6 +238,9 @@ def main():
     for s in sets:
         if s not in model_sync.SETS:
             raise SystemExit(f"--sets: unknown set {s!r} (known: {', '.join(model_sync.SETS)})")
+    variants = tuple(v for v in args.variants.split(",") if v)
+    if set(variants) - set(VARIANTS):
+        raise SystemExit(f"--variants: unknown {sorted(set(variants) - set(VARIANTS))} (known: {', '.join(VARIANTS)})")
     me, world = common.setup()
     rt.configure(timeout_s=args.timeout_s)
     chosen = [c for c in cases(world) if not args.cases or c[0] in args.cases.split(",")]
@@ -237,7 +251,7 @@ def main():
     common.log(f"# {world}x {report['device']}")
     for s in sets:
         for case in chosen:
-            row = bench_case(case, s, world, me, args.iters, args.warmup, args.wait_groups)
+            row = bench_case(case, s, world, me, args.iters, args.warmup, args.wait_groups, variants)
             report["rows"].append(row)
             common.log(json.dumps({k: v for k, v in row.items() if k != "stats"}))
     common.write_json(args.out, "weight_sync.json", report)

@@ -141,19 +141,26 @@ def buffer_problem(name, rank, role, shape, want_shape, device, want_device, dty
 
 
 def agree(store, key, members_, me, own, retire=None):
-    """The first member's problem in rank order ("" when none), the same on every member: each member sets its own
-    under `key`/rank (a fresh key per sync) and reads every other's (store: set(key, str), get(key) -> bytes, blocking
-    until the key is set). `retire`: the key of this member's sync two before, deleted where the store can
-    (delete_key): a member reads every key of a sync before it sets its key of the next, so once this member has read
-    every key of the last sync, every member has read its key of the one before."""
-    store.set(f"{key}/{me}", own)
-    texts = [own if r == me else bytes(store.get(f"{key}/{r}")).decode() for r in members_]
+    """The first member's problem in rank order ("" when none), the same on every member (agree_votes without a
+    vote)."""
+    return agree_votes(store, key, members_, me, own, True, retire)[0]
+
+
+def agree_votes(store, key, members_, me, own, vote, retire=None):
+    """(the first member's problem in rank order, "" when none; whether every member voted True), the same on every
+    member: each member sets its own under `key`/rank (a fresh key per sync) and reads every other's (store: set(key,
+    str), get(key) -> bytes, blocking until the key is set). `retire`: the key of this member's sync two before,
+    deleted where the store can (delete_key): a member reads every key of a sync before it sets its key of the next,
+    so once this member has read every key of the last sync, every member has read its key of the one before."""
+    mine = ("1" if vote else "0") + own
+    store.set(f"{key}/{me}", mine)
+    records = [mine if r == me else bytes(store.get(f"{key}/{r}")).decode() for r in members_]
     if retire is not None and hasattr(store, "delete_key"):
         try:
             store.delete_key(f"{retire}/{me}")
         except RuntimeError:  # a store that cannot delete keeps it
             pass
-    return next((text for text in texts if text), "")
+    return next((r[1:] for r in records if r[1:]), ""), all(r[:1] == "1" for r in records)
 
 
 # Where a tensor's dtype changes in the move (conversion_route), and the parts of it the batch moves (pieces):

@@ -118,6 +118,23 @@ def test_members_agree_on_the_first_problem(bad):
     assert got == {r: want for r in members}
 
 
+@pytest.mark.parametrize("no", [[], [0], [3], [1, 3]])
+def test_members_agree_on_every_vote(no):
+    """A vote is True on every member only where every member voted True; a problem still comes from the first."""
+    members = (0, 1, 3)
+    store, got = _Store(), {}
+
+    def member(r):
+        got[r] = rules.agree_votes(store, "move_state_dict/0-1-3/1", members, r, "bad" if r == 1 else "", r not in no)
+
+    threads = [threading.Thread(target=member, args=(r,)) for r in members]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert got == {r: ("bad", not no) for r in members}
+
+
 def test_members_delete_their_keys_two_syncs_back():
     """Many syncs in a row, members at their own pace: every sync agrees, and the store keeps at most the last two
     syncs' keys (a member's key is deleted only after every member has read it)."""

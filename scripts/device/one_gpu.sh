@@ -23,8 +23,9 @@ if [[ "${PY:-0}" == 1 ]]; then
   grep -E "FAIL|checks passed|Error|error" "$OUT/block_scaled.log" | head -20
 fi
 # PY2=1: the Python GPU checks that need several processes (CHECKS: check names, default move_state_dict and
-# block_scaled, or scripts' paths), NPROC of them (default 2) on the one GPU, each its own NCCL host (as NODES=1
-# below): correctness, and host times (the GPU's times are not comparable: the processes time-slice it).
+# block_scaled, or scripts' paths; CHECK_ARGS: more arguments for each), NPROC of them (default 2) on the one GPU, each
+# its own NCCL host (as NODES=1 below): correctness, and host times (the GPU's times are not comparable: the processes
+# time-slice it).
 if [[ "${PY2:-0}" == 1 ]]; then
   export PYTHONPATH="$PWD/build-device/python${PYTHONPATH:+:$PYTHONPATH}"
   for check in ${CHECKS:-move_state_dict block_scaled}; do
@@ -32,7 +33,7 @@ if [[ "${PY2:-0}" == 1 ]]; then
     name=$(basename "$script" .py)
     timeout $(( ${BUDGET:-300} - $(el) - 5 )) torchrun --nproc-per-node "${NPROC:-2}" --no-python bash -c \
       'LOCAL_RANK=0 NCCL_HOSTID=host$RANK NCCL_SOCKET_IFNAME=lo NCCL_IB_DISABLE=1 exec python3 "$0" "$@"' \
-      "$script" --out "$OUT" > "$OUT/procs_$name.log" 2>&1
+      "$script" --out "$OUT" ${CHECK_ARGS:-} > "$OUT/procs_$name.log" 2>&1
     echo "[$(el) s] $name.py (${NPROC:-2} processes, one GPU) exit $?"
     grep -E "FAIL|checks passed|Error|error|event" "$OUT/procs_$name.log" | cut -c1-600 | head -12
   done

@@ -161,16 +161,17 @@ def cuda_device(device):
     return d
 
 
-def plan_args(mesh_shape, src, dst, shape, dtype_name, strategy):
+def plan_args(mesh_shape, src, dst, shape, dtype_name, strategy, buffers_change=True):
     a = _core.PlanArgs()
     a.mesh = "x".join(map(str, mesh_shape))
     a.src = ",".join(src)
     a.dst = ",".join(dst)
     a.shape = "x".join(map(str, shape)) if shape else []
     a.dtype = dtype_name
-    # PyTorch hands new tensors on every call: buffers_change (stage small nvlink steps, PlanOptions).
+    # PyTorch hands new tensors on every call: buffers_change (stage small nvlink steps, PlanOptions), unless the
+    # caller knows its buffers stay (move_state_dict's rule).
     a.options = _args.plan_options(strategy=strategy, transport=settings.transport, fuse=settings.fuse,
-                                   relay=settings.relay, low_sm=bool(settings.low_sm), buffers_change=True,
+                                   relay=settings.relay, low_sm=bool(settings.low_sm), buffers_change=buffers_change,
                                    memory_budget=settings.memory_budget,
                                    ranks_per_node=int(settings.ranks_per_node or _ranks_per_node()),
                                    profile=settings.profile or None)

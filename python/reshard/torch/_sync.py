@@ -17,6 +17,11 @@ the CPU suite checks):
   groups); each group's executor is prepared, run and freed before the next, so at most one group's workspace is
   held. Without a budget the set is one batch per conversion pair, each prepared once and reused by later calls with
   the same layouts.
+- Buffers that stay: where every member's buffers of the move are ones later calls use again (the sources' local
+  tensors, destinations given, the staging reshard keeps without a memory budget: _buffers_stay, voted on with the
+  problems), the plans are for buffers that stay: one-sided steps read the sources and write the destinations in
+  place, each allocation mapped by a peer once. Otherwise they are for changing buffers, as redistribute()'s (a
+  source staged, or the member on NCCL, where mapping it would cost more).
 - progress(SyncProgress) is called after each group has finished on this rank's GPU (the host waits for it).
 - A target of another dtype than its source (a DTensor target's, or `dtype=`) converts in the move: the kernel that
   writes the target converts each element as tensor.to(dtype) does (reshard/dtype_convert.hpp). The target dtype must
@@ -129,39 +134,63 @@ def _move(tensors, strategy, budget, progress):
     members = rules.members(tensors[0].src, [t.dst for t in tensors]) if tensors else ()
     if me not in members:
         return {}
-    key = (members, strategy, budget, tuple(t.key() for t in tensors))
     from . import _sync_run
 
+    device = torch.cuda.current_device()
+    _agreements[members] += 1
+    count, prefix = _agreements[members], f"{rules.PREFIX}/" + "-".join(map(str, members))
+    own = _local_problem(tensors, me, device)
+    problem, stay = rules.agree_votes(_runtime._default_store(), f"{prefix}/{count}", members, me, own,
+                                      not own and _buffers_stay(tensors, me, budget),
+                                      f"{prefix}/{count - 2}" if count > 2 else None)
+    if problem:
+        raise ValueError(problem)
+    key = (members, strategy, budget, stay, tuple(t.key() for t in tensors))
     decided = _decided.get(key)
     if decided is None:
-        decided = _decide(tensors, members, me, strategy, budget) + (next(_tokens),)
+        decided = _decide(tensors, members, me, strategy, budget, stay) + (next(_tokens),)
         if len(_decided) >= _DECIDED_KEPT:
             _decided.clear()
             _sync_run.forget()
         _decided[key] = decided
     args, pieces, groups, token = decided
-    device = torch.cuda.current_device()
-    _agreements[members] += 1
-    count, prefix = _agreements[members], f"{rules.PREFIX}/" + "-".join(map(str, members))
-    problem = rules.agree(_runtime._default_store(), f"{prefix}/{count}", members, me,
-                          _local_problem(tensors, me, device), f"{prefix}/{count - 2}" if count > 2 else None)
-    if problem:
-        raise ValueError(problem)
     return _sync_run.run(tensors, pieces, args, groups, members, me, device,
                          (token, device) if budget is None else None, progress)
 
 
-def _decide(tensors, members, me, strategy, budget):
+def _buffers_stay(tensors, me, budget):
+    """This rank's vote on the plans' buffers (every member's must be True for plans on buffers that stay): True when
+    every buffer the move reads or writes here is one a later call uses again, so that the peers map each once and
+    one-sided steps read the sources in place (an RL loop's weight sync: a trainer's parameters, updated in place,
+    into an engine's own tensors); False where a call makes new ones (a target given as (mesh, placements), a scales
+    destination not given, a source or destination that is not contiguous, staging freed after each group under a
+    memory budget), whose plans then price mapping them as redistribute()'s do (PlanOptions buffers_change). Asked
+    only of buffers _local_problem found sound."""
+    if budget is not None:
+        return False
+    for t in tensors:
+        if me in t.src.ranks and not t.source._local_tensor.is_contiguous():
+            return False
+        if rules.local_shape(t.dst, t.shape, me) is None:
+            continue
+        if t.dest is None or not t.dest.is_contiguous() or (t.block is not None and (
+                t.scales_dest is None or not t.scales_dest.is_contiguous())):
+            return False
+    return True
+
+
+def _decide(tensors, members, me, strategy, budget, stay):
     """What the batch moves: every piece's PlanArgs (the planner's refusals raised, naming the tensor: the same on every
-    rank), the pieces ((tensor index, rules.Piece) each) and the groups of pieces the conversion pairs and the memory
-    budget cut the set into."""
+    rank; `stay`: planned for buffers that stay), the pieces ((tensor index, rules.Piece) each) and the groups of
+    pieces the conversion pairs and the memory budget cut the set into."""
     args, pieces, held = [], [], []
     for i, t in enumerate(tensors):
         dtype, is_complex = _layout.DTYPES[t.dtype]
         to = dtype_name(t.to_dtype)
         for piece in rules.pieces(t.route, t.shape, dtype, to, t.block):
             shape = piece.shape + ((2,) if is_complex else ())
-            a = _runtime.plan_args(t.src.mesh_shape, t.src.placements, t.dst.placements, shape, piece.dtype, strategy)
+            a = _runtime.plan_args(t.src.mesh_shape, t.src.placements, t.dst.placements, shape, piece.dtype, strategy,
+                                   buffers_change=not stay)
             a.options = {**a.options, **_args.plan_options(memory_budget=budget)}
             if piece.to_dtype is not None:
                 a.to_dtype = piece.to_dtype
