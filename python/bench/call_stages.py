@@ -10,9 +10,10 @@ A repeated eager call that needs no gradient (reshard.torch.redistribute's repea
   run         the prepared executor's run_ptr (C++: the buffer checks, any peer mapping, the enqueued work)
   dtensor     the result DTensor
 This script makes exactly those calls with a perf_counter_ns stamp between stages, for mesh (world,) f32 1024x1024
-S0->S1, S0->R, R->S0, P->R and P->S0 (and 16384x16384 S0->R and S0->S1), three ways: "alone" (as bench_torch.py times
+S0->S1, S0->R, R->S0, P->R and P->S0 (and 16384x16384 S0->R and S0->S1), four ways: "alone" (as bench_torch.py times
 a call: ranks meet at a barrier, the GPU idle, CUDA events around the call), "idle" (the GPU idle, no barrier: each
-call after the previous one's result was waited for) and "loop" (10 calls back to back per timed iteration). Per
+call after the previous one's result was waited for), "loop" (10 calls back to back per timed iteration) and "fresh"
+(as idle, each call on a new DTensor around a copy of the local tensor, made before the timing starts). Per
 stage: the median over iterations (rank 0's, and the slowest rank's total); the CUDA-event time of the call beside. Every result is compared with DTensor.redistribute's, every element. Results: DIR/call_stages.json.
 """
 
@@ -59,18 +60,20 @@ def staged_call(x, mesh, dst_p, stamps):
     return y
 
 
-def measure(fn, iters, calls, barrier=True):
-    """Per iteration: (CUDA-event us per call, stage stamps of its calls) on this rank."""
+def measure(fn, iters, calls, barrier=True, make=lambda: None):
+    """Per iteration: (CUDA-event us per call, stage stamps of its calls) on this rank; fn(stamps, make()), make()'s
+    result made before the iteration's timing starts."""
     rows = []
     for _ in range(iters):
         stamps = []
+        arg = make()
         if barrier:
             dist.barrier()
         torch.cuda.synchronize()
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
         for _ in range(calls):
-            out = fn(stamps)
+            out = fn(stamps, arg)
         end.record()
         torch.cuda.synchronize()
         rows.append((start.elapsed_time(end) * 1e3 / calls, stamps))
@@ -103,8 +106,14 @@ def main():
                 rt.redistribute(x, mesh, dst_p)
             torch.cuda.synchronize()
             row = {"case": f"{src}->{dst}", "shape": list(shape)}
-            for mode, calls, barrier in (("alone", 1, True), ("idle", 1, False), ("loop", 10, True)):
-                rows, out = measure(lambda stamps: staged_call(x, mesh, dst_p, stamps), iters, calls, barrier)
+            def fresh():  # a new DTensor around a copy of the local tensor, as a training step hands them
+                return DTensor.from_local(local.clone(), mesh, src_p, run_check=False, shape=full.shape,
+                                          stride=full.stride())
+
+            for mode, calls, barrier, make in (("alone", 1, True, lambda: x), ("idle", 1, False, lambda: x),
+                                               ("loop", 10, True, lambda: x), ("fresh", 1, False, fresh)):
+                rows, out = measure(lambda stamps, a: staged_call(a, mesh, dst_p, stamps), iters, calls, barrier,
+                                    make)
                 mine = summarise(rows)
                 t = torch.tensor([mine["event_us"], mine["host_us"]], device="cuda", dtype=torch.float64)
                 dist.all_reduce(t, op=dist.ReduceOp.MAX)
@@ -115,7 +124,7 @@ def main():
         common.log(f"{src}->{dst} {shape}: " + "; ".join(
             f"{m} event {row[m]['slowest_event_us']:.1f} us, host {row[m]['host_us']:.1f} us ("
             + ", ".join(f"{k} {v:.1f}" for k, v in row[m]["stages_us"].items()) + f"), equal {row[m]['equal']}"
-            for m in ("alone", "idle", "loop")))
+            for m in ("alone", "idle", "loop", "fresh")))
         rt.clear_cache()
     common.finish(args.out, "call_stages.json",
                   {"versions": common.versions(), "iters": args.iters, "results": results})
