@@ -1,5 +1,6 @@
 #include "reshard/executor.hpp"
 
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -309,6 +310,11 @@ void Executor::run(std::span<const ConstBuffer> inputs, std::span<const MutableB
     RESHARD_REQUIRE(outputs[t].bytes >= output_sizes_[t], "output buffer", which(t), " has ", outputs[t].bytes,
                     " bytes; rank ", program_.rank, "'s target tensor needs ", output_sizes_[t]);
   }
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point started = trace_ops_ ? Clock::now() : Clock::time_point{};
+  const auto since = [&](Clock::time_point t) {
+    return std::chrono::duration<double, std::micro>(Clock::now() - t).count();
+  };
   // Pointer checks ask the driver; repeated runs on the same buffers skip them.
   bool changed = !checked_;
   for (size_t t = 0; t < n && !changed; ++t) changed = inputs[t].data != inputs_[t] || outputs[t].data != outputs_[t];
@@ -349,6 +355,9 @@ void Executor::run(std::span<const ConstBuffer> inputs, std::span<const MutableB
     exposed_ = true;
   }
   checked_ = true;
+  if (trace_ops_)
+    std::fprintf(stderr, "rank %d: run: buffer checks and exposure %.1f us (buffers %s)\n", program_.rank,
+                 since(started), changed ? "changed" : "as before");
   if (in_place_) return;  // identical layouts in place: the output already is the input
   const BufferBases bases{inputs_[0],
                           outputs_[0],
@@ -377,9 +386,12 @@ void Executor::run(std::span<const ConstBuffer> inputs, std::span<const MutableB
         std::fprintf(stderr, "rank %d: op %zu %s lane %d\n", program_.rank, i, kKinds[op.body.index()],
                      static_cast<int>(op.lane));
       }
+      const Clock::time_point op_started = trace_ops_ ? Clock::now() : Clock::time_point{};
       execute(i, bases, lane);
       if (traced_comm && ++comm_seen == marks->comm_ops) marks->comm_end->record(stream);
       if (ops_[i].done) ops_[i].done->record(lane);
+      if (trace_ops_)
+        std::fprintf(stderr, "rank %d: op %zu enqueued in %.1f us\n", program_.rank, i, since(op_started));
     }
     if (!marks) continue;
     if (marks->comm_ops == 0) {  // a step without communication is all "pack"

@@ -6,8 +6,8 @@ namespace reshard {
 
 // RESHARD_LOG=1: executors without a log callback write their lines to stderr.
 bool env_log_to_stderr();
-// RESHARD_TRACE_OPS set: the executor prints each operation as run() enqueues it, and the nvlink transport each post
-// and wait, to stderr.
+// RESHARD_TRACE_OPS set: the executor prints each operation as run() enqueues it (then the host time it took, and
+// that of the run's buffer checks and exposure), and the nvlink transport each post and wait, to stderr.
 bool env_trace_ops();
 
 }  // namespace reshard
