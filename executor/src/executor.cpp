@@ -312,7 +312,7 @@ void Executor::run(std::span<const ConstBuffer> inputs, std::span<const MutableB
   }
   using Clock = std::chrono::steady_clock;
   const Clock::time_point started = trace_ops_ ? Clock::now() : Clock::time_point{};
-  const auto since = [&](Clock::time_point t) {
+  const auto since = [](Clock::time_point t) {
     return std::chrono::duration<double, std::micro>(Clock::now() - t).count();
   };
   // Pointer checks ask the driver; repeated runs on the same buffers skip them.
